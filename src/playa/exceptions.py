@@ -1,0 +1,131 @@
+"""Every error Playa raises, grouped by who has to act on it.
+
+    PlayaError
+    ├── UsageError              the chat owner: a command or its input is wrong
+    │   └── ValidationError       one field of a command failed a rule (``field`` names it)
+    ├── ConfigError             the operator: configuration is missing or wrong
+    │   └── SecretUnavailable     no host secret, so remote MCP is disabled (``reason``)
+    ├── ToolError               a tool call could not be made or failed
+    │   ├── ToolNotFound          no tool of that name in the chat's registry
+    │   ├── ToolInactive          the tool exists but is deactivated
+    │   └── ToolUnbound           a remote tool whose server is gone
+    ├── WorkspaceError          a workspace path is outside the workspace or unusable
+    ├── StoreError              the sealed server file cannot be read or written
+    └── RemoteError             a remote MCP server or the network failed (``reason``)
+        ├── ConnectFailed         connecting, the handshake or the tool listing failed
+        ├── RemoteTimeout         a connect or a call ran out of time
+        └── CallFailed            a call failed in transport (the client is dropped)
+
+Exceptions of dependencies (the mcp SDK, httpx2, python-telegram-bot) are translated into
+these at one seam each and never cross a layer. No message or attribute ever holds a
+credential: callers pass redacted text only.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CallFailed",
+    "ConfigError",
+    "ConnectFailed",
+    "PlayaError",
+    "RemoteError",
+    "RemoteTimeout",
+    "SecretUnavailable",
+    "StoreError",
+    "ToolError",
+    "ToolInactive",
+    "ToolNotFound",
+    "ToolUnbound",
+    "UsageError",
+    "ValidationError",
+    "WorkspaceError",
+]
+
+
+class PlayaError(Exception):
+    """Base of every error Playa raises on purpose."""
+
+
+class UsageError(PlayaError):
+    """The chat owner used a command wrongly; the message says how to fix it."""
+
+
+class ValidationError(UsageError):
+    """One field of a command failed a validation rule."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class ConfigError(PlayaError):
+    """The operator's configuration is missing or wrong."""
+
+
+class SecretUnavailable(ConfigError):
+    """No host secret is configured, so sealed storage cannot work."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"remote MCP is disabled: {reason}")
+        self.reason = reason
+
+
+class ToolError(PlayaError):
+    """A tool call could not be made or failed."""
+
+
+class ToolNotFound(ToolError):
+    """No tool of that name is registered in the chat."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no tool named {name!r}")
+        self.name = name
+
+
+class ToolInactive(ToolError):
+    """The tool is registered but deactivated."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"tool {name!r} is not active")
+        self.name = name
+
+
+class ToolUnbound(ToolError):
+    """A remote tool whose server was removed, or no longer offers it."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"tool {name!r} is no longer available: its server was removed or stopped offering it")
+        self.name = name
+
+
+class WorkspaceError(PlayaError):
+    """A path the agent gave is outside its workspace, or the file cannot be used."""
+
+
+class StoreError(PlayaError):
+    """The sealed server file cannot be read or written."""
+
+
+class RemoteError(PlayaError):
+    """A remote MCP server, or the network to it, failed.
+
+    ``reason`` is short and meant for a person: "connection refused", "timed out after 15 s",
+    "HTTP 401", "not an MCP endpoint".
+    """
+
+    def __init__(self, reason: str, *, server: str | None = None) -> None:
+        super().__init__(f"{server}: {reason}" if server else reason)
+        self.reason = reason
+        self.server = server
+
+
+class ConnectFailed(RemoteError):
+    """Connecting, the MCP handshake or the tool listing failed."""
+
+
+class RemoteTimeout(RemoteError):
+    """A connect or a call did not finish in time."""
+
+
+class CallFailed(RemoteError):
+    """A tool call failed in transport; the server's client was dropped."""
