@@ -94,7 +94,9 @@ class ToolUnbound(ToolError):
     """A remote tool whose server was removed, or no longer offers it."""
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"tool {name!r} is no longer available: its server was removed or stopped offering it")
+        super().__init__(
+            f"tool {name!r} is no longer available: its server was removed or stopped offering it"
+        )
         self.name = name
 
 

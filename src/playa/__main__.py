@@ -1,0 +1,3 @@
+from playa.cli import main
+
+raise SystemExit(main())

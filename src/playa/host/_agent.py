@@ -1,0 +1,74 @@
+"""The model loop: pydantic-ai over a chat's registry, with every tool result passed to the hooks."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic_ai import Agent
+from pydantic_ai.exceptions import ToolFailed
+from pydantic_ai.messages import BinaryContent
+from pydantic_ai.models import Model
+from pydantic_ai.tools import RunContext, ToolDefinition
+from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
+from pydantic_core import SchemaValidator, core_schema
+
+from ._session import ChatSession
+from ._tools import ToolResult
+
+__all__ = ["SessionToolset", "ToolCaller", "build_agent", "model_content"]
+
+ToolCaller = Callable[[ChatSession, str, dict[str, Any]], Awaitable[ToolResult]]
+"""Runs one tool call of a chat end to end (registry lookup, call, hooks)."""
+
+# Arguments are checked by the tool itself (a remote server validates its own schema), so the
+# model loop only insists on a JSON object.
+_ANY_OBJECT = SchemaValidator(core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema()))
+
+
+@dataclass(eq=False)
+class SessionToolset(AbstractToolset[None]):
+    """The tools the model sees: the chat's active tools, read afresh at every model step."""
+
+    session: ChatSession
+    caller: ToolCaller
+
+    @property
+    def id(self) -> str:
+        return "playa-session"
+
+    async def get_tools(self, ctx: RunContext[None]) -> dict[str, ToolsetTool[None]]:
+        return {
+            tool.name: ToolsetTool(
+                toolset=self,
+                tool_def=ToolDefinition(
+                    name=tool.name,
+                    description=tool.description,
+                    parameters_json_schema=dict(tool.parameters),
+                ),
+                max_retries=1,
+                args_validator=_ANY_OBJECT,
+            )
+            for tool in self.session.tools.active()
+        }
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[None], tool: ToolsetTool[None]
+    ) -> Any:
+        result = await self.caller(self.session, name, tool_args)
+        if result.is_error:
+            raise ToolFailed(result.text)
+        return model_content(result)
+
+
+def model_content(result: ToolResult) -> str | list[str | BinaryContent]:
+    """A tool result as pydantic-ai passes it on to the model."""
+    if not result.media:
+        return result.text
+    return [result.text, *(BinaryContent(data=m.data, media_type=m.mime_type) for m in result.media)]
+
+
+def build_agent(model: Model | str) -> Agent[None, str]:
+    """One agent for the host; each turn passes its chat's toolset and instructions."""
+    return Agent(model, output_type=str, defer_model_check=True)

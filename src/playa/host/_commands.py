@@ -1,0 +1,127 @@
+"""Chat commands: ``/name args`` messages the host handles before, and instead of, the agent."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ._ui import UI, Sender
+
+if TYPE_CHECKING:
+    from ._session import ChatSession
+
+__all__ = ["Command", "CommandContext", "CommandReply", "CommandRouter", "ParsedCommand", "parse_command"]
+
+# A command is a first word of the form /name or /name@botname (Telegram). Anything that
+# starts with /mcp is taken whatever follows, because a mistyped `/mcp-add … --bearer KEY`
+# must not reach the model.
+_COMMAND = re.compile(r"/(?P<name>[A-Za-z0-9_]{1,64})(?:@[A-Za-z0-9_]{1,64})?(?=\s|$)")
+_MCP_PREFIX = "/mcp"
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCommand:
+    """A message recognised as a command: its lower-cased name and the text after it."""
+
+    name: str
+    args: str
+
+    def __repr__(self) -> str:
+        return f"ParsedCommand({self.name!r}, {len(self.args)} chars of arguments)"
+
+
+def parse_command(text: str) -> ParsedCommand | None:
+    """The command in a message, or ``None`` when the message is for the agent."""
+    stripped = text.lstrip()
+    match = _COMMAND.match(stripped)
+    if match:
+        return ParsedCommand(match["name"].lower(), stripped[match.end() :].strip())
+    if stripped[: len(_MCP_PREFIX)].lower() == _MCP_PREFIX:
+        head, _, rest = stripped.partition(" ")
+        return ParsedCommand(head[1:].lower(), rest.strip())
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class CommandReply:
+    """What a command answers. Command replies never enter the history."""
+
+    text: str
+
+
+@dataclass(slots=True)
+class CommandContext:
+    """Everything a command handler may use."""
+
+    session: ChatSession
+    sender: Sender
+    args: str
+    ui: UI
+
+    @property
+    def is_owner(self) -> bool:
+        return self.sender.is_owner
+
+
+Handler = Callable[[CommandContext], Awaitable[str]]
+
+
+def _never(_args: str) -> bool:
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A ``/name`` command.
+
+    ``carries_secret`` tells from the raw arguments whether the message holds a credential,
+    so the front end deletes it before anything else happens.
+    """
+
+    name: str
+    summary: str
+    handler: Handler
+    usage: str = ""
+    owner_only: bool = True
+    carries_secret: Callable[[str], bool] = field(default=_never)
+
+    @property
+    def help(self) -> str:
+        lines = [f"/{self.name} — {self.summary}"]
+        if self.usage:
+            lines.append(self.usage)
+        return "\n".join(lines)
+
+
+class CommandRouter:
+    """The commands of a host, by name."""
+
+    def __init__(self, commands: Iterable[Command] = ()) -> None:
+        self._commands: dict[str, Command] = {}
+        for command in commands:
+            self.add(command)
+
+    def add(self, command: Command) -> None:
+        name = command.name.lower()
+        if not _COMMAND.fullmatch(f"/{name}"):
+            raise ValueError(f"invalid command name {command.name!r}")
+        if name in self._commands:
+            raise ValueError(f"command /{name} is already registered")
+        self._commands[name] = command
+
+    def get(self, name: str) -> Command | None:
+        return self._commands.get(name.lower())
+
+    def all(self) -> list[Command]:
+        return sorted(self._commands.values(), key=lambda c: c.name)
+
+    def help_text(self, *, for_owner: bool = True) -> str:
+        lines = ["Commands:"]
+        for command in self.all():
+            if command.owner_only and not for_owner:
+                continue
+            lines.append(f"/{command.name} — {command.summary}")
+        lines.append("Anything else goes to the agent.")
+        return "\n".join(lines)

@@ -1,0 +1,64 @@
+"""Extensions: objects with hooks the host calls at fixed points of a chat's life."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ._commands import Command
+from ._tools import ToolResult
+
+if TYPE_CHECKING:
+    from ._session import ChatSession
+
+__all__ = ["Extension", "ToolResultEvent"]
+
+
+@dataclass(slots=True)
+class ToolResultEvent:
+    """One tool result of a chat, on its way to the model.
+
+    Every result passes here — from every tool, errors included — so a handler that rewrites
+    ``result`` decides what the model sees.
+    """
+
+    session: ChatSession
+    tool_name: str
+    arguments: dict[str, Any]
+    result: ToolResult
+
+
+class Extension:
+    """Base class of extensions; every hook is optional.
+
+    A hook that raises is logged and contained: the chat goes on without it.
+    """
+
+    id: str = "extension"
+
+    def commands(self) -> Sequence[Command]:
+        """Commands to register with the host (asked once, at host start)."""
+        return ()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        """Held open while the host runs; its exit is the host-shutdown hook."""
+        yield
+
+    async def on_session_start(self, session: ChatSession) -> None:
+        """A chat session became active. Must not wait on the network: start work and return."""
+
+    async def on_before_agent_start(self, session: ChatSession) -> None:
+        """Before every agent turn; may await bounded work and set prompt sections."""
+
+    async def on_tool_result(self, event: ToolResultEvent) -> None:
+        """Every tool result of the chat before the model sees it; may replace ``event.result``."""
+
+    def redact(self, session: ChatSession, text: str) -> str:
+        """Filter text leaving the host for the chat (replies, errors, logs about the chat)."""
+        return text
+
+    async def on_session_close(self, session: ChatSession) -> None:
+        """The session is closing (host shutdown or an idle chat)."""

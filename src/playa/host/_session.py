@@ -1,0 +1,34 @@
+"""A chat session: one chat's scope, owner, workspace, history, tools and prompt sections."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from ._history import History
+from ._prompt import PromptSections
+from ._registry import ToolRegistry
+
+__all__ = ["ChatSession"]
+
+
+@dataclass(eq=False)
+class ChatSession:
+    """Everything one chat owns. Chats never share any of it."""
+
+    scope: str
+    """``console:<name>`` or ``telegram:<chat_id>``: bound into everything the chat stores."""
+    owner: str
+    """The owner's identity as the front end knows it."""
+    workspace: Path
+    """The agent's folder; its workspace tools cannot leave it."""
+    history: History
+    tools: ToolRegistry = field(default_factory=ToolRegistry)
+    prompt: PromptSections = field(default_factory=PromptSections)
+    turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    """Held for a whole turn, so one chat's turns run one at a time."""
+
+    def __repr__(self) -> str:
+        return f"ChatSession({self.scope!r})"

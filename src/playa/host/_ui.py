@@ -1,0 +1,54 @@
+"""What the host needs from a front end: send text, ask a question, delete a message."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Protocol
+
+__all__ = ["UI", "IncomingMessage", "MessageRef", "Sender"]
+
+MessageRef = Hashable
+"""A front end's handle on a message it showed or received (a Telegram message id, say)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sender:
+    """Who sent a message. Only the front end can tell whether that is the chat's owner."""
+
+    id: str
+    name: str
+    is_owner: bool
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingMessage:
+    """One message from the chat, as the front end received it."""
+
+    text: str
+    sender: Sender
+    ref: MessageRef | None = None
+
+    def __repr__(self) -> str:
+        # The text may carry a credential (`/mcp_add … --bearer X`): never show it.
+        return f"IncomingMessage(sender={self.sender.id!r}, {len(self.text)} chars)"
+
+
+class UI(Protocol):
+    """A chat's front end, as seen by the host, commands and extensions."""
+
+    async def send(self, text: str) -> MessageRef | None:
+        """Show text in the chat."""
+        ...
+
+    async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
+        """Ask the sender a question and return the answer, or ``None`` if none came in time.
+
+        With ``secret``, the answer goes only to the caller: it never enters the history, and
+        the front end hides it as it is typed or deletes it from the chat.
+        """
+        ...
+
+    async def delete(self, ref: MessageRef) -> bool:
+        """Delete a message from the chat; ``False`` if the front end could not."""
+        ...

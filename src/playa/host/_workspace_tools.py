@@ -1,0 +1,144 @@
+"""The agent's own file tools, confined to its chat's workspace folder."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import anyio.to_thread
+
+from ..exceptions import WorkspaceError
+from ._tools import Tool, ToolResult
+
+__all__ = ["resolve_in_workspace", "workspace_tools"]
+
+MAX_READ = 1024 * 1024
+MAX_LIST = 1000
+
+
+def resolve_in_workspace(workspace: Path, path: str) -> Path:
+    """The real path of ``path`` inside ``workspace``, or a clear refusal.
+
+    Relative paths only, no ``..`` step, and after resolving symlinks the result must still be
+    inside the workspace: a link planted in the workspace cannot lead the agent out of it.
+    """
+    if not isinstance(path, str) or "\x00" in path:
+        raise WorkspaceError("the path must be text without NUL characters")
+    posix = PurePosixPath(path.replace("\\", "/"))
+    if posix.is_absolute() or Path(path).is_absolute() or (len(path) > 1 and path[1] == ":"):
+        raise WorkspaceError(f"{path!r} is absolute; give a path relative to the workspace")
+    if ".." in posix.parts:
+        raise WorkspaceError(f"{path!r} contains '..'; paths must stay inside the workspace")
+    root = workspace.resolve()
+    target = (root / Path(*posix.parts)).resolve() if posix.parts else root
+    if target != root and not target.is_relative_to(root):
+        raise WorkspaceError(f"{path!r} leads outside the workspace")
+    return target
+
+
+def _display(root: Path, path: Path) -> str:
+    return path.relative_to(root).as_posix() or "."
+
+
+@dataclass(frozen=True, slots=True)
+class _FileTool:
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    run: Callable[[dict[str, Any]], Awaitable[str]]
+
+    async def call(self, arguments: dict[str, Any]) -> ToolResult:
+        try:
+            return ToolResult(await self.run(arguments))
+        except WorkspaceError as exc:
+            return ToolResult.error(str(exc))
+        except (OSError, UnicodeDecodeError) as exc:
+            return ToolResult.error(
+                f"{type(exc).__name__}: {exc.strerror if isinstance(exc, OSError) else exc}"
+            )
+
+
+def _str_arg(arguments: dict[str, Any], name: str, default: str | None = None) -> str:
+    value = arguments.get(name, default)
+    if not isinstance(value, str):
+        raise WorkspaceError(f"argument {name!r} must be a string")
+    return value
+
+
+def workspace_tools(workspace: Path) -> list[Tool]:
+    """The list, read, write and delete tools over one workspace."""
+    root = workspace
+
+    def _list(arguments: dict[str, Any]) -> str:
+        target = resolve_in_workspace(root, _str_arg(arguments, "path", "."))
+        if not target.is_dir():
+            raise WorkspaceError(f"{_str_arg(arguments, 'path', '.')!r} is not a folder")
+        base = root.resolve()
+        lines = []
+        for entry in sorted(target.iterdir())[:MAX_LIST]:
+            suffix = "/" if entry.is_dir() else ""
+            lines.append(_display(base, entry) + suffix)
+        return "\n".join(lines) if lines else "(empty)"
+
+    def _read(arguments: dict[str, Any]) -> str:
+        target = resolve_in_workspace(root, _str_arg(arguments, "path"))
+        with target.open("rb") as file:
+            data = file.read(MAX_READ + 1)
+        text = data[:MAX_READ].decode("utf-8", errors="replace")
+        if len(data) > MAX_READ:
+            text += f"\n[cut: the file is larger than {MAX_READ} bytes]"
+        return text
+
+    def _write(arguments: dict[str, Any]) -> str:
+        target = resolve_in_workspace(root, _str_arg(arguments, "path"))
+        content = _str_arg(arguments, "content")
+        if target == root.resolve():
+            raise WorkspaceError("cannot write to the workspace folder itself")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # O_NOFOLLOW: a symlink swapped in after the check is not followed out of the workspace.
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(content)
+        return f"wrote {len(content.encode())} bytes to {_display(root.resolve(), target)}"
+
+    def _delete(arguments: dict[str, Any]) -> str:
+        target = resolve_in_workspace(root, _str_arg(arguments, "path"))
+        if target.is_dir():
+            raise WorkspaceError("only files can be deleted")
+        target.unlink()
+        return f"deleted {_display(root.resolve(), target)}"
+
+    def threaded(function: Callable[[dict[str, Any]], str]) -> Callable[[dict[str, Any]], Awaitable[str]]:
+        async def run(arguments: dict[str, Any]) -> str:
+            return await anyio.to_thread.run_sync(function, arguments)
+
+        return run
+
+    path_only = {
+        "type": "object",
+        "properties": {"path": {"type": "string", "description": "Path relative to the workspace."}},
+        "required": ["path"],
+    }
+    return [
+        _FileTool(
+            "list_files",
+            "List the files and folders at a path in your workspace ('.' for its top).",
+            {"type": "object", "properties": {"path": {"type": "string", "default": "."}}},
+            threaded(_list),
+        ),
+        _FileTool("read_file", "Read a text file from your workspace.", path_only, threaded(_read)),
+        _FileTool(
+            "write_file",
+            "Create or overwrite a text file in your workspace.",
+            {
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+                "required": ["path", "content"],
+            },
+            threaded(_write),
+        ),
+        _FileTool("delete_file", "Delete a file from your workspace.", path_only, threaded(_delete)),
+    ]

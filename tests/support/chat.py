@@ -1,0 +1,57 @@
+"""A scripted front end and a scripted model, our own seams for host tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from playa.host import IncomingMessage, MessageRef, Sender
+
+OWNER = Sender(id="owner", name="Owner", is_owner=True)
+GUEST = Sender(id="guest", name="Guest", is_owner=False)
+
+
+@dataclass
+class ScriptedUI:
+    """A front end that records what it was asked to do and answers questions from a list."""
+
+    answers: list[str] = field(default_factory=list)
+    sent: list[str] = field(default_factory=list)
+    asked: list[tuple[str, bool]] = field(default_factory=list)
+    deleted: list[MessageRef] = field(default_factory=list)
+    can_delete: bool = True
+
+    async def send(self, text: str) -> MessageRef | None:
+        self.sent.append(text)
+        return len(self.sent)
+
+    async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
+        self.asked.append((question, secret))
+        return self.answers.pop(0) if self.answers else None
+
+    async def delete(self, ref: MessageRef) -> bool:
+        self.deleted.append(ref)
+        return self.can_delete
+
+
+@dataclass
+class Script:
+    """A scripted model: each step's function gets the messages and what the agent offers."""
+
+    steps: list[Callable[[list[ModelMessage], AgentInfo], ModelResponse]]
+    seen: list[tuple[list[ModelMessage], AgentInfo]] = field(default_factory=list)
+
+    def model(self) -> FunctionModel:
+        def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            self.seen.append((list(messages), info))
+            return self.steps.pop(0)(messages, info)
+
+        return FunctionModel(respond)
+
+
+def msg(text: str, sender: Sender = OWNER, ref: Any = None) -> IncomingMessage:
+    return IncomingMessage(text=text, sender=sender, ref=ref)
