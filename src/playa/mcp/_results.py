@@ -1,0 +1,152 @@
+"""Turn an MCP ``CallToolResult`` into the host's ``ToolResult``.
+
+Every content block becomes text, media or both, in the order the server gave them, and nothing
+is dropped without a trace: content the model cannot take (a binary blob, an undecodable image,
+a content type this code does not know) becomes a short text note saying what was there.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+
+import mcp_types
+import pydantic_core
+
+from playa.host._tools import Media, ToolResult
+
+__all__ = ["map_result"]
+
+NO_CONTENT = "(the tool returned no content)"
+
+_WHITESPACE = re.compile(r"\s+")
+_BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
+_BASE64_URLSAFE = re.compile(r"^[A-Za-z0-9_-]*={0,2}$")
+
+
+def map_result(result: mcp_types.CallToolResult) -> ToolResult:
+    """The host's view of one MCP tool call result. Never raises."""
+    parts: list[str] = []
+    media: list[Media] = []
+    content: object = getattr(result, "content", None)
+    blocks: list[object] = list(content) if isinstance(content, list | tuple) else []
+    for block in blocks:
+        _map_block(block, parts, media)
+
+    structured: object = getattr(result, "structured_content", None)
+    if structured is not None and not _echoed_in_text(structured, blocks):
+        rendered = _to_json_text(structured)
+        parts.append(f"Structured content:\n{rendered}" if parts else rendered)
+
+    text = "\n".join(parts)
+    if not text.strip():
+        # An empty tool result reads to a model like a lost message; say it was empty.
+        text = NO_CONTENT
+    return ToolResult(text=text, is_error=getattr(result, "is_error", False) is True, media=tuple(media))
+
+
+def _map_block(block: object, parts: list[str], media: list[Media]) -> None:
+    if isinstance(block, mcp_types.TextContent):
+        parts.append(block.text)
+    elif isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
+        parts.append(_attach(block.type, block.data, block.mime_type, media))
+    elif isinstance(block, mcp_types.EmbeddedResource):
+        parts.append(_embedded(block.resource, media))
+    elif isinstance(block, mcp_types.ResourceLink):
+        parts.append(_link(block))
+    else:
+        kind = getattr(block, "type", None)
+        label = kind if isinstance(kind, str) else type(block).__name__
+        parts.append(f"[unsupported content of type {label!r}: {_to_json_text(block)}]")
+
+
+def _attach(kind: str, data: str, mime_type: str, media: list[Media], *, uri: str | None = None) -> str:
+    """Decode base64 media into ``media`` and return the placeholder text for it."""
+    where = f" from {uri}" if uri else ""
+    shown = mime_type or "unknown type"
+    decoded = _decode_base64(data)
+    if decoded is None:
+        return f"[{kind}{where} ({shown}) omitted: its data is not valid base64]"
+    if not decoded:
+        return f"[{kind}{where} ({shown}) omitted: it is empty]"
+    media.append(Media(data=decoded, mime_type=mime_type))
+    return f"[{kind}{where} attached: {shown}, {len(decoded)} bytes]"
+
+
+def _embedded(
+    resource: mcp_types.TextResourceContents | mcp_types.BlobResourceContents, media: list[Media]
+) -> str:
+    mime = resource.mime_type
+    if isinstance(resource, mcp_types.TextResourceContents):
+        described = f"{resource.uri} ({mime})" if mime else resource.uri
+        return f"[resource {described}]\n{resource.text}"
+    if mime and mime.lower().startswith("image/"):
+        return _attach("image", resource.blob, mime, media, uri=resource.uri)
+    # Raw base64 would cost the model many tokens and tell it nothing.
+    decoded = _decode_base64(resource.blob)
+    size = "data not valid base64" if decoded is None else f"{len(decoded)} bytes"
+    return f"[binary resource {resource.uri} ({mime or 'unknown type'}, {size}) not shown]"
+
+
+def _link(link: mcp_types.ResourceLink) -> str:
+    details = [link.uri]
+    if link.title and link.title != link.name:
+        details.append(link.title)
+    if link.mime_type:
+        details.append(link.mime_type)
+    if link.size is not None:
+        details.append(f"{link.size} bytes")
+    text = f"[resource link {link.name}: {', '.join(details)}]"
+    return f"{text}\n{link.description}" if link.description else text
+
+
+def _decode_base64(data: str) -> bytes | None:
+    # Some servers wrap base64 at 76 columns, drop padding, or use the URL-safe alphabet;
+    # anything beyond that is refused rather than decoded into garbage.
+    compact = _WHITESPACE.sub("", data)
+    compact += "=" * (-len(compact) % 4)
+    try:
+        if _BASE64.fullmatch(compact):
+            return base64.b64decode(compact, validate=True)
+        if _BASE64_URLSAFE.fullmatch(compact):
+            return base64.urlsafe_b64decode(compact)
+    except (binascii.Error, ValueError):
+        return None
+    return None
+
+
+def _echoed_in_text(structured: object, blocks: list[object]) -> bool:
+    """Whether a text block already holds the structured content, as the MCP spec recommends."""
+    texts = [block.text for block in blocks if isinstance(block, mcp_types.TextContent)]
+    candidates = [*texts, "".join(texts)] if len(texts) > 1 else texts
+    for text in candidates:
+        try:
+            if _same_json(json.loads(text), structured):
+                return True
+        except (ValueError, RecursionError):
+            # Not JSON, or nested deeper than Python recurses: not an echo we can confirm.
+            continue
+    return False
+
+
+def _same_json(left: object, right: object) -> bool:
+    """JSON equality; unlike ``==`` it tells ``true`` from ``1``."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return type(left) is type(right) and left == right
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(_same_json(left[key], right[key]) for key in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(_same_json(a, b) for a, b in zip(left, right, strict=True))
+    if isinstance(left, dict | list) or isinstance(right, dict | list):
+        return False
+    return left == right
+
+
+def _to_json_text(value: object) -> str:
+    try:
+        return pydantic_core.to_json(value, fallback=repr, by_alias=True).decode("utf-8", "replace")
+    except (ValueError, TypeError, RecursionError):
+        # A cycle, or nesting too deep for pydantic: say what it was rather than lose it.
+        return f"<{type(value).__name__} that could not be rendered as JSON>"

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def chat(
+    data_dir: Path, lines: list[str], *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "playa", "chat", "--data-dir", str(data_dir), *args],
+        input="".join(line + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def test_the_console_is_driven_line_by_line_through_a_pipe(tmp_path: Path) -> None:
+    done = chat(
+        tmp_path,
+        [
+            "",
+            "/help",
+            'write_file {"path": "n.txt", "content": "piped"}',
+            'read_file {"path": "n.txt"}',
+            "read_file {oops",
+        ],
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "Commands:\n/help — list the commands" in out
+    assert "[offline model] write_file returned:\nwrote 5 bytes to n.txt" in out
+    assert "[offline model] read_file returned:\npiped" in out
+    assert "not valid JSON" in out
+    assert (tmp_path / "workspaces" / "console_3adefault" / "n.txt").read_text() == "piped"
+
+
+def test_a_mistyped_mcp_command_is_answered_by_the_router(tmp_path: Path) -> None:
+    done = chat(tmp_path, ["/mcp_whatever --bearer abcdefgh"])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Unknown command /mcp_whatever.")
+    history = tmp_path / "sessions" / "console_3adefault" / "history.json"
+    assert not history.exists() or "abcdefgh" not in history.read_text()
+
+
+def test_each_console_scope_is_its_own_chat(tmp_path: Path) -> None:
+    chat(tmp_path, ['write_file {"path": "mine", "content": "1"}'], "--scope", "one")
+    done = chat(tmp_path, ["list_files"], "--scope", "two")
+    assert "returned:\n(empty)" in done.stdout
+
+
+@pytest.mark.parametrize("flag", ["--version", "--help"])
+def test_version_and_help(flag: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "playa", flag], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0
+    assert "playa" in done.stdout
+
+
+def test_an_unusable_model_is_a_clear_error(tmp_path: Path) -> None:
+    done = chat(tmp_path, ["hi"], "--model", "nosuchprovider:model")
+    assert done.returncode == 2
+    assert "cannot use model 'nosuchprovider:model'" in done.stderr

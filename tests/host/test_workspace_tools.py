@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from playa.exceptions import WorkspaceError
+from playa.host import ToolResult, resolve_in_workspace, workspace_tools
+
+pytestmark = pytest.mark.anyio
+
+
+def tools(workspace: Path) -> dict[str, object]:
+    return {t.name: t for t in workspace_tools(workspace)}
+
+
+async def run(workspace: Path, name: str, **arguments: object) -> ToolResult:
+    tool = {t.name: t for t in workspace_tools(workspace)}[name]
+    return await tool.call(dict(arguments))
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+async def test_files_are_written_read_listed_and_deleted_inside_the_workspace(workspace: Path) -> None:
+    assert not (await run(workspace, "write_file", path="notes/a.txt", content="hello")).is_error
+    assert (workspace / "notes" / "a.txt").read_text() == "hello"
+    assert (await run(workspace, "read_file", path="notes/a.txt")).text == "hello"
+    assert (await run(workspace, "list_files", path="notes")).text == "notes/a.txt"
+    assert (await run(workspace, "list_files")).text == "notes/"
+    assert not (await run(workspace, "delete_file", path="notes/a.txt")).is_error
+    assert not (workspace / "notes" / "a.txt").exists()
+
+
+@pytest.mark.parametrize("path", ["../x", "a/../../x", "..", "/etc/passwd", "C:\\x", "\\\\server\\share"])
+async def test_paths_leaving_the_workspace_are_refused(workspace: Path, path: str) -> None:
+    for name in ("read_file", "write_file", "delete_file"):
+        result = await run(workspace, name, path=path, content="x")
+        assert result.is_error, (name, path)
+        assert "workspace" in result.text or "absolute" in result.text
+    assert not (workspace.parent / "x").exists()
+
+
+async def test_a_symlink_leading_outside_is_refused(workspace: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("top secret")
+    os.symlink(outside, workspace / "link")
+    os.symlink(outside / "secret.txt", workspace / "file-link")
+    for path in ("link/secret.txt", "file-link"):
+        result = await run(workspace, "read_file", path=path)
+        assert result.is_error and "outside the workspace" in result.text
+    result = await run(workspace, "write_file", path="link/new.txt", content="x")
+    assert result.is_error
+    assert not (outside / "new.txt").exists()
+    assert (outside / "secret.txt").read_text() == "top secret"
+
+
+async def test_a_symlink_inside_the_workspace_is_followed(workspace: Path) -> None:
+    (workspace / "real.txt").write_text("inside")
+    os.symlink(workspace / "real.txt", workspace / "alias.txt")
+    assert (await run(workspace, "read_file", path="alias.txt")).text == "inside"
+
+
+async def test_bad_arguments_are_clear_errors(workspace: Path) -> None:
+    result = await run(workspace, "read_file", path=3)
+    assert result.is_error and "must be a string" in result.text
+    result = await run(workspace, "read_file", path="missing.txt")
+    assert result.is_error and "No such file" in result.text
+
+
+def test_resolve_refuses_nul_bytes(workspace: Path) -> None:
+    with pytest.raises(WorkspaceError):
+        resolve_in_workspace(workspace, "a\x00b")

@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+import types
+
+import playa.mcp
+
+
+def test_the_package_exports_exactly_its_public_names() -> None:
+    public = {
+        name
+        for name, value in vars(playa.mcp).items()
+        if not name.startswith("_") and name != "annotations" and not isinstance(value, types.ModuleType)
+    }
+    assert set(playa.mcp.__all__) == public
+    assert set(playa.mcp.__all__) == {
+        "MAX_NAME_LENGTH",
+        "exposed_name",
+        "exposed_names",
+        "map_result",
+        "normalize_schema",
+    }
