@@ -10,10 +10,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import anyio
+import anyio.abc
 
 from . import __version__
 from .exceptions import ConfigError
 from .host import EnvPolicy, Extension, Host, HostConfig
+from .mcp_remote import ConnectionSettings, RemoteMcpExtension, RemoteMcpSettings, resolve_host_secret
 
 __all__ = ["main"]
 
@@ -48,6 +50,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     common(chat)
     chat.add_argument("--scope", default="default", help="the console chat's name (default: default)")
+    chat.add_argument(
+        "--demo",
+        action="store_true",
+        help="also run the demo MCP server on loopback and print the /mcp_add line to paste",
+    )
+    commands.add_parser("demo-server", help="run a small MCP server behind a bearer token (see its --help)")
     return parser
 
 
@@ -68,21 +76,76 @@ def _host_config(args: argparse.Namespace, environ: Mapping[str, str]) -> HostCo
     )
 
 
+def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
+    text = environ.get(name)
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise ConfigError(f"{name} must be positive, got {text!r}")
+    return value
+
+
+def remote_mcp(config: HostConfig, environ: Mapping[str, str], *, allow_generate: bool) -> RemoteMcpExtension:
+    """The mcp-remote extension as the environment configures it."""
+    secret = resolve_host_secret(environ, data_dir=config.data_dir, allow_generate=allow_generate)
+    connection = ConnectionSettings(
+        connect_timeout=_seconds(environ, "PLAYA_CONNECT_TIMEOUT", 15.0),
+        call_timeout=_seconds(environ, "PLAYA_CALL_TIMEOUT", 60.0),
+    )
+    return RemoteMcpExtension(secret, settings=RemoteMcpSettings(connection=connection))
+
+
 async def _chat(args: argparse.Namespace) -> None:
     from .console import run_console
 
     config = _host_config(args, os.environ)
-    extensions: list[Extension] = []
-    async with Host(config, extensions) as host:
-        banner = f"Playa {__version__} — console chat '{args.scope}'. /help lists commands; Ctrl-D quits."
-        await run_console(host, scope_name=args.scope, banner=banner)
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    extensions: list[Extension] = [remote_mcp(config, os.environ, allow_generate=True)]
+    banner = f"Playa {__version__} — console chat '{args.scope}'. /help lists commands; Ctrl-D quits."
+    async with Host(config, extensions) as host, anyio.create_task_group() as tg:
+        if args.demo:
+            banner = await _start_demo(tg) + "\n\n" + banner
+            print(banner, flush=True)
+        await run_console(host, scope_name=args.scope, banner=None if args.demo else banner)
+        tg.cancel_scope.cancel()
+
+
+async def _start_demo(tg: anyio.abc.TaskGroup) -> str:
+    """Serve the demo MCP server on a free loopback port; the text tells the user what to paste."""
+    from . import demo_server
+
+    ready = anyio.Event()
+    found: list[str] = []
+
+    def on_ready(url: str, token: str) -> None:
+        found.extend([url, token])
+        ready.set()
+
+    tg.start_soon(lambda: demo_server.serve(port=0, ready=on_ready))
+    with anyio.fail_after(10):
+        await ready.wait()
+    url, token = found
+    return (
+        f"Demo MCP server running at {url} (bearer token: {token}).\n"
+        f"Connect it to this chat: /mcp_add demo {url} --bearer   (paste the token when asked),\n"
+        "then try: demo__whoami"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["demo-server"]:
+        from . import demo_server
+
+        return demo_server.main(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:
-        args = parser.parse_args(["chat", *(argv or sys.argv[1:])])
+        args = parser.parse_args(["chat", *argv])
     _configure_logging(args.log_level)
     try:
         if args.command == "chat":

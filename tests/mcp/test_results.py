@@ -251,9 +251,10 @@ async def test_a_real_servers_structured_output_is_not_repeated_when_echoed_as_t
 
 
 @pytest.mark.anyio
-async def test_a_real_servers_wrapped_primitive_output_is_added_as_structured_content() -> None:
+async def test_a_real_servers_wrapped_primitive_output_is_not_repeated() -> None:
+    # The SDK sends {"result": 3} beside the text "3": the same value, said twice.
     mapped = await call("count")
-    assert mapped.text == '3\nStructured content:\n{"result":3}'
+    assert mapped.text == "3"
 
 
 @pytest.mark.anyio
@@ -345,3 +346,19 @@ def test_any_content_maps_without_raising_and_keeps_every_text_in_order(
     assert len(mapped.media) == mapped.text.count(" attached: ") or any(
         " attached: " in b.text for b in content if isinstance(b, mcp_types.TextContent)
     )
+
+
+def test_a_wrapped_string_result_equal_to_the_text_is_not_repeated() -> None:
+    result = mcp_types.CallToolResult(
+        content=[mcp_types.TextContent(type="text", text="hello\nworld")],
+        structured_content={"result": "hello\nworld"},
+    )
+    assert map_result(result).text == "hello\nworld"
+
+
+def test_a_wrapped_result_that_differs_from_the_text_is_kept() -> None:
+    result = mcp_types.CallToolResult(
+        content=[mcp_types.TextContent(type="text", text="hello")],
+        structured_content={"result": "other"},
+    )
+    assert '{"result":"other"}' in map_result(result).text

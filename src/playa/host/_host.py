@@ -105,8 +105,9 @@ class Host:
     async def __aexit__(self, *exc_info: object) -> None:
         stack, self._stack = self._stack, None
         if stack is not None:
-            with anyio.CancelScope(shield=True):
-                await stack.aclose()
+            # Not shielded here: an extension's task group must be exited in its own cancel
+            # scope; each extension shields its own bounded teardown.
+            await stack.aclose()
 
     # Sessions
 

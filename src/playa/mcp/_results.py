@@ -121,6 +121,12 @@ def _echoed_in_text(structured: object, blocks: list[object]) -> bool:
     """Whether a text block already holds the structured content, as the MCP spec recommends."""
     texts = [block.text for block in blocks if isinstance(block, mcp_types.TextContent)]
     candidates = [*texts, "".join(texts)] if len(texts) > 1 else texts
+    # Servers built on the SDK wrap a plain return value as {"result": value} beside its text.
+    if isinstance(structured, dict) and structured.keys() == {"result"}:
+        wrapped = structured["result"]
+        if isinstance(wrapped, str) and wrapped in candidates:
+            return True
+        structured = wrapped if not isinstance(wrapped, str) else structured
     for text in candidates:
         try:
             if _same_json(json.loads(text), structured):

@@ -1,0 +1,320 @@
+"""One chat's remote servers: the file reconciled, connections kept, tools bound, secrets redacted."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any, Literal
+
+import anyio
+import mcp_types
+from anyio.abc import TaskGroup
+
+from ..exceptions import CallFailed, RemoteError, RemoteTimeout, ToolError
+from ..host import ChatSession, ToolResult
+from ..mcp import exposed_names, map_result, normalize_schema
+from ._connection import Connection, Connector, Endpoint
+from ._redact import Redactor
+from ._settings import RemoteMcpSettings
+from ._store import LoadResult, Rejected, ServerEntry, ServerStore
+from ._tool import Binding, RemoteMcpTool
+
+__all__ = ["SECTION_TITLE", "ChatServers", "ServerState"]
+
+logger = logging.getLogger(__name__)
+
+SECTION_TITLE = "Remote MCP servers"
+_MAX_DESCRIPTION = 1024
+
+Clock = Callable[[], float]
+
+
+@dataclass(eq=False)
+class ServerState:
+    """What the chat knows of one server now."""
+
+    entry: ServerEntry
+    status: Literal["connecting", "connected", "unavailable"] = "connecting"
+    connection: Connection | None = None
+    reason: str | None = None
+    """Why it is unavailable, or why its last call dropped the connection (redacted)."""
+    failures: int = 0
+    next_retry: float | None = None
+    attempt: anyio.Event | None = None
+    """Set when the connect attempt in flight ends; None when none is in flight."""
+    tools: list[str] = field(default_factory=list)
+    """The exposed names of the tools bound to this server."""
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+
+    @property
+    def connecting(self) -> bool:
+        return self.attempt is not None and not self.attempt.is_set()
+
+
+class ChatServers:
+    """The remote MCP servers of one chat session."""
+
+    def __init__(
+        self,
+        session: ChatSession,
+        store: ServerStore | None,
+        *,
+        connector: Connector,
+        settings: RemoteMcpSettings,
+        task_group: TaskGroup,
+        clock: Clock = time.time,
+    ) -> None:
+        self.session = session
+        self.store = store
+        self.servers: dict[str, ServerState] = {}
+        self.rejected: tuple[Rejected, ...] = ()
+        self.warning: str | None = None
+        self.redactor = Redactor()
+        self._connector = connector
+        self._settings = settings
+        self._tg = task_group
+        self._clock = clock
+        self._tools: dict[str, RemoteMcpTool] = {}
+        self._secrets: frozenset[str] = frozenset()
+
+    # The file
+
+    def reconcile(self) -> None:
+        """Bring servers in line with the file; costs one ``lstat`` when it did not change."""
+        if self.store is None or not self.store.changed():
+            return
+        self._apply(self.store.load())
+
+    def _apply(self, result: LoadResult) -> None:
+        self.rejected, self.warning = result.rejected, result.warning
+        wanted = {entry.name: entry for entry in result.entries}
+        for name, state in list(self.servers.items()):
+            if wanted.get(name) != state.entry and (connection := self._drop(name)) is not None:
+                self._tg.start_soon(connection.aclose)
+        # Secrets first: a connect error may quote them before this method returns.
+        self._remember_secrets(result.entries)
+        for name, entry in wanted.items():
+            if name not in self.servers:
+                state = self.servers[name] = ServerState(entry)
+                self._start(state)
+
+    def _remember_secrets(self, entries: tuple[ServerEntry, ...]) -> None:
+        # A removed server's values stay: they may still sit in an old result or error.
+        secrets = self._secrets.union(*(entry.headers.values() for entry in entries))
+        if secrets != self._secrets:
+            self._secrets = frozenset(secrets)
+            self.redactor = Redactor(self._secrets)
+
+    def _drop(self, name: str) -> Connection | None:
+        """Forget a server and unbind its tools; the caller closes the connection returned."""
+        state = self.servers.pop(name)
+        for exposed in state.tools:
+            self._tools[exposed].unbind()
+            self.session.tools.deactivate(exposed)
+        state.tools = []
+        connection, state.connection = state.connection, None
+        return connection
+
+    # Connecting
+
+    def _start(self, state: ServerState) -> None:
+        state.status = "connecting"
+        state.attempt = anyio.Event()
+        self._tg.start_soon(self._connect, state)
+
+    async def _connect(self, state: ServerState) -> None:
+        attempt = state.attempt
+        name = state.entry.name
+        try:
+            connection = await self._connector.connect(_endpoint(state.entry), self._tg)
+        except RemoteError as exc:
+            if self.servers.get(name) is state:
+                self._failed(state, exc.reason)
+        except Exception as exc:  # boundary: one server's bug must not end the chat's task group
+            logger.error("connecting %s in %s failed: %s", name, self.session.scope, type(exc).__name__)
+            if self.servers.get(name) is state:
+                self._failed(state, f"internal error ({type(exc).__name__})")
+        else:
+            if self.servers.get(name) is not state:
+                # Removed or replaced while connecting.
+                await connection.aclose()
+            else:
+                state.connection, state.status, state.reason = connection, "connected", None
+                state.failures, state.next_retry = 0, None
+                self._bind(state, connection)
+        finally:
+            if attempt is not None:
+                attempt.set()
+
+    def _failed(self, state: ServerState, reason: str) -> None:
+        state.failures += 1
+        state.status = "unavailable"
+        state.reason = self.redactor.redact(reason)
+        state.next_retry = self._clock() + self._settings.backoff(state.failures)
+        logger.info("%s in %s is unavailable: %s", state.entry.name, self.session.scope, state.reason)
+
+    async def wait_for_connects(self) -> None:
+        """Wait for the connects in flight; each is bounded by the connect timeout."""
+        with anyio.move_on_after(self._settings.connection.connect_timeout + 1.0):
+            for state in list(self.servers.values()):
+                if state.attempt is not None:
+                    await state.attempt.wait()
+
+    async def before_turn(self) -> None:
+        """BeforeAgentStart: reconcile, retry what is due, wait for connects, write the section."""
+        self.reconcile()
+        now = self._clock()
+        for state in self.servers.values():
+            if state.status == "unavailable" and not state.connecting and (state.next_retry or 0) <= now:
+                self._start(state)
+        await self.wait_for_connects()
+        self.session.prompt.set(SECTION_TITLE, self.section())
+
+    async def add_now(self, entry: ServerEntry) -> ServerState:
+        """After ``/mcp_add`` saved ``entry``: pick it up and wait for its connect."""
+        self._remember_secrets((entry,))
+        self.reconcile()
+        state = self.servers.get(entry.name)
+        if state is None:
+            raise ToolError(f"{entry.name} was saved but cannot be read back; see /mcp_list")
+        if state.attempt is not None:
+            with anyio.move_on_after(self._settings.connection.connect_timeout + 1.0):
+                await state.attempt.wait()
+        self.session.prompt.set(SECTION_TITLE, self.section())
+        return state
+
+    def remove_now(self) -> None:
+        """After ``/mcp_remove`` changed the file."""
+        self.reconcile()
+        self.session.prompt.set(SECTION_TITLE, self.section())
+
+    # Tools
+
+    def _bind(self, state: ServerState, connection: Connection) -> None:
+        entry = state.entry
+        allowed: dict[str, mcp_types.Tool] = {}
+        for tool in connection.tools:
+            if (entry.tools is None or tool.name in entry.tools) and tool.name not in allowed:
+                allowed[tool.name] = tool
+        names = exposed_names(entry.name, allowed)
+        bound: list[str] = []
+        for remote, tool in allowed.items():
+            exposed = names[remote]
+            registry_tool = self._tools.get(exposed)
+            if registry_tool is None:
+                registry_tool = self._tools[exposed] = RemoteMcpTool(exposed)
+                self.session.tools.register(registry_tool, active=False)
+            description = (tool.description or tool.title or "").strip()[:_MAX_DESCRIPTION]
+            registry_tool.bind(
+                Binding(
+                    server=entry.name,
+                    remote_name=remote,
+                    description=f"[{entry.name}] {description}".strip(),
+                    parameters=normalize_schema(tool.input_schema),
+                    call=partial(self._call, state, exposed),
+                )
+            )
+            self.session.tools.activate(exposed)
+            bound.append(exposed)
+        for exposed in set(state.tools) - set(bound):
+            self._tools[exposed].unbind()
+            self.session.tools.deactivate(exposed)
+        state.tools = bound
+
+    def tool(self, exposed: str) -> RemoteMcpTool | None:
+        return self._tools.get(exposed)
+
+    async def _call(
+        self, state: ServerState, exposed: str, remote: str, arguments: dict[str, Any]
+    ) -> ToolResult:
+        connection = await self._connection_for_call(state)
+        try:
+            result = await connection.call_tool(
+                remote, arguments, timeout=self._settings.connection.call_timeout
+            )
+        except (CallFailed, RemoteTimeout) as exc:
+            # The connection marked itself broken: drop it; the next call reconnects. No retry:
+            # the call may have had effects on the server.
+            if state.connection is connection:
+                state.connection = None
+                state.reason = self.redactor.redact(exc.reason)
+                self._tg.start_soon(connection.aclose)
+            return ToolResult.error(
+                f"{exposed} failed: {exc.reason}. The call was not retried; the next call reconnects."
+            )
+        return map_result(result)
+
+    async def _connection_for_call(self, state: ServerState) -> Connection:
+        async with state.lock:
+            connection = state.connection
+            if connection is not None and not connection.broken:
+                return connection
+            if self.servers.get(state.entry.name) is not state:
+                raise ToolError(f"{state.entry.name} was removed")
+            if state.connecting and state.attempt is not None:
+                await state.attempt.wait()
+            else:
+                state.connection = None
+                state.attempt = anyio.Event()
+                await self._connect(state)
+            if state.connection is None:
+                raise ToolError(f"{state.entry.name} is unavailable: {state.reason}")
+            return state.connection
+
+    def redact_result(self, result: ToolResult) -> ToolResult:
+        if not self.redactor:
+            return result
+        text = self.redactor.redact(result.text)
+        return result if text is result.text else replace(result, text=text)
+
+    # Showing
+
+    def _retry_text(self, state: ServerState) -> str:
+        if state.next_retry is None:
+            return ""
+        wait = max(0, round(state.next_retry - self._clock()))
+        at = datetime.fromtimestamp(state.next_retry, UTC).strftime("%H:%M:%S UTC")
+        return f"; next retry at {at} (in {wait} s)"
+
+    def state_text(self, state: ServerState) -> str:
+        if state.status == "connecting":
+            return "connecting"
+        if state.status == "unavailable":
+            return f"unavailable: {state.reason}{self._retry_text(state)}"
+        text = f"connected over {state.connection.transport if state.connection else 'http'}, {len(state.tools)} tools"
+        if state.connection is None and state.reason:
+            text += f" (last call failed: {state.reason}; the next call reconnects)"
+        return text
+
+    def section(self) -> str | None:
+        """The "Remote MCP servers" prompt section, or None when there is nothing to say."""
+        if not self.servers and not self.rejected and not self.warning:
+            return None
+        lines = ["Servers the chat's owner connected (only the owner can add, change or remove them):"]
+        for name, state in sorted(self.servers.items()):
+            if state.status == "connected":
+                lines.append(f"- {name}: available, {len(state.tools)} tools ({', '.join(state.tools)})")
+            else:
+                lines.append(f"- {name}: {self.state_text(state)}")
+        for rejected in self.rejected:
+            lines.append(f"- {_rejected_name(rejected)}: ignored, {rejected.reason}")
+        if self.warning:
+            lines.append(f"- servers.json cannot be used: {self.warning}")
+        return self.redactor.redact("\n".join(lines))
+
+    async def close(self) -> None:
+        for name in list(self.servers):
+            if (connection := self._drop(name)) is not None:
+                await connection.aclose()
+
+
+def _rejected_name(rejected: Rejected) -> str:
+    return repr(rejected.name) if rejected.name is not None else f"entry #{rejected.index + 1}"
+
+
+def _endpoint(entry: ServerEntry) -> Endpoint:
+    return Endpoint(server=entry.name, url=entry.url, transport=entry.transport, headers=entry.headers)

@@ -1,0 +1,136 @@
+"""The owner's commands: ``/mcp_add``, ``/mcp_remove``, ``/mcp_list`` and ``/mcp_tools``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..exceptions import StoreError, UsageError
+from ..host import Command, CommandContext
+from ._chat import ChatServers
+from ._parse import USAGE, carries_secret, check_secret, parse_add
+from ._store import AuthKind, ServerEntry
+
+if TYPE_CHECKING:
+    from ._extension import RemoteMcpExtension
+
+__all__ = ["build_commands"]
+
+_LIST_LIMIT = 100
+
+
+def build_commands(extension: RemoteMcpExtension) -> list[Command]:
+    """The extension's commands; they work, and refuse clearly, even without a host secret."""
+
+    def servers(ctx: CommandContext) -> ChatServers:
+        chat = extension.chat(ctx.session)
+        if chat.store is None:
+            raise UsageError(f"Remote MCP is disabled: {extension.disabled_reason}")
+        chat.reconcile()
+        return chat
+
+    async def add(ctx: CommandContext) -> str:
+        chat = servers(ctx)
+        request = parse_add(ctx.args)
+        for header in request.ask:
+            bearer = header == "Authorization" and request.bearer
+            what = "the bearer token" if bearer else f"the value of the {header} header"
+            answer = await ctx.ui.ask(
+                f"Send {what} for {request.name}. It stays out of the conversation, and I delete your message.",
+                secret=True,
+            )
+            if not answer:
+                return "No answer came, so nothing was saved."
+            if bearer and answer[:7].lower() == "bearer ":
+                answer = answer[7:].strip()
+            check_secret(what, answer)
+            request.headers[header] = f"Bearer {answer}" if bearer else answer
+        kind: AuthKind = "none"
+        if request.headers:
+            kind = "bearer" if request.bearer and len(request.headers) == 1 else "headers"
+        entry = ServerEntry(
+            name=request.name,
+            url=request.url,
+            transport=request.transport,
+            tools=request.tools,
+            auth_kind=kind,
+            headers=request.headers,
+        )
+        assert chat.store is not None
+        try:
+            replaced = chat.store.put(entry)
+        except StoreError as exc:
+            return f"Could not save {entry.name}: {exc}"
+        state = await chat.add_now(entry)
+        verb = "Replaced" if replaced else "Added"
+        if state.status == "connected":
+            shown = ", ".join(state.tools[:_LIST_LIMIT]) or "none"
+            return f"{verb} {entry.name}: {chat.state_text(state)}: {shown}."
+        return f"{verb} {entry.name}, but it is {chat.state_text(state)}. /mcp_list shows its state."
+
+    async def remove(ctx: CommandContext) -> str:
+        chat = servers(ctx)
+        name = ctx.args.strip()
+        if not name or " " in name:
+            raise UsageError("usage: /mcp_remove <name>")
+        assert chat.store is not None
+        state = chat.servers.get(name)
+        tools = len(state.tools) if state else 0
+        try:
+            removed = chat.store.remove(name)
+        except StoreError as exc:
+            return f"Could not remove {name}: {exc}"
+        if not removed:
+            return f"There is no server named {name!r}. /mcp_list shows them."
+        chat.remove_now()
+        return f"Removed {name}" + (f"; its {tools} tools are gone." if tools else ".")
+
+    async def list_(ctx: CommandContext) -> str:
+        chat = servers(ctx)
+        if not chat.servers and not chat.rejected and not chat.warning:
+            return "No remote MCP servers. Add one with /mcp_add <name> <url> [--bearer]."
+        lines: list[str] = []
+        for name, state in sorted(chat.servers.items()):
+            entry = state.entry
+            auth = ", ".join(entry.header_names) if entry.header_names else "none"
+            tools = "all" if entry.tools is None else ", ".join(entry.tools)
+            lines += [
+                f"{name}: {chat.state_text(state)}",
+                f"  url: {entry.url}",
+                f"  transport: {entry.transport}; tools: {tools}; auth headers: {auth}",
+            ]
+        for rejected in chat.rejected:
+            label = repr(rejected.name) if rejected.name is not None else f"entry #{rejected.index + 1}"
+            lines.append(f"{label}: ignored: {rejected.reason}. Remove it, or add it again with /mcp_add.")
+        if chat.warning:
+            lines.append(f"servers.json cannot be used: {chat.warning}")
+        return "\n".join(lines)
+
+    async def tools(ctx: CommandContext) -> str:
+        chat = servers(ctx)
+        name = ctx.args.strip() or None
+        if name is not None and name not in chat.servers:
+            return f"There is no server named {name!r}. /mcp_list shows them."
+        lines: list[str] = []
+        for server, state in sorted(chat.servers.items()):
+            if name is not None and server != name:
+                continue
+            if not state.tools:
+                lines.append(f"{server}: no tools ({chat.state_text(state)})")
+            for exposed in state.tools:
+                tool = chat.tool(exposed)
+                summary = tool.description.splitlines()[0][:120] if tool else ""
+                lines.append(f"{exposed} — {summary}")
+        return "\n".join(lines) or "No remote MCP servers. Add one with /mcp_add."
+
+    return [
+        Command(
+            "mcp_add",
+            "connect a remote MCP server to this chat",
+            add,
+            usage=USAGE,
+            carries_secret=carries_secret,
+        ),
+        Command("mcp_remove", "disconnect a remote MCP server", remove, usage="/mcp_remove <name>"),
+        Command("mcp_list", "the chat's remote MCP servers and their state", list_, usage="/mcp_list"),
+        Command("mcp_tools", "the tools of the chat's remote MCP servers", tools, usage="/mcp_tools [name]"),
+    ]

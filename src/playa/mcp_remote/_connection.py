@@ -1,0 +1,397 @@
+"""Connections to remote MCP servers: connect (Streamable HTTP, SSE fallback), list tools, call, close.
+
+A ``Connector`` holds what all connections of a host share: the settings, one SSL context and
+which transport each URL spoke last. ``Connector.connect`` returns a ``Connection`` whose tools
+are already listed. Each connection lives in a task of the caller's task group, which enters the
+SDK's transport and session and exits them again (anyio cancel scopes must be exited by the
+task that entered them); ``Connection.aclose`` asks that task to stop and waits for it.
+
+A transport failure or a timeout during a call marks the connection ``broken`` and stops it; its
+owner drops it and connects again for the next call. Calls are never retried here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import ssl
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Final, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import httpx2
+import mcp_types
+from anyio.abc import TaskGroup, TaskStatus
+from mcp.client import Client, Transport
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+
+from playa import __version__
+from playa.exceptions import CallFailed, ConnectFailed, RemoteTimeout
+from playa.mcp_remote._errors import ConnectFailure, HttpTrace, call_error, connect_error, timed_out
+
+__all__ = ["Connection", "ConnectionSettings", "Connector", "Endpoint", "TransportChoice", "TransportName"]
+
+logger = logging.getLogger(__name__)
+
+TransportName = Literal["streamable-http", "sse"]
+TransportChoice = Literal["auto", "streamable-http", "sse"]
+
+# A response stream (a long tool call, the SSE event stream) may stay quiet this long between
+# chunks before httpx2 gives up on it; the call timeout bounds calls on its own.
+_STREAM_READ_TIMEOUT: Final = 300.0
+_CLIENT_INFO: Final = mcp_types.Implementation(name="playa", version=__version__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConnectionSettings:
+    """The operator's settings for every remote MCP connection of a host.
+
+    ``connect_timeout`` bounds connecting, the handshake and the tool listing together;
+    ``call_timeout`` is the default bound of one tool call; ``close_timeout`` bounds closing a
+    connection (a frozen server must not hold up a disconnect); ``trust_env`` lets httpx2 read
+    proxies, ``.netrc`` and CA bundles from the environment; ``max_tool_pages`` bounds the
+    paginated tool listing.
+    """
+
+    connect_timeout: float = 15.0
+    call_timeout: float = 60.0
+    close_timeout: float = 2.0
+    trust_env: bool = False
+    max_tool_pages: int = 100
+
+    def __post_init__(self) -> None:
+        for name in ("connect_timeout", "call_timeout", "close_timeout"):
+            value: float = getattr(self, name)
+            if not (value > 0 and math.isfinite(value)):
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        if self.max_tool_pages < 1:
+            raise ValueError(f"max_tool_pages must be at least 1, got {self.max_tool_pages!r}")
+
+
+def _display_url(url: str) -> str:
+    """The URL without userinfo, query or fragment, which may carry credentials."""
+    parts = urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Endpoint:
+    """What to connect to: the server's name in the chat, its URL, transport and headers.
+
+    The headers' values are credentials: ``repr`` shows their names only.
+    """
+
+    server: str
+    url: str
+    transport: TransportChoice = "auto"
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # A read-only copy: the caller's dict may change later, this endpoint must not.
+        object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
+
+    def __repr__(self) -> str:
+        return (
+            f"Endpoint(server={self.server!r}, url={_display_url(self.url)!r}, "
+            f"transport={self.transport!r}, headers={sorted(self.headers)!r})"
+        )
+
+
+class _AttemptFailed(Exception):
+    """One transport's connect attempt failed; carries the translated failure to ``Connector.connect``."""
+
+    def __init__(self, failure: ConnectFailure) -> None:
+        super().__init__(failure.error.reason)
+        self.failure = failure
+
+
+class Connection:
+    """A live MCP session with one server, with its tools listed; made by ``Connector.connect``."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        transport: TransportName,
+        *,
+        settings: ConnectionSettings,
+        ssl_context: ssl.SSLContext,
+    ) -> None:
+        self.endpoint = endpoint
+        self.transport: TransportName = transport
+        self.tools: Sequence[mcp_types.Tool] = ()
+        self._settings = settings
+        self._ssl_context = ssl_context
+        self._trace = HttpTrace()
+        self._client: Client | None = None
+        self._broken_reason: str | None = None
+        self._stop = anyio.Event()
+        self._done = anyio.Event()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"broken: {self._broken_reason}" if self.broken else "open"
+        return (
+            f"<Connection {self.endpoint.server!r} over {self.transport}, {len(self.tools)} tools, {state}>"
+        )
+
+    @property
+    def broken(self) -> bool:
+        """True once a call failed in transport or timed out: drop this connection and connect again."""
+        return self._broken_reason is not None
+
+    @property
+    def broken_reason(self) -> str | None:
+        """Why the connection broke, for a person (no credentials), or None."""
+        return self._broken_reason
+
+    @property
+    def closed(self) -> bool:
+        """True once the connection's task has ended: closed, broken, or its task group cancelled."""
+        return self._done.is_set()
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], *, timeout: float | None = None
+    ) -> mcp_types.CallToolResult:
+        """Call one tool, once, within ``timeout`` seconds (the settings' ``call_timeout`` if None).
+
+        A result with ``is_error`` set is returned as it is: the tool ran and failed.
+
+        Raises:
+            CallFailed: The transport failed (or the connection was already broken or closed);
+                the connection is now broken.
+            RemoteTimeout: No result in time; the connection is now broken.
+            RemoteError: The server answered with a JSON-RPC error, or with a result that
+                breaks the protocol; the connection still works.
+        """
+        server = self.endpoint.server
+        client = self._client
+        if self._broken_reason is not None:
+            raise CallFailed(f"connection is broken ({self._broken_reason})", server=server)
+        if client is None or self._stop.is_set():
+            raise CallFailed("connection is closed", server=server)
+        seconds = self._settings.call_timeout if timeout is None else timeout
+        errors_before = self._trace.errors
+        try:
+            with anyio.move_on_after(seconds) as scope:
+                return await client.call_tool(name, arguments)
+        except Exception as exc:  # boundary: every SDK and httpx2 failure is translated at this seam
+            error = call_error(
+                exc, server=server, trace=self._trace, errors_before=errors_before, timeout=seconds
+            )
+            if isinstance(error, CallFailed | RemoteTimeout):
+                self._break(error.reason)
+            raise error from exc
+        # Only reached when the scope's deadline cancelled the call.
+        assert scope.cancelled_caught
+        error = timed_out(seconds, server=server)
+        self._break(error.reason)
+        raise error
+
+    async def aclose(self) -> None:
+        """Close the session (bounded by the settings' ``close_timeout``) and wait until it is. Idempotent."""
+        self._stop.set()
+        await self._done.wait()
+
+    def _break(self, reason: str) -> None:
+        if self._broken_reason is None:
+            self._broken_reason = reason
+            logger.info("%s: connection dropped: %s", self.endpoint.server, reason)
+        # The connection's own task closes the session; the caller does not wait for it.
+        self._stop.set()
+
+    def _http_client(
+        self,
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        """An httpx2 client for this connection; its signature is the SDK's ``McpHttpClientFactory``."""
+        return httpx2.AsyncClient(
+            headers=headers,
+            timeout=timeout if timeout is not None else self._timeouts(),
+            auth=auth,
+            # The shared context: building one per client costs ~27 ms of blocked loop and ~0.9 MB.
+            verify=self._ssl_context,
+            # Off by default so an environment proxy never sees the server's headers.
+            trust_env=self._settings.trust_env,
+            # The SDK follows redirects itself, and only within the endpoint's origin, so headers
+            # never reach another origin; httpx2's own following stays off.
+            follow_redirects=False,
+            event_hooks={"response": [self._trace.on_response]},
+        )
+
+    def _timeouts(self) -> httpx2.Timeout:
+        read = max(_STREAM_READ_TIMEOUT, self._settings.call_timeout)
+        return httpx2.Timeout(self._settings.connect_timeout, read=read)
+
+    async def _open_transport(self, stack: contextlib.AsyncExitStack) -> Transport:
+        url = self.endpoint.url
+        headers = dict(self.endpoint.headers)
+        if self.transport == "streamable-http":
+            http = await stack.enter_async_context(self._http_client(headers=headers))
+            return streamable_http_client(url, http_client=http)
+        timeouts = self._timeouts()
+        transport: Transport = sse_client(
+            url,
+            headers=headers,
+            timeout=self._settings.connect_timeout,
+            sse_read_timeout=timeouts.read if timeouts.read is not None else _STREAM_READ_TIMEOUT,
+            httpx_client_factory=self._http_client,
+        )
+        return transport
+
+    async def _list_tools(self, client: Client) -> tuple[mcp_types.Tool, ...]:
+        tools: list[mcp_types.Tool] = []
+        cursor: str | None = None
+        for _ in range(self._settings.max_tool_pages):
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                return tuple(tools)
+        logger.warning(
+            "%s: tool listing stopped after %d pages; the remaining tools are ignored",
+            self.endpoint.server,
+            self._settings.max_tool_pages,
+        )
+        return tuple(tools)
+
+    async def _run(self, deadline: float, *, task_status: TaskStatus[None]) -> None:
+        """The connection's task: connect, list tools, report started, wait for stop, close.
+
+        Before ``task_status.started()`` a failure is raised (as ``_AttemptFailed``) to the
+        task that called ``TaskGroup.start``; after it, a failure only marks the connection
+        broken, so one server's death never cancels its siblings in the task group.
+        """
+        server = self.endpoint.server
+        started = False
+        # One scope for the whole life of the connection: its deadline bounds connect +
+        # handshake + listing, is lifted once connected, and bounds the teardown at the end.
+        scope = anyio.CancelScope(deadline=deadline)
+        try:
+            with scope:
+                async with contextlib.AsyncExitStack() as stack:
+                    transport = await self._open_transport(stack)
+                    # mode="legacy": the initialize handshake, one round trip, which every server
+                    # speaks. "auto" first probes server/discover with its own 10 s timeout, a
+                    # wasted round trip (or 10 s) on every server of today.
+                    # cache=None: tools are listed once here and kept; a response cache would
+                    # only hold a second copy.
+                    client = Client(transport, mode="legacy", cache=None, client_info=_CLIENT_INFO)
+                    await stack.enter_async_context(client)
+                    # Listing through the session also primes its output-schema cache, so the
+                    # first call does not list the tools again to validate its result.
+                    self.tools = await self._list_tools(client)
+                    scope.deadline = math.inf
+                    self._client = client
+                    started = True
+                    task_status.started()
+                    try:
+                        await self._stop.wait()
+                    except anyio.get_cancelled_exc_class():
+                        # The task group is being cancelled (the host shuts down): close the
+                        # session as politely as on aclose. Not re-raising is safe, the task
+                        # ends right after, and anyio re-delivers the cancellation to its owner.
+                        logger.debug("%s: closing on cancellation", server)
+                    finally:
+                        self._client = None
+                        # Closing a session on a frozen server can wait out its read timeout
+                        # (the DELETE), so the close is bounded, and shielded from the task
+                        # group's cancellation so that it happens at all.
+                        scope.shield = True
+                        scope.deadline = anyio.current_time() + self._settings.close_timeout
+        except Exception as exc:  # boundary: every SDK and httpx2 failure is translated at this seam
+            if started:
+                failure = connect_error(
+                    exc, server=server, trace=self._trace, timeout=self._settings.call_timeout
+                )
+                self._broken_reason = self._broken_reason or failure.error.reason
+                logger.info("%s: connection ended: %s", server, failure.error.reason)
+            elif scope.cancel_called:
+                raise _AttemptFailed(
+                    ConnectFailure(timed_out(self._settings.connect_timeout, server=server), False)
+                ) from exc
+            else:
+                failure = connect_error(
+                    exc, server=server, trace=self._trace, timeout=self._settings.connect_timeout
+                )
+                raise _AttemptFailed(failure) from exc
+        finally:
+            self._client = None
+            self._done.set()
+        if not started:
+            # The deadline passed, and the scope swallowed the cancellation it caused.
+            raise _AttemptFailed(
+                ConnectFailure(timed_out(self._settings.connect_timeout, server=server), False)
+            )
+
+
+class Connector:
+    """Connects endpoints; one per host, sharing settings, an SSL context and what each URL spoke last."""
+
+    def __init__(
+        self, settings: ConnectionSettings | None = None, *, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
+        self.settings = settings if settings is not None else ConnectionSettings()
+        self._ssl_context = ssl_context
+        self._ssl_lock = anyio.Lock()
+        # Per URL, the transport that last worked, so "auto" goes straight to it next time.
+        self._spoken: dict[str, TransportName] = {}
+
+    def remembered_transport(self, url: str) -> TransportName | None:
+        """The transport that last worked for ``url`` with ``transport="auto"``, if any."""
+        return self._spoken.get(url)
+
+    async def ssl_context(self) -> ssl.SSLContext:
+        """The SSL context of every connection, built once (in a worker thread: it takes ~27 ms)."""
+        async with self._ssl_lock:
+            if self._ssl_context is None:
+                trust_env = self.settings.trust_env
+                self._ssl_context = await anyio.to_thread.run_sync(
+                    lambda: httpx2.create_ssl_context(trust_env=trust_env)
+                )
+            return self._ssl_context
+
+    def _order(self, endpoint: Endpoint) -> tuple[TransportName, ...]:
+        if endpoint.transport != "auto":
+            return (endpoint.transport,)
+        if self._spoken.get(endpoint.url) == "sse":
+            return ("sse", "streamable-http")
+        return ("streamable-http", "sse")
+
+    async def connect(self, endpoint: Endpoint, task_group: TaskGroup) -> Connection:
+        """Connect to ``endpoint`` and list its tools, within the connect timeout as a whole.
+
+        The connection's task runs in ``task_group``. With ``transport="auto"``, Streamable HTTP
+        is tried first (or whichever transport last worked for this URL), and the other one when
+        the server rejects it.
+
+        Raises:
+            ConnectFailed: Connecting, the handshake or the tool listing failed.
+            RemoteTimeout: It did not finish within the connect timeout.
+        """
+        deadline = anyio.current_time() + self.settings.connect_timeout
+        ssl_context = await self.ssl_context()
+        order = self._order(endpoint)
+        error: ConnectFailed | RemoteTimeout | None = None
+        for transport in order:
+            connection = Connection(endpoint, transport, settings=self.settings, ssl_context=ssl_context)
+            try:
+                await task_group.start(connection._run, deadline)
+            except _AttemptFailed as failed:
+                error = failed.failure.error
+                logger.info("%s: connecting over %s failed: %s", endpoint.server, transport, error.reason)
+                if failed.failure.try_other_transport:
+                    continue
+                raise error from failed.__cause__
+            if endpoint.transport == "auto":
+                self._spoken[endpoint.url] = transport
+            logger.info("%s: connected over %s, %d tools", endpoint.server, transport, len(connection.tools))
+            return connection
+        assert error is not None
+        raise error

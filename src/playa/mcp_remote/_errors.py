@@ -1,0 +1,246 @@
+"""The one seam where errors of the mcp SDK and httpx2 become Playa's ``RemoteError`` family.
+
+The SDK reports failures in several shapes: ``ExceptionGroup``s (nested) out of its task
+groups, bare httpx2 errors, and ``MCPError``s, some sent by the server and some made up by the
+transport for an HTTP failure (a 401 becomes "-32603 Server returned an error response").
+So the HTTP client of each connection carries an ``HttpTrace`` response hook that keeps the
+status codes the SDK drops, and the reasons here say what a person can act on: "HTTP 401
+(unauthorized)", "connection refused", "timed out after 15 s". A reason never holds a header
+value, a query string or userinfo.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import ssl
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Final
+
+import anyio
+import httpx2
+import pydantic
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, REQUEST_TIMEOUT
+
+from playa.exceptions import CallFailed, ConnectFailed, RemoteError, RemoteTimeout
+
+__all__ = ["ConnectFailure", "HttpTrace", "call_error", "connect_error", "timed_out"]
+
+_MAX_SERVER_MESSAGE: Final = 200
+
+# Statuses that say the server is there and speaks HTTP, but refuses this client: the other
+# transport would be refused the same way, so they never trigger a transport fallback.
+_NO_FALLBACK_STATUSES: Final = frozenset({401, 403, 407, 429})
+
+_STATUS_NOTES: Final = {
+    400: "bad request",
+    401: "unauthorized: check the credentials",
+    403: "forbidden",
+    404: "not found: not an MCP endpoint",
+    405: "method not allowed: not an MCP endpoint",
+    406: "not acceptable: not an MCP endpoint",
+    407: "proxy authentication required",
+    429: "too many requests",
+}
+
+
+class HttpTrace:
+    """Response hook for one connection's HTTP client: remembers what the SDK does not report.
+
+    ``errors`` counts responses with a status of 400 or more, ``status`` is the last of them;
+    ``redirect`` is where the last redirect pointed (scheme, host, port and path only).
+    """
+
+    def __init__(self) -> None:
+        self.errors = 0
+        self.status: int | None = None
+        self.redirect: str | None = None
+
+    async def on_response(self, response: httpx2.Response) -> None:
+        if response.status_code >= 400:
+            self.errors += 1
+            self.status = response.status_code
+        elif response.is_redirect and (location := response.headers.get("location")):
+            try:
+                target = response.request.url.join(location)
+            except httpx2.InvalidURL:
+                return
+            self.redirect = str(target.copy_with(userinfo=b"", query=None, fragment=None))
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectFailure:
+    """A translated connect failure, and whether the other transport is worth a try."""
+
+    error: ConnectFailed | RemoteTimeout
+    try_other_transport: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    reason: str
+    # timeout, network, closed (the server went away), refused (auth, redirect: no fallback),
+    # rejected (a 4xx or no event stream: fallback), server (5xx), answered (a JSON-RPC error
+    # the server sent), invalid (a response that breaks the protocol), unknown.
+    kind: str
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
+
+
+def _status_reason(status: int, redirect: str | None = None) -> _Failure:
+    if 300 <= status < 400:
+        return _Failure(f"redirected to {redirect or 'another URL'}, not followed", "refused")
+    note = _STATUS_NOTES.get(status, "server error" if status >= 500 else "")
+    reason = f"HTTP {status} ({note})" if note else f"HTTP {status}"
+    if status >= 500:
+        return _Failure(reason, "server")
+    return _Failure(reason, "refused" if status in _NO_FALLBACK_STATUSES else "rejected")
+
+
+def _network_reason(exc: httpx2.TransportError) -> _Failure:
+    for cause in _causes(exc):
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return _Failure("TLS certificate not trusted", "network")
+        if isinstance(cause, ssl.SSLError):
+            return _Failure("TLS handshake failed", "network")
+        if isinstance(cause, socket.gaierror):
+            return _Failure("host not found", "network")
+        if isinstance(cause, ConnectionRefusedError):
+            return _Failure("connection refused", "network")
+        if isinstance(cause, OSError) and cause.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH):
+            return _Failure("host unreachable", "network")
+    if isinstance(exc, httpx2.TimeoutException):
+        return _Failure("timed out", "timeout")
+    if isinstance(exc, httpx2.ConnectError):
+        return _Failure("could not connect", "network")
+    if isinstance(exc, httpx2.SSEError):
+        return _Failure("not an MCP endpoint (no event stream)", "rejected")
+    if isinstance(exc, httpx2.ProxyError):
+        return _Failure("proxy error", "network")
+    return _Failure("server closed the connection", "closed")
+
+
+def _mcp_reason(exc: MCPError, trace: HttpTrace, *, http_failed: bool) -> _Failure:
+    if exc.code == REQUEST_TIMEOUT:
+        return _Failure("timed out", "timeout")
+    if exc.code == INVALID_REQUEST and exc.message.startswith("Redirect to "):
+        return _status_reason(307, trace.redirect)
+    if http_failed and trace.status is not None:
+        return _status_reason(trace.status)
+    if exc.code == CONNECTION_CLOSED:
+        return _Failure("server closed the connection", "closed")
+    # The server answered with a JSON-RPC error of its own: its text is as trusted as a tool result.
+    message = " ".join(exc.message.split())[:_MAX_SERVER_MESSAGE]
+    return _Failure(
+        f"server error {exc.code}: {message}" if message else f"server error {exc.code}", "answered"
+    )
+
+
+def _describe(leaf: BaseException, trace: HttpTrace, *, http_failed: bool) -> _Failure:
+    if isinstance(leaf, TimeoutError):
+        return _Failure("timed out", "timeout")
+    if isinstance(leaf, httpx2.HTTPStatusError):
+        return _status_reason(leaf.response.status_code, trace.redirect)
+    if isinstance(leaf, httpx2.TransportError):
+        return _network_reason(leaf)
+    if isinstance(leaf, MCPError):
+        return _mcp_reason(leaf, trace, http_failed=http_failed)
+    if isinstance(leaf, pydantic.ValidationError):
+        return _Failure("invalid response from the server", "invalid")
+    if isinstance(leaf, (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream)):
+        return _Failure("server closed the connection", "closed")
+    if isinstance(leaf, RuntimeError):
+        # The SDK raises RuntimeError for protocol violations: an unsupported protocol version,
+        # structured content that does not match the tool's output schema.
+        return _Failure("the server broke the MCP protocol", "invalid")
+    return _Failure(f"unexpected error ({type(leaf).__name__})", "unknown")
+
+
+_PRIORITY: Final = {
+    "timeout": 0,
+    "network": 1,
+    "refused": 2,
+    "server": 2,
+    "rejected": 3,
+    "answered": 3,
+    "invalid": 4,
+    "unknown": 5,
+    "closed": 6,
+}
+
+
+def _pick(exc: BaseException, trace: HttpTrace, *, http_failed: bool) -> _Failure:
+    """The failure that best explains ``exc``: a root cause beats the "connection closed" it led to."""
+    cancelled = anyio.get_cancelled_exc_class()
+    failures = [
+        _describe(leaf, trace, http_failed=http_failed)
+        for leaf in _leaves(exc)
+        if not isinstance(leaf, cancelled)
+    ]
+    if not failures:
+        return _Failure("cancelled", "closed")
+    return min(failures, key=lambda failure: _PRIORITY[failure.kind])
+
+
+def timed_out(seconds: float, *, server: str) -> RemoteTimeout:
+    """The error for a connect or a call that ran out of its ``seconds``."""
+    return RemoteTimeout(f"timed out after {_seconds(seconds)}", server=server)
+
+
+def connect_error(exc: BaseException, *, server: str, trace: HttpTrace, timeout: float) -> ConnectFailure:
+    """Translate what failed while connecting, handshaking or listing tools.
+
+    ``try_other_transport`` is true when the server was reached and rejected this transport
+    (a 4xx other than an auth failure, a JSON-RPC error, no event stream), which is how a
+    server that speaks only the other transport answers. ``timeout`` is the connect timeout,
+    named in the reason of a timeout.
+    """
+    failure = _pick(exc, trace, http_failed=trace.errors > 0)
+    if failure.kind == "timeout":
+        return ConnectFailure(timed_out(timeout, server=server), try_other_transport=False)
+    return ConnectFailure(
+        ConnectFailed(failure.reason, server=server),
+        try_other_transport=failure.kind in ("rejected", "answered"),
+    )
+
+
+def call_error(
+    exc: BaseException, *, server: str, trace: HttpTrace, errors_before: int, timeout: float
+) -> RemoteError:
+    """Translate what failed during a tool call.
+
+    ``CallFailed`` and ``RemoteTimeout`` are transport failures (the connection is no longer
+    to be trusted); a plain ``RemoteError`` is an error the server answered with, over a
+    connection that still works. ``errors_before`` is ``trace.errors`` when the call began;
+    ``timeout`` is the call's timeout, named in the reason of a timeout.
+    """
+    failure = _pick(exc, trace, http_failed=trace.errors > errors_before)
+    if failure.kind == "timeout":
+        return timed_out(timeout, server=server)
+    if failure.kind in ("answered", "invalid"):
+        return RemoteError(failure.reason, server=server)
+    if failure.reason.startswith("HTTP 404"):
+        # Mid-session, a 404 means the server forgot the session (it restarted, or expired it).
+        return CallFailed("session expired (HTTP 404)", server=server)
+    return CallFailed(failure.reason, server=server)

@@ -1,0 +1,100 @@
+"""The ``mcp-remote`` extension: per-chat remote MCP servers, managed by the chat's owner."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ..host import ChatSession, Command, Extension, ToolResultEvent
+from ._chat import ChatServers
+from ._commands import build_commands
+from ._connection import Connector
+from ._seal import Sealer
+from ._secret import HostSecret, NoHostSecret
+from ._settings import RemoteMcpSettings
+from ._store import ServerStore
+
+__all__ = ["RemoteMcpExtension"]
+
+
+class RemoteMcpExtension(Extension):
+    """Lets each chat's owner connect remote MCP servers to the chat's agent.
+
+    Without a host secret the extension still registers its commands, so a ``/mcp_add`` with a
+    key never falls through to the model; they answer that remote MCP is disabled, and why.
+    """
+
+    id = "mcp-remote"
+
+    def __init__(
+        self,
+        secret: HostSecret | NoHostSecret,
+        *,
+        settings: RemoteMcpSettings | None = None,
+        connector: Connector | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings or RemoteMcpSettings()
+        self.connector = connector or Connector(self.settings.connection)
+        self.disabled_reason = secret.reason if isinstance(secret, NoHostSecret) else None
+        self._sealer = Sealer(secret.value) if isinstance(secret, HostSecret) else None
+        self._clock = clock
+        self._chats: dict[str, ChatServers] = {}
+        self._tg: TaskGroup | None = None
+
+    def commands(self) -> Sequence[Command]:
+        return build_commands(self)
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            try:
+                yield
+            finally:
+                with anyio.CancelScope(shield=True):
+                    for chat in list(self._chats.values()):
+                        await chat.close()
+                self._chats.clear()
+                self._tg = None
+                tg.cancel_scope.cancel()
+
+    def chat(self, session: ChatSession) -> ChatServers:
+        """The servers of a chat, set up on first use."""
+        chat = self._chats.get(session.scope)
+        if chat is None:
+            if self._tg is None:
+                raise RuntimeError("the mcp-remote extension is used outside the host's lifespan")
+            store = ServerStore(session.workspace, session.scope, self._sealer) if self._sealer else None
+            chat = self._chats[session.scope] = ChatServers(
+                session,
+                store,
+                connector=self.connector,
+                settings=self.settings,
+                task_group=self._tg,
+                clock=self._clock,
+            )
+        return chat
+
+    async def on_session_start(self, session: ChatSession) -> None:
+        # Connects run in the background: a session never waits for a server.
+        self.chat(session).reconcile()
+
+    async def on_before_agent_start(self, session: ChatSession) -> None:
+        await self.chat(session).before_turn()
+
+    async def on_tool_result(self, event: ToolResultEvent) -> None:
+        event.result = self.chat(event.session).redact_result(event.result)
+
+    def redact(self, session: ChatSession, text: str) -> str:
+        chat = self._chats.get(session.scope)
+        return chat.redactor.redact(text) if chat is not None else text
+
+    async def on_session_close(self, session: ChatSession) -> None:
+        chat = self._chats.pop(session.scope, None)
+        if chat is not None:
+            await chat.close()

@@ -1,0 +1,209 @@
+"""Parsing and validating the arguments of ``/mcp_add``: every rule has one clear error."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Final
+
+from ..exceptions import UsageError, ValidationError
+from ._store import Transport
+
+__all__ = ["MIN_SECRET_LENGTH", "RESERVED_HEADERS", "AddRequest", "carries_secret", "parse_add"]
+
+MIN_SECRET_LENGTH: Final = 8
+"""Shorter values are refused: a short value would be redacted from innocent text all over
+results, or slip through unredacted (GitLab masks variables on the same rule)."""
+
+RESERVED_HEADERS: Final = frozenset(
+    name.lower()
+    for name in (
+        "Host",
+        "Content-Length",
+        "Content-Type",
+        "Content-Encoding",
+        "Transfer-Encoding",
+        "Accept",
+        "Accept-Encoding",
+        "Connection",
+        "Keep-Alive",
+        "Upgrade",
+        "TE",
+        "Trailer",
+        "Expect",
+        "Proxy-Authorization",
+        "Proxy-Connection",
+        "Mcp-Session-Id",
+        "Mcp-Protocol-Version",
+        "Last-Event-ID",
+    )
+)
+"""Headers the HTTP and MCP transports set themselves; an owner's value would break or spoof them."""
+
+_TRANSPORTS: Final[dict[str, Transport]] = {
+    "auto": "auto",
+    "http": "streamable-http",
+    "streamable-http": "streamable-http",
+    "sse": "sse",
+}
+_NAME = re.compile(r"[a-z][a-z0-9-]{0,31}")
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_FLAGS: Final = ("--transport", "--tools", "--bearer", "--header")
+
+USAGE: Final = """\
+/mcp_add <name> <url> [--transport auto|http|sse] [--tools a,b] [--bearer [TOKEN]] [--header "Name: value" | --header Name]…
+  name       1-32 characters: a lowercase letter, then lowercase letters, digits or '-'
+  url        http:// or https://, without credentials in it
+  --bearer   sends Authorization: Bearer TOKEN; without TOKEN I ask for it in secret
+  --header   sends a header; with a name alone I ask for its value in secret
+  --tools    exposes only these tools of the server
+Adding a name that exists replaces it. A message that holds a credential is deleted."""
+
+
+@dataclass(slots=True)
+class AddRequest:
+    """A parsed ``/mcp_add``. ``ask`` lists header names whose values are still to be asked."""
+
+    name: str
+    url: str
+    transport: Transport = "auto"
+    tools: tuple[str, ...] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    bearer: bool = False
+    ask: list[str] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        return f"AddRequest({self.name!r}, headers={sorted(self.headers)!r}, ask={self.ask!r})"
+
+
+def _split(args: str) -> list[str]:
+    try:
+        return shlex.split(args)
+    except ValueError as exc:
+        raise UsageError(f"I could not read the arguments ({exc}); check the quotes.") from None
+
+
+def carries_secret(args: str) -> bool:
+    """Whether ``/mcp_add`` arguments hold a credential (the message must then be deleted)."""
+    try:
+        words = shlex.split(args)
+    except ValueError:
+        # Unreadable: it may still hold a key, so treat it as if it did.
+        return "--bearer" in args or "--header" in args
+    for i, word in enumerate(words):
+        following = words[i + 1] if i + 1 < len(words) else None
+        if word.startswith("--bearer=") or (word.startswith("--header=") and ":" in word):
+            return True
+        if word == "--bearer" and following is not None and not following.startswith("--"):
+            return True
+        if word == "--header" and following is not None and ":" in following:
+            return True
+    return False
+
+
+def parse_add(args: str) -> AddRequest:
+    """Parse ``/mcp_add`` arguments, or raise ``UsageError`` saying what to fix."""
+    words = _split(args)
+    positional: list[str] = []
+    options: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word.startswith("--"):
+            flag, eq, inline = word.partition("=")
+            if flag not in _FLAGS:
+                raise UsageError(f"unknown option {flag}. Options: {', '.join(_FLAGS)}")
+            value: str | None = inline if eq else None
+            # `--bearer` before the name and URL takes no value: `--bearer demo URL` asks.
+            takes_next = flag != "--bearer" or len(positional) >= 2
+            if value is None and takes_next and i + 1 < len(words) and not words[i + 1].startswith("--"):
+                value = words[i + 1]
+                i += 1
+            options.append((flag, value))
+        else:
+            positional.append(word)
+        i += 1
+    if len(positional) != 2:
+        raise UsageError("usage: /mcp_add <name> <url> [options]; /mcp_add --help explains them")
+    name, url = positional
+    if not _NAME.fullmatch(name):
+        raise ValidationError(
+            "name",
+            "the name must be 1-32 characters: a lowercase letter, then lowercase letters, digits or '-'",
+        )
+    if name == "mcp":
+        raise ValidationError("name", "the name 'mcp' is reserved; choose another")
+    request = AddRequest(name=name, url=url)
+    for flag, value in options:
+        _apply(request, flag, value)
+    return request
+
+
+def _apply(request: AddRequest, flag: str, value: str | None) -> None:
+    if flag == "--transport":
+        if value not in _TRANSPORTS:
+            raise ValidationError("transport", "--transport takes auto, http or sse")
+        request.transport = _TRANSPORTS[value]
+    elif flag == "--tools":
+        tools = tuple(t.strip() for t in (value or "").split(",") if t.strip())
+        if not tools:
+            raise ValidationError("tools", "--tools takes a comma-separated list of tool names")
+        request.tools = tools
+    elif flag == "--bearer":
+        if request.bearer:
+            raise ValidationError("bearer", "--bearer is given twice")
+        request.bearer = True
+        if value is None:
+            _want(request, "Authorization")
+        else:
+            check_secret("the bearer token", value)
+            _set(request, "Authorization", f"Bearer {value}")
+    elif flag == "--header":
+        if value is None:
+            raise ValidationError("header", '--header takes "Name: value", or a header name to be asked for')
+        header, colon, header_value = value.partition(":")
+        header = header.strip()
+        check_header_name(header)
+        if colon:
+            header_value = header_value.strip()
+            check_secret(f"the value of {header}", header_value)
+            _set(request, header, header_value)
+        else:
+            _want(request, header)
+
+
+def check_header_name(header: str) -> None:
+    if not _TOKEN.fullmatch(header):
+        raise ValidationError(
+            "header", f"{header!r} is not a valid header name (letters, digits and -, no spaces)"
+        )
+    if header.lower() in RESERVED_HEADERS:
+        raise ValidationError("header", f"{header} is set by the transport itself and cannot be given")
+
+
+def check_secret(what: str, value: str) -> None:
+    """Refuse header values that cannot be kept secret safely. The value is never quoted."""
+    if any(c in value for c in "\r\n\0"):
+        raise ValidationError("header", f"{what} must not contain line breaks")
+    if len(value) < MIN_SECRET_LENGTH:
+        raise ValidationError(
+            "header",
+            f"{what} is shorter than {MIN_SECRET_LENGTH} characters, too short to be hidden safely in tool results",
+        )
+
+
+def _taken(request: AddRequest, header: str) -> bool:
+    return header.lower() in {h.lower() for h in [*request.headers, *request.ask]}
+
+
+def _set(request: AddRequest, header: str, value: str) -> None:
+    if _taken(request, header):
+        raise ValidationError("header", f"{header} is given twice")
+    request.headers[header] = value
+
+
+def _want(request: AddRequest, header: str) -> None:
+    if _taken(request, header):
+        raise ValidationError("header", f"{header} is given twice")
+    request.ask.append(header)

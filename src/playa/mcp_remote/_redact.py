@@ -1,0 +1,293 @@
+"""Removes a chat's header values, and every encoded form of them, from text bound for the model.
+
+A :class:`Redactor` is built once per change of a chat's secrets and then applied to every tool
+result, error and command reply of that chat, so its construction may be slow and its scan must
+be fast. What it removes, for each header value of at least :data:`MIN_SECRET_LENGTH` characters:
+
+- the value as given, and the credential after an auth scheme (``Bearer x`` → ``x`` as well);
+- each of those percent-encoded, JSON-escaped, and base64 / base64url encoded, including the
+  part of a larger base64 blob that encodes the secret at any of the three byte alignments
+  (see :func:`encoded_forms`).
+
+Why the scan is not a regular expression: CPython's ``re`` has no multi-literal (Aho–Corasick)
+search. An alternation of a few hundred literals scans at ~5-10 MB/s, and even a search for one
+character class manages ~180 MB/s; a ``str.replace`` loop over every form pays one full pass
+per form. The scan here is a block filter instead:
+
+- the text is turned into bytes with exactly one byte per character (ASCII as is, every other
+  character becomes ``?``), so byte offsets are character offsets and a form's occurrence in the
+  text is an occurrence of its own bytes (built the same way) in those bytes;
+- every form of at least ``stride + 7`` bytes contains, wherever it occurs, one whole 8-byte
+  block that starts at a multiple of ``stride``; those sampled blocks are read as machine
+  integers straight from a ``memoryview`` and intersected, in C, with the set of 8-byte blocks
+  the forms can show there. One set probe per ``stride`` bytes (about 45 ns) is what makes a
+  few hundred MB/s;
+- only the short stretch of text around a hit is searched for the forms that own the hit
+  block (``bytes.find``), each candidate is confirmed against the text itself (the ``?``
+  stand-ins could fake a match), and forms too short for the chosen stride are looked for
+  with ``bytes.find`` over the whole text.
+
+Overlapping or touching matches are merged and replaced once, so the longest match always wins:
+``Bearer <token>`` is never left as ``Bearer [redacted]`` beside a leaked scheme, nor as a
+token with a visible tail.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import sys
+from collections.abc import Iterable
+from typing import ClassVar, Final
+from urllib.parse import quote, quote_plus
+
+__all__ = ["MIN_SECRET_LENGTH", "REDACTED", "Redactor", "auth_credential", "encoded_forms"]
+
+REDACTED: Final = "[redacted]"
+"""What every match is replaced with."""
+
+MIN_SECRET_LENGTH: Final = 8
+"""Values shorter than this are never redacted (and the command layer refuses them).
+
+Redacting a short string would rewrite unrelated text wherever it happens to occur (every
+``abc`` of a result), and such a value is too weak to be worth protecting this way. The same
+floor applies to every encoded form, which matters for base64: a core of ``k`` characters pins
+only ``6k`` bits, and below 8 characters (48 bits) a large unrelated base64 blob would contain
+it by chance and be corrupted, while the few bits it would hide tell an attacker next to nothing.
+"""
+
+# An HTTP token (RFC 9110 §5.6.2): what an auth scheme is made of.
+_AUTH_SCHEME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+ (?P<credential>[^ ].*)", re.DOTALL)
+
+_BLOCK: Final = 8  # bytes per sampled block: one native unsigned 64-bit integer ("Q")
+# Rough costs on CPython 3.11, used only to pick a stride: one sampled block (iterate the
+# memoryview, build the int, probe the set), and one byte of a bytes.find pass.
+_NS_PER_BLOCK: Final = 45.0
+_NS_PER_FIND_BYTE: Final = 0.3
+# Bytes of text per filter step: small enough that searching the stretch around a hit is cheap,
+# large enough that the Python-level loop over steps costs little.
+_SPAN: Final = 16384
+
+
+def auth_credential(value: str) -> str | None:
+    """The credential of an ``<scheme> <credential>`` header value, or None when it has no scheme."""
+    match = _AUTH_SCHEME.fullmatch(value)
+    return match.group("credential") if match else None
+
+
+def _base64_forms(secret: bytes) -> set[str]:
+    forms: set[str] = set()
+    whole = base64.b64encode(secret).decode("ascii")
+    forms.update((whole, whole.rstrip("=")))
+    for pad in range(3):
+        # Inside a larger blob the secret starts at byte offset 0, 1 or 2 of a 3-byte group.
+        # Encode it behind `pad` stand-in bytes and keep only the characters whose 6 bits all
+        # come from the secret: the leading ones mix in the neighbour's bits, and those past
+        # the secret's last whole 6 bits depend on whatever byte follows it.
+        encoded = base64.b64encode(bytes(pad) + secret).decode("ascii")
+        start = -(-8 * pad // 6)
+        stop = 8 * (pad + len(secret)) // 6
+        forms.add(encoded[start:stop])
+    return forms | {form.translate(_URLSAFE) for form in forms}
+
+
+_URLSAFE: Final = str.maketrans("+/", "-_")
+
+
+def _forms_of(secret: str) -> set[str]:
+    forms = {
+        secret,
+        quote(secret, safe="", errors="surrogatepass"),
+        quote(secret, errors="surrogatepass"),
+        quote_plus(secret, safe="", errors="surrogatepass"),
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+    }
+    forms |= _base64_forms(secret.encode("utf-8", "surrogatepass"))
+    return forms
+
+
+def encoded_forms(secret: str) -> set[str]:
+    """Every string whose presence in a text would leak ``secret``: what a Redactor removes.
+
+    The secret itself, the credential after its auth scheme if it has one, and for each of
+    those: percent-encoding (``quote`` with ``safe=''`` and the default ``safe='/'``,
+    ``quote_plus``), JSON string escaping (``ensure_ascii`` on and off), standard and URL-safe
+    base64 of its UTF-8 bytes with and without padding, and the stable core of its base64 at
+    each of the three byte alignments inside a larger blob. Forms shorter than
+    :data:`MIN_SECRET_LENGTH` are left out; a secret shorter than that has no forms at all.
+    """
+    if len(secret) < MIN_SECRET_LENGTH:
+        return set()
+    forms = _forms_of(secret)
+    credential = auth_credential(secret)
+    if credential is not None and len(credential) >= MIN_SECRET_LENGTH:
+        forms |= _forms_of(credential)
+    return {form for form in forms if len(form) >= MIN_SECRET_LENGTH}
+
+
+def _one_byte_per_char(text: str) -> bytes:
+    return text.encode("ascii") if text.isascii() else text.encode("ascii", "replace")
+
+
+def _choose_stride(lengths: list[int]) -> int:
+    """The sampling stride (a multiple of 8, or 0 for no block filter) of least expected cost."""
+    best_stride, best_cost = 0, _NS_PER_FIND_BYTE * len(lengths)
+    stride = _BLOCK
+    while lengths and stride + _BLOCK - 1 <= max(lengths):
+        short = sum(1 for n in lengths if n < stride + _BLOCK - 1)
+        cost = _NS_PER_BLOCK / stride + _NS_PER_FIND_BYTE * short
+        if cost < best_cost:
+            best_stride, best_cost = stride, cost
+        stride += _BLOCK
+    return best_stride
+
+
+class Redactor:
+    """Replaces a fixed set of secrets, and their encoded forms, with :data:`REDACTED`.
+
+    Immutable and safe to share between tasks. ``redactor(text)`` and ``redactor.redact(text)``
+    are the same; a text with nothing to redact is returned as the same object.
+    """
+
+    EMPTY: ClassVar[Redactor]
+
+    __slots__ = (
+        "_blocks",
+        "_forms",
+        "_max_length",
+        "_min_length",
+        "_owners",
+        "_patterns",
+        "_secret_count",
+        "_short",
+        "_skipped",
+        "_stride",
+    )
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        """Prepare the scan for ``secrets``; values under MIN_SECRET_LENGTH are ignored and counted."""
+        values = set(secrets)
+        kept = {value for value in values if len(value) >= MIN_SECRET_LENGTH}
+        self._secret_count = len(kept)
+        self._skipped = len(values) - len(kept)
+        forms: set[str] = set()
+        for value in kept:
+            forms |= encoded_forms(value)
+        # Sorted so that two redactors over the same secrets behave identically.
+        self._forms: tuple[str, ...] = tuple(sorted(forms))
+        self._patterns: tuple[bytes, ...] = tuple(_one_byte_per_char(form) for form in self._forms)
+        lengths = [len(form) for form in self._forms]
+        self._min_length = min(lengths, default=0)
+        self._max_length = max(lengths, default=0)
+        self._stride = _choose_stride(lengths)
+        owners: dict[int, list[tuple[int, int]]] = {}
+        short: list[int] = []
+        for index, pattern in enumerate(self._patterns):
+            if not self._stride or len(pattern) < self._stride + _BLOCK - 1:
+                short.append(index)
+                continue
+            # The sampled block can start at any of the first `stride` offsets of an occurrence.
+            for offset in range(self._stride):
+                block = int.from_bytes(pattern[offset : offset + _BLOCK], sys.byteorder)
+                owners.setdefault(block, []).append((index, offset))
+        self._owners: dict[int, tuple[tuple[int, int], ...]] = {
+            block: tuple(pairs) for block, pairs in owners.items()
+        }
+        self._blocks: frozenset[int] = frozenset(self._owners)
+        self._short: tuple[int, ...] = tuple(short)
+
+    def __repr__(self) -> str:
+        skipped = f", {self._skipped} too short" if self._skipped else ""
+        return f"<Redactor: {self._secret_count} secrets, {len(self._forms)} forms{skipped}>"
+
+    def __bool__(self) -> bool:
+        return bool(self._forms)
+
+    @property
+    def skipped(self) -> int:
+        """How many of the given values were ignored for being shorter than MIN_SECRET_LENGTH."""
+        return self._skipped
+
+    def __call__(self, text: str) -> str:
+        return self.redact(text)
+
+    def redact(self, text: str) -> str:
+        """``text`` with every match replaced by REDACTED; the same object when nothing matched."""
+        if len(text) < self._min_length or not self._forms:
+            return text
+        spans = self._matches(text, first_only=False)
+        if not spans:
+            return text
+        spans.sort()
+        pieces: list[str] = []
+        done = 0
+        start, end = spans[0]
+        for next_start, next_end in spans[1:]:
+            if next_start <= end:
+                end = max(end, next_end)
+                continue
+            pieces += (text[done:start], REDACTED)
+            done = end
+            start, end = next_start, next_end
+        pieces += (text[done:start], REDACTED, text[end:])
+        return "".join(pieces)
+
+    def contains(self, text: str) -> bool:
+        """Whether ``text`` holds any secret or encoded form: what ``redact`` would change."""
+        if len(text) < self._min_length or not self._forms:
+            return False
+        return bool(self._matches(text, first_only=True))
+
+    def _matches(self, text: str, *, first_only: bool) -> list[tuple[int, int]]:
+        """The (start, end) of every occurrence of every form, in no order, possibly repeated."""
+        data = _one_byte_per_char(text)
+        found: list[tuple[int, int]] = []
+        for index in self._short:
+            self._find(text, data, index, found)
+            if first_only and found:
+                return found
+        stride = self._stride
+        if not stride or len(data) < _BLOCK:
+            return found
+        step = stride // _BLOCK
+        blocks = memoryview(data)[: len(data) // _BLOCK * _BLOCK].cast("Q")
+        per_span = max(1, _SPAN // stride)
+        sampled = -(-len(blocks) // step)
+        for first in range(0, sampled, per_span):
+            last = min(first + per_span, sampled)
+            hits = self._blocks.intersection(blocks[first * step : last * step : step])
+            if not hits:
+                continue
+            # Look for each hit block where it was sampled, and check each form that can hold
+            # it there in full.
+            low, high = first * stride, min(len(data), (last - 1) * stride + _BLOCK)
+            for block in hits:
+                needle = block.to_bytes(_BLOCK, sys.byteorder)
+                owners = self._owners[block]
+                at = data.find(needle, low, high)
+                while at >= 0:
+                    if not at % stride:
+                        for index, offset in owners:
+                            self._confirm(text, data, index, at - offset, found)
+                    at = data.find(needle, at + 1, high)
+            if first_only and found:
+                return found
+        return found
+
+    def _find(self, text: str, data: bytes, index: int, found: list[tuple[int, int]]) -> None:
+        pattern = self._patterns[index]
+        at = data.find(pattern)
+        while at >= 0:
+            self._confirm(text, data, index, at, found)
+            at = data.find(pattern, at + 1)
+
+    def _confirm(self, text: str, data: bytes, index: int, start: int, found: list[tuple[int, int]]) -> None:
+        form = self._forms[index]
+        # The one-byte stand-in for a non-ASCII character is "?", so the text has the last word.
+        if start >= 0 and data.startswith(self._patterns[index], start) and text.startswith(form, start):
+            found.append((start, start + len(form)))
+
+
+Redactor.EMPTY = Redactor(())

@@ -1,0 +1,26 @@
+"""The operator's settings for remote MCP servers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ._connection import ConnectionSettings
+
+__all__ = ["RemoteMcpSettings"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RemoteMcpSettings:
+    """Timeouts, retry backoff and limits for every chat's remote servers.
+
+    A failed server is retried after ``backoff_initial`` seconds, doubling after each failure
+    up to ``backoff_max``; success or a re-add starts over.
+    """
+
+    connection: ConnectionSettings = field(default_factory=ConnectionSettings)
+    backoff_initial: float = 60.0
+    backoff_max: float = 900.0
+
+    def backoff(self, failures: int) -> float:
+        """Seconds to wait after the ``failures``-th failure in a row."""
+        return float(min(self.backoff_max, self.backoff_initial * 2 ** max(0, failures - 1)))

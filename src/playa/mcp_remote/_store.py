@@ -1,0 +1,630 @@
+"""The per-chat file of remote MCP servers: sealed entries in ``.volcanic/mcp/servers.json``.
+
+The file lives in the chat's workspace, which the agent can write. So nothing in it is
+trusted until its seal opens: the seal binds the header values to the chat's scope and to
+every visible field, which means the agent can delete the file or put back an older copy
+(a known limit), but it cannot add, edit, redirect, rename or move an entry.
+
+File format (version 1)::
+
+    {"version": 1, "servers": [
+      {"name": "docs", "url": "https://…", "transport": "auto", "tools": null,
+       "auth": {"kind": "bearer", "headers": ["Authorization"]},
+       "seal": {"v": 1, "kid": "…", "nonce": "…", "ct": "…"}}]}
+
+Writes replace only what they touch: ``put`` and ``remove`` keep every other raw entry as it
+is, including entries that fail to verify, so the owner keeps seeing those in ``/mcp_list``
+until they remove them or add the name again. ``save`` writes exactly the entries given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import re
+import stat
+import tempfile
+import types
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final, Literal, cast, get_args
+from urllib.parse import urlsplit
+
+from playa.exceptions import StoreError, ValidationError
+from playa.mcp_remote._seal import SEAL_VERSION, JSONValue, Sealer, SealError
+
+__all__ = [
+    "MAX_FILE_BYTES",
+    "STORE_VERSION",
+    "AuthKind",
+    "FileSignature",
+    "LoadResult",
+    "Rejected",
+    "ServerEntry",
+    "ServerStore",
+    "Transport",
+    "store_path",
+]
+
+Transport = Literal["auto", "streamable-http", "sse"]
+AuthKind = Literal["none", "bearer", "headers"]
+
+STORE_VERSION: Final = 1
+MAX_FILE_BYTES: Final = 4 * 1024 * 1024
+_RELATIVE_PATH: Final = Path(".volcanic", "mcp", "servers.json")
+_ASIDE_NAME: Final = "servers.json.unreadable"
+
+_TRANSPORTS: Final[tuple[str, ...]] = get_args(Transport)
+_AUTH_KINDS: Final[tuple[str, ...]] = get_args(AuthKind)
+_NAME_RE: Final = re.compile(r"[a-z][a-z0-9-]{0,31}")
+_TOKEN_RE: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token
+_MAX_URL_CHARS: Final = 2048
+_ENTRY_FIELDS: Final = frozenset({"name", "url", "transport", "tools", "auth", "seal"})
+_AUTH_FIELDS: Final = frozenset({"kind", "headers"})
+
+
+def store_path(workspace: Path) -> Path:
+    """Where a workspace keeps its sealed server file."""
+    return workspace / _RELATIVE_PATH
+
+
+@dataclass(frozen=True, repr=False)
+class ServerEntry:
+    """One remote MCP server of a chat, with its header values in clear (never in ``repr``).
+
+    Construction checks the rules every stored entry obeys and raises ``ValidationError``
+    naming the field; messages never quote a header value.
+    """
+
+    name: str
+    url: str
+    transport: Transport = "auto"
+    tools: tuple[str, ...] | None = None
+    auth_kind: AuthKind = "none"
+    headers: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        _check_name(self.name)
+        _check_url(self.url)
+        if self.transport not in _TRANSPORTS:
+            raise ValidationError("transport", f"transport must be one of {', '.join(_TRANSPORTS)}")
+        if self.tools is not None:
+            if not isinstance(self.tools, (tuple, list)):
+                raise ValidationError("tools", "tools must be a list of tool names, or null for all")
+            tools = tuple(self.tools)
+            _check_tools(tools)
+            object.__setattr__(self, "tools", tools)
+        if self.auth_kind not in _AUTH_KINDS:
+            raise ValidationError("auth", f"auth kind must be one of {', '.join(_AUTH_KINDS)}")
+        headers = dict(self.headers)
+        _check_headers(headers)
+        if self.auth_kind == "none" and headers:
+            raise ValidationError("auth", "auth kind 'none' cannot carry headers")
+        if self.auth_kind != "none" and not headers:
+            raise ValidationError("auth", f"auth kind {self.auth_kind!r} needs at least one header")
+        # A read-only copy: the caller's dict can change later, the entry must not.
+        object.__setattr__(self, "headers", types.MappingProxyType(headers))
+
+    @property
+    def header_names(self) -> tuple[str, ...]:
+        """The names of the headers sent to the server (safe to show)."""
+        return tuple(self.headers)
+
+    def __repr__(self) -> str:
+        return (
+            f"ServerEntry(name={self.name!r}, url={self.url!r}, transport={self.transport!r}, "
+            f"tools={self.tools!r}, auth_kind={self.auth_kind!r}, header_names={self.header_names!r})"
+        )
+
+
+def _check_name(name: object) -> None:
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+        raise ValidationError(
+            "name", "name must be 1-32 characters: a lowercase letter, then lowercase letters, digits or '-'"
+        )
+
+
+def _check_url(url: object) -> None:
+    if not isinstance(url, str) or not url or len(url) > _MAX_URL_CHARS:
+        raise ValidationError("url", f"url must be text of at most {_MAX_URL_CHARS} characters")
+    if not url.isascii() or any(c.isspace() or not c.isprintable() for c in url):
+        raise ValidationError("url", "url must be ASCII without spaces or control characters")
+    try:
+        parts = urlsplit(url)
+        hostname = parts.hostname
+        credentials = parts.username is not None or parts.password is not None
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        raise ValidationError("url", "url is not a valid URL") from None
+    if parts.scheme not in ("http", "https") or not hostname:
+        raise ValidationError("url", "url must be http:// or https:// with a host")
+    if credentials:
+        raise ValidationError("url", "url must not contain credentials; use a header instead")
+
+
+def _check_tools(tools: tuple[object, ...]) -> None:
+    seen: set[str] = set()
+    for tool in tools:
+        if not isinstance(tool, str) or not tool or len(tool) > 128:
+            raise ValidationError("tools", "each tool name must be non-empty text of at most 128 characters")
+        if tool in seen:
+            raise ValidationError("tools", "a tool is listed twice")
+        seen.add(tool)
+
+
+def _check_headers(headers: Mapping[str, object]) -> None:
+    seen: set[str] = set()
+    for name, value in headers.items():
+        if not isinstance(name, str) or not _TOKEN_RE.fullmatch(name):
+            raise ValidationError("headers", "a header name is not a valid HTTP token")
+        if name.lower() in seen:
+            raise ValidationError("headers", f"header {name!r} is given twice")
+        seen.add(name.lower())
+        if not isinstance(value, str) or any(c in value for c in "\r\n\0"):
+            # The value is deliberately not quoted: it is a credential.
+            raise ValidationError(
+                "headers", f"the value of header {name!r} must be text without CR, LF or NUL"
+            )
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """An entry of the file that is ignored, and why (safe to show the owner)."""
+
+    index: int
+    """Position in the file's ``servers`` list (0-based)."""
+    name: str | None
+    """The entry's ``name`` if it is text (it may be anything the agent wrote), else None."""
+    reason: str
+
+
+@dataclass(frozen=True)
+class FileSignature:
+    """Cheap identity of the file's state: it changes whenever the file is written or replaced."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    error: int = 0
+    """The errno when the file could not even be stat'ed (other than missing)."""
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What a load found: usable entries, ignored ones, and a warning when the file is unusable."""
+
+    entries: tuple[ServerEntry, ...] = ()
+    rejected: tuple[Rejected, ...] = ()
+    warning: str | None = None
+    signature: FileSignature | None = None
+    """The file's signature taken before reading; None when there is no file."""
+
+    def entry(self, name: str) -> ServerEntry | None:
+        """The usable entry called ``name``, if any."""
+        return next((e for e in self.entries if e.name == name), None)
+
+
+class _JSONObject(dict[str, object]):
+    """A parsed JSON object that remembers whether the text repeated a key."""
+
+    repeated = False
+
+
+def _object_pairs(pairs: list[tuple[str, object]]) -> _JSONObject:
+    obj = _JSONObject(pairs)
+    if len(obj) != len(pairs):
+        obj.repeated = True
+    return obj
+
+
+def _refuse_constant(token: str) -> object:
+    raise ValueError(f"{token} is not allowed")
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    # 1e999 parses as inf, which json.dumps could not write back when the entry is kept.
+    if value in (float("inf"), float("-inf")):
+        raise ValueError("number out of range")
+    return value
+
+
+class _Unreadable(Exception):
+    """The file exists but cannot be used at all (internal: becomes a warning or StoreError)."""
+
+    def __init__(self, warning: str, *, content: bool) -> None:
+        super().__init__(warning)
+        self.warning = warning
+        # True when the bytes are the problem (so a write may set them aside and start over);
+        # False when reading itself failed or the format is newer than this code.
+        self.content = content
+
+
+class _Reject(Exception):
+    """One entry is unusable (internal: becomes a ``Rejected``)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ServerStore:
+    """Reads and writes one chat's sealed server file.
+
+    ``scope`` is the chat's session scope (``telegram:123``, ``console:default``); it is part
+    of every seal, so an entry copied from another chat's file does not open here.
+    I/O is blocking and small; callers on an event loop may run it in a worker thread.
+    """
+
+    def __init__(self, workspace: Path, scope: str, sealer: Sealer) -> None:
+        if not isinstance(scope, str) or not scope:
+            raise ValueError("scope must be a non-empty string")
+        self._workspace = workspace
+        self._scope = scope
+        self._sealer = sealer
+        self._path = store_path(workspace)
+        self._loaded: FileSignature | None = None
+        self._ever_loaded = False
+
+    def __repr__(self) -> str:
+        return f"ServerStore(path={str(self._path)!r}, scope={self._scope!r})"
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def scope(self) -> str:
+        return self._scope
+
+    # --- reading -----------------------------------------------------------------------
+
+    def signature(self) -> FileSignature | None:
+        """The file's current signature (one ``lstat``); None when there is no file."""
+        try:
+            st = os.lstat(self._path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return FileSignature(0, 0, 0, 0, 0, error=exc.errno or -1)
+        return FileSignature(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    def changed(self) -> bool:
+        """Whether the file may differ from what the last ``load`` read (True before any load).
+
+        Costs one ``lstat``. Writes through this store also count as changes, so the caller
+        reloads after them like after any other edit.
+        """
+        return not self._ever_loaded or self.signature() != self._loaded
+
+    def load(self) -> LoadResult:
+        """Read the file: the entries whose seals open, and every other entry with a reason.
+
+        Never raises for anything in the file: a missing file means no servers; an unusable
+        one means no servers and a warning for the owner.
+        """
+        signature = self.signature()
+        self._loaded, self._ever_loaded = signature, True
+        try:
+            servers = self._read_servers()
+        except _Unreadable as exc:
+            return LoadResult(warning=exc.warning, signature=signature)
+        if servers is None:
+            return LoadResult(signature=signature)
+        return self._verify(servers, signature)
+
+    def _verify(self, servers: list[object], signature: FileSignature | None) -> LoadResult:
+        opened: list[tuple[int, ServerEntry]] = []
+        rejected: list[Rejected] = []
+        for index, raw in enumerate(servers):
+            try:
+                opened.append((index, self._open_entry(raw)))
+            except _Reject as exc:
+                rejected.append(Rejected(index, _raw_name(raw), exc.reason))
+        # Two verified entries with one name can only come from an old copy spliced into the
+        # file; keeping either could bring back a removed URL or header, so neither is used.
+        counts = Counter(entry.name for _, entry in opened)
+        entries: list[ServerEntry] = []
+        for index, entry in opened:
+            if counts[entry.name] > 1:
+                reason = (
+                    f"duplicate name: {counts[entry.name]} entries are named {entry.name!r}; add it again"
+                )
+                rejected.append(Rejected(index, entry.name, reason))
+            else:
+                entries.append(entry)
+        rejected.sort(key=lambda r: r.index)
+        return LoadResult(tuple(entries), tuple(rejected), None, signature)
+
+    def _open_entry(self, raw: object) -> ServerEntry:
+        if not isinstance(raw, dict):
+            raise _Reject("malformed: entry is not an object")
+        seal = raw.get("seal")
+        if isinstance(seal, dict) and "v" in seal:
+            # Checked first so an entry from a newer format says so, not "malformed".
+            version = seal["v"]
+            if type(version) is int and version != SEAL_VERSION:
+                raise _Reject("unknown version: entry was written by a newer or unknown format")
+        if getattr(raw, "repeated", False):
+            raise _Reject("malformed: entry repeats a field")
+        if set(raw) != _ENTRY_FIELDS:
+            missing = sorted(_ENTRY_FIELDS - set(raw))
+            if missing:
+                raise _Reject(f"malformed: missing field(s) {', '.join(missing)}")
+            raise _Reject(
+                f"malformed: unexpected field(s) (expected only {', '.join(sorted(_ENTRY_FIELDS))})"
+            )
+        name, url, transport, tools, auth = (
+            raw["name"],
+            raw["url"],
+            raw["transport"],
+            raw["tools"],
+            raw["auth"],
+        )
+        if not isinstance(name, str) or not isinstance(url, str) or not isinstance(transport, str):
+            raise _Reject("malformed: name, url and transport must be text")
+        if tools is not None and not (isinstance(tools, list) and all(isinstance(t, str) for t in tools)):
+            raise _Reject("malformed: tools must be a list of names or null")
+        if not isinstance(auth, dict) or getattr(auth, "repeated", False) or set(auth) != _AUTH_FIELDS:
+            raise _Reject("malformed: auth must be an object with kind and headers")
+        kind, header_names = auth["kind"], auth["headers"]
+        if not isinstance(kind, str) or not (
+            isinstance(header_names, list) and all(isinstance(h, str) for h in header_names)
+        ):
+            raise _Reject("malformed: auth kind must be text and auth headers a list of names")
+        if getattr(seal, "repeated", False):
+            raise _Reject("malformed: seal repeats a field")
+        context = _context(self._scope, name, url, transport, tools, kind, header_names)
+        try:
+            headers = self._sealer.open(seal, context)
+        except SealError as exc:
+            raise _Reject(exc.reason) from None
+        if sorted(headers) != sorted(header_names):
+            raise _Reject("seal does not verify: sealed headers differ from the listed header names")
+        try:
+            # Validated types above; the literals are checked by ServerEntry itself.
+            return ServerEntry(
+                name,
+                url,
+                cast(Transport, transport),
+                None if tools is None else tuple(tools),
+                cast(AuthKind, kind),
+                headers,
+            )
+        except ValidationError as exc:
+            raise _Reject(f"malformed: {exc}") from None
+
+    def _read_servers(self) -> list[object] | None:
+        """The raw ``servers`` list, None when there is no file; raises ``_Unreadable``."""
+        rel = _RELATIVE_PATH.as_posix()
+        self._check_folder(create=False)
+        flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+        try:
+            fd = os.open(self._path, flags)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _Unreadable(f"{rel} is a symbolic link; it is ignored", content=True) from None
+            raise _Unreadable(f"cannot read {rel}: {exc.strerror}", content=False) from None
+        try:
+            # O_NONBLOCK and this check keep a FIFO or device planted by the agent from
+            # blocking the chat; a directory can be opened on Linux, so it lands here too.
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise _Unreadable(f"{rel} is not a regular file", content=True)
+            if st.st_size > MAX_FILE_BYTES:
+                raise _Unreadable(f"{rel} is larger than {MAX_FILE_BYTES // 2**20} MiB", content=True)
+            with os.fdopen(os.dup(fd), "rb") as f:
+                data = f.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise _Unreadable(f"cannot read {rel}: {exc.strerror}", content=False) from None
+        finally:
+            os.close(fd)
+        if len(data) > MAX_FILE_BYTES:
+            raise _Unreadable(f"{rel} is larger than {MAX_FILE_BYTES // 2**20} MiB", content=True)
+        return _parse_document(data, rel)
+
+    def _check_folder(self, *, create: bool) -> None:
+        """Refuse a ``.volcanic/mcp`` folder that is a link leading elsewhere.
+
+        Otherwise the agent could point this chat's folder at another chat's, and our writes
+        would replace that chat's file.
+        """
+        folder = self._path.parent
+        if create:
+            try:
+                os.makedirs(folder, mode=0o700, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create {_RELATIVE_PATH.parent.as_posix()}: {exc.strerror}"
+                ) from None
+        expected = Path(os.path.realpath(self._workspace)) / _RELATIVE_PATH.parent
+        if folder.exists() and Path(os.path.realpath(folder)) != expected:
+            message = f"{_RELATIVE_PATH.parent.as_posix()} is a link to another folder; it is ignored"
+            if create:
+                raise StoreError(message)
+            raise _Unreadable(message, content=False)
+
+    # --- writing -----------------------------------------------------------------------
+
+    def save(self, entries: Sequence[ServerEntry]) -> None:
+        """Replace the file with exactly ``entries`` (each sealed afresh)."""
+        names = Counter(e.name for e in entries)
+        if dupes := sorted(n for n, c in names.items() if c > 1):
+            raise StoreError(f"cannot save two servers named {dupes[0]!r}")
+        self._servers_for_update()  # refuse to overwrite an unreadable or newer file
+        self._write([self._sealed(e) for e in entries])
+
+    def put(self, entry: ServerEntry) -> bool:
+        """Add ``entry``, replacing every entry of that name; True when one was replaced."""
+        servers = self._servers_for_update()
+        kept = [raw for raw in servers if _raw_name(raw) != entry.name]
+        self._write([*kept, self._sealed(entry)])
+        return len(kept) != len(servers)
+
+    def remove(self, name: str) -> bool:
+        """Remove every entry called ``name``, usable or not; False when there was none."""
+        servers = self._servers_for_update()
+        kept = [raw for raw in servers if _raw_name(raw) != name]
+        if len(kept) == len(servers):
+            return False
+        self._write(kept)
+        return True
+
+    def _servers_for_update(self) -> list[object]:
+        try:
+            servers = self._read_servers()
+        except _Unreadable as exc:
+            if not exc.content:
+                raise StoreError(exc.warning) from None
+            # Nothing in an unparsable file can be used, but the owner may want to repair it
+            # by hand, so it is set aside rather than overwritten.
+            try:
+                os.replace(self._path, self._path.with_name(_ASIDE_NAME))
+            except OSError as err:
+                raise StoreError(f"{exc.warning}, and it cannot be moved aside: {err.strerror}") from None
+            return []
+        return [] if servers is None else servers
+
+    def _sealed(self, entry: ServerEntry) -> dict[str, JSONValue]:
+        visible = _visible(entry)
+        context = _context(
+            self._scope,
+            entry.name,
+            entry.url,
+            entry.transport,
+            entry.tools,
+            entry.auth_kind,
+            sorted(entry.headers),
+        )
+        seal = self._sealer.seal(context, entry.headers)
+        return {
+            **visible,
+            "seal": {"v": seal["v"], "kid": seal["kid"], "nonce": seal["nonce"], "ct": seal["ct"]},
+        }
+
+    def _write(self, servers: list[object]) -> None:
+        self._check_folder(create=True)
+        try:
+            text = json.dumps(
+                {"version": STORE_VERSION, "servers": servers}, indent=2, ensure_ascii=True, allow_nan=False
+            )
+        except (ValueError, RecursionError):
+            raise StoreError(
+                "the server file cannot be written: an ignored entry cannot be encoded"
+            ) from None
+        data = (text + "\n").encode("ascii")
+        if len(data) > MAX_FILE_BYTES:
+            raise StoreError(f"the server file would exceed {MAX_FILE_BYTES // 2**20} MiB")
+        _atomic_write(self._path, data)
+
+
+def _visible(entry: ServerEntry) -> dict[str, JSONValue]:
+    return {
+        "name": entry.name,
+        "url": entry.url,
+        "transport": entry.transport,
+        "tools": None if entry.tools is None else list(entry.tools),
+        "auth": {"kind": entry.auth_kind, "headers": sorted(entry.headers)},
+    }
+
+
+def _context(
+    scope: str,
+    name: str,
+    url: str,
+    transport: str,
+    tools: Sequence[str] | None,
+    kind: str,
+    header_names: Sequence[str],
+) -> dict[str, JSONValue]:
+    """What a seal binds: the chat's scope and every visible field, exactly as stored."""
+    return {
+        "scope": scope,
+        "name": name,
+        "url": url,
+        "transport": transport,
+        "tools": None if tools is None else list(tools),
+        "auth": {"kind": kind, "headers": list(header_names)},
+    }
+
+
+def _raw_name(raw: object) -> str | None:
+    if isinstance(raw, dict):
+        name = raw.get("name")
+        if isinstance(name, str):
+            return name
+    return None
+
+
+def _parse_document(data: bytes, rel: str) -> list[object]:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Unreadable(f"{rel} is not UTF-8 text", content=True) from None
+    try:
+        doc = json.loads(
+            text, object_pairs_hook=_object_pairs, parse_constant=_refuse_constant, parse_float=_parse_float
+        )
+    except json.JSONDecodeError as exc:
+        raise _Unreadable(f"{rel} is not valid JSON ({exc.msg}, line {exc.lineno})", content=True) from None
+    except (ValueError, RecursionError):
+        raise _Unreadable(f"{rel} is not valid JSON", content=True) from None
+    if not isinstance(doc, dict):
+        raise _Unreadable(f"{rel} is not a JSON object", content=True)
+    if getattr(doc, "repeated", False):
+        raise _Unreadable(f"{rel} repeats a top-level key", content=True)
+    version = doc.get("version")
+    if type(version) is not int:
+        raise _Unreadable(f"{rel} has no format version", content=True)
+    if version != STORE_VERSION:
+        # Not content=True: a newer Playa wrote it, and an older one must not overwrite it.
+        raise _Unreadable(
+            f"{rel} has unknown format version; this Playa reads version {STORE_VERSION}", content=False
+        )
+    servers = doc.get("servers")
+    if not isinstance(servers, list):
+        raise _Unreadable(f"{rel} has no 'servers' list", content=True)
+    return servers
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so a reader sees the old file or the new one, never half."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".servers.", suffix=".tmp")
+    except OSError as exc:
+        raise StoreError(f"cannot write {_RELATIVE_PATH.as_posix()}: {exc.strerror}") from None
+    try:
+        try:
+            os.fchmod(fd, 0o600)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise StoreError(f"cannot write {_RELATIVE_PATH.as_posix()}: {exc.strerror}") from None
+        raise
+    # The rename is durable only once the directory entry is on disk.
+    try:
+        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError as exc:
+        raise StoreError(
+            f"wrote {_RELATIVE_PATH.as_posix()} but could not sync its folder: {exc.strerror}"
+        ) from None

@@ -1,0 +1,75 @@
+"""One registry tool per exposed remote tool name, re-bound as its server comes and goes."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..exceptions import ToolUnbound
+from ..host import ToolResult
+
+__all__ = ["Binding", "RemoteMcpTool"]
+
+Caller = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
+"""Calls the server's tool by its own (remote) name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """What a remote tool is bound to now: the server's name for it, its text and its caller."""
+
+    server: str
+    remote_name: str
+    description: str
+    parameters: Mapping[str, Any]
+    call: Caller
+
+
+class RemoteMcpTool:
+    """A chat's tool backed by a remote MCP server's tool.
+
+    The registry never removes a tool, so this object outlives connections: a reconnect or a
+    re-add binds it again (description, schema, connection), and a removal unbinds it, after
+    which calling it is a clear error until it is bound again.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._binding: Binding | None = None
+
+    def __repr__(self) -> str:
+        state = f"bound to {self._binding.server}" if self._binding else "unbound"
+        return f"<RemoteMcpTool {self._name} {state}>"
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def binding(self) -> Binding | None:
+        return self._binding
+
+    @property
+    def description(self) -> str:
+        if self._binding is None:
+            return "(unavailable: its server was removed)"
+        return self._binding.description
+
+    @property
+    def parameters(self) -> Mapping[str, Any]:
+        if self._binding is None:
+            return {"type": "object", "properties": {}}
+        return self._binding.parameters
+
+    def bind(self, binding: Binding) -> None:
+        self._binding = binding
+
+    def unbind(self) -> None:
+        self._binding = None
+
+    async def call(self, arguments: dict[str, Any]) -> ToolResult:
+        binding = self._binding
+        if binding is None:
+            raise ToolUnbound(self._name)
+        return await binding.call(binding.remote_name, arguments)

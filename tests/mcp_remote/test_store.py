@@ -1,0 +1,694 @@
+from __future__ import annotations
+
+import copy
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from playa.exceptions import StoreError, ValidationError
+from playa.mcp_remote._seal import Sealer
+from playa.mcp_remote._store import (
+    MAX_FILE_BYTES,
+    LoadResult,
+    ServerEntry,
+    ServerStore,
+    store_path,
+)
+
+CANARY = "canary-5d1e0a77-header-value"
+SCOPE = "telegram:123"
+SEALER = Sealer(b"k" * 32)
+
+DOCS = ServerEntry(
+    "docs", "https://docs.example/mcp", "auto", None, "bearer", {"Authorization": f"Bearer {CANARY}"}
+)
+WIKI = ServerEntry(
+    "wiki",
+    "http://127.0.0.1:8000/mcp",
+    "streamable-http",
+    ("search", "read"),
+    "headers",
+    {"X-Api-Key": CANARY},
+)
+OPEN = ServerEntry("open", "https://open.example/sse", "sse", (), "none", {})
+ALL = (DOCS, WIKI, OPEN)
+
+
+def _store(workspace: Path, scope: str = SCOPE, sealer: Sealer = SEALER) -> ServerStore:
+    return ServerStore(workspace, scope, sealer)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ServerStore:
+    s = _store(tmp_path)
+    s.save(ALL)
+    return s
+
+
+def _doc(store: ServerStore) -> dict[str, Any]:
+    return json.loads(store.path.read_text())  # type: ignore[no-any-return]
+
+
+def _write_doc(store: ServerStore, doc: object) -> None:
+    store.path.write_text(json.dumps(doc))
+
+
+def _edit(store: ServerStore, change: Callable[[list[dict[str, Any]]], None]) -> None:
+    doc = _doc(store)
+    change(doc["servers"])
+    _write_doc(store, doc)
+
+
+def _reasons(result: LoadResult) -> dict[str | None, str]:
+    return {r.name: r.reason for r in result.rejected}
+
+
+# --- round trip ---------------------------------------------------------------------------
+
+
+def test_saved_entries_load_back_with_their_headers(store: ServerStore) -> None:
+    result = store.load()
+    assert result.entries == ALL
+    assert result.rejected == ()
+    assert result.warning is None
+    assert dict(result.entries[0].headers) == {"Authorization": f"Bearer {CANARY}"}
+    assert result.entries[1].tools == ("search", "read")
+    assert result.entries[2].tools == ()
+
+
+def test_the_file_holds_visible_fields_and_header_names_but_no_header_value(store: ServerStore) -> None:
+    text = store.path.read_text()
+    assert CANARY not in text
+    entry = _doc(store)["servers"][1]
+    assert entry["name"] == "wiki"
+    assert entry["url"] == "http://127.0.0.1:8000/mcp"
+    assert entry["transport"] == "streamable-http"
+    assert entry["tools"] == ["search", "read"]
+    assert entry["auth"] == {"kind": "headers", "headers": ["X-Api-Key"]}
+    assert set(entry["seal"]) == {"v", "kid", "nonce", "ct"}
+    assert _doc(store)["version"] == 1
+
+
+def test_the_file_lives_in_the_workspace_volcanic_folder(tmp_path: Path, store: ServerStore) -> None:
+    assert store.path == tmp_path / ".volcanic" / "mcp" / "servers.json" == store_path(tmp_path)
+    assert store.path.is_file()
+
+
+def test_the_file_has_mode_0600(store: ServerStore) -> None:
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+    store.put(DOCS)
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+
+
+def test_an_atomic_write_leaves_no_temporary_file_behind(store: ServerStore) -> None:
+    store.put(ServerEntry("more", "https://more.example/"))
+    store.remove("docs")
+    assert sorted(os.listdir(store.path.parent)) == ["servers.json"]
+
+
+def test_a_missing_file_means_no_servers_and_no_warning(tmp_path: Path) -> None:
+    result = _store(tmp_path).load()
+    assert result == LoadResult()
+
+
+# --- tampering ------------------------------------------------------------------------------
+
+FORGED = "seal does not verify: entry was edited, moved or forged"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("url", "https://attacker.example/mcp"),
+        ("name", "docs2"),
+        ("transport", "sse"),
+        ("tools", ["search"]),
+        ("tools", []),
+        ("auth", {"kind": "headers", "headers": ["X-Api-Key"]}),
+        ("auth", {"kind": "headers", "headers": ["Authorization"]}),
+    ],
+)
+def test_an_edited_visible_field_breaks_the_seal_and_leaves_the_others(
+    store: ServerStore, field: str, value: object
+) -> None:
+    def change(servers: list[dict[str, Any]]) -> None:
+        servers[0][field] = value
+
+    _edit(store, change)
+    result = store.load()
+    assert result.entries == (WIKI, OPEN)
+    assert len(result.rejected) == 1
+    assert result.rejected[0].index == 0
+    assert result.rejected[0].reason == FORGED
+
+
+def test_changing_the_tool_list_of_an_entry_with_an_allow_list_breaks_the_seal(store: ServerStore) -> None:
+    _edit(store, lambda servers: servers[1]["tools"].append("delete"))
+    assert store.load().entries == (DOCS, OPEN)
+    assert _reasons(store.load()) == {"wiki": FORGED}
+
+
+def test_an_entry_copied_from_another_chat_does_not_open(tmp_path: Path) -> None:
+    theirs = _store(tmp_path / "a", scope="telegram:999")
+    theirs.save(ALL)
+    ours = _store(tmp_path / "b", scope="telegram:123")
+    ours.path.parent.mkdir(parents=True)
+    ours.path.write_bytes(theirs.path.read_bytes())
+    result = ours.load()
+    assert result.entries == ()
+    assert [r.reason for r in result.rejected] == [FORGED] * 3
+    assert theirs.load().entries == ALL
+
+
+@pytest.mark.parametrize("part", ["nonce", "ct"])
+def test_a_nonce_or_ciphertext_swapped_between_entries_breaks_both(store: ServerStore, part: str) -> None:
+    def change(servers: list[dict[str, Any]]) -> None:
+        a, b = servers[0]["seal"], servers[1]["seal"]
+        a[part], b[part] = b[part], a[part]
+
+    _edit(store, change)
+    result = store.load()
+    assert result.entries == (OPEN,)
+    assert _reasons(result) == {"docs": FORGED, "wiki": FORGED}
+
+
+def test_a_whole_seal_moved_to_another_entry_does_not_open(store: ServerStore) -> None:
+    def change(servers: list[dict[str, Any]]) -> None:
+        servers[2]["seal"] = servers[0]["seal"]
+
+    _edit(store, change)
+    assert store.load().entries == (DOCS, WIKI)
+
+
+def test_a_flipped_bit_in_the_ciphertext_breaks_the_seal(store: ServerStore) -> None:
+    def change(servers: list[dict[str, Any]]) -> None:
+        ct = servers[0]["seal"]["ct"]
+        servers[0]["seal"]["ct"] = ct[:10] + ("A" if ct[10] != "A" else "B") + ct[11:]
+
+    _edit(store, change)
+    assert _reasons(store.load()) == {"docs": FORGED}
+
+
+def test_truncated_or_non_canonical_base64_is_rejected_as_malformed(store: ServerStore) -> None:
+    def change(servers: list[dict[str, Any]]) -> None:
+        servers[0]["seal"]["ct"] = servers[0]["seal"]["ct"][:-1]
+        servers[1]["seal"]["nonce"] = " " + servers[1]["seal"]["nonce"]
+
+    _edit(store, change)
+    result = store.load()
+    assert result.entries == (OPEN,)
+    assert "not valid base64" in _reasons(result)["docs"]
+    assert "not valid base64" in _reasons(result)["wiki"]
+
+
+def test_an_entry_with_an_unknown_seal_version_is_rejected_as_such(store: ServerStore) -> None:
+    _edit(store, lambda servers: servers[0]["seal"].update(v=2, future="x"))
+    result = store.load()
+    assert result.entries == (WIKI, OPEN)
+    assert _reasons(result)["docs"].startswith("unknown version")
+
+
+def test_a_file_of_an_unknown_version_gives_no_servers_a_warning_and_is_not_overwritten(
+    store: ServerStore,
+) -> None:
+    doc = _doc(store)
+    doc["version"] = 2
+    _write_doc(store, doc)
+    before = store.path.read_bytes()
+    result = store.load()
+    assert result.entries == ()
+    assert result.warning is not None
+    assert "unknown format version" in result.warning
+    with pytest.raises(StoreError, match="unknown format version"):
+        store.put(ServerEntry("new", "https://new.example/"))
+    assert store.path.read_bytes() == before
+
+
+def test_two_verified_entries_with_one_name_are_both_rejected(store: ServerStore) -> None:
+    _edit(store, lambda servers: servers.append(copy.deepcopy(servers[0])))
+    result = store.load()
+    assert result.entries == (WIKI, OPEN)
+    assert [(r.index, r.name) for r in result.rejected] == [(0, "docs"), (3, "docs")]
+    assert all(r.reason.startswith("duplicate name") for r in result.rejected)
+
+
+def test_a_forged_entry_reusing_a_name_does_not_take_the_real_one_down(store: ServerStore) -> None:
+    def change(servers: list[dict[str, Any]]) -> None:
+        forged = copy.deepcopy(servers[0])
+        forged["url"] = "https://attacker.example/"
+        servers.insert(0, forged)
+
+    _edit(store, change)
+    result = store.load()
+    assert result.entries == ALL
+    assert [(r.index, r.name, r.reason) for r in result.rejected] == [(0, "docs", FORGED)]
+
+
+def test_entries_sealed_with_another_key_are_rejected_as_such(tmp_path: Path, store: ServerStore) -> None:
+    result = _store(tmp_path, sealer=Sealer(b"another secret!!")).load()
+    assert result.entries == ()
+    assert len(result.rejected) == 3
+    assert all(r.reason.startswith("sealed with another key") for r in result.rejected)
+
+
+@pytest.mark.parametrize(
+    ("raw", "name", "reason"),
+    [
+        ("not an object", None, "malformed: entry is not an object"),
+        ({"name": 5}, None, "malformed: missing field"),
+        ({"name": "x"}, "x", "malformed: missing field"),
+        ("EXTRA", "docs", "malformed: unexpected field"),
+        ("NO_SEAL", "docs", "malformed: missing field(s) seal"),
+        ("BAD_AUTH", "docs", "malformed: auth must be an object"),
+        ("BAD_TOOLS", "docs", "malformed: tools must be"),
+    ],
+)
+def test_malformed_entries_are_rejected_with_a_reason_and_the_others_still_load(
+    store: ServerStore, raw: object, name: str | None, reason: str
+) -> None:
+    def change(servers: list[dict[str, Any]]) -> None:
+        entry: object = raw
+        if raw == "EXTRA":
+            entry = {**servers[0], "comment": "hi"}
+        elif raw == "NO_SEAL":
+            entry = {k: v for k, v in servers[0].items() if k != "seal"}
+        elif raw == "BAD_AUTH":
+            entry = {**servers[0], "auth": "bearer"}
+        elif raw == "BAD_TOOLS":
+            entry = {**servers[0], "tools": [1]}
+        servers[0] = entry  # type: ignore[call-overload]
+
+    _edit(store, change)
+    result = store.load()
+    assert result.entries == (WIKI, OPEN)
+    assert len(result.rejected) == 1
+    assert result.rejected[0].index == 0
+    assert result.rejected[0].name == name
+    assert result.rejected[0].reason.startswith(reason)
+
+
+def test_an_entry_that_repeats_a_key_is_rejected(store: ServerStore) -> None:
+    text = store.path.read_text()
+    # The JSON text names the url twice; a lenient reader would keep the second.
+    text = text.replace(
+        '"url": "https://docs.example/mcp"', '"url": "https://docs.example/mcp", "url": "x"', 1
+    )
+    store.path.write_text(text)
+    result = store.load()
+    assert result.entries == (WIKI, OPEN)
+    assert _reasons(result) == {"docs": "malformed: entry repeats a field"}
+
+
+# --- unreadable files -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "warning"),
+    [
+        (b"{not json", "is not valid JSON"),
+        (b"[]", "is not a JSON object"),
+        (b'{"servers": []}', "has no format version"),
+        (b'{"version": "1", "servers": []}', "has no format version"),
+        (b'{"version": 1}', "has no 'servers' list"),
+        (b'{"version": 1, "servers": {}}', "has no 'servers' list"),
+        (b'{"version": 1, "version": 1, "servers": []}', "repeats a top-level key"),
+        (b'{"version": 1, "servers": [NaN]}', "is not valid JSON"),
+        (b'{"version": 1, "servers": [1e999]}', "is not valid JSON"),
+        (b"\xff\xfe{}", "is not UTF-8 text"),
+        (b"[" * 100_000 + b"]" * 100_000, "is not valid JSON"),
+    ],
+)
+def test_an_unreadable_file_gives_no_servers_and_a_warning(
+    tmp_path: Path, content: bytes, warning: str
+) -> None:
+    s = _store(tmp_path)
+    s.path.parent.mkdir(parents=True)
+    s.path.write_bytes(content)
+    result = s.load()
+    assert result.entries == ()
+    assert result.rejected == ()
+    assert result.warning is not None
+    assert warning in result.warning
+    assert ".volcanic/mcp/servers.json" in result.warning
+    assert str(tmp_path) not in result.warning
+
+
+def test_a_file_over_the_size_cap_is_not_read(tmp_path: Path) -> None:
+    s = _store(tmp_path)
+    s.path.parent.mkdir(parents=True)
+    with s.path.open("wb") as f:
+        f.truncate(MAX_FILE_BYTES + 1)
+    result = s.load()
+    assert result.entries == ()
+    assert result.warning is not None
+    assert "larger than 4 MiB" in result.warning
+
+
+def test_a_directory_in_place_of_the_file_gives_a_warning(tmp_path: Path) -> None:
+    s = _store(tmp_path)
+    s.path.mkdir(parents=True)
+    result = s.load()
+    assert result.warning is not None
+    assert "not a regular file" in result.warning
+
+
+def test_a_fifo_in_place_of_the_file_does_not_block_and_gives_a_warning(tmp_path: Path) -> None:
+    s = _store(tmp_path)
+    s.path.parent.mkdir(parents=True)
+    os.mkfifo(s.path)
+    result = s.load()
+    assert result.warning is not None
+    assert "not a regular file" in result.warning
+
+
+def test_a_symbolic_link_in_place_of_the_file_is_not_followed(tmp_path: Path) -> None:
+    real = _store(tmp_path / "real")
+    real.save(ALL)
+    s = _store(tmp_path / "ws")
+    s.path.parent.mkdir(parents=True)
+    s.path.symlink_to(real.path)
+    result = s.load()
+    assert result.entries == ()
+    assert result.warning is not None
+    assert "symbolic link" in result.warning
+
+
+def test_a_linked_folder_to_another_chat_is_neither_read_nor_written(tmp_path: Path) -> None:
+    theirs = _store(tmp_path / "theirs", scope="telegram:999")
+    theirs.save(ALL)
+    before = theirs.path.read_bytes()
+    ours = _store(tmp_path / "ours")
+    (tmp_path / "ours" / ".volcanic").mkdir(parents=True)
+    (tmp_path / "ours" / ".volcanic" / "mcp").symlink_to(theirs.path.parent)
+    result = ours.load()
+    assert result.entries == ()
+    assert result.warning is not None
+    assert "is a link" in result.warning
+    with pytest.raises(StoreError, match="is a link"):
+        ours.put(DOCS)
+    assert theirs.path.read_bytes() == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_a_file_without_read_permission_gives_a_warning(store: ServerStore) -> None:
+    store.path.chmod(0)
+    result = store.load()
+    assert result.entries == ()
+    assert result.warning is not None
+    assert "Permission denied" in result.warning
+
+
+def test_a_file_that_cannot_be_opened_gives_a_warning_and_refuses_writes(tmp_path: Path) -> None:
+    s = _store(tmp_path)
+    s.path.parent.parent.mkdir(parents=True)
+    s.path.parent.write_text("a file where the folder should be")
+    result = s.load()
+    assert result.entries == ()
+    assert result.warning is not None
+    assert "cannot read .volcanic/mcp/servers.json: Not a directory" in result.warning
+    with pytest.raises(StoreError):
+        s.put(DOCS)
+    assert s.path.parent.read_text() == "a file where the folder should be"
+
+
+def test_a_write_over_an_unparsable_file_sets_it_aside(tmp_path: Path) -> None:
+    s = _store(tmp_path)
+    s.path.parent.mkdir(parents=True)
+    s.path.write_bytes(b"{broken")
+    s.put(DOCS)
+    assert s.load().entries == (DOCS,)
+    assert (s.path.parent / "servers.json.unreadable").read_bytes() == b"{broken"
+
+
+# --- put / remove / save ----------------------------------------------------------------------
+
+
+def test_put_adds_an_entry_and_creates_the_folders(tmp_path: Path) -> None:
+    s = _store(tmp_path / "new-workspace")
+    assert s.put(DOCS) is False
+    assert s.load().entries == (DOCS,)
+    assert stat.S_IMODE(s.path.parent.stat().st_mode) == 0o700
+
+
+def test_put_of_an_existing_name_replaces_it(store: ServerStore) -> None:
+    moved = ServerEntry("docs", "https://docs2.example/mcp", "sse", ("a",), "headers", {"X-Key": "v2"})
+    assert store.put(moved) is True
+    result = store.load()
+    assert result.entries == (WIKI, OPEN, moved)
+    assert result.rejected == ()
+
+
+def test_put_and_remove_keep_rejected_entries_untouched(store: ServerStore) -> None:
+    _edit(store, lambda servers: servers[1].update(url="https://attacker.example/"))
+    garbage = _doc(store)["servers"][1]
+    store.put(ServerEntry("more", "https://more.example/"))
+    store.remove("open")
+    doc = _doc(store)
+    assert garbage in doc["servers"]
+    result = store.load()
+    assert [e.name for e in result.entries] == ["docs", "more"]
+    assert _reasons(result) == {"wiki": FORGED}
+
+
+def test_remove_of_a_rejected_entry_removes_it(store: ServerStore) -> None:
+    _edit(store, lambda servers: servers[1].update(url="https://attacker.example/"))
+    assert store.remove("wiki") is True
+    result = store.load()
+    assert result.entries == (DOCS, OPEN)
+    assert result.rejected == ()
+
+
+def test_putting_a_name_again_replaces_its_rejected_entry(store: ServerStore) -> None:
+    _edit(store, lambda servers: servers[1].update(url="https://attacker.example/"))
+    assert store.put(WIKI) is True
+    result = store.load()
+    assert result.rejected == ()
+    assert result.entries == (DOCS, OPEN, WIKI)
+
+
+def test_remove_of_an_unknown_name_changes_nothing(store: ServerStore) -> None:
+    before = store.path.read_bytes()
+    assert store.remove("nope") is False
+    assert store.path.read_bytes() == before
+
+
+def test_save_writes_exactly_the_given_entries_and_drops_rejected_ones(store: ServerStore) -> None:
+    _edit(store, lambda servers: servers.append({"name": "garbage"}))
+    store.save([OPEN])
+    assert store.load() == LoadResult((OPEN,), (), None, store.signature())
+
+
+def test_save_refuses_two_entries_with_one_name(store: ServerStore) -> None:
+    with pytest.raises(StoreError, match="two servers named 'docs'"):
+        store.save([DOCS, DOCS])
+
+
+# --- change detection -------------------------------------------------------------------------
+
+
+def test_changed_is_true_before_the_first_load_and_false_after_it(store: ServerStore) -> None:
+    assert store.changed() is True
+    store.load()
+    assert store.changed() is False
+    assert store.changed() is False
+
+
+def test_changed_notices_an_edit_a_replacement_a_deletion_and_a_creation(store: ServerStore) -> None:
+    store.load()
+    with store.path.open("a") as f:
+        f.write(" ")
+    assert store.changed() is True
+    store.load()
+    store.put(DOCS)
+    assert store.changed() is True
+    store.load()
+    store.path.unlink()
+    assert store.changed() is True
+    assert store.load() == LoadResult()
+    assert store.changed() is False
+    store.put(DOCS)
+    assert store.changed() is True
+
+
+# --- secrets never shown ------------------------------------------------------------------------
+
+
+def test_header_values_never_appear_in_reprs_or_reasons(store: ServerStore) -> None:
+    _edit(store, lambda servers: servers[0].update(url="https://attacker.example/"))
+    result = store.load()
+    assert CANARY not in repr(result)
+    assert CANARY not in str(result)
+    assert CANARY not in repr(WIKI)
+    assert "X-Api-Key" in repr(WIKI)
+    assert all(CANARY not in r.reason for r in result.rejected)
+    assert CANARY not in repr(store)
+
+
+def test_a_bad_header_value_is_refused_without_quoting_it() -> None:
+    with pytest.raises(ValidationError) as info:
+        ServerEntry("x", "https://x.example/", auth_kind="headers", headers={"X-Key": f"{CANARY}\r\nHost: y"})
+    assert info.value.field == "headers"
+    assert CANARY not in str(info.value)
+
+
+# --- entry validation -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"name": "Docs"}, "name"),
+        ({"name": "a" * 33}, "name"),
+        ({"name": "a_b"}, "name"),
+        ({"name": "9a"}, "name"),
+        ({"url": "ftp://x.example/"}, "url"),
+        ({"url": "https://user:pw@x.example/"}, "url"),
+        ({"url": "https:///path"}, "url"),
+        ({"url": "https://x.example/a b"}, "url"),
+        ({"url": "https://x.example:99999/"}, "url"),
+        ({"transport": "stdio"}, "transport"),
+        ({"tools": ("a", "a")}, "tools"),
+        ({"tools": ("",)}, "tools"),
+        ({"auth_kind": "oauth"}, "auth"),
+        ({"auth_kind": "none", "headers": {"X-Key": "v"}}, "auth"),
+        ({"auth_kind": "bearer"}, "auth"),
+        ({"auth_kind": "headers", "headers": {"Bad Name": "v"}}, "headers"),
+        ({"auth_kind": "headers", "headers": {"X-Key": "v", "x-key": "w"}}, "headers"),
+    ],
+)
+def test_an_entry_that_breaks_a_rule_is_refused_naming_the_field(kwargs: dict[str, Any], field: str) -> None:
+    arguments: dict[str, Any] = {"name": "ok", "url": "https://ok.example/", **kwargs}
+    with pytest.raises(ValidationError) as info:
+        ServerEntry(**arguments)
+    assert info.value.field == field
+
+
+def test_an_entry_keeps_a_private_copy_of_its_headers() -> None:
+    headers = {"X-Key": "v"}
+    entry = ServerEntry("x", "https://x.example/", auth_kind="headers", headers=headers)
+    headers["X-Key"] = "changed"
+    assert entry.headers == {"X-Key": "v"}
+    with pytest.raises(TypeError):
+        entry.headers["X-Key"] = "w"  # type: ignore[index]
+
+
+def test_an_entry_is_hashable_and_compares_by_value() -> None:
+    again = ServerEntry(
+        "docs", "https://docs.example/mcp", "auto", None, "bearer", {"Authorization": f"Bearer {CANARY}"}
+    )
+    assert again == DOCS
+    assert hash(again) == hash(DOCS)
+    assert {again, DOCS} == {DOCS}
+
+
+# --- properties -------------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def _load_bytes(data: bytes, scope: str = SCOPE) -> LoadResult:
+    with tempfile.TemporaryDirectory() as workspace:
+        s = _store(Path(workspace), scope)
+        s.path.parent.mkdir(parents=True)
+        s.path.write_bytes(data)
+        return s.load()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=2000))
+def test_the_loader_never_raises_on_arbitrary_bytes_and_finds_nothing(data: bytes) -> None:
+    result = _load_bytes(data)
+    assert result.entries == ()
+
+
+@settings(max_examples=200, deadline=None)
+@given(json_values, st.booleans())
+def test_the_loader_never_raises_on_arbitrary_json_and_finds_nothing(value: object, wrap: bool) -> None:
+    doc = {"version": 1, "servers": value if isinstance(value, list) else [value]} if wrap else value
+    result = _load_bytes(json.dumps(doc).encode())
+    assert result.entries == ()
+    if wrap:
+        assert result.warning is None
+        assert len(result.rejected) == len(doc["servers"])  # type: ignore[index]
+
+
+def _sealed_servers(scope: str, entries: tuple[ServerEntry, ...]) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as workspace:
+        s = _store(Path(workspace), scope)
+        s.save(entries)
+        return _doc(s)["servers"]  # type: ignore[no-any-return]
+
+
+OURS = _sealed_servers(SCOPE, ALL)
+# Another chat's entries, same key: valid seals in every respect except the scope.
+THEIRS = _sealed_servers("telegram:999", (*ALL, ServerEntry("evil", "https://evil.example/")))
+FIELDS = ["name", "url", "transport", "tools", "auth", "seal"]
+POOL: list[Any] = [
+    e[f] for e in OURS + THEIRS for f in FIELDS
+]  # values an attacker can splice in: every field of every sealed entry
+
+mutation = st.one_of(
+    st.tuples(
+        st.just("set"), st.integers(0, 10), st.sampled_from(FIELDS), st.sampled_from(POOL) | json_values
+    ),
+    st.tuples(st.just("delete"), st.integers(0, 10), st.sampled_from(FIELDS)),
+    st.tuples(
+        st.just("seal"), st.integers(0, 10), st.sampled_from(["v", "kid", "nonce", "ct"]), st.integers(0, 10)
+    ),
+    st.tuples(st.just("insert"), st.integers(0, 10), st.sampled_from(OURS + THEIRS)),
+    st.tuples(st.just("drop"), st.integers(0, 10)),
+    st.tuples(st.just("swap"), st.integers(0, 10), st.integers(0, 10)),
+    st.tuples(st.just("flip"), st.integers(0, 10), st.sampled_from(["nonce", "ct"]), st.integers(0, 40)),
+)
+
+
+def _apply(servers: list[Any], op: tuple[Any, ...]) -> None:
+    if not servers and op[0] != "insert":
+        return
+    i = op[1] % max(len(servers), 1)
+    target = servers[i] if servers else None
+    if op[0] == "set" and isinstance(target, dict):
+        target[op[2]] = copy.deepcopy(op[3])
+    elif op[0] == "delete" and isinstance(target, dict):
+        target.pop(op[2], None)
+    elif op[0] == "seal" and isinstance(target, dict) and isinstance(target.get("seal"), dict):
+        donor = (OURS + THEIRS)[op[3] % len(OURS + THEIRS)]["seal"]
+        target["seal"][op[2]] = donor[op[2]]
+    elif op[0] == "insert":
+        servers.insert(i, copy.deepcopy(op[2]))
+    elif op[0] == "drop":
+        servers.pop(i)
+    elif op[0] == "swap":
+        j = op[2] % len(servers)
+        servers[i], servers[j] = servers[j], servers[i]
+    elif op[0] == "flip" and isinstance(target, dict) and isinstance(target.get("seal"), dict):
+        text = target["seal"].get(op[2])
+        if isinstance(text, str) and text:
+            k = op[3] % len(text)
+            target["seal"][op[2]] = text[:k] + ("A" if text[k] != "A" else "B") + text[k + 1 :]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(mutation, min_size=1, max_size=6))
+def test_a_mutated_file_never_yields_an_entry_the_store_did_not_write(ops: list[tuple[Any, ...]]) -> None:
+    servers = copy.deepcopy(OURS)
+    for op in ops:
+        _apply(servers, op)
+    result = _load_bytes(json.dumps({"version": 1, "servers": servers}).encode())
+    assert result.warning is None
+    for entry in result.entries:
+        assert entry in ALL
+    assert len(result.entries) + len(result.rejected) == len(servers)
+    assert all(CANARY not in r.reason for r in result.rejected)
