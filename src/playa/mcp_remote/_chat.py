@@ -151,6 +151,9 @@ class ChatServers:
                 attempt.set()
 
     def _failed(self, state: ServerState, reason: str) -> None:
+        # Its tools stay bound but hidden until a connect succeeds and binds them again.
+        for exposed in state.tools:
+            self.session.tools.deactivate(exposed)
         state.failures += 1
         state.status = "unavailable"
         state.reason = self.redactor.redact(reason)

@@ -261,6 +261,13 @@ class Connection:
         )
         return tuple(tools)
 
+    async def _stop_with_owner(self) -> None:
+        """Runs beside ``_run`` in the owner's task group: when that group is cancelled, stop."""
+        try:
+            await self._done.wait()
+        finally:
+            self._stop.set()
+
     async def _run(self, deadline: float, *, task_status: TaskStatus[None]) -> None:
         """The connection's task: connect, list tools, report started, wait for stop, close.
 
@@ -287,31 +294,32 @@ class Connection:
                     # Listing through the session also primes its output-schema cache, so the
                     # first call does not list the tools again to validate its result.
                     self.tools = await self._list_tools(client)
+                    # From here on the owner's cancellation must not reach the SDK's tasks: it
+                    # would cancel them one by one and the session would end without its
+                    # DELETE. ``_stop_with_owner`` turns that cancellation into a stop instead.
+                    scope.shield = True
                     scope.deadline = math.inf
                     self._client = client
                     started = True
                     task_status.started()
                     try:
                         await self._stop.wait()
-                    except anyio.get_cancelled_exc_class():
-                        # The task group is being cancelled (the host shuts down): close the
-                        # session as politely as on aclose. Not re-raising is safe, the task
-                        # ends right after, and anyio re-delivers the cancellation to its owner.
-                        logger.debug("%s: closing on cancellation", server)
                     finally:
                         self._client = None
                         # Closing a session on a frozen server can wait out its read timeout
-                        # (the DELETE), so the close is bounded, and shielded from the task
-                        # group's cancellation so that it happens at all.
-                        scope.shield = True
+                        # (the DELETE): the close is bounded.
                         scope.deadline = anyio.current_time() + self._settings.close_timeout
         except Exception as exc:  # boundary: every SDK and httpx2 failure is translated at this seam
             if started:
                 failure = connect_error(
                     exc, server=server, trace=self._trace, timeout=self._settings.call_timeout
                 )
-                self._broken_reason = self._broken_reason or failure.error.reason
-                logger.info("%s: connection ended: %s", server, failure.error.reason)
+                if self._stop.is_set():
+                    logger.debug("%s: closing failed: %s", server, failure.error.reason)
+                else:
+                    # The transport died on its own, between calls.
+                    self._broken_reason = self._broken_reason or failure.error.reason
+                    logger.info("%s: connection ended: %s", server, failure.error.reason)
             elif scope.cancel_called:
                 raise _AttemptFailed(
                     ConnectFailure(timed_out(self._settings.connect_timeout, server=server), False)
@@ -389,6 +397,7 @@ class Connector:
                 if failed.failure.try_other_transport:
                     continue
                 raise error from failed.__cause__
+            task_group.start_soon(connection._stop_with_owner)
             if endpoint.transport == "auto":
                 self._spoken[endpoint.url] = transport
             logger.info("%s: connected over %s, %d tools", endpoint.server, transport, len(connection.tools))
