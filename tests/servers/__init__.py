@@ -1,0 +1,1 @@
+"""Servers that tests run on loopback: real MCP servers and raw-socket fault servers."""
