@@ -180,7 +180,12 @@ class ChatServers:
     async def add_now(self, entry: ServerEntry) -> ServerState:
         """After ``/mcp_add`` saved ``entry``: pick it up and wait for its connect."""
         self._remember_secrets((entry,))
-        self.reconcile()
+        # A re-add connects afresh even when the entry did not change: it is how the owner
+        # retries a server in backoff, or picks up a changed tool list.
+        if entry.name in self.servers and (connection := self._drop(entry.name)) is not None:
+            self._tg.start_soon(connection.aclose)
+        if self.store is not None:
+            self._apply(self.store.load())
         state = self.servers.get(entry.name)
         if state is None:
             raise ToolError(f"{entry.name} was saved but cannot be read back; see /mcp_list")
@@ -249,6 +254,9 @@ class ChatServers:
             return ToolResult.error(
                 f"{exposed} failed: {exc.reason}. The call was not retried; the next call reconnects."
             )
+        except RemoteError as exc:
+            # The server answered with an error: the connection is fine and stays.
+            return ToolResult.error(f"{exposed} failed: {exc.reason}")
         return map_result(result)
 
     async def _connection_for_call(self, state: ServerState) -> Connection:

@@ -1,0 +1,485 @@
+"""Connecting to real MCP servers on loopback, calling their tools, and failing clearly."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import ssl
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+import pytest
+from anyio.abc import TaskGroup
+from mcp.server.context import ServerRequestContext
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ListToolsResult, PaginatedRequestParams, TextContent
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from playa.exceptions import CallFailed, ConnectFailed, RemoteError, RemoteTimeout
+from playa.mcp_remote._connection import Connection, ConnectionSettings, Connector, Endpoint
+from servers.python_servers import (
+    LOOPBACK,
+    RunningServer,
+    blackhole,
+    closed_port,
+    recording_http_server,
+    serve_asgi,
+    serve_mcp,
+)
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "s3cr3t-t0ken-value"
+FAST = ConnectionSettings(connect_timeout=0.5, call_timeout=5.0, close_timeout=0.5)
+
+
+@dataclass
+class Gates:
+    """Lets a test see a tool start, and decide when it may finish."""
+
+    entered: anyio.Event = field(default_factory=anyio.Event)
+    release: anyio.Event = field(default_factory=anyio.Event)
+
+
+class PagedServer(MCPServer):
+    """Lists its tools one per page; with ``endless``, every page points to a next one."""
+
+    def __init__(self, *, endless: bool = False) -> None:
+        super().__init__("paged")
+        self.endless = endless
+
+    async def _handle_list_tools(
+        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        tools = await self.list_tools()
+        start = int(params.cursor) if params is not None and params.cursor else 0
+        if self.endless:
+            return ListToolsResult(tools=tools[:1], next_cursor="0")
+        more = start + 1 < len(tools)
+        return ListToolsResult(tools=tools[start : start + 1], next_cursor=str(start + 1) if more else None)
+
+
+class HangOnDelete:
+    """ASGI middleware that never answers a DELETE (a session close) until ``release`` is set."""
+
+    def __init__(self, app: ASGIApp, release: anyio.Event) -> None:
+        self._app = app
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "DELETE":
+            await self._release.wait()
+        await self._app(scope, receive, send)
+
+
+def make_server(gates: Gates | None = None, server: MCPServer | None = None) -> MCPServer:
+    gates = gates if gates is not None else Gates()
+    server = server if server is not None else MCPServer("demo")
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    @server.tool()
+    def fail(message: str) -> str:
+        """Always fail."""
+        raise ToolError(message)
+
+    @server.tool()
+    async def wait() -> str:
+        """Block until the test releases it."""
+        gates.entered.set()
+        await gates.release.wait()
+        return "released"
+
+    return server
+
+
+def text_of(result: object) -> str:
+    content = getattr(result, "content", [])
+    return "".join(block.text for block in content if isinstance(block, TextContent))
+
+
+@pytest.fixture
+async def task_group() -> AsyncIterator[TaskGroup]:
+    async with anyio.create_task_group() as tg:
+        yield tg
+        tg.cancel_scope.cancel()
+
+
+def endpoint(url: str, **kwargs: object) -> Endpoint:
+    return Endpoint(server="demo", url=url, **kwargs)  # type: ignore[arg-type]
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def tool_lists(served: RunningServer) -> int:
+    return sum(1 for request in served.requests if request.rpc_method == "tools/list")
+
+
+async def test_a_streamable_http_server_is_connected_with_its_tools_listed_and_called(
+    task_group: TaskGroup,
+) -> None:
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server()) as served:
+            connection = await Connector(FAST).connect(endpoint(served.url), task_group)
+            try:
+                assert connection.transport == "streamable-http"
+                assert sorted(tool.name for tool in connection.tools) == ["add", "fail", "wait"]
+                result = await connection.call_tool("add", {"a": 2, "b": 3})
+                assert text_of(result) == "5"
+                assert result.is_error is False
+                # The handshake is the legacy initialize, with no server/discover probe first.
+                assert [r.rpc_method for r in served.requests if r.rpc_method][:1] == ["initialize"]
+                assert all(r.rpc_method != "server/discover" for r in served.requests)
+            finally:
+                await connection.aclose()
+            assert connection.closed
+
+
+async def test_the_first_call_does_not_list_the_tools_again(task_group: TaskGroup) -> None:
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server()) as served:
+            connection = await Connector(FAST).connect(endpoint(served.url), task_group)
+            assert tool_lists(served) == 1
+            await connection.call_tool("add", {"a": 1, "b": 1})
+            await connection.call_tool("add", {"a": 1, "b": 2})
+            assert tool_lists(served) == 1
+            await connection.aclose()
+
+
+async def test_a_tool_error_is_returned_as_a_result_and_keeps_the_connection(task_group: TaskGroup) -> None:
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server()) as served:
+            connection = await Connector(FAST).connect(endpoint(served.url), task_group)
+            result = await connection.call_tool("fail", {"message": "no luck"})
+            assert result.is_error is True
+            assert "no luck" in text_of(result)
+            assert not connection.broken
+            assert text_of(await connection.call_tool("add", {"a": 1, "b": 1})) == "2"
+            await connection.aclose()
+
+
+async def test_an_sse_only_server_is_reached_by_falling_back_and_the_fallback_is_remembered(
+    task_group: TaskGroup,
+) -> None:
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server(), "sse") as served:
+            connector = Connector(FAST)
+            first = await connector.connect(endpoint(served.url), task_group)
+            assert first.transport == "sse"
+            assert text_of(await first.call_tool("add", {"a": 20, "b": 22})) == "42"
+            await first.aclose()
+            assert connector.remembered_transport(served.url) == "sse"
+            # The Streamable HTTP attempt was a POST to the SSE endpoint itself.
+            assert sum(1 for r in served.requests if r.method == "POST" and r.path == "/sse") == 1
+
+            second = await connector.connect(endpoint(served.url), task_group)
+            assert second.transport == "sse"
+            assert sum(1 for r in served.requests if r.method == "POST" and r.path == "/sse") == 1
+            await second.aclose()
+
+
+async def test_a_forced_transport_is_honoured_without_fallback(task_group: TaskGroup) -> None:
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server(), "sse") as served:
+            connector = Connector(FAST)
+            with pytest.raises(ConnectFailed) as caught:
+                await connector.connect(endpoint(served.url, transport="streamable-http"), task_group)
+            assert caught.value.reason == "HTTP 405 (method not allowed: not an MCP endpoint)"
+            assert caught.value.server == "demo"
+            assert all(r.method != "GET" for r in served.requests)
+            assert connector.remembered_transport(served.url) is None
+
+            connection = await connector.connect(endpoint(served.url, transport="sse"), task_group)
+            assert connection.transport == "sse"
+            assert all(r.method != "POST" or r.path != "/sse" for r in served.requests[1:])
+            await connection.aclose()
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+async def test_a_bearer_protected_server_accepts_the_right_token(
+    task_group: TaskGroup, transport: Literal["streamable-http", "sse"]
+) -> None:
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server(), transport, bearer=TOKEN) as served:
+            target = endpoint(served.url, headers={"Authorization": f"Bearer {TOKEN}"})
+            connection = await Connector(FAST).connect(target, task_group)
+            assert connection.transport == transport
+            assert text_of(await connection.call_tool("add", {"a": 1, "b": 2})) == "3"
+            await connection.aclose()
+
+
+@pytest.mark.parametrize("transport", ["auto", "sse"])
+async def test_a_wrong_bearer_fails_with_401_and_never_shows_the_token(
+    task_group: TaskGroup, transport: str
+) -> None:
+    server_transport = "sse" if transport == "sse" else "streamable-http"
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server(), server_transport, bearer="the-right-one") as served:  # type: ignore[arg-type]
+            target = endpoint(served.url, transport=transport, headers={"Authorization": f"Bearer {TOKEN}"})
+            with pytest.raises(ConnectFailed) as caught:
+                await Connector(FAST).connect(target, task_group)
+            assert caught.value.reason == "HTTP 401 (unauthorized: check the credentials)"
+            assert TOKEN not in str(caught.value)
+            assert TOKEN not in repr(caught.value)
+            assert TOKEN not in repr(target)
+            assert "Authorization" in repr(target)
+            if transport == "auto":
+                # An auth failure is not a reason to try SSE: it would fail the same way.
+                assert [r.method for r in served.requests] == ["POST"]
+
+
+async def test_a_closed_port_is_refused_quickly_and_leaves_nothing_behind(task_group: TaskGroup) -> None:
+    connector = Connector(FAST)
+    await connector.ssl_context()  # built once per connector; not a per-connection resource
+    fds, tasks = open_fds(), len(asyncio.all_tasks())
+    with anyio.fail_after(5):
+        async with closed_port() as url:
+            started = time.monotonic()
+            with pytest.raises(ConnectFailed) as caught:
+                await connector.connect(endpoint(url), task_group)
+            elapsed = time.monotonic() - started
+    assert caught.value.reason == "connection refused"
+    assert elapsed < 0.4
+    assert open_fds() == fds
+    assert len(asyncio.all_tasks()) == tasks
+
+
+async def test_a_server_that_never_answers_times_out_within_the_connect_timeout(
+    task_group: TaskGroup,
+) -> None:
+    connector = Connector(FAST)
+    await connector.ssl_context()
+    fds, tasks = open_fds(), len(asyncio.all_tasks())
+    with anyio.fail_after(5):
+        async with blackhole() as hole:
+            started = time.monotonic()
+            with pytest.raises(RemoteTimeout) as caught:
+                await connector.connect(endpoint(hole.url), task_group)
+            elapsed = time.monotonic() - started
+            assert hole.accepted >= 1
+    assert caught.value.reason == "timed out after 0.5 s"
+    assert 0.5 <= elapsed < 1.0
+    assert open_fds() == fds
+    assert len(asyncio.all_tasks()) == tasks
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+async def test_a_server_killed_mid_call_fails_the_call_and_a_later_connect_succeeds(
+    task_group: TaskGroup, transport: Literal["streamable-http", "sse"]
+) -> None:
+    gates = Gates()
+    connector = Connector(FAST)
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server(gates), transport) as served:
+            connection = await connector.connect(endpoint(served.url), task_group)
+            outcome: list[BaseException] = []
+
+            async def call() -> None:
+                try:
+                    await connection.call_tool("wait", {})
+                except RemoteError as exc:
+                    outcome.append(exc)
+
+            async with anyio.create_task_group() as calls:
+                calls.start_soon(call)
+                await gates.entered.wait()
+                await served.kill()
+            port = served.port
+
+        assert len(outcome) == 1
+        assert isinstance(outcome[0], CallFailed)
+        assert outcome[0].reason == "server closed the connection"
+        assert connection.broken
+        with pytest.raises(CallFailed):
+            await connection.call_tool("add", {"a": 1, "b": 1})
+        await connection.aclose()
+        assert connection.closed
+
+        async with serve_mcp(make_server(), transport, port=port) as back:
+            again = await connector.connect(endpoint(back.url), task_group)
+            assert again.transport == transport
+            assert text_of(await again.call_tool("add", {"a": 1, "b": 1})) == "2"
+            await again.aclose()
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+async def test_a_frozen_tool_times_out_by_the_call_timeout_and_breaks_the_connection(
+    task_group: TaskGroup, transport: Literal["streamable-http", "sse"]
+) -> None:
+    gates = Gates()
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server(gates), transport) as served:
+            connection = await Connector(FAST).connect(endpoint(served.url), task_group)
+            started = time.monotonic()
+            with pytest.raises(RemoteTimeout) as caught:
+                await connection.call_tool("wait", {}, timeout=0.3)
+            elapsed = time.monotonic() - started
+            assert caught.value.reason == "timed out after 0.3 s"
+            assert 0.3 <= elapsed < 0.8
+            assert connection.broken
+            started = time.monotonic()
+            await connection.aclose()
+            assert time.monotonic() - started < FAST.close_timeout + 0.3
+            gates.release.set()
+
+
+async def test_the_default_call_timeout_comes_from_the_settings(task_group: TaskGroup) -> None:
+    gates = Gates()
+    settings = ConnectionSettings(connect_timeout=2.0, call_timeout=0.2, close_timeout=0.5)
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server(gates)) as served:
+            connection = await Connector(settings).connect(endpoint(served.url), task_group)
+            with pytest.raises(RemoteTimeout, match=r"timed out after 0\.2 s"):
+                await connection.call_tool("wait", {})
+            await connection.aclose()
+            gates.release.set()
+
+
+async def test_a_redirect_to_another_origin_is_not_followed_and_the_headers_stay_home(
+    task_group: TaskGroup,
+) -> None:
+    with anyio.fail_after(10):
+        async with (
+            recording_http_server() as elsewhere,
+            recording_http_server(307, headers={"Location": elsewhere.url + "?next=1"}) as redirecting,
+        ):
+            target = endpoint(redirecting.url, headers={"Authorization": f"Bearer {TOKEN}"})
+            with pytest.raises(ConnectFailed) as caught:
+                await Connector(FAST).connect(target, task_group)
+            assert caught.value.reason == f"redirected to {elsewhere.url}, not followed"
+            assert elsewhere.requests == []
+            assert [r.headers.get("authorization") for r in redirecting.requests] == [f"Bearer {TOKEN}"]
+
+
+async def test_a_failed_connect_does_not_cancel_the_other_connections_of_the_task_group(
+    task_group: TaskGroup,
+) -> None:
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server()) as served, closed_port() as dead:
+            connector = Connector(FAST)
+            alive = await connector.connect(endpoint(served.url), task_group)
+            with pytest.raises(ConnectFailed):
+                await connector.connect(endpoint(dead), task_group)
+            assert text_of(await alive.call_tool("add", {"a": 2, "b": 2})) == "4"
+            await alive.aclose()
+
+
+async def test_closing_is_idempotent_and_a_closed_connection_refuses_calls(task_group: TaskGroup) -> None:
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server()) as served:
+            connection: Connection = await Connector(FAST).connect(endpoint(served.url), task_group)
+            await connection.aclose()
+            await connection.aclose()
+            assert connection.closed
+            assert not connection.broken
+            with pytest.raises(CallFailed, match="connection is closed"):
+                await connection.call_tool("add", {"a": 1, "b": 1})
+
+
+async def test_a_paginated_tool_listing_is_followed_to_its_end(task_group: TaskGroup) -> None:
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server(server=PagedServer())) as served:
+            connection = await Connector(FAST).connect(endpoint(served.url), task_group)
+            assert sorted(tool.name for tool in connection.tools) == ["add", "fail", "wait"]
+            assert tool_lists(served) == 3
+            await connection.call_tool("add", {"a": 1, "b": 1})
+            assert tool_lists(served) == 3
+            await connection.aclose()
+
+
+async def test_an_endless_tool_listing_is_cut_at_the_page_limit(task_group: TaskGroup) -> None:
+    settings = ConnectionSettings(connect_timeout=2.0, max_tool_pages=5)
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server(server=PagedServer(endless=True))) as served:
+            connection = await Connector(settings).connect(endpoint(served.url), task_group)
+            assert tool_lists(served) == 5
+            assert len(connection.tools) == 5
+            await connection.aclose()
+
+
+async def test_closing_is_bounded_when_the_server_never_answers_the_session_delete(
+    task_group: TaskGroup,
+) -> None:
+    release = anyio.Event()
+    app = HangOnDelete(make_server().streamable_http_app(host=LOOPBACK), release)
+    with anyio.fail_after(10):
+        async with serve_asgi(app, path="/mcp") as served:
+            connection = await Connector(FAST).connect(endpoint(served.url), task_group)
+            started = time.monotonic()
+            await connection.aclose()
+            elapsed = time.monotonic() - started
+            release.set()
+    assert FAST.close_timeout <= elapsed < FAST.close_timeout + 0.4
+    assert connection.closed
+
+
+async def test_cancelling_the_owning_task_group_still_closes_the_session() -> None:
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server()) as served:
+            async with anyio.create_task_group() as owner:
+                connection = await Connector(FAST).connect(endpoint(served.url), owner)
+                owner.cancel_scope.cancel()
+            assert connection.closed
+            assert [r.method for r in served.requests if r.method == "DELETE"] == ["DELETE"]
+
+
+async def test_environment_proxies_are_ignored_unless_trusted(
+    task_group: TaskGroup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server()) as served, recording_http_server(502) as proxy:
+            proxy_url = proxy.url.removesuffix("/mcp")
+            for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+                monkeypatch.setenv(name, proxy_url)
+            for name in ("NO_PROXY", "no_proxy"):
+                monkeypatch.delenv(name, raising=False)
+            target = endpoint(served.url, headers={"Authorization": f"Bearer {TOKEN}"})
+
+            connection = await Connector(FAST).connect(target, task_group)
+            await connection.aclose()
+            assert proxy.requests == []
+
+            # The control: trusting the environment routes the same request through the proxy.
+            trusting = Connector(ConnectionSettings(connect_timeout=0.5, trust_env=True))
+            with pytest.raises(ConnectFailed, match="HTTP 502"):
+                await trusting.connect(endpoint(served.url, transport="streamable-http"), task_group)
+            assert [r.target for r in proxy.requests] == [served.url]
+
+
+async def test_one_ssl_context_serves_every_connection_of_a_connector() -> None:
+    connector = Connector(FAST)
+    first = await connector.ssl_context()
+    assert await connector.ssl_context() is first
+    given = ssl.create_default_context()
+    assert await Connector(FAST, ssl_context=given).ssl_context() is given
+
+
+def test_settings_refuse_timeouts_that_are_not_positive() -> None:
+    with pytest.raises(ValueError, match="connect_timeout"):
+        ConnectionSettings(connect_timeout=0)
+    with pytest.raises(ValueError, match="call_timeout"):
+        ConnectionSettings(call_timeout=float("inf"))
+    with pytest.raises(ValueError, match="max_tool_pages"):
+        ConnectionSettings(max_tool_pages=0)
+
+
+def test_an_endpoint_repr_shows_header_names_but_not_values_nor_url_secrets() -> None:
+    target = Endpoint(
+        server="demo",
+        url="https://user:pw@example.test/mcp?key=abc",
+        headers={"X-Api-Key": "value-123"},
+    )
+    text = repr(target)
+    assert "X-Api-Key" in text
+    assert "https://example.test/mcp" in text
+    for secret in ("value-123", "pw", "key=abc"):
+        assert secret not in text
