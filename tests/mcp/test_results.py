@@ -4,6 +4,7 @@ import base64
 from typing import Any
 
 import anyio
+import mcp
 import mcp_types
 import pytest
 from hypothesis import given, settings
@@ -12,7 +13,6 @@ from mcp.server.mcpserver import Audio, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
-import mcp
 from playa.host._tools import Media, ToolResult
 from playa.mcp import map_result
 from playa.mcp._results import NO_CONTENT

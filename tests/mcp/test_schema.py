@@ -7,13 +7,13 @@ import time
 from typing import Any
 
 import anyio
+import mcp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel
 
-import mcp
 from playa.mcp import normalize_schema
 
 EMPTY = {"type": "object", "properties": {}}
