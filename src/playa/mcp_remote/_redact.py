@@ -12,20 +12,21 @@ be fast. What it removes, for each header value of at least :data:`MIN_SECRET_LE
 Why the scan is not a regular expression: CPython's ``re`` has no multi-literal (Aho–Corasick)
 search. An alternation of a few hundred literals scans at ~5-10 MB/s, and even a search for one
 character class manages ~180 MB/s; a ``str.replace`` loop over every form pays one full pass
-per form. The scan here is a block filter instead:
+per form (and a new copy of the text per form that matched). The scan is a sampled block filter:
 
 - the text is turned into bytes with exactly one byte per character (ASCII as is, every other
   character becomes ``?``), so byte offsets are character offsets and a form's occurrence in the
   text is an occurrence of its own bytes (built the same way) in those bytes;
-- every form of at least ``stride + 7`` bytes contains, wherever it occurs, one whole 8-byte
-  block that starts at a multiple of ``stride``; those sampled blocks are read as machine
-  integers straight from a ``memoryview`` and intersected, in C, with the set of 8-byte blocks
-  the forms can show there. One set probe per ``stride`` bytes (about 45 ns) is what makes a
-  few hundred MB/s;
-- only the short stretch of text around a hit is searched for the forms that own the hit
-  block (``bytes.find``), each candidate is confirmed against the text itself (the ``?``
-  stand-ins could fake a match), and forms too short for the chosen stride are looked for
-  with ``bytes.find`` over the whole text.
+- a form of at least ``stride + 3`` bytes holds, wherever it occurs, one whole 4-byte block that
+  starts at a multiple of ``stride``. ``struct`` reads those sampled blocks as integers, a span
+  at a time, and ``frozenset.intersection`` checks them, both in C, against every block a form
+  can show at such a place: some 25-50 ns per ``stride`` bytes (27 or more for ~32-character
+  secrets). Iterating a ``memoryview`` costs about the same per block; 8-byte blocks would
+  cost no less per block and allow a shorter stride, and the rare 4-byte false hit is cheap;
+- a hit's index in the sample gives its exact offset, and the forms that own that block there
+  are confirmed against the bytes and then the text (a ``?`` stand-in could fake a match);
+  forms too short for the stride chosen are looked for with ``bytes.find`` over the whole text.
+  The stride is chosen per Redactor to minimise the expected cost of both.
 
 Overlapping or touching matches are merged and replaced once, so the longest match always wins:
 ``Bearer <token>`` is never left as ``Bearer [redacted]`` beside a leaked scheme, nor as a
@@ -35,9 +36,10 @@ token with a visible tail.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
-import sys
+import struct
 from collections.abc import Iterable
 from typing import ClassVar, Final
 from urllib.parse import quote, quote_plus
@@ -60,14 +62,17 @@ it by chance and be corrupted, while the few bits it would hide tell an attacker
 # An HTTP token (RFC 9110 §5.6.2): what an auth scheme is made of.
 _AUTH_SCHEME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+ (?P<credential>[^ ].*)", re.DOTALL)
 
-_BLOCK: Final = 8  # bytes per sampled block: one native unsigned 64-bit integer ("Q")
-# Rough costs on CPython 3.11, used only to pick a stride: one sampled block (iterate the
-# memoryview, build the int, probe the set), and one byte of a bytes.find pass.
-_NS_PER_BLOCK: Final = 45.0
+_BLOCK: Final = 4  # bytes per sampled block: one little-endian unsigned 32-bit integer ("<I")
+# Rough costs on CPython 3.11, used only to pick a stride: one sampled block (unpack the int,
+# probe the set, free it), and one byte of a bytes.find pass.
+_NS_PER_BLOCK: Final = 25.0
 _NS_PER_FIND_BYTE: Final = 0.3
-# Bytes of text per filter step: small enough that searching the stretch around a hit is cheap,
-# large enough that the Python-level loop over steps costs little.
-_SPAN: Final = 16384
+# Bytes of text per sample: a hit is located in its span with tuple.index, so not too large;
+# each span costs a few Python-level steps, so not too small.
+_SPAN: Final = 4096
+# Past this the filter costs little next to the rest, while the table of blocks grows with the
+# stride (one entry per form and offset), which matters for long secrets such as JWTs.
+_MAX_STRIDE: Final = 64
 
 
 def auth_credential(value: str) -> str | None:
@@ -132,16 +137,21 @@ def _one_byte_per_char(text: str) -> bytes:
 
 
 def _choose_stride(lengths: list[int]) -> int:
-    """The sampling stride (a multiple of 8, or 0 for no block filter) of least expected cost."""
+    """The sampling stride (0 for no block filter) of least expected cost per byte of text."""
     best_stride, best_cost = 0, _NS_PER_FIND_BYTE * len(lengths)
-    stride = _BLOCK
-    while lengths and stride + _BLOCK - 1 <= max(lengths):
+    for stride in range(_BLOCK, min(_MAX_STRIDE, max(lengths, default=0) - _BLOCK + 1) + 1):
         short = sum(1 for n in lengths if n < stride + _BLOCK - 1)
         cost = _NS_PER_BLOCK / stride + _NS_PER_FIND_BYTE * short
         if cost < best_cost:
             best_stride, best_cost = stride, cost
-        stride += _BLOCK
     return best_stride
+
+
+@functools.lru_cache(maxsize=256)
+def _sampler(stride: int, count: int) -> struct.Struct:
+    """Reads ``count`` blocks, ``stride`` bytes apart, as little-endian integers."""
+    gap = f"{stride - _BLOCK}x" if stride > _BLOCK else ""
+    return struct.Struct("<" + ("I" + gap) * (count - 1) + "I")
 
 
 class Redactor:
@@ -160,9 +170,11 @@ class Redactor:
         "_min_length",
         "_owners",
         "_patterns",
+        "_per_span",
         "_secret_count",
         "_short",
         "_skipped",
+        "_span",
         "_stride",
     )
 
@@ -190,13 +202,15 @@ class Redactor:
                 continue
             # The sampled block can start at any of the first `stride` offsets of an occurrence.
             for offset in range(self._stride):
-                block = int.from_bytes(pattern[offset : offset + _BLOCK], sys.byteorder)
+                block = int.from_bytes(pattern[offset : offset + _BLOCK], "little")
                 owners.setdefault(block, []).append((index, offset))
         self._owners: dict[int, tuple[tuple[int, int], ...]] = {
             block: tuple(pairs) for block, pairs in owners.items()
         }
         self._blocks: frozenset[int] = frozenset(self._owners)
         self._short: tuple[int, ...] = tuple(short)
+        self._per_span = max(1, _SPAN // (self._stride or _BLOCK))
+        self._span = _sampler(self._stride or _BLOCK, self._per_span)
 
     def __repr__(self) -> str:
         skipped = f", {self._skipped} too short" if self._skipped else ""
@@ -249,29 +263,26 @@ class Redactor:
             if first_only and found:
                 return found
         stride = self._stride
-        if not stride or len(data) < _BLOCK:
+        if not stride:
             return found
-        step = stride // _BLOCK
-        blocks = memoryview(data)[: len(data) // _BLOCK * _BLOCK].cast("Q")
-        per_span = max(1, _SPAN // stride)
-        sampled = -(-len(blocks) // step)
-        for first in range(0, sampled, per_span):
-            last = min(first + per_span, sampled)
-            hits = self._blocks.intersection(blocks[first * step : last * step : step])
-            if not hits:
-                continue
-            # Look for each hit block where it was sampled, and check each form that can hold
-            # it there in full.
-            low, high = first * stride, min(len(data), (last - 1) * stride + _BLOCK)
+        per_span = self._per_span
+        last_start = len(data) - _BLOCK  # the last offset where a whole block fits
+        for base in range(0, last_start + 1, per_span * stride):
+            if base + (per_span - 1) * stride <= last_start:
+                sample = self._span.unpack_from(data, base)
+            else:
+                sample = _sampler(stride, (last_start - base) // stride + 1).unpack_from(data, base)
+            hits = self._blocks.intersection(sample)
             for block in hits:
-                needle = block.to_bytes(_BLOCK, sys.byteorder)
                 owners = self._owners[block]
-                at = data.find(needle, low, high)
-                while at >= 0:
-                    if not at % stride:
-                        for index, offset in owners:
-                            self._confirm(text, data, index, at - offset, found)
-                    at = data.find(needle, at + 1, high)
+                at = sample.index(block)
+                while True:
+                    for index, offset in owners:
+                        self._confirm(text, data, index, base + at * stride - offset, found)
+                    try:
+                        at = sample.index(block, at + 1)
+                    except ValueError:
+                        break
             if first_only and found:
                 return found
         return found

@@ -1,0 +1,310 @@
+from __future__ import annotations
+
+import base64
+import json
+from urllib.parse import quote, quote_plus, urlencode
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from playa.mcp_remote._redact import (
+    MIN_SECRET_LENGTH,
+    REDACTED,
+    Redactor,
+    auth_credential,
+    encoded_forms,
+)
+
+CANARY = "Bearer cAnAry-7Qx9+/z=Kp2_vW8~tL5"
+TOKEN = "cAnAry-7Qx9+/z=Kp2_vW8~tL5"
+API_KEY = "k3y-value-long"
+AWKWARD = 'pä"ss\\wörd/🔑+key&x=1'
+
+
+def reference_redact(secrets: list[str], text: str) -> str:
+    """What redaction must produce: every occurrence of every form, overlaps merged, found naively."""
+    forms = {form for secret in secrets for form in encoded_forms(secret)}
+    spans = []
+    for form in forms:
+        at = text.find(form)
+        while at >= 0:
+            spans.append((at, at + len(form)))
+            at = text.find(form, at + 1)
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    out, done = [], 0
+    for start, end in merged:
+        out += [text[done:start], REDACTED]
+        done = end
+    return "".join([*out, text[done:]])
+
+
+def leaked(secret: str, text: str) -> list[str]:
+    return [form for form in encoded_forms(secret) if form in text]
+
+
+def filler(size: int, *, non_ascii: bool = False) -> str:
+    words = ["result", "tool", "😀" if non_ascii else "ok", "id=42", '{"a": 1}', "ü" if non_ascii else "x"]
+    out: list[str] = []
+    length = index = 0
+    while length < size:
+        out.append(words[index % len(words)] + " ")
+        length += len(out[-1])
+        index += 7
+    return "".join(out)
+
+
+@pytest.mark.parametrize("form", sorted(encoded_forms(CANARY)))
+def test_every_encoded_form_of_a_header_value_is_redacted_inside_text(form: str) -> None:
+    redactor = Redactor([CANARY])
+    out = redactor(f"before {form} after")
+    assert out == f"before {REDACTED} after"
+
+
+def test_encoded_forms_cover_the_value_the_credential_and_each_encoding() -> None:
+    forms = encoded_forms(CANARY)
+    for secret in (CANARY, TOKEN):
+        raw = secret.encode()
+        assert {
+            secret,
+            quote(secret, safe=""),
+            quote_plus(secret),
+            json.dumps(secret)[1:-1],
+            base64.b64encode(raw).decode(),
+            base64.b64encode(raw).decode().rstrip("="),
+            base64.urlsafe_b64encode(raw).decode(),
+            base64.urlsafe_b64encode(raw).decode().rstrip("="),
+        } <= forms
+    assert all(len(form) >= MIN_SECRET_LENGTH for form in forms)
+
+
+@pytest.mark.parametrize("before", range(6))
+@pytest.mark.parametrize("after", range(3))
+@pytest.mark.parametrize("urlsafe", [False, True])
+@pytest.mark.parametrize("padded", [False, True])
+def test_base64_of_a_larger_blob_holding_the_secret_is_redacted_at_every_alignment(
+    before: int, after: int, urlsafe: bool, padded: bool
+) -> None:
+    blob = bytes(range(200, 200 + before)) + TOKEN.encode() + b"\xfe\x01\x7f"[:after]
+    encoded = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(blob).decode()
+    if not padded:
+        encoded = encoded.rstrip("=")
+    text = f'{{"data": "{encoded}"}}'
+    out = Redactor([CANARY])(text)
+    assert REDACTED in out
+    assert leaked(TOKEN, out) == []
+    # What is left of the blob is at most the bytes around the secret: two characters of
+    # bits shared with the neighbours on each side, plus those neighbours' own characters.
+    kept = out.replace('{"data": "', "").replace('"}', "").replace(REDACTED, "")
+    assert len(kept) <= -(-before * 4 // 3) + -(-after * 4 // 3) + 4
+
+
+def test_percent_encoded_secret_in_a_url_query_is_redacted() -> None:
+    secret = "p@ss/w0rd+key=&?#"
+    redactor = Redactor([secret])
+    for url in (
+        "https://example.test/cb?" + urlencode({"token": secret, "x": "1"}),
+        f"https://example.test/cb?token={quote(secret, safe='')}&x=1",
+        f"https://example.test/{quote(secret)}/x",
+    ):
+        out = redactor(url)
+        assert REDACTED in out
+        assert leaked(secret, out) == []
+        assert out.endswith("x=1") or out.endswith("/x")
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_json_escaped_secret_with_quotes_backslashes_and_non_ascii_is_redacted(ensure_ascii: bool) -> None:
+    redactor = Redactor([AWKWARD])
+    document = json.dumps({"headers": {"X-Api-Key": AWKWARD}, "n": 1}, ensure_ascii=ensure_ascii)
+    out = redactor(document)
+    assert json.loads(out) == {"headers": {"X-Api-Key": REDACTED}, "n": 1}
+
+
+def test_non_ascii_secret_is_redacted_in_non_ascii_text() -> None:
+    redactor = Redactor([AWKWARD])
+    raw = base64.b64encode(AWKWARD.encode()).decode()
+    out = redactor(f"ключ 🔑 {AWKWARD} 中文 {raw} ✓")
+    assert out == f"ключ 🔑 {REDACTED} 中文 {REDACTED} ✓"
+
+
+def test_the_bare_credential_after_an_auth_scheme_is_redacted_too() -> None:
+    redactor = Redactor(["Bearer abcdefgh12345", "Token zyxwvuts9876", "X-Custom_1 q1w2e3r4t5"])
+    out = redactor("I saw abcdefgh12345, then zyxwvuts9876 and q1w2e3r4t5.")
+    assert out == f"I saw {REDACTED}, then {REDACTED} and {REDACTED}."
+
+
+def test_auth_credential_needs_a_token_scheme_and_exactly_one_space() -> None:
+    assert auth_credential("Bearer abc") == "abc"
+    assert auth_credential("Basic dXNlcjpwYXNz") == "dXNlcjpwYXNz"
+    assert auth_credential("k3y-value-long") is None
+    assert auth_credential("Bearer  two-spaces") is None
+    assert auth_credential("a(scheme) credential") is None
+    assert auth_credential("Digest realm=x, nonce=y") == "realm=x, nonce=y"
+
+
+def test_the_longest_match_wins_so_no_part_of_a_header_is_left_behind() -> None:
+    redactor = Redactor(["Bearer abcdefgh12345"])
+    assert redactor("Authorization: Bearer abcdefgh12345\n") == f"Authorization: {REDACTED}\n"
+
+
+def test_overlapping_secrets_are_replaced_as_one_span() -> None:
+    redactor = Redactor(["AAAABBBBCCCC", "CCCCDDDDEEEE"])
+    assert redactor("x AAAABBBBCCCCDDDDEEEE y") == f"x {REDACTED} y"
+
+
+def test_text_without_secrets_is_returned_unchanged_as_the_same_object() -> None:
+    redactor = Redactor([CANARY, API_KEY])
+    for text in ("", "short", filler(100_000), filler(100_000, non_ascii=True)):
+        assert redactor(text) is text
+        assert not redactor.contains(text)
+
+
+def test_contains_tells_whether_redact_would_change_the_text() -> None:
+    redactor = Redactor([API_KEY])
+    assert redactor.contains(f"the key is {API_KEY}")
+    assert redactor.contains(filler(50_000) + base64.b64encode(API_KEY.encode()).decode())
+    assert not redactor.contains("the key is k3y-value-lon")
+
+
+def test_an_empty_redactor_is_false_and_returns_text_untouched() -> None:
+    text = filler(10_000)
+    for redactor in (Redactor.EMPTY, Redactor(), Redactor([])):
+        assert not redactor
+        assert redactor.redact(text) is text
+        assert not redactor.contains(text)
+    assert Redactor([API_KEY])
+
+
+def test_values_shorter_than_the_minimum_are_ignored_and_counted() -> None:
+    redactor = Redactor(["abc1234", "", API_KEY])
+    assert redactor.skipped == 2
+    assert redactor("abc1234 and k3y-value-long") == f"abc1234 and {REDACTED}"
+    assert encoded_forms("abc1234") == set()
+    assert not Redactor(["abc1234"])
+
+
+def test_a_short_credential_after_a_scheme_is_not_redacted_on_its_own() -> None:
+    redactor = Redactor(["Bearer abc"])
+    assert redactor("Bearer abc, abc") == f"{REDACTED}, abc"
+
+
+def test_repr_shows_counts_and_never_a_secret_or_a_form() -> None:
+    redactor = Redactor([CANARY, API_KEY, "tiny"])
+    text = repr(redactor)
+    assert "2 secrets" in text
+    assert "1 too short" in text
+    forms = encoded_forms(CANARY) | encoded_forms(API_KEY)
+    assert not any(form in text for form in forms)
+    assert not any(form[:6] in text for form in forms)
+
+
+def test_a_question_mark_in_a_secret_does_not_match_other_non_ascii_characters() -> None:
+    redactor = Redactor(["what?is?this?key?"])
+    text = "what😀is😀this😀key😀 " * 3
+    assert redactor(text) is text
+    assert redactor("what?is?this?key?") == REDACTED
+
+
+@pytest.mark.parametrize("non_ascii", [False, True])
+def test_forms_are_found_at_every_alignment_across_a_large_text(non_ascii: bool) -> None:
+    # Large enough for many scan spans; the irregular gap puts the forms at every offset
+    # relative to the sampled blocks and across span boundaries.
+    secrets = [API_KEY, "Bearer " + "Zq8" * 11, "a-much-longer-secret-value-" + "x7" * 20]
+    forms = sorted({form for secret in secrets for form in encoded_forms(secret)})
+    pieces = []
+    for index in range(600):
+        pieces += [filler(100 + index % 97, non_ascii=non_ascii), forms[index % len(forms)]]
+    text = "".join(pieces)
+    out = Redactor(secrets)(text)
+    assert out == reference_redact(secrets, text)
+    assert not any(form in out for form in forms)
+
+
+def test_many_secrets_of_mixed_lengths_are_all_redacted() -> None:
+    secrets = [chr(ord("A") + n) * 3 + "-" + "0123456789abcdef"[: 4 + n] for n in range(16)]
+    text = filler(20_000).join(secrets + [base64.b64encode(s.encode()).decode() for s in secrets])
+    out = Redactor(secrets)(text)
+    assert out == reference_redact(secrets, text)
+    assert not any(leaked(secret, out) for secret in secrets)
+
+
+def test_a_long_secret_such_as_a_jwt_is_redacted_in_every_form() -> None:
+    jwt = "eyJhbGciOiJSUzI1NiJ9." + "QWxhZGRpbjpvcGVuIHNlc2FtZQ" * 60 + ".c2lnbmF0dXJl"
+    secrets = ["Bearer " + jwt]
+    forms = sorted(encoded_forms(secrets[0]))
+    text = filler(30_000).join(forms)
+    out = Redactor(secrets)(text)
+    assert out == reference_redact(secrets, text)
+    assert out.count(REDACTED) == len(forms)
+
+
+# Secrets never contain the characters of REDACTED's brackets: a form that did could be rebuilt
+# across the edge of a replacement, which no redactor can prevent.
+secret_text = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_characters="[]"),
+    min_size=MIN_SECRET_LENGTH,
+    max_size=40,
+)
+surrounding = st.text(alphabet=st.characters(codec="utf-8"), max_size=300)
+
+
+def sound(secret: str) -> bool:
+    return not any(form in REDACTED for form in encoded_forms(secret))
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(secret=secret_text, before=surrounding, after=surrounding, data=st.data())
+def test_no_encoded_form_survives_in_random_text(
+    secret: str, before: str, after: str, data: st.DataObject
+) -> None:
+    assume(sound(secret))
+    form = data.draw(st.sampled_from(sorted(encoded_forms(secret))))
+    out = Redactor([secret])(before + form + after)
+    assert REDACTED in out
+    assert leaked(secret, out) == []
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    secret=secret_text,
+    before=st.binary(max_size=7),
+    after=st.binary(max_size=7),
+    urlsafe=st.booleans(),
+    padded=st.booleans(),
+    text=surrounding,
+)
+def test_no_encoded_form_survives_base64_of_any_blob_holding_the_secret(
+    secret: str, before: bytes, after: bytes, urlsafe: bool, padded: bool, text: str
+) -> None:
+    assume(sound(secret))
+    encode = base64.urlsafe_b64encode if urlsafe else base64.b64encode
+    blob = encode(before + secret.encode("utf-8") + after).decode()
+    out = Redactor([secret])(text + (blob if padded else blob.rstrip("=")) + text)
+    assert REDACTED in out
+    assert leaked(secret, out) == []
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(secrets=st.lists(secret_text, min_size=1, max_size=4), data=st.data())
+def test_redaction_equals_a_naive_search_for_every_form(secrets: list[str], data: st.DataObject) -> None:
+    # Text made of overlapping fragments of forms and noise exercises merging and near misses.
+    forms = sorted({form for secret in secrets for form in encoded_forms(secret)})
+    pieces = data.draw(
+        st.lists(
+            st.one_of(
+                surrounding,
+                st.sampled_from(forms),
+                st.sampled_from(forms).map(lambda form: form[1:]),
+                st.sampled_from(forms).map(lambda form: form[:-1]),
+            ),
+            max_size=12,
+        )
+    )
+    text = "".join(pieces)
+    assert Redactor(secrets)(text) == reference_redact(secrets, text)
