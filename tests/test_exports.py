@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-PACKAGES = ["playa", "playa.host", "playa.console", "playa.exceptions", "playa.mcp"]
+PACKAGES = ["playa", "playa.host", "playa.console", "playa.exceptions", "playa.mcp", "playa.mcp_remote", "playa.telegram"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -56,6 +56,29 @@ def _parser() -> argparse.ArgumentParser:
         help="also run the demo MCP server on loopback and print the /mcp_add line to paste",
     )
     commands.add_parser("demo-server", help="run a small MCP server behind a bearer token (see its --help)")
+
+    tg = commands.add_parser(
+        "telegram",
+        help="run the chats as a Telegram bot ($TELEGRAM_BOT_TOKEN)",
+        description="Run Playa as a Telegram bot. The token comes from $TELEGRAM_BOT_TOKEN.",
+    )
+    common(tg)
+    tg.add_argument(
+        "--base-url",
+        help="Bot API server root, e.g. a local server http://127.0.0.1:8081 "
+        "(default: $PLAYA_TELEGRAM_BASE_URL or https://api.telegram.org)",
+    )
+    tg.add_argument(
+        "--webhook-url",
+        help="receive updates by webhook at this public https URL instead of long polling "
+        "(default: $PLAYA_TELEGRAM_WEBHOOK_URL)",
+    )
+    tg.add_argument(
+        "--webhook-listen", default="127.0.0.1", help="address the webhook listens on (default: %(default)s)"
+    )
+    tg.add_argument(
+        "--webhook-port", type=int, default=8443, help="port the webhook listens on (default: %(default)s)"
+    )
     return parser
 
 
@@ -114,6 +137,22 @@ async def _chat(args: argparse.Namespace) -> None:
         tg.cancel_scope.cancel()
 
 
+async def _telegram(args: argparse.Namespace) -> None:
+    try:
+        # Imported here: python-telegram-bot is an optional dependency.
+        from .telegram import run_telegram, telegram_options
+    except ImportError:
+        raise ConfigError(
+            "the Telegram front end needs python-telegram-bot: pip install 'playa[telegram]'"
+        ) from None
+    options = telegram_options(args, os.environ)
+    config = _host_config(args, os.environ)
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    extensions: list[Extension] = [remote_mcp(config, os.environ, allow_generate=False)]
+    async with Host(config, extensions) as host:
+        await run_telegram(host, token=options.token, base_url=options.base_url, webhook=options.webhook)
+
+
 async def _start_demo(tg: anyio.abc.TaskGroup) -> str:
     """Serve the demo MCP server on a free loopback port; the text tells the user what to paste."""
     from . import demo_server
@@ -150,6 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "chat":
             anyio.run(_chat, args)
+        elif args.command == "telegram":
+            anyio.run(_telegram, args)
     except ConfigError as exc:
         print(f"playa: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,30 @@
+"""The Telegram front end (``playa telegram``), on python-telegram-bot v22.
+
+One session per chat (scope ``telegram:<chat_id>``); the owner is the user of a private chat,
+or the creator of a group. Long polling by default, a webhook as an option.
+"""
+
+from ._bot import ALLOWED_UPDATES, TelegramBot, TelegramSettings, build_bot, run_telegram
+from ._options import TelegramOptions, add_telegram_arguments, telegram_options
+from ._outbox import RetryPolicy
+from ._owner import ANONYMOUS_ADMIN_ID
+from ._split import MESSAGE_LIMIT, split_message, utf16_len
+from ._webhook import SECRET_HEADER, WebhookConfig
+
+__all__ = [
+    "ALLOWED_UPDATES",
+    "ANONYMOUS_ADMIN_ID",
+    "MESSAGE_LIMIT",
+    "SECRET_HEADER",
+    "RetryPolicy",
+    "TelegramBot",
+    "TelegramOptions",
+    "TelegramSettings",
+    "WebhookConfig",
+    "add_telegram_arguments",
+    "build_bot",
+    "run_telegram",
+    "split_message",
+    "telegram_options",
+    "utf16_len",
+]

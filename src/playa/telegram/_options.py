@@ -1,0 +1,66 @@
+"""The ``playa telegram`` options: flags and environment, checked, ready for ``run_telegram``."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from ..exceptions import ConfigError
+from ._webhook import WebhookConfig
+
+__all__ = ["TelegramOptions", "add_telegram_arguments", "telegram_options"]
+
+ENV_TOKEN = "TELEGRAM_BOT_TOKEN"
+ENV_BASE_URL = "PLAYA_TELEGRAM_BASE_URL"
+ENV_WEBHOOK_URL = "PLAYA_TELEGRAM_WEBHOOK_URL"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TelegramOptions:
+    """What ``run_telegram`` needs besides the host. The token never shows in ``repr``."""
+
+    token: str = field(repr=False)
+    base_url: str | None = None
+    webhook: WebhookConfig | None = None
+
+
+def add_telegram_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``playa telegram`` flags to ``parser``."""
+    parser.add_argument(
+        "--base-url",
+        help=f"Bot API server root, e.g. a local server http://127.0.0.1:8081 (default: ${ENV_BASE_URL} "
+        "or https://api.telegram.org)",
+    )
+    parser.add_argument(
+        "--webhook-url",
+        help=f"receive updates by webhook at this public https URL instead of long polling (default: ${ENV_WEBHOOK_URL})",
+    )
+    parser.add_argument(
+        "--webhook-listen", default="127.0.0.1", help="address the webhook listens on (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--webhook-port", type=int, default=8443, help="port the webhook listens on (default: %(default)s)"
+    )
+
+
+def telegram_options(args: argparse.Namespace, environ: Mapping[str, str]) -> TelegramOptions:
+    """Options from parsed flags, then the environment; ``ConfigError`` says what to fix."""
+    token = environ.get(ENV_TOKEN, "").strip()
+    if not token:
+        raise ConfigError(f"set {ENV_TOKEN} to the token @BotFather gave your bot")
+    base_url = getattr(args, "base_url", None) or environ.get(ENV_BASE_URL) or None
+    if base_url is not None:
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"the Bot API base URL must be an http(s) URL, got {base_url!r}")
+    webhook_url = getattr(args, "webhook_url", None) or environ.get(ENV_WEBHOOK_URL) or None
+    webhook = None
+    if webhook_url is not None:
+        webhook = WebhookConfig(
+            url=webhook_url,
+            listen=getattr(args, "webhook_listen", "127.0.0.1"),
+            port=getattr(args, "webhook_port", 8443),
+        )
+    return TelegramOptions(token=token, base_url=base_url, webhook=webhook)

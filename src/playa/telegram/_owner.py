@@ -1,0 +1,87 @@
+"""Who owns a Telegram chat, and who sent a message.
+
+In a private chat the owner is the user. In a group or supergroup it is the chat's creator,
+as ``getChatAdministrators`` reports (status ``creator``), cached for a while. A message sent
+on behalf of a chat (an anonymous admin, a linked channel) names no person, so it is never
+the owner's: anyone among the admins could have sent it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from telegram import Message
+
+from ..host import Sender
+from ._outbox import Outbox
+
+__all__ = ["ANONYMOUS_ADMIN_ID", "OWNER_TTL", "Owners", "SenderInfo"]
+
+ANONYMOUS_ADMIN_ID: Final = 1087968824
+"""``@GroupAnonymousBot``: the ``from`` of messages that anonymous group admins send."""
+SERVICE_USER_ID: Final = 777000
+"""Telegram itself: the ``from`` of posts a linked channel forwards into its discussion group."""
+OWNER_TTL: Final = 600.0
+_FAILED_TTL: Final = 30.0
+"""A failed lookup is retried after this long, not at once: the chat must not flood the API."""
+
+
+@dataclass(frozen=True, slots=True)
+class SenderInfo:
+    """The host's view of a sender, the user id to address questions to, and the chat's owner."""
+
+    sender: Sender
+    user_id: int | None
+    owner: str
+
+
+class Owners:
+    """Finds the owner of each chat; group creators are cached for ``ttl`` seconds."""
+
+    def __init__(
+        self, outbox: Outbox, *, ttl: float = OWNER_TTL, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._outbox = outbox
+        self._ttl = ttl
+        self._clock = clock
+        self._creators: dict[int, tuple[int | None, float]] = {}
+
+    async def creator(self, chat_id: int) -> int | None:
+        """The user id of a group's creator, or ``None`` when it cannot be known."""
+        cached = self._creators.get(chat_id)
+        now = self._clock()
+        if cached is not None and cached[1] > now:
+            return cached[0]
+        admins = await self._outbox.administrators(chat_id)
+        if admins is None:
+            self._creators[chat_id] = (None, now + _FAILED_TTL)
+            return None
+        creator = next((member.user.id for member in admins if member.status == "creator"), None)
+        self._creators[chat_id] = (creator, now + self._ttl)
+        return creator
+
+    async def identify(self, message: Message) -> SenderInfo:
+        """Who sent ``message``, and whether that is the chat's owner."""
+        chat = message.chat
+        user = message.from_user
+        anonymous = (
+            message.sender_chat is not None
+            or user is None
+            or user.id in (ANONYMOUS_ADMIN_ID, SERVICE_USER_ID)
+            or user.is_bot
+        )
+        if chat.type == chat.PRIVATE:
+            owner_id: int | None = chat.id
+        else:
+            owner_id = await self.creator(chat.id)
+        owner = str(owner_id) if owner_id is not None else "unknown"
+        if anonymous or user is None:
+            on_behalf = message.sender_chat
+            sender_id = f"chat:{on_behalf.id}" if on_behalf is not None else "unknown"
+            name = (on_behalf.title or on_behalf.username or "") if on_behalf is not None else ""
+            return SenderInfo(Sender(sender_id, name or "anonymous", is_owner=False), None, owner)
+        is_owner = owner_id is not None and user.id == owner_id
+        return SenderInfo(Sender(str(user.id), user.full_name, is_owner=is_owner), user.id, owner)

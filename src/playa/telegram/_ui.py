@@ -1,0 +1,139 @@
+"""The host's UI seam for one Telegram message: replies, secret questions and deletions."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ..host import MessageRef
+from ._answers import PendingAnswers
+from ._outbox import Outbox
+
+__all__ = ["ANSWER_NOT_DELETED", "Deletions", "TelegramUI"]
+
+logger = logging.getLogger(__name__)
+
+ANSWER_NOT_DELETED: Final = (
+    "I could not delete your answer, and it holds a credential: delete it yourself, and rotate "
+    "the key, since others may have seen it. In a group I need the admin right to delete messages."
+)
+
+
+@dataclass(eq=False)
+class _Deletion:
+    done: anyio.Event = field(default_factory=anyio.Event)
+    ok: bool = False
+
+
+class Deletions:
+    """Deletions by (chat, message): one Bot API call per message, however many ask for it.
+
+    The dispatcher deletes a message that carries a credential as soon as it arrives, before
+    its turn in the chat's queue; the host asks again later and gets the same outcome.
+    """
+
+    def __init__(self, outbox: Outbox) -> None:
+        self._outbox = outbox
+        self._known: dict[tuple[int, int], _Deletion] = {}
+
+    def start(self, tg: TaskGroup, chat_id: int, message_id: int) -> None:
+        """Begin deleting a message now, in ``tg``; a later ``delete`` waits for this one."""
+        key = (chat_id, message_id)
+        if key not in self._known:
+            deletion = self._known[key] = _Deletion()
+            tg.start_soon(self._run, chat_id, message_id, deletion)
+
+    async def delete(self, chat_id: int, message_id: int) -> bool:
+        """Delete a message, or wait for the deletion already begun; whether it is gone."""
+        known = self._known.get((chat_id, message_id))
+        if known is not None:
+            await known.done.wait()
+            return known.ok
+        deletion = self._known[(chat_id, message_id)] = _Deletion()
+        await self._run(chat_id, message_id, deletion)
+        return deletion.ok
+
+    async def _run(self, chat_id: int, message_id: int, deletion: _Deletion) -> None:
+        try:
+            deletion.ok = await self._outbox.delete(chat_id, message_id)
+        finally:
+            deletion.done.set()
+
+    def forget(self, chat_id: int, message_id: int) -> None:
+        self._known.pop((chat_id, message_id), None)
+
+
+class TelegramUI:
+    """What the host and its commands may do in the chat a message came from."""
+
+    def __init__(
+        self,
+        outbox: Outbox,
+        deletions: Deletions,
+        answers: PendingAnswers,
+        *,
+        chat_id: int,
+        thread_id: int | None,
+        user_id: int | None,
+        message_id: int,
+        redact: Callable[[str], str],
+        quote: bool,
+    ) -> None:
+        self._outbox = outbox
+        self._deletions = deletions
+        self._answers = answers
+        self._chat_id = chat_id
+        self._thread_id = thread_id
+        self._user_id = user_id
+        self._message_id = message_id
+        self._redact = redact
+        self._quote = quote
+
+    @property
+    def thread_id(self) -> int | None:
+        """The forum topic the message came from, which replies go to."""
+        return self._thread_id
+
+    async def send(self, text: str) -> MessageRef | None:
+        """Send text to the chat, redacted; in groups it answers the message it is about."""
+        return await self._send(text)
+
+    async def _send(self, text: str, *, force_reply: bool = False) -> int | None:
+        return await self._outbox.send(
+            self._chat_id,
+            self._redact(text),
+            thread_id=self._thread_id,
+            reply_to=self._message_id if self._quote or force_reply else None,
+            force_reply=force_reply,
+        )
+
+    async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
+        """Ask the sender; their next message in this chat is the answer, deleted when secret.
+
+        The answer never becomes a chat message for the host: the dispatcher hands it here.
+        """
+        if self._user_id is None:
+            return None  # an anonymous sender cannot be told apart from the chat's other admins
+        with self._answers.expect(self._chat_id, self._user_id) as waiter:
+            if await self._send(question, force_reply=True) is None:
+                return None
+            answer = None
+            with anyio.move_on_after(timeout):
+                answer = await waiter.wait()
+        if answer is None:
+            return None
+        # Not through Deletions: nothing else will ask for this message, so nothing to remember.
+        if secret and not await self._outbox.delete(self._chat_id, answer.message_id):
+            await self._send(ANSWER_NOT_DELETED)
+        return answer.text.strip()
+
+    async def delete(self, ref: MessageRef) -> bool:
+        """Delete a message of this chat by its id; ``False`` when Telegram refuses."""
+        if not isinstance(ref, int):
+            return False
+        return await self._deletions.delete(self._chat_id, ref)

@@ -1,0 +1,172 @@
+"""Receiving updates by webhook: a small HTTP endpoint that Telegram posts updates to."""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+import re
+import secrets
+import socket
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import anyio
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from telegram import Bot, Update
+from telegram.error import TelegramError
+
+from ..exceptions import ConfigError
+
+__all__ = ["SECRET_HEADER", "WebhookConfig", "serve_webhook"]
+
+logger = logging.getLogger(__name__)
+
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
+_MAX_BODY = 1 << 20
+_STOP_TIMEOUT = 5.0
+
+
+def _new_secret() -> str:
+    return secrets.token_urlsafe(32)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WebhookConfig:
+    """Where Telegram posts updates (``url``) and where this process listens for them.
+
+    A reverse proxy usually terminates HTTPS at ``url`` and forwards to ``listen:port``.
+    Telegram sends ``secret_token`` with every update; requests without it are refused.
+    """
+
+    url: str
+    listen: str = "127.0.0.1"
+    port: int = 8443
+    path: str | None = None
+    """The path served; by default the path of ``url``."""
+    secret_token: str = field(default_factory=_new_secret, repr=False)
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("https", "http") or not parts.hostname:
+            raise ConfigError(f"the webhook URL must be an https:// URL, got {self.url!r}")
+        if parts.username or parts.password:
+            raise ConfigError("the webhook URL must not hold credentials")
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"the webhook port must be 0-65535, got {self.port}")
+        if not _SECRET.fullmatch(self.secret_token):
+            raise ConfigError("the webhook secret token must be 1-256 of A-Z, a-z, 0-9, _ and -")
+
+    @property
+    def route(self) -> str:
+        path = self.path if self.path is not None else urlsplit(self.url).path
+        return "/" + path.lstrip("/")
+
+
+class _Server(uvicorn.Server):
+    """Uvicorn without its signal handlers: Ctrl-C stops the whole bot, as in polling mode."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen for the webhook on {host}:{port}: {exc.strerror}") from None
+    sock.setblocking(False)
+    return sock
+
+
+def _app(bot: Bot, config: WebhookConfig, on_update: Callable[[Update], None]) -> Starlette:
+    expected = config.secret_token.encode()
+
+    async def receive(request: Request) -> Response:
+        given = request.headers.get(SECRET_HEADER, "").encode()
+        # Checked before the body is read: only Telegram knows the secret.
+        if not hmac.compare_digest(given, expected):
+            return Response(status_code=403)
+        body = await request.body()
+        if len(body) > _MAX_BODY:
+            return Response(status_code=413)
+        try:
+            update = Update.de_json(json.loads(body), bot)
+        except Exception as exc:  # boundary: a malformed update is refused, the endpoint stays up
+            logger.warning("a webhook update could not be read: %s", type(exc).__name__)
+            return Response(status_code=400)
+        on_update(update)
+        return Response(status_code=200)
+
+    return Starlette(routes=[Route(config.route, receive, methods=["POST"])])
+
+
+async def serve_webhook(
+    bot: Bot,
+    config: WebhookConfig,
+    on_update: Callable[[Update], None],
+    *,
+    allowed_updates: Sequence[str],
+    listening: Callable[[int], None] | None = None,
+) -> None:
+    """Serve the webhook endpoint until cancelled; register it with Telegram once it listens.
+
+    ``listening(port)`` is called with the bound port (useful with ``port=0``).
+    """
+    sock = _bind(config.listen, config.port)
+    try:
+        server = _Server(
+            uvicorn.Config(
+                _app(bot, config, on_update),
+                log_config=None,  # only the CLI configures logging
+                access_log=False,
+                lifespan="off",
+                timeout_graceful_shutdown=2,
+            )
+        )
+        stopped = anyio.Event()
+
+        async def run() -> None:
+            try:
+                # Shielded so that cancellation stops uvicorn through should_exit and its bounded
+                # shutdown still runs.
+                with anyio.CancelScope(shield=True):
+                    await server.serve(sockets=[sock])
+            finally:
+                stopped.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            try:
+                port: int = sock.getsockname()[1]
+                if listening is not None:
+                    listening(port)
+                try:
+                    await bot.set_webhook(
+                        config.url,
+                        secret_token=config.secret_token,
+                        allowed_updates=list(allowed_updates),
+                    )
+                except TelegramError as exc:
+                    raise ConfigError(f"Telegram refused the webhook {config.url}: {exc}") from None
+                logger.info("webhook registered; listening on %s:%s%s", config.listen, port, config.route)
+                await stopped.wait()
+            finally:
+                server.should_exit = True
+                with anyio.move_on_after(_STOP_TIMEOUT, shield=True):
+                    await stopped.wait()
+    finally:
+        sock.close()

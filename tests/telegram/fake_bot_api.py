@@ -1,0 +1,283 @@
+"""A fake Telegram Bot API on loopback: it speaks the methods Playa's bot uses and records every call.
+
+Tests inject updates (``send``) and wait, bounded, for the bot's calls (``wait_call``)::
+
+    fake = FakeBotApi(TOKEN)
+    async with serve_asgi(fake.app()) as served:      # served.url is the Bot API root
+        message_id = fake.send(private_chat(7), "/help", sender=user(7))
+        reply = await fake.wait_call("sendMessage", chat_id=7)
+
+``getUpdates`` long-polls: it answers at once when updates are queued, else holds until one is
+injected or its timeout (capped by ``max_hold``) passes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+__all__ = ["ANONYMOUS_ADMIN", "ApiCall", "FakeBotApi", "group_chat", "private_chat", "user"]
+
+BOT_USER = {
+    "id": 4242,
+    "is_bot": True,
+    "first_name": "Playa",
+    "username": "playa_test_bot",
+    "can_join_groups": True,
+    "can_read_all_group_messages": False,
+    "supports_inline_queries": False,
+}
+ANONYMOUS_ADMIN = {"id": 1087968824, "is_bot": True, "first_name": "Group", "username": "GroupAnonymousBot"}
+# Parameters that PTB sends as plain strings, never JSON-encoded.
+_RAW = frozenset({"text", "url", "secret_token", "action", "caption"})
+_WAIT_TIMEOUT = 10.0
+
+
+def user(user_id: int, name: str = "User") -> dict[str, Any]:
+    return {"id": user_id, "is_bot": False, "first_name": f"{name}{user_id}"}
+
+
+def private_chat(user_id: int) -> dict[str, Any]:
+    return {"id": user_id, "type": "private", "first_name": f"User{user_id}"}
+
+
+def group_chat(chat_id: int, title: str = "Group") -> dict[str, Any]:
+    return {"id": chat_id, "type": "supergroup", "title": title}
+
+
+@dataclass(frozen=True)
+class ApiCall:
+    """One request the bot made: method, decoded parameters, the HTTP status answered, and when."""
+
+    method: str
+    params: dict[str, Any]
+    status: int
+    at: float
+
+    @property
+    def chat_id(self) -> Any:
+        return self.params.get("chat_id")
+
+    @property
+    def text(self) -> str:
+        return str(self.params.get("text", ""))
+
+
+@dataclass
+class FakeBotApi:
+    """The fake server's state; ``app()`` is the ASGI app that serves it."""
+
+    token: str
+    calls: list[ApiCall] = field(default_factory=list)
+    administrators: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    fail_delete: bool = False
+    retry_after: dict[str, int] = field(default_factory=dict)
+    """Method → seconds: the next call of that method is answered 429 with this retry_after."""
+    max_hold: float = 2.0
+    _updates: list[dict[str, Any]] = field(default_factory=list)
+    _update_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _message_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
+    _chats: dict[int, dict[str, Any]] = field(default_factory=dict)
+    _queued: anyio.Event = field(default_factory=anyio.Event)
+    _recorded: anyio.Event = field(default_factory=anyio.Event)
+    _closing: bool = False
+
+    def close(self) -> None:
+        """Answer held and future polls at once, so that the server can stop without waiting."""
+        self._closing = True
+        self._queued.set()
+
+    # Injecting
+
+    def push(self, update: dict[str, Any]) -> int:
+        """Queue a raw update (``update_id`` is added); returns its id."""
+        update_id = next(self._update_ids)
+        self._updates.append({"update_id": update_id, **update})
+        self._queued.set()
+        self._queued = anyio.Event()
+        return update_id
+
+    def send(
+        self,
+        chat: dict[str, Any],
+        text: str,
+        *,
+        sender: dict[str, Any] | None,
+        sender_chat: dict[str, Any] | None = None,
+        kind: str = "message",
+    ) -> int:
+        """A user's text message in ``chat``; returns its message id. ``kind``: message, edited_message, channel_post."""
+        self._chats[chat["id"]] = chat
+        message_id = next(self._message_ids)
+        message: dict[str, Any] = {
+            "message_id": message_id,
+            "date": int(time.time()),
+            "chat": chat,
+            "text": text,
+        }
+        if sender is not None:
+            message["from"] = sender
+        if sender_chat is not None:
+            message["sender_chat"] = sender_chat
+        if kind == "edited_message":
+            message["edit_date"] = int(time.time())
+        self.push({kind: message})
+        return message_id
+
+    # Waiting
+
+    def mark(self) -> int:
+        """An index into ``calls``: pass it as ``after`` to look only at later calls."""
+        return len(self.calls)
+
+    def find(self, method: str, *, after: int = 0, **match: Any) -> list[ApiCall]:
+        return [
+            call
+            for call in self.calls[after:]
+            if call.method == method and all(call.params.get(k) == v for k, v in match.items())
+        ]
+
+    async def wait_call(
+        self,
+        method: str,
+        *,
+        after: int = 0,
+        where: Callable[[ApiCall], bool] = lambda _: True,
+        timeout: float = _WAIT_TIMEOUT,
+        ok: bool = True,
+        **match: Any,
+    ) -> ApiCall:
+        """The first call of ``method`` (after index ``after``) that matches; waits for it, bounded."""
+        with anyio.fail_after(timeout):
+            while True:
+                recorded = self._recorded
+                for call in self.find(method, after=after, **match):
+                    if where(call) and (not ok or call.status == 200):
+                        return call
+                await recorded.wait()
+
+    async def wait_reply(self, chat_id: int, contains: str, *, after: int = 0) -> ApiCall:
+        """The first message the bot sent to ``chat_id`` whose text contains ``contains``."""
+        return await self.wait_call(
+            "sendMessage", after=after, chat_id=chat_id, where=lambda c: contains in c.text
+        )
+
+    def texts(self, chat_id: int, *, after: int = 0) -> list[str]:
+        """The texts the bot sent to ``chat_id``, successful sends only."""
+        return [c.text for c in self.find("sendMessage", after=after, chat_id=chat_id) if c.status == 200]
+
+    # Serving
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/bot{token}/{method}", self._endpoint, methods=["GET", "POST"])])
+
+    def _record(self, method: str, params: dict[str, Any], status: int) -> None:
+        self.calls.append(ApiCall(method, params, status, time.monotonic()))
+        self._recorded.set()
+        self._recorded = anyio.Event()
+
+    async def _endpoint(self, request: Request) -> JSONResponse:
+        if request.path_params["token"] != self.token:
+            self._record(request.path_params["method"], {}, 401)
+            return JSONResponse(
+                {"ok": False, "error_code": 401, "description": "Unauthorized"}, status_code=401
+            )
+        method = request.path_params["method"]
+        params = await _params(request)
+        if method in self.retry_after:
+            seconds = self.retry_after.pop(method)
+            self._record(method, params, 429)
+            return JSONResponse(
+                {
+                    "ok": False,
+                    "error_code": 429,
+                    "description": f"Too Many Requests: retry after {seconds}",
+                    "parameters": {"retry_after": seconds},
+                },
+                status_code=429,
+            )
+        if method == "getUpdates":
+            # Recorded on arrival, so that a test can tell the bot is polling while the poll is held.
+            self._record(method, params, 200)
+            return JSONResponse({"ok": True, "result": await self._get_updates(params)})
+        if method == "deleteMessage" and self.fail_delete:
+            self._record(method, params, 400)
+            return JSONResponse(
+                {"ok": False, "error_code": 400, "description": "Bad Request: message can't be deleted"},
+                status_code=400,
+            )
+        handler = _RESULTS.get(method)
+        if handler is None:
+            self._record(method, params, 404)
+            return JSONResponse({"ok": False, "error_code": 404, "description": "Not Found"}, status_code=404)
+        self._record(method, params, 200)
+        return JSONResponse({"ok": True, "result": handler(self, params)})
+
+    async def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        offset = int(params.get("offset") or 0)
+        self._updates = [u for u in self._updates if u["update_id"] >= offset]
+        if not self._updates and not self._closing and float(params.get("timeout") or 0) > 0:
+            queued = self._queued
+            with anyio.move_on_after(min(float(params["timeout"]), self.max_hold)):
+                await queued.wait()
+        limit = int(params.get("limit") or 100)
+        return [u for u in self._updates if u["update_id"] >= offset][:limit]
+
+    def _sent_message(self, params: dict[str, Any]) -> dict[str, Any]:
+        chat_id = int(params["chat_id"])
+        chat = self._chats.get(chat_id, {"id": chat_id, "type": "private", "first_name": "someone"})
+        return {
+            "message_id": next(self._message_ids),
+            "date": int(time.time()),
+            "chat": chat,
+            "from": BOT_USER,
+            "text": params.get("text", ""),
+        }
+
+    def _administrators(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        return self.administrators.get(int(params["chat_id"]), [])
+
+
+def creator(member: dict[str, Any]) -> dict[str, Any]:
+    """A ``ChatMemberOwner`` entry for ``getChatAdministrators``."""
+    return {"status": "creator", "user": member, "is_anonymous": False}
+
+
+_RESULTS: dict[str, Callable[[FakeBotApi, dict[str, Any]], Any]] = {
+    "getMe": lambda fake, _: BOT_USER,
+    "sendMessage": FakeBotApi._sent_message,
+    "deleteMessage": lambda fake, _: True,
+    "sendChatAction": lambda fake, _: True,
+    "setMyCommands": lambda fake, _: True,
+    "deleteWebhook": lambda fake, _: True,
+    "setWebhook": lambda fake, _: True,
+    "getChatAdministrators": FakeBotApi._administrators,
+}
+
+
+async def _params(request: Request) -> dict[str, Any]:
+    body = (await request.body()).decode()
+    if request.headers.get("content-type", "").startswith("application/json"):
+        loaded = json.loads(body or "{}")
+        return dict(loaded) if isinstance(loaded, dict) else {}
+    params: dict[str, Any] = {}
+    for name, value in parse_qsl(body, keep_blank_values=True):
+        if name in _RAW:
+            params[name] = value
+            continue
+        try:
+            params[name] = json.loads(value)
+        except ValueError:
+            params[name] = value
+    return params

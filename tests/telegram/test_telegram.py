@@ -1,0 +1,353 @@
+"""The Telegram front end, run for real against a fake Bot API and a real MCP server on loopback."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from playa.cli import remote_mcp
+from playa.demo_server import build_app
+from playa.exceptions import ConfigError
+from playa.host import Host, HostConfig
+from playa.telegram import (
+    SECRET_HEADER,
+    TelegramSettings,
+    WebhookConfig,
+    run_telegram,
+    utf16_len,
+)
+from servers.python_servers import serve_asgi
+
+from .fake_bot_api import ANONYMOUS_ADMIN, FakeBotApi, creator, group_chat, private_chat, user
+
+TOKEN = "123456789:AAHfakeTokenForTestsOnly0123456789abcd"
+DEMO_TOKEN = "demo-secret-token-5c1f0e8a9b7d"
+OWNER_ANSWER_PROMPT = "Send the bearer token"
+
+
+@dataclass
+class Running:
+    fake: FakeBotApi
+    mcp_url: str
+    host: Host
+
+
+@asynccontextmanager
+async def running_bot(
+    tmp_path: Path, *, webhook: WebhookConfig | None = None, listening: Any = None
+) -> AsyncIterator[Running]:
+    """The bot running against a fake Bot API, with a demo MCP server to connect to."""
+    fake = FakeBotApi(TOKEN)
+    config = HostConfig(data_dir=tmp_path)
+    extension = remote_mcp(config, {"TELEGRAM_BOT_TOKEN": TOKEN}, allow_generate=False)
+    settings = TelegramSettings(poll_timeout=5, typing_interval=0.5)
+    async with (
+        serve_asgi(fake.app()) as api,
+        serve_asgi(build_app(DEMO_TOKEN, transport="streamable-http"), path="/mcp") as demo,
+        Host(config, [extension]) as host,
+        anyio.create_task_group() as tg,
+    ):
+        tg.start_soon(
+            partial(
+                run_telegram,
+                host,
+                token=TOKEN,
+                base_url=api.url,
+                webhook=webhook,
+                settings=settings,
+                listening=listening,
+            )
+        )
+        # Ready once it polls (or, with a webhook, once the webhook is registered).
+        await fake.wait_call("setWebhook" if webhook else "getUpdates")
+        try:
+            yield Running(fake, demo.url, host)
+        finally:
+            tg.cancel_scope.cancel()
+            fake.close()
+
+
+def sent_texts(fake: FakeBotApi) -> list[str]:
+    return [call.text for call in fake.calls if call.method == "sendMessage"]
+
+
+@pytest.mark.anyio
+async def test_a_private_chat_adds_a_server_through_a_secret_question_and_calls_its_tool(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    async with running_bot(tmp_path) as bot:
+        fake, chat = bot.fake, private_chat(101)
+        commands = await fake.wait_call("setMyCommands")
+        assert {"mcp_add", "mcp_list", "help"} <= {c["command"] for c in commands.params["commands"]}
+
+        fake.send(chat, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(101))
+        question = await fake.wait_reply(101, OWNER_ANSWER_PROMPT)
+        assert question.params["reply_markup"]["force_reply"] is True
+
+        mark = fake.mark()
+        answer_id = fake.send(chat, DEMO_TOKEN, sender=user(101))
+        await fake.wait_call("deleteMessage", after=mark, chat_id=101, message_id=answer_id)
+        added = await fake.wait_reply(101, "Added demo", after=mark)
+        assert "demo__whoami" in added.text
+
+        mark = fake.mark()
+        fake.send(chat, "demo__whoami", sender=user(101))
+        reply = await fake.wait_reply(101, "demo__whoami returned", after=mark)
+        assert "authorization" in reply.text.lower()
+        assert "[redacted]" in reply.text
+        assert fake.find("sendChatAction", after=mark, chat_id=101, action="typing")
+
+    assert all(DEMO_TOKEN not in text for text in sent_texts(fake))
+    # The answer was the secret: it must not have reached the model or any log line.
+    assert DEMO_TOKEN not in caplog.text
+    assert TOKEN not in caplog.text
+    assert any("HTTP Request" in r.getMessage() for r in caplog.records if r.name == "httpx")
+
+
+@pytest.mark.anyio
+async def test_a_message_with_a_credential_is_deleted_and_a_failed_delete_tells_the_owner_to_rotate(
+    tmp_path: Path,
+) -> None:
+    async with running_bot(tmp_path) as bot:
+        fake = bot.fake
+        command_id = fake.send(
+            private_chat(201), f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=user(201)
+        )
+        await fake.wait_call("deleteMessage", chat_id=201, message_id=command_id)
+        added = await fake.wait_reply(201, "Added demo")
+        assert "delete it yourself" not in added.text
+        assert len(fake.find("deleteMessage", chat_id=201, message_id=command_id)) == 1
+
+        fake.fail_delete = True
+        fake.send(private_chat(202), f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=user(202))
+        refused = await fake.wait_reply(202, "rotate the key")
+        assert "delete it yourself" in refused.text
+
+        # A secret answer that cannot be deleted gets the same advice.
+        fake.send(private_chat(203), f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(203))
+        await fake.wait_reply(203, OWNER_ANSWER_PROMPT)
+        fake.send(private_chat(203), DEMO_TOKEN, sender=user(203))
+        note = await fake.wait_reply(203, "could not delete your answer")
+        assert "rotate the key" in note.text
+        await fake.wait_reply(203, "Added demo")
+
+    assert all(DEMO_TOKEN not in text for text in sent_texts(fake))
+
+
+@pytest.mark.anyio
+async def test_in_a_group_only_the_creator_is_the_owner_and_anonymous_admins_are_refused(
+    tmp_path: Path,
+) -> None:
+    async with running_bot(tmp_path) as bot:
+        fake, group = bot.fake, group_chat(-1001)
+        fake.administrators[-1001] = [creator(user(501))]
+
+        mark = fake.mark()
+        fake.send(group, f"/mcp_add demo {bot.mcp_url}", sender=user(502))
+        refused = await fake.wait_reply(-1001, "Only this chat's owner", after=mark)
+        assert "/mcp_add" in refused.text
+
+        mark = fake.mark()
+        fake.send(group, f"/mcp_add demo {bot.mcp_url}", sender=ANONYMOUS_ADMIN, sender_chat=group)
+        await fake.wait_reply(-1001, "Only this chat's owner", after=mark)
+
+        mark = fake.mark()
+        fake.send(group, "/mcp_list", sender=user(501))
+        await fake.wait_reply(-1001, "No remote MCP servers", after=mark)
+
+        assert len(fake.find("getChatAdministrators", chat_id=-1001)) == 1  # cached
+        # Nothing was saved for the group: the refused adds never reached the store.
+        assert not list((bot.host.config.data_dir / "workspaces").glob("*/.volcanic/mcp/servers.json"))
+
+
+@pytest.mark.anyio
+async def test_a_chat_waiting_for_a_secret_answer_holds_only_its_own_queue(tmp_path: Path) -> None:
+    async with running_bot(tmp_path) as bot:
+        fake, group = bot.fake, group_chat(-1002)
+        fake.administrators[-1002] = [creator(user(601))]
+
+        fake.send(group, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(601))
+        await fake.wait_reply(-1002, OWNER_ANSWER_PROMPT)
+        # Another member talks meanwhile: that is not the answer, and it waits its turn.
+        fake.send(group, "hello", sender=user(602))
+        mark = fake.mark()
+        fake.send(private_chat(700), "/help", sender=user(700))
+        await fake.wait_reply(700, "Commands:", after=mark)
+        assert fake.texts(-1002) == [fake.texts(-1002)[0]]  # only the question so far
+
+        answer_id = fake.send(group, DEMO_TOKEN, sender=user(601))
+        await fake.wait_call("deleteMessage", chat_id=-1002, message_id=answer_id)
+        overview = await fake.wait_reply(-1002, "Active tools:")
+        texts = fake.texts(-1002)
+        added = next(i for i, t in enumerate(texts) if t.startswith("Added demo"))
+        assert added < texts.index(overview.text)
+        assert "demo__whoami" in overview.text
+        # In a group, replies answer the message they are about.
+        assert overview.params["reply_parameters"]["allow_sending_without_reply"] is True
+
+
+@pytest.mark.anyio
+async def test_two_chats_never_see_each_others_servers(tmp_path: Path) -> None:
+    async with running_bot(tmp_path) as bot:
+        fake = bot.fake
+        for chat_id, name in ((801, "alpha"), (802, "beta")):
+            fake.send(
+                private_chat(chat_id),
+                f"/mcp_add {name} {bot.mcp_url} --bearer {DEMO_TOKEN}",
+                sender=user(chat_id),
+            )
+        await fake.wait_reply(801, "Added alpha")
+        await fake.wait_reply(802, "Added beta")
+        mark = fake.mark()
+        fake.send(private_chat(801), "what can you do?", sender=user(801))
+        fake.send(private_chat(802), "what can you do?", sender=user(802))
+        first = await fake.wait_reply(801, "Active tools:", after=mark)
+        second = await fake.wait_reply(802, "Active tools:", after=mark)
+    assert "alpha__whoami" in first.text
+    assert "beta__" not in first.text
+    assert "beta__whoami" in second.text
+    assert "alpha__" not in second.text
+
+
+@pytest.mark.anyio
+async def test_a_long_reply_is_split_below_the_limit_in_utf16_units(tmp_path: Path) -> None:
+    line = "😀 émoji line" * 20  # 260 characters, 280 UTF-16 units
+    long_line = "🎉" * 2100 + "end"  # 4203 units on one line: it must be cut hard
+    text = "\n".join([line] * 20 + [long_line] + [line] * 5)
+    assert utf16_len(text) > 2 * 4096
+    async with running_bot(tmp_path) as bot:
+        fake = bot.fake
+        fake.send(private_chat(901), f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=user(901))
+        await fake.wait_reply(901, "Added demo")
+        mark = fake.mark()
+        fake.send(private_chat(901), "demo__echo " + json.dumps({"text": text}), sender=user(901))
+
+        def parts_so_far() -> list[str]:
+            return [c.text for c in fake.find("sendMessage", after=mark, chat_id=901)]
+
+        flat = text.replace("\n", "")
+        await fake.wait_call(
+            "sendMessage",
+            after=mark,
+            chat_id=901,
+            where=lambda _: "".join(parts_so_far()).replace("\n", "").endswith(flat),
+        )
+        parts = parts_so_far()
+    assert len(parts) >= 3
+    assert all(utf16_len(part) <= 4096 for part in parts)
+    # Cut where the next line would not fit, and a line longer than the limit cut hard at it.
+    assert utf16_len(parts[0]) + 1 + utf16_len(line) > 4096
+    assert 4096 in [utf16_len(part) for part in parts]
+    joined = "".join(parts).replace("\n", "")
+    assert joined == "[offline model] demo__echo returned:" + flat
+    assert "\ufffd" not in joined
+
+
+@pytest.mark.anyio
+async def test_flood_control_is_waited_out_and_the_message_sent_again(tmp_path: Path) -> None:
+    async with running_bot(tmp_path) as bot:
+        fake = bot.fake
+        fake.retry_after["sendMessage"] = 1
+        fake.send(private_chat(1001), "/help", sender=user(1001))
+        sent = await fake.wait_reply(1001, "Commands:")
+        attempts = fake.find("sendMessage", chat_id=1001)
+    assert [a.status for a in attempts] == [429, 200]
+    assert attempts[0].text == sent.text
+    assert sent.at - attempts[0].at >= 0.9
+
+
+@pytest.mark.anyio
+async def test_edits_channel_posts_and_commands_for_other_bots_are_ignored(tmp_path: Path) -> None:
+    async with running_bot(tmp_path) as bot:
+        fake, chat = bot.fake, private_chat(1101)
+        fake.send(chat, "/help", sender=user(1101), kind="edited_message")
+        fake.send(
+            {"id": -1009, "type": "channel", "title": "News"}, "/help", sender=None, kind="channel_post"
+        )
+        fake.send(chat, "/help@other_bot", sender=user(1101))
+        fake.send(chat, "/help@Playa_Test_Bot", sender=user(1101))
+        await fake.wait_reply(1101, "Commands:")
+        assert len(fake.texts(1101)) == 1
+        mark = fake.mark()
+        fake.send(chat, "/start", sender=user(1101))
+        welcome = await fake.wait_reply(1101, "Hello!", after=mark)
+        assert "/mcp_add" in welcome.text
+        assert not fake.find("sendMessage", chat_id=-1009)
+        offsets = [c.params.get("offset") for c in fake.find("getUpdates")]
+        assert offsets[-1] is not None  # every update was taken, ignored ones included
+
+
+@pytest.mark.anyio
+async def test_a_webhook_takes_updates_only_with_the_secret_token(tmp_path: Path) -> None:
+    ports: list[int] = []
+    webhook = WebhookConfig(url="https://bot.example.org/hook", listen="127.0.0.1", port=0)
+    async with running_bot(tmp_path, webhook=webhook, listening=ports.append) as bot:
+        fake = bot.fake
+        registered = await fake.wait_call("setWebhook")
+        assert registered.params["url"] == "https://bot.example.org/hook"
+        secret = registered.params["secret_token"]
+        assert not fake.find("getUpdates")
+        update = {
+            "update_id": 1,
+            "message": {
+                "message_id": 5,
+                "date": 0,
+                "chat": private_chat(1201),
+                "from": user(1201),
+                "text": "/help",
+            },
+        }
+        url = f"http://127.0.0.1:{ports[0]}/hook"
+        async with httpx.AsyncClient(trust_env=False) as client:
+            forged = await client.post(url, json=update, headers={SECRET_HEADER: "wrong"})
+            accepted = await client.post(url, json=update, headers={SECRET_HEADER: secret})
+        assert forged.status_code == 403
+        assert accepted.status_code == 200
+        await fake.wait_reply(1201, "Commands:")
+        assert len(fake.texts(1201)) == 1
+
+
+@pytest.mark.anyio
+async def test_a_failing_message_is_answered_politely_logged_without_the_token_and_the_bot_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with running_bot(tmp_path) as bot:
+        fake, chat = bot.fake, private_chat(1301)
+        handle = bot.host.handle
+
+        async def failing(session: Any, message: Any, ui: Any) -> Any:
+            if message.text == "boom":
+                raise RuntimeError(f"broken while calling /bot{TOKEN}/sendMessage")
+            return await handle(session, message, ui)
+
+        monkeypatch.setattr(bot.host, "handle", failing)
+        fake.send(chat, "boom", sender=user(1301))
+        await fake.wait_reply(1301, "Sorry, something went wrong")
+        fake.send(chat, "/help", sender=user(1301))
+        await fake.wait_reply(1301, "Commands:")
+    assert "RuntimeError: broken while calling" in caplog.text
+    assert TOKEN not in caplog.text
+
+
+@pytest.mark.anyio
+async def test_a_refused_token_stops_the_bot_with_a_config_error_that_does_not_show_it(
+    tmp_path: Path,
+) -> None:
+    fake = FakeBotApi("999:another-bots-token-entirely-0123456789")
+    async with serve_asgi(fake.app()) as api, Host(HostConfig(data_dir=tmp_path)) as host:
+        with anyio.fail_after(10), pytest.raises(ConfigError) as caught:
+            await run_telegram(host, token=TOKEN, base_url=api.url)
+    assert "refused the bot token" in str(caught.value)
+    assert TOKEN not in str(caught.value)
+    assert [(c.method, c.status) for c in fake.calls] == [("getMe", 401)]
