@@ -15,7 +15,13 @@ import anyio.abc
 from . import __version__
 from .exceptions import ConfigError
 from .host import EnvPolicy, Extension, Host, HostConfig
-from .mcp_remote import ConnectionSettings, RemoteMcpExtension, RemoteMcpSettings, resolve_host_secret
+from .mcp_remote import (
+    ConnectionSettings,
+    EgressPolicy,
+    RemoteMcpExtension,
+    RemoteMcpSettings,
+    resolve_host_secret,
+)
 
 __all__ = ["main"]
 
@@ -112,12 +118,25 @@ def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
-def remote_mcp(config: HostConfig, environ: Mapping[str, str], *, allow_generate: bool) -> RemoteMcpExtension:
-    """The mcp-remote extension as the environment configures it."""
-    secret = resolve_host_secret(environ, data_dir=config.data_dir, allow_generate=allow_generate)
+def remote_mcp(config: HostConfig, environ: Mapping[str, str], *, console: bool) -> RemoteMcpExtension:
+    """The mcp-remote extension as the environment configures it.
+
+    The console's owner is the operator, so it may reach any address and generate its own
+    key; a Telegram bot serves strangers, so by default it only connects to public addresses.
+    """
+    secret = resolve_host_secret(environ, data_dir=config.data_dir, allow_generate=console)
+    try:
+        egress = EgressPolicy.parse(
+            environ.get("PLAYA_EGRESS"),
+            environ.get("PLAYA_EGRESS_ALLOW"),
+            default="any" if console else "public",
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"PLAYA_EGRESS / PLAYA_EGRESS_ALLOW: {exc}") from None
     connection = ConnectionSettings(
         connect_timeout=_seconds(environ, "PLAYA_CONNECT_TIMEOUT", 15.0),
         call_timeout=_seconds(environ, "PLAYA_CALL_TIMEOUT", 60.0),
+        egress=egress,
     )
     return RemoteMcpExtension(secret, settings=RemoteMcpSettings(connection=connection))
 
@@ -127,7 +146,7 @@ async def _chat(args: argparse.Namespace) -> None:
 
     config = _host_config(args, os.environ)
     config.data_dir.mkdir(parents=True, exist_ok=True)
-    extensions: list[Extension] = [remote_mcp(config, os.environ, allow_generate=True)]
+    extensions: list[Extension] = [remote_mcp(config, os.environ, console=True)]
     banner = f"Playa {__version__} — console chat '{args.scope}'. /help lists commands; Ctrl-D quits."
     async with Host(config, extensions) as host, anyio.create_task_group() as tg:
         if args.demo:
@@ -148,7 +167,7 @@ async def _telegram(args: argparse.Namespace) -> None:
     options = telegram_options(args, os.environ)
     config = _host_config(args, os.environ)
     config.data_dir.mkdir(parents=True, exist_ok=True)
-    extensions: list[Extension] = [remote_mcp(config, os.environ, allow_generate=False)]
+    extensions: list[Extension] = [remote_mcp(config, os.environ, console=False)]
     async with Host(config, extensions) as host:
         await run_telegram(host, token=options.token, base_url=options.base_url, webhook=options.webhook)
 

@@ -362,3 +362,11 @@ def test_a_wrapped_result_that_differs_from_the_text_is_kept() -> None:
         structured_content={"result": "other"},
     )
     assert '{"result":"other"}' in map_result(result).text
+
+
+def test_a_text_longer_than_the_cap_is_cut_with_a_note() -> None:
+    result = mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text="x" * 5000)])
+    mapped = map_result(result, max_text=1000)
+    assert mapped.text.startswith("x" * 1000 + "\n[result cut: the tool returned 5,000 characters")
+    assert "x" * 1001 not in mapped.text
+    assert map_result(result, max_text=5000).text == "x" * 5000

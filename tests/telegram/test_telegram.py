@@ -49,7 +49,9 @@ async def running_bot(
     """The bot running against a fake Bot API, with a demo MCP server to connect to."""
     fake = FakeBotApi(TOKEN)
     config = HostConfig(data_dir=tmp_path)
-    extension = remote_mcp(config, {"TELEGRAM_BOT_TOKEN": TOKEN}, allow_generate=False)
+    extension = remote_mcp(
+        config, {"TELEGRAM_BOT_TOKEN": TOKEN, "PLAYA_EGRESS_ALLOW": "127.0.0.1/32"}, console=False
+    )
     settings = TelegramSettings(poll_timeout=5, typing_interval=0.5)
     async with (
         serve_asgi(fake.app()) as api,

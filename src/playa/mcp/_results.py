@@ -26,8 +26,12 @@ _BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 _BASE64_URLSAFE = re.compile(r"^[A-Za-z0-9_-]*={0,2}$")
 
 
-def map_result(result: mcp_types.CallToolResult) -> ToolResult:
-    """The host's view of one MCP tool call result. Never raises."""
+def map_result(result: mcp_types.CallToolResult, *, max_text: int | None = None) -> ToolResult:
+    """The host's view of one MCP tool call result. Never raises.
+
+    ``max_text`` caps the text the model receives (in characters); a longer text is cut and
+    ends with a note saying so, so the model knows it saw only part.
+    """
     parts: list[str] = []
     media: list[Media] = []
     content: object = getattr(result, "content", None)
@@ -44,6 +48,8 @@ def map_result(result: mcp_types.CallToolResult) -> ToolResult:
     if not text.strip():
         # An empty tool result reads to a model like a lost message; say it was empty.
         text = NO_CONTENT
+    if max_text is not None and len(text) > max_text:
+        text = f"{text[:max_text]}\n[result cut: the tool returned {len(text):,} characters; this is the first {max_text:,}]"
     return ToolResult(text=text, is_error=getattr(result, "is_error", False) is True, media=tuple(media))
 
 

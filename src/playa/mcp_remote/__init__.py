@@ -4,7 +4,9 @@ Depends only on the host's small interfaces (``playa.host``) and the shared MCP 
 (``playa.mcp``); never on a front end or a model library.
 """
 
+from ._budget import ResultBudget, ResultTooLarge
 from ._connection import Connection, ConnectionSettings, Connector, Endpoint
+from ._egress import EgressMode, EgressPolicy, Resolver, system_resolver
 from ._extension import RemoteMcpExtension
 from ._redact import Redactor, encoded_forms
 from ._secret import HostSecret, NoHostSecret, resolve_host_secret
@@ -15,6 +17,8 @@ __all__ = [
     "Connection",
     "ConnectionSettings",
     "Connector",
+    "EgressMode",
+    "EgressPolicy",
     "Endpoint",
     "HostSecret",
     "LoadResult",
@@ -23,8 +27,12 @@ __all__ = [
     "Rejected",
     "RemoteMcpExtension",
     "RemoteMcpSettings",
+    "Resolver",
+    "ResultBudget",
+    "ResultTooLarge",
     "ServerEntry",
     "ServerStore",
     "encoded_forms",
     "resolve_host_secret",
+    "system_resolver",
 ]

@@ -257,7 +257,7 @@ class ChatServers:
         except RemoteError as exc:
             # The server answered with an error: the connection is fine and stays.
             return ToolResult.error(f"{exposed} failed: {exc.reason}")
-        return map_result(result)
+        return map_result(result, max_text=self._settings.max_result_chars)
 
     async def _connection_for_call(self, state: ServerState) -> Connection:
         async with state.lock:

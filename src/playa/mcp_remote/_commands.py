@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..exceptions import StoreError, UsageError
+from ..exceptions import StoreError, UsageError, ValidationError
 from ..host import Command, CommandContext
 from ._chat import ChatServers
 from ._parse import USAGE, carries_secret, check_secret, parse_add
@@ -31,6 +31,9 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
     async def add(ctx: CommandContext) -> str:
         chat = servers(ctx)
         request = parse_add(ctx.args)
+        # The host's egress policy, before any secret is asked for or anything is saved.
+        if refusal := extension.connector.settings.egress.url_refusal(request.url):
+            raise ValidationError("url", f"This host will not connect to that URL: {refusal}.")
         for header in request.ask:
             bearer = header == "Authorization" and request.bearer
             what = "the bearer token" if bearer else f"the value of the {header} header"

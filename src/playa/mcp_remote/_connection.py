@@ -31,7 +31,15 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from playa import __version__
-from playa.exceptions import CallFailed, ConnectFailed, RemoteTimeout
+from playa.exceptions import CallFailed, ConnectFailed, RemoteError, RemoteTimeout
+from playa.mcp_remote._budget import (
+    SSE_TRANSPORT_EVENT_LIMIT,
+    ResultBudget,
+    format_size,
+    oversized_event,
+    too_large_reason,
+)
+from playa.mcp_remote._egress import EgressPolicy, Resolver, find_refusal, guarded_transport
 from playa.mcp_remote._errors import ConnectFailure, HttpTrace, call_error, connect_error, timed_out
 
 __all__ = ["Connection", "ConnectionSettings", "Connector", "Endpoint", "TransportChoice", "TransportName"]
@@ -56,6 +64,12 @@ class ConnectionSettings:
     connection (a frozen server must not hold up a disconnect); ``trust_env`` lets httpx2 read
     proxies, ``.netrc`` and CA bundles from the environment; ``max_tool_pages`` bounds the
     paginated tool listing.
+
+    ``egress`` says which addresses may be reached (see ``EgressPolicy``; with ``public`` no
+    proxy is used, since a proxy would connect out of the policy's reach). ``max_result_bytes``
+    bounds one answer of a server, decoded: a larger tool result fails the call with a clear
+    reason and is never held whole (see ``_budget``; over SSE the SDK's 1 MiB per event applies
+    when it is lower).
     """
 
     connect_timeout: float = 15.0
@@ -63,6 +77,8 @@ class ConnectionSettings:
     close_timeout: float = 2.0
     trust_env: bool = False
     max_tool_pages: int = 100
+    egress: EgressPolicy = field(default_factory=EgressPolicy)
+    max_result_bytes: int = 4 * 1024 * 1024
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "call_timeout", "close_timeout"):
@@ -71,6 +87,8 @@ class ConnectionSettings:
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
         if self.max_tool_pages < 1:
             raise ValueError(f"max_tool_pages must be at least 1, got {self.max_tool_pages!r}")
+        if self.max_result_bytes < 1024:
+            raise ValueError(f"max_result_bytes must be at least 1024, got {self.max_result_bytes!r}")
 
 
 def _display_url(url: str) -> str:
@@ -121,6 +139,7 @@ class Connection:
         *,
         settings: ConnectionSettings,
         ssl_context: ssl.SSLContext,
+        resolve: Resolver | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.transport: TransportName = transport
@@ -128,6 +147,8 @@ class Connection:
         self._settings = settings
         self._ssl_context = ssl_context
         self._trace = HttpTrace()
+        self._budget = ResultBudget(settings.max_result_bytes, event_limit=self._event_limit())
+        self._resolve = resolve
         self._client: Client | None = None
         self._broken_reason: str | None = None
         self._stop = anyio.Event()
@@ -176,11 +197,12 @@ class Connection:
             raise CallFailed("connection is closed", server=server)
         seconds = self._settings.call_timeout if timeout is None else timeout
         errors_before = self._trace.errors
+        cuts_before = self._cuts()
         try:
             with anyio.move_on_after(seconds) as scope:
                 return await client.call_tool(name, arguments)
         except Exception as exc:  # boundary: every SDK and httpx2 failure is translated at this seam
-            error = call_error(
+            error = self._own_call_error(exc, cuts_before) or call_error(
                 exc, server=server, trace=self._trace, errors_before=errors_before, timeout=seconds
             )
             if isinstance(error, CallFailed | RemoteTimeout):
@@ -191,6 +213,39 @@ class Connection:
         error = timed_out(seconds, server=server)
         self._break(error.reason)
         raise error
+
+    def _cuts(self) -> int:
+        """How many answers the result budget cut off: results come on POST bodies, or over SSE on its stream."""
+        return self._budget.exceeded_events if self.transport == "sse" else self._budget.exceeded
+
+    def _own_call_error(self, exc: Exception, cuts_before: int) -> RemoteError | None:
+        """The failures ``call_error`` cannot see: a refused address, a result over the budget."""
+        server = self.endpoint.server
+        if (refusal := find_refusal(exc)) is not None:
+            return CallFailed(refusal.reason, server=server)
+        if self._cuts() > cuts_before or oversized_event(exc):
+            if self.transport == "sse":
+                # The result came on the session's one event stream, which the cut ended.
+                return CallFailed(too_large_reason(self._event_limit()), server=server)
+            # Only that request's answer was refused: the session is fine.
+            return RemoteError(too_large_reason(self._budget.limit), server=server)
+        return None
+
+    def _own_connect_error(self, exc: Exception) -> ConnectFailure | None:
+        """A refused address or an oversized answer while connecting; never worth the other transport."""
+        server = self.endpoint.server
+        if (refusal := find_refusal(exc)) is not None:
+            return ConnectFailure(ConnectFailed(refusal.reason, server=server), try_other_transport=False)
+        if self._cuts() or oversized_event(exc):
+            limit = format_size(self._event_limit() if self.transport == "sse" else self._budget.limit)
+            reason = f"the server's answer is larger than {limit}, the most this host reads"
+            return ConnectFailure(ConnectFailed(reason, server=server), try_other_transport=False)
+        return None
+
+    def _event_limit(self) -> int:
+        if self.transport == "sse":
+            return min(SSE_TRANSPORT_EVENT_LIMIT, self._settings.max_result_bytes)
+        return self._settings.max_result_bytes
 
     async def aclose(self) -> None:
         """Close the session (bounded by the settings' ``close_timeout``) and wait until it is. Idempotent."""
@@ -211,8 +266,16 @@ class Connection:
         auth: httpx2.Auth | None = None,
     ) -> httpx2.AsyncClient:
         """An httpx2 client for this connection; its signature is the SDK's ``McpHttpClientFactory``."""
+        egress = self._settings.egress
+        transport = (
+            guarded_transport(egress, ssl_context=self._ssl_context, resolve=self._resolve)
+            if egress.checks
+            else None
+        )
         return httpx2.AsyncClient(
-            headers=headers,
+            # Only what the result budget can decode in bounded steps (see ``_budget``).
+            headers={"Accept-Encoding": "gzip, deflate", **(headers or {})},
+            transport=transport,
             timeout=timeout if timeout is not None else self._timeouts(),
             auth=auth,
             # The shared context: building one per client costs ~27 ms of blocked loop and ~0.9 MB.
@@ -222,7 +285,7 @@ class Connection:
             # The SDK follows redirects itself, and only within the endpoint's origin, so headers
             # never reach another origin; httpx2's own following stays off.
             follow_redirects=False,
-            event_hooks={"response": [self._trace.on_response]},
+            event_hooks={"response": [self._trace.on_response, self._budget.on_response]},
         )
 
     def _timeouts(self) -> httpx2.Timeout:
@@ -234,7 +297,9 @@ class Connection:
         headers = dict(self.endpoint.headers)
         if self.transport == "streamable-http":
             http = await stack.enter_async_context(self._http_client(headers=headers))
-            return streamable_http_client(url, http_client=http)
+            return streamable_http_client(
+                url, http_client=http, max_sse_event_size=self._settings.max_result_bytes
+            )
         timeouts = self._timeouts()
         transport: Transport = sse_client(
             url,
@@ -276,7 +341,7 @@ class Connection:
         broken, so one server's death never cancels its siblings in the task group.
         """
         server = self.endpoint.server
-        started = False
+        started = handshaken = False
         # One scope for the whole life of the connection: its deadline bounds connect +
         # handshake + listing, is lifted once connected, and bounds the teardown at the end.
         scope = anyio.CancelScope(deadline=deadline)
@@ -291,6 +356,7 @@ class Connection:
                     # only hold a second copy.
                     client = Client(transport, mode="legacy", cache=None, client_info=_CLIENT_INFO)
                     await stack.enter_async_context(client)
+                    handshaken = True
                     # Listing through the session also primes its output-schema cache, so the
                     # first call does not list the tools again to validate its result.
                     self.tools = await self._list_tools(client)
@@ -325,9 +391,12 @@ class Connection:
                     ConnectFailure(timed_out(self._settings.connect_timeout, server=server), False)
                 ) from exc
             else:
-                failure = connect_error(
+                failure = self._own_connect_error(exc) or connect_error(
                     exc, server=server, trace=self._trace, timeout=self._settings.connect_timeout
                 )
+                if handshaken:
+                    # It speaks this transport: the other one would only hide the real reason.
+                    failure = ConnectFailure(failure.error, try_other_transport=False)
                 raise _AttemptFailed(failure) from exc
         finally:
             self._client = None
@@ -343,10 +412,16 @@ class Connector:
     """Connects endpoints; one per host, sharing settings, an SSL context and what each URL spoke last."""
 
     def __init__(
-        self, settings: ConnectionSettings | None = None, *, ssl_context: ssl.SSLContext | None = None
+        self,
+        settings: ConnectionSettings | None = None,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        resolve: Resolver | None = None,
     ) -> None:
+        """``resolve`` replaces the system's DNS for the egress checks (``settings.egress`` of ``public``)."""
         self.settings = settings if settings is not None else ConnectionSettings()
         self._ssl_context = ssl_context
+        self._resolve = resolve
         self._ssl_lock = anyio.Lock()
         # Per URL, the transport that last worked, so "auto" goes straight to it next time.
         self._spoken: dict[str, TransportName] = {}
@@ -384,11 +459,16 @@ class Connector:
             RemoteTimeout: It did not finish within the connect timeout.
         """
         deadline = anyio.current_time() + self.settings.connect_timeout
+        if (refusal := self.settings.egress.url_refusal(endpoint.url)) is not None:
+            # Judged before any network; what the name resolves to is checked when connecting.
+            raise ConnectFailed(refusal, server=endpoint.server)
         ssl_context = await self.ssl_context()
         order = self._order(endpoint)
         error: ConnectFailed | RemoteTimeout | None = None
         for transport in order:
-            connection = Connection(endpoint, transport, settings=self.settings, ssl_context=ssl_context)
+            connection = Connection(
+                endpoint, transport, settings=self.settings, ssl_context=ssl_context, resolve=self._resolve
+            )
             try:
                 await task_group.start(connection._run, deadline)
             except _AttemptFailed as failed:

@@ -22,13 +22,14 @@ import anyio
 import httpx2
 import pydantic
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, REQUEST_TIMEOUT
+from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, PARSE_ERROR, REQUEST_TIMEOUT
 
 from playa.exceptions import CallFailed, ConnectFailed, RemoteError, RemoteTimeout
 
 __all__ = ["ConnectFailure", "HttpTrace", "call_error", "connect_error", "timed_out"]
 
 _MAX_SERVER_MESSAGE: Final = 200
+_SDK_PARSE_FAILURES: Final = ("Failed to parse JSON response", "Failed to parse SSE message")
 
 # Statuses that say the server is there and speaks HTTP, but refuses this client: the other
 # transport would be refused the same way, so they never trigger a transport fallback.
@@ -150,6 +151,10 @@ def _mcp_reason(exc: MCPError, trace: HttpTrace, *, http_failed: bool) -> _Failu
         return _status_reason(trace.status)
     if exc.code == CONNECTION_CLOSED:
         return _Failure("server closed the connection", "closed")
+    if exc.code == PARSE_ERROR and exc.message.startswith(_SDK_PARSE_FAILURES):
+        # The SDK's stand-in for a response it could not read (invalid JSON, not JSON-RPC):
+        # the server sent no such error, and the other transport would not read it better.
+        return _Failure("invalid response from the server", "invalid")
     # The server answered with a JSON-RPC error of its own: its text is as trusted as a tool result.
     message = " ".join(exc.message.split())[:_MAX_SERVER_MESSAGE]
     return _Failure(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from typing import Final
 
 import anyio
 from anyio.abc import TaskGroup
@@ -19,6 +21,32 @@ from ._settings import RemoteMcpSettings
 from ._store import ServerStore
 
 __all__ = ["RemoteMcpExtension"]
+
+# Loggers whose records may quote a header value back: the SDK's client transports log every
+# JSON-RPC message at DEBUG, results included (a server may echo the request headers it got),
+# and a connect failure's reason may hold the server's own error text.
+_FILTERED_LOGGERS: Final = ("mcp.client.streamable_http", "mcp.client.sse", "playa.mcp_remote._connection")
+
+
+class _RedactingFilter(logging.Filter):
+    """Removes every chat's header values from the records of loggers that may quote them."""
+
+    def __init__(self, chats: Mapping[str, ChatServers]) -> None:
+        super().__init__()
+        self._chats = chats
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            original = record.getMessage()
+            text = original
+            for chat in list(self._chats.values()):
+                text = chat.redactor.redact(text)
+        except Exception:  # boundary: a log call must never fail, and an unredacted record must not pass
+            record.msg, record.args = "[log record withheld: it could not be redacted]", None
+            return True
+        if text is not original:
+            record.msg, record.args = text, None
+        return True
 
 
 class RemoteMcpExtension(Extension):
@@ -51,17 +79,25 @@ class RemoteMcpExtension(Extension):
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            try:
-                yield
-            finally:
-                with anyio.CancelScope(shield=True):
-                    for chat in list(self._chats.values()):
-                        await chat.close()
-                self._chats.clear()
-                self._tg = None
-                tg.cancel_scope.cancel()
+        log_filter = _RedactingFilter(self._chats)
+        sdk_loggers = [logging.getLogger(name) for name in _FILTERED_LOGGERS]
+        for sdk_logger in sdk_loggers:
+            sdk_logger.addFilter(log_filter)
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                try:
+                    yield
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        for chat in list(self._chats.values()):
+                            await chat.close()
+                    self._chats.clear()
+                    self._tg = None
+                    tg.cancel_scope.cancel()
+        finally:
+            for sdk_logger in sdk_loggers:
+                sdk_logger.removeFilter(log_filter)
 
     def chat(self, session: ChatSession) -> ChatServers:
         """The servers of a chat, set up on first use."""

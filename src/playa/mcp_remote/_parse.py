@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from ..exceptions import UsageError, ValidationError
-from ._store import Transport
+from ._store import ServerEntry, Transport
 
 __all__ = ["MIN_SECRET_LENGTH", "RESERVED_HEADERS", "AddRequest", "carries_secret", "parse_add"]
 
@@ -50,6 +50,8 @@ _TRANSPORTS: Final[dict[str, Transport]] = {
 _NAME = re.compile(r"[a-z][a-z0-9-]{0,31}")
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _FLAGS: Final = ("--transport", "--tools", "--bearer", "--header")
+# An unknown option is quoted back only when it looks like a mistyped option, never like a key.
+_SHOWN_OPTION = re.compile(r"--[a-z][a-z-]{0,14}")
 
 USAGE: Final = """\
 /mcp_add <name> <url> [--transport auto|http|sse] [--tools a,b] [--bearer [TOKEN]] [--header "Name: value" | --header Name]…
@@ -95,11 +97,19 @@ def carries_secret(args: str) -> bool:
         following = words[i + 1] if i + 1 < len(words) else None
         if word.startswith("--bearer=") or (word.startswith("--header=") and ":" in word):
             return True
-        if word == "--bearer" and following is not None and not following.startswith("--"):
+        if word == "--bearer" and following is not None and not _is_flag(following):
             return True
         if word == "--header" and following is not None and ":" in following:
             return True
     return False
+
+
+def _is_flag(word: str) -> bool:
+    return word.partition("=")[0] in _FLAGS
+
+
+def _looks_like_flag(word: str) -> bool:
+    return word.startswith("--")
 
 
 def parse_add(args: str) -> AddRequest:
@@ -113,11 +123,15 @@ def parse_add(args: str) -> AddRequest:
         if word.startswith("--"):
             flag, eq, inline = word.partition("=")
             if flag not in _FLAGS:
-                raise UsageError(f"unknown option {flag}. Options: {', '.join(_FLAGS)}")
+                shown = flag if _SHOWN_OPTION.fullmatch(flag) else "(not repeated here: it may be a key)"
+                raise UsageError(f"unknown option {shown}. Options: {', '.join(_FLAGS)}")
             value: str | None = inline if eq else None
             # `--bearer` before the name and URL takes no value: `--bearer demo URL` asks.
             takes_next = flag != "--bearer" or len(positional) >= 2
-            if value is None and takes_next and i + 1 < len(words) and not words[i + 1].startswith("--"):
+            following = words[i + 1] if i + 1 < len(words) else None
+            # A token may itself start with "--" (base64url ones can): only a real flag ends --bearer.
+            ends = _is_flag if flag == "--bearer" else _looks_like_flag
+            if value is None and takes_next and following is not None and not ends(following):
                 value = words[i + 1]
                 i += 1
             options.append((flag, value))
@@ -137,6 +151,9 @@ def parse_add(args: str) -> AddRequest:
     request = AddRequest(name=name, url=url)
     for flag, value in options:
         _apply(request, flag, value)
+    # The rules every stored entry obeys (the URL's among them) are checked now, so the owner
+    # is never asked for a secret for an entry that could not be saved.
+    ServerEntry(name=request.name, url=request.url, transport=request.transport, tools=request.tools)
     return request
 
 

@@ -14,12 +14,15 @@ class RemoteMcpSettings:
     """Timeouts, retry backoff and limits for every chat's remote servers.
 
     A failed server is retried after ``backoff_initial`` seconds, doubling after each failure
-    up to ``backoff_max``; success or a re-add starts over.
+    up to ``backoff_max``; success or a re-add starts over. ``max_result_chars`` caps the
+    text of one result the model receives (the transport's byte budget,
+    ``ConnectionSettings.max_result_bytes``, bounds what is read at all).
     """
 
     connection: ConnectionSettings = field(default_factory=ConnectionSettings)
     backoff_initial: float = 60.0
     backoff_max: float = 900.0
+    max_result_chars: int = 200_000
 
     def backoff(self, failures: int) -> float:
         """Seconds to wait after the ``failures``-th failure in a row."""

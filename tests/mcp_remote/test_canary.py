@@ -1,0 +1,266 @@
+"""A canary credential, used through a whole scripted session, leaks nowhere.
+
+The canary is a bearer token no other text can contain by chance. The session exercises every
+path a credential could escape by: the commands and their replies, tool calls (a server that
+echoes its request headers, one that echoes its input, one whose errors quote the token), a
+connect error that quotes it, a tampered file, and a restart. Then every channel out of the
+host is searched for the canary and each of its encoded forms.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from starlette.types import Receive, Scope, Send
+
+from playa.demo_server import build_app
+from playa.exceptions import ToolUnbound
+from playa.host import ChatSession, Host, HostConfig, Reply, ToolResult, offline_model
+from playa.mcp_remote import (
+    ConnectionSettings,
+    HostSecret,
+    RemoteMcpExtension,
+    RemoteMcpSettings,
+    encoded_forms,
+)
+from playa.mcp_remote._store import store_path
+from servers.python_servers import RunningServer, closed_port, serve_asgi, serve_mcp
+from support.chat import ScriptedUI, msg
+
+pytestmark = pytest.mark.anyio
+
+SCOPE = "console:canary"
+SERVERS_JSON = ".volcanic/mcp/servers.json"
+FAST = ConnectionSettings(connect_timeout=2.0, call_timeout=10.0, close_timeout=1.0)
+
+# The test servers run in this process, but stand for servers elsewhere: what they log about
+# the requests they receive (the token included) is not Playa's output.
+SERVER_SIDE_LOGGERS = ("mcp.server", "sse_starlette", "uvicorn", "starlette")
+
+
+class RecordingModel:
+    """The offline model, recording the messages and the tools it was given at every step."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[list[ModelMessage], AgentInfo]] = []
+        respond = offline_model().function
+        assert respond is not None
+        self._respond = respond
+
+    def model(self) -> FunctionModel:
+        def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            self.seen.append((list(messages), info))
+            result = self._respond(messages, info)
+            assert isinstance(result, ModelResponse)
+            return result
+
+        return FunctionModel(respond)
+
+
+def leaky_server() -> MCPServer:
+    """A server whose tool fails with an error that quotes the Authorization header it got."""
+    server = MCPServer("leaky")
+
+    @server.tool()
+    def leak(ctx: Context) -> str:
+        """Fail, quoting the credential."""
+        headers = ctx.headers or {}
+        raise ToolError(f"access denied for {headers.get('authorization')}")
+
+    return server
+
+
+class EchoingErrorApp:
+    """An HTTP endpoint that answers every JSON-RPC request with an error quoting the Authorization header."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        try:
+            request_id = json.loads(body).get("id")
+        except ValueError:
+            request_id = None
+        if scope["method"] != "POST" or request_id is None:
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        error = {"code": -32010, "message": f"bad credentials: {headers.get('authorization')}"}
+        data = json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(data)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": data})
+
+
+@asynccontextmanager
+async def servers(canary: str) -> AsyncIterator[tuple[RunningServer, RunningServer, RunningServer, str]]:
+    async with (
+        serve_asgi(build_app(canary, transport="streamable-http"), path="/mcp") as demo,
+        serve_mcp(leaky_server(), bearer=canary) as leaky,
+        serve_asgi(EchoingErrorApp(), path="/mcp") as echoing,
+        closed_port() as down,
+    ):
+        yield demo, leaky, echoing, down
+
+
+def remote_host(data_dir: Path, secret: HostSecret, model: RecordingModel) -> Host:
+    extension = RemoteMcpExtension(secret, settings=RemoteMcpSettings(connection=FAST))
+    return Host(HostConfig(data_dir=data_dir, model=model.model()), [extension])
+
+
+def read_files(root: Path) -> dict[str, bytes]:
+    """Every file under ``root``, by its path relative to ``root``."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+class Transcript:
+    """Every text the host gave back: command replies, agent replies, tool results, errors."""
+
+    def __init__(self, host: Host, session: ChatSession) -> None:
+        self.host = host
+        self.session = session
+        self.texts: list[str] = []
+
+    async def send(self, text: str, ui: ScriptedUI | None = None, *, ref: int | None = None) -> Reply:
+        reply = await self.host.handle(self.session, msg(text, ref=ref), ui or ScriptedUI())
+        assert reply is not None
+        self.texts += [reply.text, repr(reply)]
+        return reply
+
+    async def call(self, name: str, arguments: dict[str, object]) -> ToolResult:
+        result = await self.host.call_tool(self.session, name, arguments)
+        self.texts += [result.text, repr(result)]
+        return result
+
+
+async def test_a_canary_token_leaks_nowhere_and_is_stored_only_sealed(
+    data_dir: Path, host_secret: HostSecret, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    canary = "canary-" + uuid.uuid4().hex
+    forms = encoded_forms(canary) | encoded_forms(f"Bearer {canary}")
+    assert canary in forms
+    model = RecordingModel()
+    after_restart = RecordingModel()
+    exceptions: list[str] = []
+
+    with anyio.fail_after(60):
+        async with servers(canary) as (demo, leaky, echoing, down):
+            async with remote_host(data_dir, host_secret, model) as host:
+                session = await host.session(SCOPE, owner="owner")
+                chat = Transcript(host, session)
+
+                # Commands: the token asked in secret, and given inline (the message is deleted).
+                ui = ScriptedUI(answers=[canary])
+                added = await chat.send(f"/mcp_add demo {demo.url} --bearer", ui)
+                assert added.text.startswith("Added demo: connected")
+                assert ui.asked[0][1] is True
+                ui = ScriptedUI()
+                await chat.send(f"/mcp_add leaky {leaky.url} --bearer {canary}", ui, ref=1)
+                await chat.send(f"/mcp_add down {down} --bearer {canary}", ui, ref=2)
+                # A connect error whose text quotes the token.
+                quoted = await chat.send(
+                    f"/mcp_add echoing {echoing.url} --transport http --bearer {canary}", ui, ref=3
+                )
+                assert ui.deleted == [1, 2, 3]
+                assert "server error -32010: bad credentials: [redacted]" in quoted.text
+                await chat.send("/mcp_list")
+                await chat.send("/mcp_tools")
+                await chat.send("/mcp_tools demo")
+
+                # Calls through the model: headers echoed back, a tool error quoting the token.
+                whoami = await chat.send("demo__whoami")
+                assert '"authorization": "[redacted]"' in whoami.text
+                leaked = await chat.send("leaky__leak")
+                assert "access denied for [redacted]" in leaked.text
+                await chat.send('demo__fail {"message": "no luck"}')
+                await chat.send('demo__add {"a": 1, "b": 2}')
+                await chat.send("hello")
+
+                # The token, and each encoded form of it, as a tool's input, echoed back.
+                for text in [canary, f"before {canary} after", *sorted(forms)]:
+                    result = await chat.call("demo__echo", {"text": text})
+                    assert "[redacted]" in result.text
+
+                # The agent edits the file: the entry is ignored at the next turn.
+                original = store_path(session.workspace).read_text()
+                forged = original.replace(demo.url, demo.url + "/")
+                await chat.send("write_file " + json.dumps({"path": SERVERS_JSON, "content": forged}))
+                await chat.send("hello again")
+                assert "'demo': ignored, seal does not verify" in (
+                    session.prompt.get("Remote MCP servers") or ""
+                )
+                await chat.send("/mcp_list")
+                try:
+                    await session.tools.get("demo__whoami").call({})
+                except ToolUnbound as exc:
+                    exceptions += [str(exc), repr(exc)]
+                else:
+                    pytest.fail("a rejected server's tool could still be called")
+                await chat.send("/mcp_remove leaky")
+                ui = ScriptedUI(answers=[canary])
+                readded = await chat.send(f"/mcp_add demo {demo.url} --bearer", ui)
+                assert readded.text.startswith("Replaced demo: connected")
+                texts = chat.texts
+
+            # A restart: another host on the same data dir and secret opens the sealed entries.
+            async with remote_host(data_dir, host_secret, after_restart) as host:
+                session = await host.session(SCOPE, owner="owner")
+                chat = Transcript(host, session)
+                whoami = await chat.send("demo__whoami")
+                assert '"authorization": "[redacted]"' in whoami.text
+                await chat.send("/mcp_list")
+                texts += chat.texts
+
+    channels: dict[str, str] = {
+        "what the model received": repr(model.seen) + repr(after_restart.seen),
+        "replies and tool results": "\n".join(texts),
+        "exception texts": "\n".join(exceptions),
+    }
+    for name, data in read_files(data_dir / "sessions").items():
+        channels[f"history file {name}"] = data.decode()
+        assert "[redacted]" in channels[f"history file {name}"]  # the whole session is in it
+    checked_logs = 0
+    for record in caplog.records:
+        if record.name.startswith(SERVER_SIDE_LOGGERS):
+            continue
+        checked_logs += 1
+        channels[f"log record {checked_logs} ({record.name})"] = caplog.handler.format(record)
+    assert checked_logs > 20  # the DEBUG logs of the client side were captured
+    assert any(name.startswith("history file") for name in channels)
+    for channel, text in channels.items():
+        for form in forms:
+            assert form not in text, f"{form!r} leaked into {channel}"
+
+    # On disk, only servers.json refers to the token at all, and only inside its seals.
+    files = read_files(data_dir)
+    sealed = files[str(store_path(session.workspace).relative_to(data_dir))]
+    assert b'"seal"' in sealed and b"Authorization" in sealed
+    for name, data in files.items():
+        for form in forms:
+            assert form.encode() not in data, f"{form!r} found in {name}"

@@ -1,0 +1,512 @@
+"""The ``mcp-remote`` extension in a real host, against real MCP servers on loopback."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import anyio
+import pytest
+from mcp.server.mcpserver import MCPServer
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from playa.demo_server import build_app
+from playa.exceptions import ToolUnbound
+from playa.host import ChatSession, Host, HostConfig, Reply, offline_model
+from playa.mcp_remote import (
+    ConnectionSettings,
+    HostSecret,
+    RemoteMcpExtension,
+    RemoteMcpSettings,
+    encoded_forms,
+    resolve_host_secret,
+)
+from playa.mcp_remote._store import store_path
+from servers.python_servers import (
+    RunningServer,
+    blackhole,
+    closed_port,
+    recording_http_server,
+    serve_asgi,
+    serve_mcp,
+)
+from support.chat import GUEST, Script, ScriptedUI, msg
+
+pytestmark = pytest.mark.anyio
+
+SCOPE = "console:t"
+SECTION = "Remote MCP servers"
+DEMO_TOOLS = ["demo__whoami", "demo__echo", "demo__add", "demo__tiny_image", "demo__fail"]
+SERVERS_JSON = ".volcanic/mcp/servers.json"
+T0 = 1000.0  # the fake clock's start: 00:16:40 UTC on 1970-01-01
+FAST = ConnectionSettings(connect_timeout=2.0, call_timeout=10.0, close_timeout=1.0)
+TEST_TIMEOUT = 30.0
+
+
+class RecordingModel:
+    """The offline model, recording the messages and the tools it was given at every step."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[list[ModelMessage], AgentInfo]] = []
+        respond = offline_model().function
+        assert respond is not None
+        self._respond = respond
+
+    def model(self) -> FunctionModel:
+        def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            self.seen.append((list(messages), info))
+            result = self._respond(messages, info)
+            assert isinstance(result, ModelResponse)
+            return result
+
+        return FunctionModel(respond)
+
+    def tools(self, step: int = -1) -> set[str]:
+        return {tool.name for tool in self.seen[step][1].function_tools}
+
+    def instructions(self, step: int = -1) -> str:
+        return self.seen[step][1].instructions or ""
+
+
+class Clock:
+    """A settable clock for the extension's backoff."""
+
+    def __init__(self, now: float = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def remote_host(
+    data_dir: Path,
+    secret: HostSecret,
+    model: RecordingModel | None = None,
+    clock: Callable[[], float] | None = None,
+    connection: ConnectionSettings = FAST,
+) -> Host:
+    extension = RemoteMcpExtension(
+        secret, settings=RemoteMcpSettings(connection=connection), clock=clock or time.time
+    )
+    return Host(HostConfig(data_dir=data_dir, model=model.model() if model else "offline"), [extension])
+
+
+@asynccontextmanager
+async def demo_server(token: str, *, port: int = 0) -> AsyncIterator[RunningServer]:
+    """Playa's demo server (bearer-protected, ``whoami`` echoes the request headers)."""
+    async with serve_asgi(build_app(token, transport="streamable-http"), port=port, path="/mcp") as server:
+        yield server
+
+
+def ping_server() -> MCPServer:
+    server = MCPServer("back")
+
+    @server.tool()
+    def ping() -> str:
+        """Answer pong."""
+        return "pong"
+
+    return server
+
+
+async def say(host: Host, session: ChatSession, text: str, ui: ScriptedUI | None = None) -> Reply:
+    reply = await host.handle(session, msg(text), ui or ScriptedUI())
+    assert reply is not None
+    return reply
+
+
+def payload(reply: Reply) -> str:
+    """What the offline model reports a tool returned (after its first line)."""
+    head, _, rest = reply.text.partition("\n")
+    assert head.startswith("[offline model] "), reply.text
+    return rest
+
+
+# Adding, using, listing and removing
+
+
+async def test_a_server_added_with_a_secret_bearer_offers_its_tools_and_never_shows_the_token(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    token = "demo-" + uuid.uuid4().hex
+    forms = encoded_forms(token) | encoded_forms(f"Bearer {token}")
+    model = RecordingModel()
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with demo_server(token) as demo, remote_host(data_dir, host_secret, model) as host:
+            session = await host.session(SCOPE, owner="owner")
+            ui = ScriptedUI(answers=[token])
+            added = await say(host, session, f"/mcp_add demo {demo.url} --bearer", ui)
+
+            assert ui.asked == [
+                (
+                    "Send the bearer token for demo. It stays out of the conversation, "
+                    "and I delete your message.",
+                    True,
+                )
+            ]
+            assert added.kind == "command"
+            assert added.text == (
+                "Added demo: connected over streamable-http, 5 tools: " + ", ".join(DEMO_TOOLS) + "."
+            )
+            for name in DEMO_TOOLS:
+                assert session.tools.is_active(name)
+
+            whoami = await say(host, session, "demo__whoami")
+            assert set(DEMO_TOOLS) <= model.tools(0)
+            assert whoami.text.startswith("[offline model] demo__whoami returned:\n")
+            headers = json.loads(payload(whoami))
+            # The server did get the token; the chat only ever sees it redacted.
+            assert headers["authorization"] == "[redacted]"
+            assert headers["host"] == urlsplit(demo.url).netloc
+            model_view = repr(model.seen)
+            assert "[redacted]" in model_view
+            for form in forms:
+                assert form not in whoami.text
+                assert form not in model_view
+
+            listed = await say(host, session, "/mcp_list")
+            assert listed.text == (
+                "demo: connected over streamable-http, 5 tools\n"
+                f"  url: {demo.url}\n"
+                "  transport: auto; tools: all; auth headers: Authorization"
+            )
+            tools = await say(host, session, "/mcp_tools demo")
+            assert tools.text.splitlines()[0] == (
+                "demo__whoami — [demo] Show the HTTP request headers this server received with the call, as JSON."
+            )
+            assert len(tools.text.splitlines()) == 5
+            section = session.prompt.get(SECTION) or ""
+            assert "- demo: available, 5 tools (" + ", ".join(DEMO_TOOLS) + ")" in section
+            for form in forms:
+                assert form not in listed.text + tools.text + section
+            assert token not in session.history.path.read_text()
+
+
+async def test_removing_a_server_deactivates_its_tools_and_hides_them_from_the_model(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    token = "demo-" + uuid.uuid4().hex
+    model = RecordingModel()
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with demo_server(token) as demo, remote_host(data_dir, host_secret, model) as host:
+            session = await host.session(SCOPE, owner="owner")
+            await say(host, session, f"/mcp_add demo {demo.url} --bearer {token}")
+            await say(host, session, "hello")
+            assert set(DEMO_TOOLS) <= model.tools()
+
+            removed = await say(host, session, "/mcp_remove demo")
+            assert removed.text == "Removed demo; its 5 tools are gone."
+            for name in DEMO_TOOLS:
+                assert name in session.tools  # never removed from the registry…
+                assert not session.tools.is_active(name)  # …but switched off
+            called = await host.call_tool(session, "demo__whoami", {})
+            assert called.is_error
+            assert called.text == "tool 'demo__whoami' is not active"
+            with pytest.raises(ToolUnbound, match="its server was removed or stopped offering it"):
+                await session.tools.get("demo__whoami").call({})
+
+            reply = await say(host, session, "demo__whoami")
+            assert not set(DEMO_TOOLS) & model.tools()
+            assert "demo__whoami returned" not in reply.text
+            assert session.prompt.get(SECTION) is None
+            assert SECTION not in model.instructions()
+            listed = await say(host, session, "/mcp_list")
+            assert listed.text == "No remote MCP servers. Add one with /mcp_add <name> <url> [--bearer]."
+            again = await say(host, session, "/mcp_remove demo")
+            assert again.text == "There is no server named 'demo'. /mcp_list shows them."
+
+
+# What the agent can do to the file
+
+
+async def test_an_entry_the_agent_redirects_is_rejected_and_the_new_url_never_contacted(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    token = "demo-" + uuid.uuid4().hex
+    model = RecordingModel()
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            demo_server(token) as demo,
+            recording_http_server() as attacker,
+            remote_host(data_dir, host_secret, model) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui = ScriptedUI()
+            added = await host.handle(session, msg(f"/mcp_add demo {demo.url} --bearer {token}", ref=3), ui)
+            assert added is not None and added.text.startswith("Added demo: connected")
+            assert ui.deleted == [3]
+
+            original = store_path(session.workspace).read_text()
+            forged = original.replace(demo.url, attacker.url)
+            assert forged != original
+            wrote = await say(
+                host, session, "write_file " + json.dumps({"path": SERVERS_JSON, "content": forged})
+            )
+            assert wrote.text.startswith("[offline model] write_file returned:\nwrote ")
+
+            await say(host, session, "hello")
+            reason = "seal does not verify: entry was edited, moved or forged"
+            assert session.prompt.get(SECTION) == (
+                "Servers the chat's owner connected (only the owner can add, change or remove them):\n"
+                f"- 'demo': ignored, {reason}"
+            )
+            assert f"- 'demo': ignored, {reason}" in model.instructions()
+            assert not set(DEMO_TOOLS) & model.tools()
+            for name in DEMO_TOOLS:
+                assert not session.tools.is_active(name)
+            listed = await say(host, session, "/mcp_list")
+            assert listed.text == f"'demo': ignored: {reason}. Remove it, or add it again with /mcp_add."
+            called = await say(host, session, "demo__whoami")
+            assert "demo__whoami returned" not in called.text
+            assert attacker.requests == []
+
+
+async def test_an_entry_copied_into_another_chat_does_not_open_there(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    token = "demo-" + uuid.uuid4().hex
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with demo_server(token) as demo, remote_host(data_dir, host_secret) as host:
+            owner_chat = await host.session("console:one", owner="owner")
+            other_chat = await host.session("console:two", owner="owner")
+            await say(host, owner_chat, f"/mcp_add demo {demo.url} --bearer {token}")
+            copied = store_path(owner_chat.workspace).read_text()
+            await say(host, other_chat, "write_file " + json.dumps({"path": SERVERS_JSON, "content": copied}))
+
+            await say(host, other_chat, "hello")
+            assert "demo__whoami" not in other_chat.tools
+            assert "- 'demo': ignored, seal does not verify" in (other_chat.prompt.get(SECTION) or "")
+            assert owner_chat.tools.is_active("demo__whoami")
+
+
+async def test_deleting_the_file_deactivates_the_tools_at_the_next_turn(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    token = "demo-" + uuid.uuid4().hex
+    model = RecordingModel()
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with demo_server(token) as demo, remote_host(data_dir, host_secret, model) as host:
+            session = await host.session(SCOPE, owner="owner")
+            await say(host, session, f"/mcp_add demo {demo.url} --bearer {token}")
+            deleted = await say(host, session, "delete_file " + json.dumps({"path": SERVERS_JSON}))
+            assert deleted.text == f"[offline model] delete_file returned:\ndeleted {SERVERS_JSON}"
+            assert set(DEMO_TOOLS) <= model.tools()  # the turn that deleted it still had them
+
+            await say(host, session, "hello")
+            assert not set(DEMO_TOOLS) & model.tools()
+            for name in DEMO_TOOLS:
+                assert not session.tools.is_active(name)
+            assert session.prompt.get(SECTION) is None
+            listed = await say(host, session, "/mcp_list")
+            assert listed.text.startswith("No remote MCP servers.")
+
+
+# Servers that are down
+
+
+async def test_a_down_server_does_not_stop_the_turn_and_the_prompt_says_why(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    token = "demo-" + uuid.uuid4().hex
+    model = RecordingModel()
+    clock = Clock()
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            closed_port() as down_url,
+            demo_server(token) as demo,
+            remote_host(data_dir, host_secret, model, clock) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            await say(host, session, f"/mcp_add demo {demo.url} --bearer {token}")
+            added = await say(host, session, f"/mcp_add down {down_url}")
+            assert added.text == (
+                "Added down, but it is unavailable: connection refused; next retry at 00:17:40 UTC (in 60 s). "
+                "/mcp_list shows its state."
+            )
+
+            reply = await say(host, session, 'demo__echo {"text": "still working"}')
+            assert reply.kind == "agent"
+            assert payload(reply) == "still working"
+            down_line = "- down: unavailable: connection refused; next retry at 00:17:40 UTC (in 60 s)"
+            assert down_line in (session.prompt.get(SECTION) or "")
+            assert down_line in model.instructions()
+            assert "- demo: available, 5 tools" in model.instructions()
+            listed = await say(host, session, "/mcp_list")
+            assert (
+                "down: unavailable: connection refused; next retry at 00:17:40 UTC (in 60 s)" in listed.text
+            )
+            tools = await say(host, session, "/mcp_tools down")
+            assert tools.text == (
+                "down: no tools (unavailable: connection refused; next retry at 00:17:40 UTC (in 60 s))"
+            )
+
+
+async def test_failed_connects_are_retried_on_the_backoff_schedule_and_cost_turns_nothing(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    clock = Clock()
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            recording_http_server(503) as failing,
+            remote_host(data_dir, host_secret, clock=clock) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            added = await say(host, session, f"/mcp_add flaky {failing.url}")
+            assert "unavailable: HTTP 503 (server error)" in added.text
+            assert len(failing.requests) == 1
+            # (seconds since T0, connect attempts so far, seconds to the next retry)
+            schedule = [
+                (30, 1, 30),
+                (59, 1, 1),
+                (60, 2, 120),
+                (179, 2, 1),
+                (180, 3, 240),
+                (419, 3, 1),
+                (420, 4, 480),
+                (899, 4, 1),
+                (900, 5, 900),  # 960 capped
+                (1799, 5, 1),
+                (1800, 6, 900),
+                (2700, 7, 900),
+            ]
+            for elapsed, attempts, wait in schedule:
+                clock.now = T0 + elapsed
+                reply = await say(host, session, "hello")
+                assert reply.kind == "agent"
+                assert len(failing.requests) == attempts, f"at T0+{elapsed}"
+                listed = await say(host, session, "/mcp_list")
+                assert listed.text.splitlines()[0].endswith(f"(in {wait} s)"), (elapsed, listed.text)
+            assert all(r.method == "POST" and b'"initialize"' in r.body for r in failing.requests)
+
+
+async def test_a_server_that_hangs_is_given_up_after_the_connect_timeout_and_then_left_alone(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    clock = Clock()
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            blackhole() as hole,
+            remote_host(
+                data_dir, host_secret, clock=clock, connection=ConnectionSettings(connect_timeout=1.0)
+            ) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            added = await say(host, session, f"/mcp_add hung {hole.url}")
+            assert added.text.startswith("Added hung, but it is unavailable: timed out after 1 s;")
+            accepted = hole.accepted
+            assert accepted >= 1
+            clock.now = T0 + 59
+            await say(host, session, "hello")
+            assert hole.accepted == accepted
+            assert "- hung: unavailable: timed out after 1 s; next retry" in (
+                session.prompt.get(SECTION) or ""
+            )
+
+
+async def test_a_server_that_comes_back_is_used_again_once_its_backoff_passes(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    model = RecordingModel()
+    clock = Clock()
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with remote_host(data_dir, host_secret, model, clock) as host:
+            session = await host.session(SCOPE, owner="owner")
+            async with closed_port() as url:
+                added = await say(host, session, f"/mcp_add back {url}")
+                assert "unavailable: connection refused" in added.text
+            async with serve_mcp(ping_server(), port=urlsplit(url).port or 0) as server:
+                assert server.url == url
+                clock.now = T0 + 59
+                early = await say(host, session, "back__ping")
+                assert server.requests == []  # still in backoff: not even tried
+                assert "back__ping" not in model.tools()
+                assert "back__ping returned" not in early.text
+
+                clock.now = T0 + 60
+                reply = await say(host, session, "back__ping")
+                assert "back__ping" in model.tools()
+                assert reply.text == "[offline model] back__ping returned:\npong"
+                assert session.prompt.get(SECTION) == (
+                    "Servers the chat's owner connected (only the owner can add, change or remove them):\n"
+                    "- back: available, 1 tools (back__ping)"
+                )
+
+
+async def test_adding_a_server_again_connects_at_once_even_in_backoff(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    clock = Clock()
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with remote_host(data_dir, host_secret, clock=clock) as host:
+            session = await host.session(SCOPE, owner="owner")
+            async with closed_port() as url:
+                await say(host, session, f"/mcp_add back {url}")
+            async with serve_mcp(ping_server(), port=urlsplit(url).port or 0) as server:
+                clock.now = T0 + 1
+                again = await say(host, session, f"/mcp_add back {url}")
+                assert again.text == "Replaced back: connected over streamable-http, 1 tools: back__ping."
+                assert any(r.rpc_method == "initialize" for r in server.requests)
+                assert session.tools.is_active("back__ping")
+
+
+# Who may use the commands
+
+
+async def test_without_a_host_secret_every_command_says_remote_mcp_is_disabled(data_dir: Path) -> None:
+    secret = resolve_host_secret({}, data_dir=data_dir, allow_generate=False)
+    assert not isinstance(secret, HostSecret)
+    disabled = "Remote MCP is disabled: set MCP_ENCRYPTION_SECRET (or TELEGRAM_BOT_TOKEN) to enable remote MCP servers"
+    script = Script([lambda m, i: ModelResponse(parts=[TextPart("plain turn")])])
+    host = Host(HostConfig(data_dir=data_dir, model=script.model()), [RemoteMcpExtension(secret)])
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with host:
+            session = await host.session(SCOPE, owner="owner")
+            ui = ScriptedUI(answers=["abcdefgh12"])
+            added = await host.handle(session, msg("/mcp_add demo http://x --bearer abcdefgh12", ref=8), ui)
+            assert added is not None and added.text == disabled
+            assert ui.deleted == [8]
+            assert ui.asked == []
+            for command in ("/mcp_add demo http://x --bearer", "/mcp_list", "/mcp_tools", "/mcp_remove demo"):
+                reply = await say(host, session, command, ui)
+                assert reply.text == disabled, command
+            assert ui.asked == []
+            assert script.seen == []
+            assert session.history.messages == []
+            turn = await say(host, session, "hello")
+            assert turn.text == "plain turn"
+            assert session.prompt.get(SECTION) is None
+    assert "abcdefgh12" not in repr(script.seen)
+    assert not store_path(session.workspace).exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "command"),
+    [
+        ("/mcp_add demo http://x --bearer abcdefgh12", "mcp_add"),
+        ("/mcp_add demo http://x", "mcp_add"),
+        ("/mcp_remove demo", "mcp_remove"),
+        ("/mcp_list", "mcp_list"),
+        ("/mcp_tools", "mcp_tools"),
+        ("/mcp_tools demo", "mcp_tools"),
+    ],
+)
+async def test_only_the_owner_can_use_the_mcp_commands(
+    data_dir: Path, host_secret: HostSecret, text: str, command: str
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with remote_host(data_dir, host_secret) as host:
+            session = await host.session(SCOPE, owner="owner")
+            ui = ScriptedUI(answers=["abcdefgh12"])
+            reply = await host.handle(session, msg(text, sender=GUEST, ref=4), ui)
+    assert reply is not None and reply.kind == "command"
+    assert reply.text == f"Only this chat's owner can use /{command}."
+    assert ui.asked == []
+    assert ui.deleted == ([4] if "abcdefgh12" in text else [])
+    assert not store_path(session.workspace).exists()
+    assert session.history.messages == []

@@ -1,0 +1,397 @@
+"""Validating ``/mcp_add``: every rule refuses with its own clear message, before any secret is asked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic_ai.messages import ModelResponse, TextPart
+
+from playa.exceptions import UsageError, ValidationError
+from playa.host import Host, HostConfig
+from playa.mcp_remote import HostSecret, RemoteMcpExtension, ServerStore
+from playa.mcp_remote._parse import RESERVED_HEADERS, carries_secret, parse_add
+from playa.mcp_remote._seal import Sealer
+from playa.mcp_remote._store import store_path
+from servers.python_servers import closed_port
+from support.chat import Script, ScriptedUI, msg
+
+NAME_RULE = "the name must be 1-32 characters: a lowercase letter, then lowercase letters, digits or '-'"
+URL_SCHEME_RULE = "url must be http:// or https:// with a host"
+URL_CREDENTIALS_RULE = "url must not contain credentials; use a header instead"
+SHORT_BEARER = "the bearer token is shorter than 8 characters, too short to be hidden safely in tool results"
+USAGE_LINE = "usage: /mcp_add <name> <url> [options]; /mcp_add --help explains them"
+OPTIONS = "Options: --transport, --tools, --bearer, --header"
+
+# Written out rather than read from RESERVED_HEADERS, so that dropping one from the set fails a test.
+TRANSPORT_HEADERS = [
+    "Host",
+    "Content-Length",
+    "Content-Type",
+    "Content-Encoding",
+    "Transfer-Encoding",
+    "Accept",
+    "Accept-Encoding",
+    "Connection",
+    "Keep-Alive",
+    "Upgrade",
+    "TE",
+    "Trailer",
+    "Expect",
+    "Proxy-Authorization",
+    "Proxy-Connection",
+    "Mcp-Session-Id",
+    "Mcp-Protocol-Version",
+    "Last-Event-ID",
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "field", "message"),
+    [
+        pytest.param("Demo http://x", "name", NAME_RULE, id="uppercase name"),
+        pytest.param("1demo http://x", "name", NAME_RULE, id="name starting with a digit"),
+        pytest.param("my__srv http://x", "name", NAME_RULE, id="name with __"),
+        pytest.param("my_srv http://x", "name", NAME_RULE, id="name with _"),
+        pytest.param("a" * 33 + " http://x", "name", NAME_RULE, id="name of 33 characters"),
+        pytest.param(
+            "mcp http://x", "name", "the name 'mcp' is reserved; choose another", id="reserved name"
+        ),
+        pytest.param("demo ftp://example.com/mcp", "url", URL_SCHEME_RULE, id="ftp url"),
+        pytest.param("demo file:///etc/passwd", "url", URL_SCHEME_RULE, id="file url"),
+        pytest.param("demo example.com/mcp", "url", URL_SCHEME_RULE, id="url without scheme"),
+        pytest.param("demo http:///mcp", "url", URL_SCHEME_RULE, id="url without host"),
+        pytest.param(
+            "demo https://user:pass1234@example.com/mcp", "url", URL_CREDENTIALS_RULE, id="user and password"
+        ),
+        pytest.param("demo https://token1234@example.com/mcp", "url", URL_CREDENTIALS_RULE, id="user only"),
+        pytest.param(
+            'demo http://x --header "Bad Name: value12345"',
+            "header",
+            "'Bad Name' is not a valid header name (letters, digits and -, no spaces)",
+            id="header name with a space",
+        ),
+        pytest.param(
+            "demo http://x --header X-Key(1)",
+            "header",
+            "'X-Key(1)' is not a valid header name (letters, digits and -, no spaces)",
+            id="header name with parentheses",
+        ),
+        pytest.param(
+            'demo http://x --header "X-Key: abcd\nefghijkl"',
+            "header",
+            "the value of X-Key must not contain line breaks",
+            id="LF in a header value",
+        ),
+        pytest.param(
+            'demo http://x --header "X-Key: abcd\refghijkl"',
+            "header",
+            "the value of X-Key must not contain line breaks",
+            id="CR in a header value",
+        ),
+        pytest.param(
+            'demo http://x --bearer "abcd\r\nefghijkl"',
+            "header",
+            "the bearer token must not contain line breaks",
+            id="CRLF in a bearer token",
+        ),
+        pytest.param("demo http://x --bearer 1234567", "header", SHORT_BEARER, id="bearer of 7 characters"),
+        pytest.param(
+            'demo http://x --header "X-Key: 1234567"',
+            "header",
+            "the value of X-Key is shorter than 8 characters, too short to be hidden safely in tool results",
+            id="header value of 7 characters",
+        ),
+        pytest.param(
+            "demo http://x --bearer abcdefgh1 --bearer abcdefgh2",
+            "bearer",
+            "--bearer is given twice",
+            id="bearer twice with values",
+        ),
+        pytest.param(
+            "demo http://x --bearer --bearer", "bearer", "--bearer is given twice", id="bearer twice"
+        ),
+        pytest.param(
+            'demo http://x --bearer abcdefgh1 --header "authorization: abcdefgh12"',
+            "header",
+            "authorization is given twice",
+            id="bearer and an Authorization header",
+        ),
+        pytest.param(
+            "demo http://x --header X-Key --header x-key",
+            "header",
+            "x-key is given twice",
+            id="a header asked twice",
+        ),
+        pytest.param(
+            "demo http://x --transport ws",
+            "transport",
+            "--transport takes auto, http or sse",
+            id="bad transport",
+        ),
+        pytest.param(
+            "demo http://x --tools ,",
+            "tools",
+            "--tools takes a comma-separated list of tool names",
+            id="empty tool list",
+        ),
+        pytest.param(
+            "demo http://x --tools a,b,a", "tools", "a tool is listed twice", id="tool listed twice"
+        ),
+        pytest.param(
+            "demo http://x --header",
+            "header",
+            '--header takes "Name: value", or a header name to be asked for',
+            id="header without anything",
+        ),
+    ],
+)
+def test_each_validation_rule_refuses_with_its_own_message(args: str, field: str, message: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        parse_add(args)
+    assert str(raised.value) == message
+    assert raised.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            "demo http://x --token abcdefgh1", f"unknown option --token. {OPTIONS}", id="unknown option"
+        ),
+        pytest.param(
+            "demo http://x --bearer=abcdefgh1 --sse", f"unknown option --sse. {OPTIONS}", id="no --sse"
+        ),
+        pytest.param(
+            'demo "http://x --bearer abcdefgh1',
+            "I could not read the arguments (No closing quotation); check the quotes.",
+            id="unbalanced quotes",
+        ),
+        pytest.param("demo", USAGE_LINE, id="missing url"),
+        pytest.param("", USAGE_LINE, id="nothing"),
+        pytest.param("--bearer abcdefgh1", USAGE_LINE, id="only an option"),
+        pytest.param("demo http://x http://y", USAGE_LINE, id="one word too many"),
+    ],
+)
+def test_malformed_arguments_get_a_usage_error(args: str, message: str) -> None:
+    with pytest.raises(UsageError) as raised:
+        parse_add(args)
+    assert str(raised.value) == message
+    assert not isinstance(raised.value, ValidationError)
+
+
+@pytest.mark.parametrize("header", TRANSPORT_HEADERS)
+def test_each_header_the_transport_owns_is_refused_with_or_without_a_value(header: str) -> None:
+    expected = f"{header} is set by the transport itself and cannot be given"
+    with pytest.raises(ValidationError) as given:
+        parse_add(f'demo http://x --header "{header}: value12345"')
+    assert str(given.value) == expected
+    with pytest.raises(ValidationError) as asked:
+        parse_add(f"demo http://x --header {header}")
+    assert str(asked.value) == expected
+    with pytest.raises(ValidationError) as lower:
+        parse_add(f'demo http://x --header "{header.lower()}: value12345"')
+    assert str(lower.value) == f"{header.lower()} is set by the transport itself and cannot be given"
+
+
+def test_the_reserved_headers_are_exactly_the_transport_headers() -> None:
+    assert {h.lower() for h in TRANSPORT_HEADERS} == set(RESERVED_HEADERS)
+    assert "authorization" not in RESERVED_HEADERS
+
+
+def test_a_refused_value_is_never_quoted_in_the_error() -> None:
+    for args, value in [
+        ("demo http://x --bearer sh0rt!", "sh0rt!"),
+        ('demo http://x --header "X-Key: l1ne\nbr3ak-value"', "l1ne"),
+        ('demo http://x --bearer "l1ne\rbr3ak-value"', "br3ak-value"),
+    ]:
+        with pytest.raises(ValidationError) as raised:
+            parse_add(args)
+        assert value not in str(raised.value)
+        assert value not in repr(raised.value)
+
+
+def test_a_full_command_is_parsed_into_its_parts() -> None:
+    request = parse_add(
+        "docs https://example.com/mcp --transport http --tools search,fetch "
+        "--bearer TOKEN-abcdefgh --header 'X-Team: team-value-1' --header X-Asked"
+    )
+    assert request.name == "docs"
+    assert request.url == "https://example.com/mcp"
+    assert request.transport == "streamable-http"
+    assert request.tools == ("search", "fetch")
+    assert request.bearer
+    assert dict(request.headers) == {"Authorization": "Bearer TOKEN-abcdefgh", "X-Team": "team-value-1"}
+    assert request.ask == ["X-Asked"]
+    assert "TOKEN-abcdefgh" not in repr(request) and "team-value-1" not in repr(request)
+
+
+@pytest.mark.parametrize(
+    ("args", "headers", "ask"),
+    [
+        ("demo http://x --bearer", {}, ["Authorization"]),
+        ("--bearer demo http://x", {}, ["Authorization"]),
+        ("demo http://x --bearer --tools a", {}, ["Authorization"]),
+        ("demo http://x --bearer=abcdefgh1", {"Authorization": "Bearer abcdefgh1"}, []),
+        ("demo http://x --header=X-Key", {}, ["X-Key"]),
+        ("demo http://x --header=X-Key:abcdefgh1", {"X-Key": "abcdefgh1"}, []),
+    ],
+)
+def test_a_flag_without_a_value_is_asked_for_later(
+    args: str, headers: dict[str, str], ask: list[str]
+) -> None:
+    request = parse_add(args)
+    assert dict(request.headers) == headers
+    assert request.ask == ask
+
+
+@pytest.mark.parametrize(
+    ("word", "transport"), [("auto", "auto"), ("http", "streamable-http"), ("sse", "sse")]
+)
+def test_transport_names(word: str, transport: str) -> None:
+    assert parse_add(f"demo http://x --transport {word}").transport == transport
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "demo http://x --bearer SECRET123",
+        "demo http://x --bearer=SECRET123",
+        "--bearer SECRET123 demo http://x",
+        'demo http://x --header "X-Key: SECRET123"',
+        "demo http://x --header=X-Key:SECRET123",
+        "demo http://x --header X-Key:SECRET123",
+        'demo "http://x --bearer SECRET123',  # unreadable, but may hold a key
+        "demo 'http://x --header X-Key: SECRET123",
+    ],
+)
+def test_arguments_holding_a_credential_carry_a_secret(args: str) -> None:
+    assert carries_secret(args)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "",
+        "demo http://x",
+        "demo http://x --bearer",
+        "demo http://x --bearer --tools a,b",
+        "demo http://x --header X-Key",
+        "demo http://x --header=X-Key",
+        "demo http://x --transport sse --tools a",
+        '"unbalanced',
+    ],
+)
+def test_arguments_without_a_credential_carry_no_secret(args: str) -> None:
+    assert not carries_secret(args)
+
+
+def _nothing(messages: object, info: object) -> ModelResponse:
+    return ModelResponse(parts=[TextPart("the model should not have been asked")])
+
+
+@pytest.mark.anyio
+async def test_a_mistyped_add_with_a_key_is_deleted_and_never_reaches_the_model(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    script = Script([_nothing])
+    host = Host(HostConfig(data_dir=data_dir, model=script.model()), [RemoteMcpExtension(host_secret)])
+    async with host:
+        session = await host.session("console:t", owner="owner")
+        ui = ScriptedUI()
+        reply = await host.handle(session, msg("/mcp_ad demo http://x --bearer SECRET123", ref=11), ui)
+    assert reply is not None and reply.kind == "command"
+    assert reply.text.startswith("Unknown command /mcp_ad.")
+    assert "/mcp_add" in reply.text
+    assert "SECRET123" not in reply.text
+    assert ui.deleted == [11]
+    assert script.seen == []
+    assert session.history.messages == []
+    assert not session.history.path.exists()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("/mcp_add demo ftp://example.com/mcp --bearer", URL_SCHEME_RULE),
+        ("/mcp_add demo https://me:pw123456@example.com/mcp --bearer", URL_CREDENTIALS_RULE),
+        ("/mcp_add demo http://x --header Host", "Host is set by the transport itself and cannot be given"),
+        ("/mcp_add demo http://x --tools a,a --bearer", "a tool is listed twice"),
+        ("/mcp_add mcp http://x --bearer", "the name 'mcp' is reserved; choose another"),
+    ],
+)
+async def test_an_invalid_add_is_refused_before_any_secret_is_asked(
+    data_dir: Path, host_secret: HostSecret, text: str, expected: str
+) -> None:
+    script = Script([_nothing])
+    host = Host(HostConfig(data_dir=data_dir, model=script.model()), [RemoteMcpExtension(host_secret)])
+    async with host:
+        session = await host.session("console:t", owner="owner")
+        ui = ScriptedUI(answers=["would-be-token-123"])
+        reply = await host.handle(session, msg(text, ref=5), ui)
+    assert reply is not None and reply.text == expected
+    assert ui.asked == []
+    assert not store_path(session.workspace).exists()
+    assert script.seen == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("short", SHORT_BEARER),
+        ("Bearer short", SHORT_BEARER),
+        ("abcd\nefghijkl", "the bearer token must not contain line breaks"),
+    ],
+)
+async def test_an_unusable_secret_answer_is_refused_and_nothing_is_saved(
+    data_dir: Path, host_secret: HostSecret, answer: str, expected: str
+) -> None:
+    async with Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)]) as host:
+        session = await host.session("console:t", owner="owner")
+        ui = ScriptedUI(answers=[answer])
+        reply = await host.handle(session, msg("/mcp_add demo http://127.0.0.1:9/mcp --bearer"), ui)
+    assert reply is not None and reply.text == expected
+    assert len(ui.asked) == 1 and ui.asked[0][1] is True
+    assert not store_path(session.workspace).exists()
+
+
+@pytest.mark.anyio
+async def test_no_answer_to_the_secret_question_saves_nothing(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    async with Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)]) as host:
+        session = await host.session("console:t", owner="owner")
+        ui = ScriptedUI(answers=[])
+        reply = await host.handle(session, msg("/mcp_add demo http://127.0.0.1:9/mcp --header X-Key"), ui)
+    assert reply is not None and reply.text == "No answer came, so nothing was saved."
+    assert ui.asked == [
+        (
+            "Send the value of the X-Key header for demo. It stays out of the conversation, "
+            "and I delete your message.",
+            True,
+        )
+    ]
+    assert not store_path(session.workspace).exists()
+
+
+@pytest.mark.anyio
+async def test_a_bearer_answer_given_with_its_scheme_is_stored_once(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    async with (
+        closed_port() as url,
+        Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)]) as host,
+    ):
+        session = await host.session("console:t", owner="owner")
+        ui = ScriptedUI(answers=["Bearer abcdefgh-12345"])
+        reply = await host.handle(session, msg(f"/mcp_add demo {url} --bearer"), ui)
+    assert reply is not None and reply.text.startswith(
+        "Added demo, but it is unavailable: connection refused"
+    )
+    loaded = ServerStore(session.workspace, "console:t", Sealer(host_secret.value)).load()
+    entry = loaded.entry("demo")
+    assert entry is not None
+    assert dict(entry.headers) == {"Authorization": "Bearer abcdefgh-12345"}
+    assert entry.auth_kind == "bearer"

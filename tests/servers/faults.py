@@ -1,0 +1,504 @@
+"""Broken servers on loopback, one per way a remote MCP server can fail a client.
+
+Each helper is an async context manager that serves on an ephemeral port of 127.0.0.1, is
+ready when its block starts, and releases its sockets and tasks on exit.
+
+Before MCP is spoken:
+    ``closed_port()``      connections are refused (re-exported from ``python_servers``)
+    ``blackhole()``        accepts TCP, never answers (re-exported)
+    ``slammed_door()``     accepts TCP and closes the connection at once
+    ``http_answer(...)``   answers every request with one status and body: 500, 401, an HTML page
+    ``malformed_rpc(...)`` answers every JSON-RPC request with invalid JSON or a wrong shape
+    ``drip_feed()``        answers 200, then trickles its body one byte per 100 ms, forever
+
+While MCP is spoken (a real ``MCPServer``, with faults injected in front of it):
+    ``faulty_mcp()``       its tools misbehave when called: see ``CALL_FAULTS``
+    ``crowded_mcp()``      lists 10,000 tools, with invalid, long, duplicate names and huge schemas
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import anyio
+import anyio.abc
+import mcp_types
+from mcp.server.context import ServerRequestContext
+from mcp.server.mcpserver import MCPServer
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from servers.python_servers import LOOPBACK, RunningServer, blackhole, closed_port, serve_asgi
+
+__all__ = [
+    "CALL_FAULTS",
+    "DRIP_INTERVAL",
+    "FaultyMcp",
+    "blackhole",
+    "closed_port",
+    "crowded_mcp",
+    "drip_feed",
+    "faulty_mcp",
+    "http_answer",
+    "malformed_rpc",
+    "slammed_door",
+]
+
+DRIP_INTERVAL: Final = 0.1
+"""Seconds between two bytes of a drip-feed: far below any read timeout."""
+
+_DRIP_LIMIT: Final = 600
+"""A drip ends after this many bytes (a minute), so a forgotten client cannot hold a server forever."""
+
+_CHUNK: Final = 1024 * 1024
+
+
+@contextlib.asynccontextmanager
+async def slammed_door() -> AsyncIterator[str]:
+    """A loopback URL whose server accepts each connection and closes it before reading a byte."""
+    listener = await anyio.create_tcp_listener(local_host=LOOPBACK, local_port=0)
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+
+    async def slam(stream: anyio.abc.SocketStream) -> None:
+        await stream.aclose()
+
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, slam)
+        try:
+            yield f"http://{LOOPBACK}:{port}/mcp"
+        finally:
+            tg.cancel_scope.cancel()
+
+
+def _static_app(status: int, content_type: str, body: bytes) -> ASGIApp:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        await _read_body(receive)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", content_type.encode()), (b"www-authenticate", b"Bearer")]
+                if status == 401
+                else [(b"content-type", content_type.encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    return app
+
+
+@contextlib.asynccontextmanager
+async def http_answer(
+    status: int, *, content_type: str = "text/plain", body: bytes = b""
+) -> AsyncIterator[RunningServer]:
+    """An HTTP server (uvicorn) that answers every request, on every path, with the same response.
+
+    ``http_answer(500)``, ``http_answer(401)``, or an HTML page where MCP was expected:
+    ``http_answer(200, content_type="text/html", body=b"<html>…")``.
+    """
+    async with serve_asgi(_static_app(status, content_type, body), path="/mcp") as running:
+        yield running
+
+
+MalformedKind = Literal["invalid-json", "wrong-shape", "wrong-id"]
+
+
+def _malformed_app(kind: MalformedKind) -> ASGIApp:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        body = await _read_body(receive)
+        if scope["method"] != "POST":
+            await _respond(send, 405, "text/plain", b"method not allowed")
+            return
+        request = _json_or_none(body)
+        request_id = request.get("id") if isinstance(request, dict) else None
+        if request_id is None:
+            # A notification: acknowledged, as the protocol wants.
+            await _respond(send, 202, "text/plain", b"")
+            return
+        answers: dict[MalformedKind, Any] = {
+            "wrong-shape": {"jsonrpc": "2.0", "id": request_id, "result": ["not", "an", "object"]},
+            "wrong-id": {"jsonrpc": "2.0", "id": f"not-{request_id}", "result": {}},
+        }
+        payload = (
+            b'{"jsonrpc": "2.0", "id": ' + json.dumps(request_id).encode() + b', "result": {"protocolVers'
+            if kind == "invalid-json"
+            else json.dumps(answers[kind]).encode()
+        )
+        await _respond(send, 200, "application/json", payload)
+
+    return app
+
+
+@contextlib.asynccontextmanager
+async def malformed_rpc(kind: MalformedKind) -> AsyncIterator[RunningServer]:
+    """A server that answers every JSON-RPC request (the ``initialize`` first) with broken JSON-RPC.
+
+    ``invalid-json``: a body cut in the middle; ``wrong-shape``: a result that is a list;
+    ``wrong-id``: a response to a request that was never sent. GETs are answered 405.
+    """
+    async with serve_asgi(_malformed_app(kind), path="/mcp") as running:
+        yield running
+
+
+@dataclass
+class Drip:
+    """A drip-feed server: its ``url``, and how many bytes it has trickled so far."""
+
+    url: str
+    dripped: int = 0
+
+
+@contextlib.asynccontextmanager
+async def drip_feed() -> AsyncIterator[Drip]:
+    """A raw HTTP server that answers 200 with a long JSON body, sent one byte per ``DRIP_INTERVAL``.
+
+    Every read gets a byte long before any read timeout, but the response never ends (the
+    body is ``_DRIP_LIMIT`` bytes short of its announced length when the drip stops).
+    """
+    listener = await anyio.create_tcp_listener(local_host=LOOPBACK, local_port=0)
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    drip = Drip(url=f"http://{LOOPBACK}:{port}/mcp")
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        + f"Content-Length: {2 * _DRIP_LIMIT}\r\n\r\n".encode()
+    )
+
+    async def trickle(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            request = b""
+            with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError):
+                while b"\r\n\r\n" not in request:
+                    request += await stream.receive()
+            try:
+                await stream.send(head)
+                for _ in range(_DRIP_LIMIT):
+                    await stream.send(b" ")
+                    drip.dripped += 1
+                    await anyio.sleep(DRIP_INTERVAL)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return
+
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, trickle)
+        try:
+            yield drip
+        finally:
+            tg.cancel_scope.cancel()
+
+
+# Faults while MCP is spoken.
+
+CallFault = Literal["freeze", "huge", "garbled", "misshapen", "cut", "drip", "sse-huge"]
+
+CALL_FAULTS: Final[dict[CallFault, str]] = {
+    "freeze": "the tool starts and never returns",
+    "huge": "the result is a 50 MB JSON body",
+    "sse-huge": "the result is one 50 MB server-sent event",
+    "garbled": "the response body is not valid JSON",
+    "misshapen": "the response is JSON-RPC, but its result is no CallToolResult",
+    "cut": "the response's event stream is cut off mid-event",
+    "drip": "the response trickles in one byte per 100 ms and never ends",
+}
+"""The tools of ``faulty_mcp`` and what each does when called. Its ``echo`` tool works."""
+
+HUGE_SIZE: Final = 50 * 1024 * 1024
+
+
+@dataclass
+class FaultyMcp:
+    """A running ``faulty_mcp``: its endpoint ``url``, and the calls of its faulty tools so far."""
+
+    url: str
+    calls: list[str] = field(default_factory=list)
+    frozen: anyio.Event = field(default_factory=anyio.Event)
+    """Set when the ``freeze`` tool has started."""
+
+
+class _CallFaults:
+    """ASGI middleware that answers ``tools/call`` of a faulty tool itself, and badly."""
+
+    def __init__(self, app: ASGIApp, state: FaultyMcp) -> None:
+        self._app = app
+        self._state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        body = await _read_body(receive)
+        request = _json_or_none(body)
+        fault = _called_fault(request)
+        if fault is None or fault == "freeze":
+            replayed = [{"type": "http.request", "body": body, "more_body": False}]
+
+            async def replay() -> Message:
+                return replayed.pop() if replayed else await receive()
+
+            await self._app(scope, replay, send)
+            return
+        assert isinstance(request, dict)
+        self._state.calls.append(fault)
+        await _FAULTS[fault](request["id"], receive, send)
+
+
+def _called_fault(request: object) -> CallFault | None:
+    if not isinstance(request, dict) or request.get("method") != "tools/call":
+        return None
+    params = request.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
+    return name if name in CALL_FAULTS else None  # type: ignore[return-value]
+
+
+def _result_prefix(request_id: object) -> bytes:
+    return (
+        b'{"jsonrpc": "2.0", "id": ' + json.dumps(request_id).encode() + b', "result": {"content": '
+        b'[{"type": "text", "text": "'
+    )
+
+
+async def _huge(request_id: object, receive: Receive, send: Send) -> None:
+    await _start(send, 200, "application/json")
+    await _send_in_chunks(send, _result_prefix(request_id), HUGE_SIZE, b'"}]}}')
+
+
+async def _sse_huge(request_id: object, receive: Receive, send: Send) -> None:
+    await _start(send, 200, "text/event-stream")
+    await _send_in_chunks(
+        send, b"event: message\ndata: " + _result_prefix(request_id), HUGE_SIZE, b'"}]}}\n\n'
+    )
+
+
+async def _send_in_chunks(send: Send, prefix: bytes, size: int, suffix: bytes) -> None:
+    chunk = b"x" * _CHUNK
+    await send({"type": "http.response.body", "body": prefix, "more_body": True})
+    for _ in range(size // _CHUNK):
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    await send({"type": "http.response.body", "body": suffix, "more_body": False})
+
+
+async def _garbled(request_id: object, receive: Receive, send: Send) -> None:
+    await _respond(send, 200, "application/json", _result_prefix(request_id) + b"no closing quote")
+
+
+async def _misshapen(request_id: object, receive: Receive, send: Send) -> None:
+    payload = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "result": {"content": "not a list", "isError": "perhaps", "structuredContent": 42},
+    }
+    await _respond(send, 200, "application/json", json.dumps(payload).encode())
+
+
+class _CutStream(Exception):
+    """Raised mid-response: uvicorn then closes the connection with the body unfinished."""
+
+
+async def _cut(request_id: object, receive: Receive, send: Send) -> None:
+    await _start(send, 200, "text/event-stream")
+    await send({"type": "http.response.body", "body": b"event: message\ndata: {\"jsonrpc\": ", "more_body": True})
+    raise _CutStream("the fault server cuts the stream here")
+
+
+async def _drip(request_id: object, receive: Receive, send: Send) -> None:
+    await _start(send, 200, "application/json")
+    async with anyio.create_task_group() as tg:
+
+        async def until_disconnect() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(until_disconnect)
+        for byte in _result_prefix(request_id)[:_DRIP_LIMIT]:
+            await send({"type": "http.response.body", "body": bytes([byte]), "more_body": True})
+            await anyio.sleep(DRIP_INTERVAL)
+        tg.cancel_scope.cancel()
+    # Only reached when the client stayed a whole minute: end the response, still invalid.
+    with contextlib.suppress(Exception):
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+_FAULTS: Final[dict[CallFault, Callable[[object, Receive, Send], Awaitable[None]]]] = {
+    "huge": _huge,
+    "sse-huge": _sse_huge,
+    "garbled": _garbled,
+    "misshapen": _misshapen,
+    "cut": _cut,
+    "drip": _drip,
+}
+
+
+@contextlib.asynccontextmanager
+async def faulty_mcp() -> AsyncIterator[FaultyMcp]:
+    """A Streamable HTTP MCP server whose tools named in ``CALL_FAULTS`` fail when called.
+
+    The handshake and the tool listing are the SDK's own and correct; ``echo`` works. ``freeze``
+    runs in the SDK server and waits until the server stops; the others are answered by a
+    middleware in front of the SDK app.
+    """
+    server = MCPServer("faulty")
+    release = anyio.Event()
+    state = FaultyMcp(url="")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+
+    @server.tool()
+    async def freeze() -> str:
+        """Start, and never return."""
+        state.frozen.set()
+        await release.wait()
+        return "released"
+
+    for fault in CALL_FAULTS:
+        if fault != "freeze":
+            server.add_tool(_never_runs, name=fault, description=CALL_FAULTS[fault], structured_output=False)
+
+    app = _CallFaults(server.streamable_http_app(host=LOOPBACK), state)
+    async with serve_asgi(app, path="/mcp") as running:
+        state.url = running.url
+        try:
+            yield state
+        finally:
+            release.set()
+
+
+def _never_runs() -> str:
+    """The middleware answers these calls before the server sees them."""
+    return "the fault was not injected"
+
+
+_CROWDED_PAGE: Final = 500
+
+
+class _CrowdedServer(MCPServer):
+    """Lists a prebuilt tool listing, in pages, instead of its registered tools (``echo`` is among them).
+
+    Pages keep each response under the SDK client's 1 MiB limit on one server-sent event, as a
+    real server with this many tools has to.
+    """
+
+    def __init__(self, listing: list[mcp_types.Tool]) -> None:
+        super().__init__("crowded")
+        self._listing = listing
+
+    async def _handle_list_tools(
+        self, ctx: ServerRequestContext[Any], params: mcp_types.PaginatedRequestParams | None
+    ) -> mcp_types.ListToolsResult:
+        start = int(params.cursor) if params is not None and params.cursor else 0
+        end = start + _CROWDED_PAGE
+        more = end < len(self._listing)
+        return mcp_types.ListToolsResult(tools=self._listing[start:end], next_cursor=str(end) if more else None)
+
+
+def crowded_listing(count: int = 10_000) -> list[mcp_types.Tool]:
+    """``count`` tools: ``echo`` (real), then names a provider would refuse and huge schemas.
+
+    Among them: names with spaces, unicode and punctuation; 200-character names that differ
+    only at their end; exact duplicates; a tool with 2,000 properties; one nested 60 deep.
+    """
+    plain = {"type": "object", "properties": {"x": {"type": "string"}}}
+    tools = [
+        mcp_types.Tool(
+            name="echo",
+            description="Return the text unchanged.",
+            input_schema={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+        ),
+        mcp_types.Tool(
+            name="wide schema",
+            input_schema={
+                "type": "object",
+                "properties": {f"p{i}": {"type": "string", "description": "d" * 100} for i in range(2000)},
+            },
+        ),
+        mcp_types.Tool(name="deep schema", input_schema=_nested(60)),
+        mcp_types.Tool(name="echo", description="a duplicate of echo", input_schema=plain),
+        mcp_types.Tool(name="", input_schema=plain),
+    ]
+    makers: list[Callable[[int], str]] = [
+        lambda i: f"tool number {i}",
+        lambda i: f"outil-été-{i}-🛠",
+        lambda i: "n" * 190 + f"{i:010d}",
+        lambda i: f"dup.{i // 2}",
+        lambda i: f"dup/{i // 2}",
+    ]
+    i = 0
+    while len(tools) < count:
+        name = makers[i % len(makers)](i)
+        tools.append(mcp_types.Tool(name=name, description=f"tool {i}", input_schema=plain))
+        i += 1
+    return tools
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(depth):
+        schema = {"type": "object", "properties": {"inner": schema}}
+    return schema
+
+
+@contextlib.asynccontextmanager
+async def crowded_mcp(count: int = 10_000) -> AsyncIterator[RunningServer]:
+    """A Streamable HTTP MCP server listing ``crowded_listing(count)`` in pages; only ``echo`` can be called."""
+    server = _CrowdedServer(crowded_listing(count))
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+
+    async with serve_asgi(server.streamable_http_app(host=LOOPBACK), path="/mcp") as running:
+        yield running
+
+
+# ASGI helpers.
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def _read_body(receive: Receive) -> bytes:
+    body = b""
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return body
+        body += message.get("body", b"")
+        if not message.get("more_body", False):
+            return body
+
+
+def _json_or_none(body: bytes) -> object:
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+async def _start(send: Send, status: int, content_type: str) -> None:
+    await send(
+        {"type": "http.response.start", "status": status, "headers": [(b"content-type", content_type.encode())]}
+    )
+
+
+async def _respond(send: Send, status: int, content_type: str, body: bytes) -> None:
+    await _start(send, status, content_type)
+    await send({"type": "http.response.body", "body": body})

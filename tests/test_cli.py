@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from playa.cli import default_data_dir, remote_mcp
+from playa.exceptions import ConfigError
+from playa.host import HostConfig
+
+
+def test_the_data_dir_comes_from_the_environment() -> None:
+    assert default_data_dir({"PLAYA_DATA_DIR": "/srv/playa"}) == Path("/srv/playa")
+    assert default_data_dir({"XDG_DATA_HOME": "/x"}) == Path("/x/playa")
+
+
+def test_the_console_reaches_any_address_and_telegram_only_public_ones(tmp_path: Path) -> None:
+    config = HostConfig(data_dir=tmp_path)
+    secret = {"MCP_ENCRYPTION_SECRET": "s" * 32}
+    assert remote_mcp(config, secret, console=True).settings.connection.egress.mode == "any"
+    telegram = remote_mcp(config, secret, console=False).settings.connection.egress
+    assert telegram.mode == "public"
+    assert telegram.url_refusal("http://127.0.0.1:8080/mcp") is not None
+    allowed = remote_mcp(config, {**secret, "PLAYA_EGRESS_ALLOW": "127.0.0.1/32"}, console=False)
+    assert allowed.settings.connection.egress.url_refusal("http://127.0.0.1:8080/mcp") is None
+
+
+def test_only_the_console_generates_a_host_secret(tmp_path: Path) -> None:
+    config = HostConfig(data_dir=tmp_path)
+    assert remote_mcp(config, {}, console=True).disabled_reason is None
+    reason = remote_mcp(config, {}, console=False).disabled_reason
+    assert reason is not None and "MCP_ENCRYPTION_SECRET" in reason
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"PLAYA_CONNECT_TIMEOUT": "soon"}, "PLAYA_CONNECT_TIMEOUT must be a number of seconds"),
+        ({"PLAYA_CALL_TIMEOUT": "-1"}, "PLAYA_CALL_TIMEOUT must be positive"),
+        ({"PLAYA_EGRESS": "sometimes"}, "PLAYA_EGRESS"),
+    ],
+)
+def test_bad_settings_are_clear_errors(tmp_path: Path, env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        remote_mcp(HostConfig(data_dir=tmp_path), env, console=True)
