@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import ssl
 import time
+import traceback
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -483,3 +485,50 @@ def test_an_endpoint_repr_shows_header_names_but_not_values_nor_url_secrets() ->
     assert "https://example.test/mcp" in text
     for secret in ("value-123", "pw", "key=abc"):
         assert secret not in text
+
+
+def _quoting_app(status: int) -> ASGIApp:
+    """An endpoint that answers every POST with an error quoting the Authorization header it got."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        headers = dict(scope["headers"])
+        quoted = headers.get(b"authorization", b"").decode()
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        request_id = json.loads(body or b"{}").get("id", 1)
+        payload = json.dumps(
+            {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32010, "message": f"refused {quoted}"}}
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": payload})
+
+    return app
+
+
+async def test_a_connect_error_quoting_the_credential_is_redacted_everywhere(task_group: TaskGroup) -> None:
+    token = "quoted-canary-token-4711"
+    async with serve_asgi(_quoting_app(200), path="/mcp") as served:
+        with pytest.raises(ConnectFailed) as caught:
+            await Connector(FAST).connect(
+                endpoint(
+                    served.url, transport="streamable-http", headers={"Authorization": f"Bearer {token}"}
+                ),
+                task_group,
+            )
+    rendered = "".join(traceback.format_exception(caught.value))
+    assert "refused" in caught.value.reason
+    assert token not in caught.value.reason
+    assert token not in str(caught.value)
+    assert token not in rendered

@@ -16,10 +16,11 @@ import contextlib
 import logging
 import math
 import ssl
+import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -41,6 +42,7 @@ from playa.mcp_remote._budget import (
 )
 from playa.mcp_remote._egress import EgressPolicy, Resolver, find_refusal, guarded_transport
 from playa.mcp_remote._errors import ConnectFailure, HttpTrace, call_error, connect_error, timed_out
+from playa.mcp_remote._redact import Redactor
 
 __all__ = ["Connection", "ConnectionSettings", "Connector", "Endpoint", "TransportChoice", "TransportName"]
 
@@ -119,6 +121,29 @@ class Endpoint:
             f"Endpoint(server={self.server!r}, url={_display_url(self.url)!r}, "
             f"transport={self.transport!r}, headers={sorted(self.headers)!r})"
         )
+
+
+_E = TypeVar("_E", bound=RemoteError)
+
+
+def _scrubbed(error: _E, endpoint: Endpoint) -> _E:
+    """``error`` with the endpoint's header values removed from its reason.
+
+    A server's error text may quote what it received, credentials included, and reasons reach
+    logs, replies and the model's prompt.
+    """
+    if not endpoint.headers:
+        return error
+    reason = Redactor(endpoint.headers.values()).redact(error.reason)
+    return error if reason is error.reason else type(error)(reason, server=error.server)
+
+
+def _cause(error: RemoteError, cause: BaseException | None, endpoint: Endpoint) -> BaseException | None:
+    """The cause to chain, unless its text holds a credential (then the chain is cut)."""
+    if cause is None or not endpoint.headers:
+        return cause
+    text = "".join(traceback.format_exception(cause))
+    return None if Redactor(endpoint.headers.values()).contains(text) else cause
 
 
 class _AttemptFailed(Exception):
@@ -207,7 +232,7 @@ class Connection:
             )
             if isinstance(error, CallFailed | RemoteTimeout):
                 self._break(error.reason)
-            raise error from exc
+            raise _scrubbed(error, self.endpoint) from _cause(error, exc, self.endpoint)
         # Only reached when the scope's deadline cancelled the call.
         assert scope.cancelled_caught
         error = timed_out(seconds, server=server)
@@ -472,11 +497,11 @@ class Connector:
             try:
                 await task_group.start(connection._run, deadline)
             except _AttemptFailed as failed:
-                error = failed.failure.error
+                error = _scrubbed(failed.failure.error, endpoint)
                 logger.info("%s: connecting over %s failed: %s", endpoint.server, transport, error.reason)
                 if failed.failure.try_other_transport:
                     continue
-                raise error from failed.__cause__
+                raise error from _cause(error, failed.__cause__, endpoint)
             task_group.start_soon(connection._stop_with_owner)
             if endpoint.transport == "auto":
                 self._spoken[endpoint.url] = transport
