@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from anyio.abc import TaskGroup
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -54,7 +55,8 @@ header_names = st.sampled_from(
     ["X-Api-Key", "Authorization", "x-key", "Host", "Mcp-Session-Id", "Bad Name", "K(1)", "", "É"]
 )
 noise = st.text(
-    alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]) | st.sampled_from(list("\"'\\ =:,-\n\t")),
+    alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"])
+    | st.sampled_from(list("\"'\\ =:,-\n\t")),
     max_size=12,
 )
 flags = st.sampled_from(
@@ -91,7 +93,9 @@ def add_arguments(draw: st.DrawFn, credential: str | None = None) -> str:
     words = [word for group in groups for word in group]
     # A word with a space in it is quoted: unquoted, it would be two words, in other places.
     return " ".join(
-        shlex.quote(word) if draw(st.booleans()) or not word or not word.isprintable() or " " in word else word
+        shlex.quote(word)
+        if draw(st.booleans()) or not word or not word.isprintable() or " " in word
+        else word
         for word in words
     )
 
@@ -100,9 +104,13 @@ def add_arguments(draw: st.DrawFn, credential: str | None = None) -> str:
 def valid_add_arguments(draw: st.DrawFn, credential: str) -> str:
     """``/mcp_add`` arguments that pass validation, so the entry is saved and secrets may be asked."""
     header = draw(st.sampled_from(["X-Api-Key", "X-Token", "Private-Token"]))
-    options = [secret_words(credential, header if draw(st.booleans()) else "Authorization", draw(st.integers(0, 4)))]
+    options = [
+        secret_words(credential, header if draw(st.booleans()) else "Authorization", draw(st.integers(0, 4)))
+    ]
     if draw(st.booleans()):
-        options.append(["--bearer"] if not any("--bearer" in w for w in options[0]) else ["--header", "X-Other"])
+        options.append(
+            ["--bearer"] if not any("--bearer" in w for w in options[0]) else ["--header", "X-Other"]
+        )
     if draw(st.booleans()):
         options.append(["--transport", draw(st.sampled_from(["auto", "http", "sse"]))])
     if draw(st.booleans()):
@@ -150,7 +158,9 @@ def test_telling_whether_arguments_carry_a_secret_never_raises(args: str) -> Non
 
 @settings(max_examples=400, deadline=None)
 @given(data=st.data(), credential=credentials)
-def test_arguments_with_an_inline_credential_always_carry_a_secret(data: st.DataObject, credential: str) -> None:
+def test_arguments_with_an_inline_credential_always_carry_a_secret(
+    data: st.DataObject, credential: str
+) -> None:
     # A message that is not known to carry a secret is not deleted from the chat.
     args = data.draw(add_arguments(credential))
     assert carries_secret(args), args
@@ -184,7 +194,7 @@ def test_a_parsed_request_with_a_header_value_was_seen_to_carry_a_secret(args: s
 class RefusingConnector(Connector):
     """Our own seam: every connect fails at once, so fuzzed URLs never reach a network."""
 
-    async def connect(self, endpoint: Endpoint, task_group: object) -> Connection:  # type: ignore[override]
+    async def connect(self, endpoint: Endpoint, task_group: TaskGroup) -> Connection:
         raise ConnectFailed("connection refused", server=endpoint.server)
 
 
@@ -195,7 +205,20 @@ def make_host(data_dir: Path, *, with_secret: bool) -> Host:
     return Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(secret, connector=RefusingConnector())])
 
 
-commands = st.sampled_from(["/mcp_add", "/mcp_add", "/mcp_add", "/mcp_add", "/mcp_add", "/MCP_ADD", "/mcp-add", "/mcpadd", "/mcp", "/mcp_list"])
+commands = st.sampled_from(
+    [
+        "/mcp_add",
+        "/mcp_add",
+        "/mcp_add",
+        "/mcp_add",
+        "/mcp_add",
+        "/MCP_ADD",
+        "/mcp-add",
+        "/mcpadd",
+        "/mcp",
+        "/mcp_list",
+    ]
+)
 _hosts = itertools.count()
 
 
@@ -223,7 +246,12 @@ class Outcome:
 
 
 async def answer(
-    data_dir: Path, caplog: pytest.LogCaptureFixture, texts: list[str], *, with_secret: bool, answers: list[str]
+    data_dir: Path,
+    caplog: pytest.LogCaptureFixture,
+    texts: list[str],
+    *,
+    with_secret: bool,
+    answers: list[str],
 ) -> Outcome:
     """Messages from the owner to a fresh host, so one example's servers cannot change the next one's."""
     caplog.set_level(logging.DEBUG)
@@ -247,9 +275,7 @@ async def answer(
 
 @pytest.mark.anyio
 @FUZZ_HOST
-@given(
-    data=st.data(), with_secret=st.booleans(), command=commands, credential=credentials, asked=credentials
-)
+@given(data=st.data(), with_secret=st.booleans(), command=commands, credential=credentials, asked=credentials)
 async def test_any_mcp_command_is_answered_without_a_crash_and_never_shows_or_logs_a_credential(
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
@@ -278,7 +304,12 @@ async def test_a_saved_server_never_shows_or_logs_its_credentials(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, data: st.DataObject, credential: str, asked: str
 ) -> None:
     args = data.draw(valid_add_arguments(credential))
-    texts = [f"/mcp_add {args}", "/mcp_list", "/mcp_tools", "/mcp_add " + args.replace("127.0.0.1:9", "127.0.0.1:7")]
+    texts = [
+        f"/mcp_add {args}",
+        "/mcp_list",
+        "/mcp_tools",
+        "/mcp_add " + args.replace("127.0.0.1:9", "127.0.0.1:7"),
+    ]
     outcome = await answer(tmp_path, caplog, texts, with_secret=True, answers=[asked] * 4)
     event(f"reply: {' '.join(outcome.replies[0].text.split()[:2])}")
     for secret in (credential, asked):
@@ -287,11 +318,6 @@ async def test_a_saved_server_never_shows_or_logs_its_credentials(
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    reason="/mcp_remove and /mcp_tools quote their argument back and do not delete a message with a key "
-    "(a fix belongs in mcp_remote/_commands.py)",
-    strict=True,
-)
 @pytest.mark.parametrize("command", ["/mcp_remove", "/mcp_tools"])
 async def test_a_key_given_to_the_wrong_command_is_neither_shown_nor_left_in_the_chat(
     tmp_path: Path, command: str

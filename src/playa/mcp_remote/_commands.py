@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from ..exceptions import StoreError, UsageError, ValidationError
 from ..host import Command, CommandContext
 from ._chat import ChatServers
 from ._parse import USAGE, carries_secret, check_secret, parse_add
-from ._store import AuthKind, ServerEntry
+from ._store import AuthKind, Rejected, ServerEntry
 
 if TYPE_CHECKING:
     from ._extension import RemoteMcpExtension
@@ -16,6 +17,31 @@ if TYPE_CHECKING:
 __all__ = ["build_commands"]
 
 _LIST_LIMIT = 100
+_SERVER_NAME = re.compile(r"[a-z][a-z0-9-]{0,31}")
+
+
+def is_server_name(text: str) -> bool:
+    return _SERVER_NAME.fullmatch(text) is not None
+
+
+def not_a_name(args: str) -> bool:
+    """Whether arguments that should be a server name (or nothing) may be something else, a key say."""
+    args = args.strip()
+    return bool(args) and args not in ("--help", "-h", "help") and not is_server_name(args)
+
+
+def _no_such_server(name: str) -> str:
+    # Only a well-formed name is quoted back: anything else may be a key typed in the wrong place.
+    shown = f"named {name!r}" if is_server_name(name) else "by that name"
+    return f"There is no server {shown}. /mcp_list shows them."
+
+
+def _rejected_label(rejected: Rejected) -> str:
+    # The name is whatever was written into the file: shown short, never trusted.
+    if rejected.name is None:
+        return f"entry #{rejected.index + 1}"
+    name = rejected.name if len(rejected.name) <= 40 else rejected.name[:39] + "…"
+    return repr(name)
 
 
 def build_commands(extension: RemoteMcpExtension) -> list[Command]:
@@ -73,8 +99,10 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
     async def remove(ctx: CommandContext) -> str:
         chat = servers(ctx)
         name = ctx.args.strip()
-        if not name or " " in name:
+        if not name:
             raise UsageError("usage: /mcp_remove <name>")
+        if not is_server_name(name) and name not in {r.name for r in chat.rejected}:
+            return _no_such_server(name)
         assert chat.store is not None
         state = chat.servers.get(name)
         tools = len(state.tools) if state else 0
@@ -83,7 +111,7 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
         except StoreError as exc:
             return f"Could not remove {name}: {exc}"
         if not removed:
-            return f"There is no server named {name!r}. /mcp_list shows them."
+            return _no_such_server(name)
         chat.remove_now()
         return f"Removed {name}" + (f"; its {tools} tools are gone." if tools else ".")
 
@@ -102,7 +130,7 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
                 f"  transport: {entry.transport}; tools: {tools}; auth headers: {auth}",
             ]
         for rejected in chat.rejected:
-            label = repr(rejected.name) if rejected.name is not None else f"entry #{rejected.index + 1}"
+            label = _rejected_label(rejected)
             lines.append(f"{label}: ignored: {rejected.reason}. Remove it, or add it again with /mcp_add.")
         if chat.warning:
             lines.append(f"servers.json cannot be used: {chat.warning}")
@@ -112,7 +140,7 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
         chat = servers(ctx)
         name = ctx.args.strip() or None
         if name is not None and name not in chat.servers:
-            return f"There is no server named {name!r}. /mcp_list shows them."
+            return _no_such_server(name)
         lines: list[str] = []
         for server, state in sorted(chat.servers.items()):
             if name is not None and server != name:
@@ -133,7 +161,19 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
             usage=USAGE,
             carries_secret=carries_secret,
         ),
-        Command("mcp_remove", "disconnect a remote MCP server", remove, usage="/mcp_remove <name>"),
+        Command(
+            "mcp_remove",
+            "disconnect a remote MCP server",
+            remove,
+            usage="/mcp_remove <name>",
+            carries_secret=not_a_name,
+        ),
         Command("mcp_list", "the chat's remote MCP servers and their state", list_, usage="/mcp_list"),
-        Command("mcp_tools", "the tools of the chat's remote MCP servers", tools, usage="/mcp_tools [name]"),
+        Command(
+            "mcp_tools",
+            "the tools of the chat's remote MCP servers",
+            tools,
+            usage="/mcp_tools [name]",
+            carries_secret=not_a_name,
+        ),
     ]
