@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import itertools
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TextIO
 
 import anyio
-import anyio.to_thread
+import anyio.from_thread
+import anyio.lowlevel
 
 from ..host import Host, IncomingMessage, MessageRef, Sender
 
@@ -31,6 +34,9 @@ class ConsoleUI:
         self._stdout = stdout
         self.interactive = interactive
         self._counter = itertools.count(1)
+        self._answered = anyio.Event()
+        self._answered.set()
+        """Unset while a question waits for its answer: the status line stays off the prompt."""
 
     async def send(self, text: str) -> MessageRef | None:
         self._stdout.write(text.rstrip("\n") + "\n")
@@ -38,6 +44,15 @@ class ConsoleUI:
         return next(self._counter)
 
     async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
+        self._answered = anyio.Event()
+        if self.interactive:
+            self._stdout.write("\r\x1b[K")
+        try:
+            return await self._ask(question, secret=secret, timeout=timeout)
+        finally:
+            self._answered.set()
+
+    async def _ask(self, question: str, *, secret: bool, timeout: float) -> str | None:
         reader: Callable[[], str | None]
         if self.interactive and secret:
 
@@ -47,7 +62,7 @@ class ConsoleUI:
             await self.send(question)
             reader = self._readline
         with anyio.move_on_after(timeout):
-            answer = await anyio.to_thread.run_sync(reader, abandon_on_cancel=True)
+            answer = await _in_daemon_thread(reader)
             return answer.strip() if answer is not None else None
         return None
 
@@ -57,9 +72,7 @@ class ConsoleUI:
 
     async def read_message(self) -> str | None:
         """The next message, or ``None`` at end of input."""
-        if self.interactive:
-            return await anyio.to_thread.run_sync(self._input, abandon_on_cancel=True)
-        return await anyio.to_thread.run_sync(self._readline, abandon_on_cancel=True)
+        return await _in_daemon_thread(self._input if self.interactive else self._readline)
 
     def _readline(self) -> str | None:
         line = self._stdin.readline()
@@ -88,9 +101,36 @@ class ConsoleUI:
 
     async def _spin(self) -> None:
         for frame in itertools.cycle("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"):
+            await self._answered.wait()
             self._stdout.write(f"\r{frame} working…")
             self._stdout.flush()
             await anyio.sleep(0.1)
+
+
+async def _in_daemon_thread(read: Callable[[], str | None]) -> str | None:
+    """Run a blocking read in a daemon thread.
+
+    A thread blocked on the terminal cannot be interrupted; in the worker pool it would keep
+    the process alive after Ctrl-C until the user pressed Enter. A daemon thread does not.
+    """
+    done = anyio.Event()
+    token = anyio.lowlevel.current_token()
+    outcome: list[str | BaseException | None] = []
+
+    def run() -> None:
+        try:
+            outcome.append(read())
+        except BaseException as exc:  # boundary: handed back to the waiting task
+            outcome.append(exc)
+        with contextlib.suppress(RuntimeError):  # the event loop may be gone by now
+            anyio.from_thread.run_sync(done.set, token=token)
+
+    threading.Thread(target=run, name="playa-console-input", daemon=True).start()
+    await done.wait()
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
 
 
 async def run_console(

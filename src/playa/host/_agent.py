@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pydantic_ai
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.messages import BinaryContent
@@ -71,4 +72,6 @@ def model_content(result: ToolResult) -> str | list[str | BinaryContent]:
 
 def build_agent(model: Model | str) -> Agent[None, str]:
     """One agent for the host; each turn passes its chat's toolset and instructions."""
+    # The host owns its output: pydantic-ai's first-run banner would land in the chat window.
+    pydantic_ai.BANNER_ENABLED = False
     return Agent(model, output_type=str, defer_model_check=True)
