@@ -42,7 +42,9 @@ pytestmark = pytest.mark.anyio
 SECTION = "Remote MCP servers"
 HEALTHY_TOKEN = "healthy-t0ken-value"
 FAULTY_TOKEN = "faulty-server-t0ken"
-FAST = RemoteMcpSettings(connection=ConnectionSettings(connect_timeout=1.0, call_timeout=1.0, close_timeout=0.5))
+FAST = RemoteMcpSettings(
+    connection=ConnectionSettings(connect_timeout=1.0, call_timeout=1.0, close_timeout=0.5)
+)
 MARGIN = 2.0
 """Room on top of a timeout for the rest of a turn (the model, the hooks, a loaded CI machine)."""
 
@@ -105,20 +107,23 @@ class Chat:
 
 
 def secret(data_dir: Path) -> HostSecret:
-    resolved = resolve_host_secret({"MCP_ENCRYPTION_SECRET": "x" * 32}, data_dir=data_dir, allow_generate=False)
+    resolved = resolve_host_secret(
+        {"MCP_ENCRYPTION_SECRET": "x" * 32}, data_dir=data_dir, allow_generate=False
+    )
     assert isinstance(resolved, HostSecret)
     return resolved
 
 
 @contextlib.asynccontextmanager
-async def chat_with_healthy_server(
-    data_dir: Path, settings: RemoteMcpSettings = FAST
-) -> AsyncIterator[Chat]:
+async def chat_with_healthy_server(data_dir: Path, settings: RemoteMcpSettings = FAST) -> AsyncIterator[Chat]:
     """A running host whose chat has the healthy demo server added and connected."""
     clock = Clock()
     extension = RemoteMcpExtension(secret(data_dir), settings=settings, clock=clock)
     app = build_app(HEALTHY_TOKEN, transport="streamable-http")
-    async with serve_asgi(app, path="/mcp") as healthy, Host(HostConfig(data_dir=data_dir), [extension]) as host:
+    async with (
+        serve_asgi(app, path="/mcp") as healthy,
+        Host(HostConfig(data_dir=data_dir), [extension]) as host,
+    ):
         session = await host.session("console:faults", owner="owner")
         chat = Chat(host, session, ScriptedUI(), clock, settings)
         reply = await chat.say(
@@ -130,7 +135,9 @@ async def chat_with_healthy_server(
 
 
 async def assert_healthy_server_still_works(chat: Chat) -> None:
-    reply = await chat.say('healthy__echo {"text": "still here"}', within=chat.settings.connection.call_timeout + MARGIN)
+    reply = await chat.say(
+        'healthy__echo {"text": "still here"}', within=chat.settings.connection.call_timeout + MARGIN
+    )
     assert reply.text == "[offline model] healthy__echo returned:\nstill here"
     assert "- healthy: available, 5 tools" in chat.section
 
@@ -138,7 +145,9 @@ async def assert_healthy_server_still_works(chat: Chat) -> None:
 def assert_nothing_left_behind(before: Resources) -> None:
     after = Resources.now()
     assert after.fds == before.fds, f"file descriptors: {before.fds} before, {after.fds} after"
-    assert after.tasks == before.tasks, f"asyncio tasks: {before.tasks} before, {after.tasks} after: {_our_tasks()}"
+    assert after.tasks == before.tasks, (
+        f"asyncio tasks: {before.tasks} before, {after.tasks} after: {_our_tasks()}"
+    )
 
 
 def url_of(served: object) -> str:
@@ -170,6 +179,8 @@ CONNECT_FAULTS: dict[str, tuple[Fault, str]] = {
     ),
     "a response to another request": (lambda: faults.malformed_rpc("wrong-id"), "timed out after 1 s"),
     "a drip-feed": (faults.drip_feed, "timed out after 1 s"),
+    # Not "HTTP 405" from an SSE attempt: a server that shook hands speaks this transport.
+    "a failing tool listing": (faults.broken_listing_mcp, "server error -32603: the tool registry is down"),
 }
 
 
@@ -181,8 +192,12 @@ async def test_a_server_that_fails_to_connect_is_unavailable_with_its_reason_and
     before = Resources.now()
     async with make() as served, chat_with_healthy_server(tmp_path) as chat:
         connect_bound = chat.settings.connection.connect_timeout + MARGIN
-        reply = await chat.say(f"/mcp_add faulty {url_of(served)} --bearer {FAULTY_TOKEN}", within=connect_bound)
-        assert reply.text.startswith(f"Added faulty, but it is unavailable: {reason}; next retry at "), reply.text
+        reply = await chat.say(
+            f"/mcp_add faulty {url_of(served)} --bearer {FAULTY_TOKEN}", within=connect_bound
+        )
+        assert reply.text.startswith(f"Added faulty, but it is unavailable: {reason}; next retry at "), (
+            reply.text
+        )
 
         # The retry is due: the next turn connects again, and waits no longer than a connect.
         chat.clock.advance(chat.settings.backoff(1) + 1)
@@ -221,14 +236,18 @@ async def test_a_tool_that_fails_mid_call_gives_a_clear_error_and_the_chat_goes_
         assert reply.text.startswith("Added faulty: connected over streamable-http, 8 tools"), reply.text
 
         reply = await chat.say(f"faulty__{tool} {{}}", within=call_bound)
-        assert reply.text.startswith(f"[offline model] faulty__{tool} failed:\nfaulty__{tool} failed: {reason}")
+        assert reply.text.startswith(
+            f"[offline model] faulty__{tool} failed:\nfaulty__{tool} failed: {reason}"
+        )
         if tool == "freeze":
             assert faulty.frozen.is_set()
         else:
             assert faulty.calls == [tool]
 
         # The server's working tool still answers: over the same connection, or a new one.
-        reply = await chat.say('faulty__echo {"text": "again"}', within=chat.settings.connection.connect_timeout + call_bound)
+        reply = await chat.say(
+            'faulty__echo {"text": "again"}', within=chat.settings.connection.connect_timeout + call_bound
+        )
         assert reply.text == "[offline model] faulty__echo returned:\nagain"
         await assert_healthy_server_still_works(chat)
     assert_nothing_left_behind(before)

@@ -14,6 +14,7 @@ Before MCP is spoken:
 While MCP is spoken (a real ``MCPServer``, with faults injected in front of it):
     ``faulty_mcp()``       its tools misbehave when called: see ``CALL_FAULTS``
     ``crowded_mcp()``      lists 10,000 tools, with invalid, long, duplicate names and huge schemas
+    ``broken_listing_mcp()`` shakes hands, then answers the tool listing with a JSON-RPC error
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import anyio.abc
 import mcp_types
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from servers.python_servers import LOOPBACK, RunningServer, blackhole, closed_port, serve_asgi
@@ -38,6 +41,7 @@ __all__ = [
     "DRIP_INTERVAL",
     "FaultyMcp",
     "blackhole",
+    "broken_listing_mcp",
     "closed_port",
     "crowded_mcp",
     "drip_feed",
@@ -255,7 +259,7 @@ def _called_fault(request: object) -> CallFault | None:
         return None
     params = request.get("params")
     name = params.get("name") if isinstance(params, dict) else None
-    return name if name in CALL_FAULTS else None  # type: ignore[return-value]
+    return next((fault for fault in CALL_FAULTS if fault == name), None)
 
 
 def _result_prefix(request_id: object) -> bytes:
@@ -304,7 +308,9 @@ class _CutStream(Exception):
 
 async def _cut(request_id: object, receive: Receive, send: Send) -> None:
     await _start(send, 200, "text/event-stream")
-    await send({"type": "http.response.body", "body": b"event: message\ndata: {\"jsonrpc\": ", "more_body": True})
+    await send(
+        {"type": "http.response.body", "body": b'event: message\ndata: {"jsonrpc": ', "more_body": True}
+    )
     raise _CutStream("the fault server cuts the stream here")
 
 
@@ -399,7 +405,9 @@ class _CrowdedServer(MCPServer):
         start = int(params.cursor) if params is not None and params.cursor else 0
         end = start + _CROWDED_PAGE
         more = end < len(self._listing)
-        return mcp_types.ListToolsResult(tools=self._listing[start:end], next_cursor=str(end) if more else None)
+        return mcp_types.ListToolsResult(
+            tools=self._listing[start:end], next_cursor=str(end) if more else None
+        )
 
 
 def crowded_listing(count: int = 10_000) -> list[mcp_types.Tool]:
@@ -462,6 +470,23 @@ async def crowded_mcp(count: int = 10_000) -> AsyncIterator[RunningServer]:
         yield running
 
 
+class _BrokenListingServer(MCPServer):
+    """Completes the handshake, then answers ``tools/list`` with a JSON-RPC error."""
+
+    async def _handle_list_tools(
+        self, ctx: ServerRequestContext[Any], params: mcp_types.PaginatedRequestParams | None
+    ) -> mcp_types.ListToolsResult:
+        raise MCPError(INTERNAL_ERROR, "the tool registry is down")
+
+
+@contextlib.asynccontextmanager
+async def broken_listing_mcp() -> AsyncIterator[RunningServer]:
+    """A Streamable HTTP MCP server that shakes hands, then fails to list its tools."""
+    server = _BrokenListingServer("broken-listing")
+    async with serve_asgi(server.streamable_http_app(host=LOOPBACK), path="/mcp") as running:
+        yield running
+
+
 # ASGI helpers.
 
 
@@ -481,7 +506,7 @@ async def _read_body(receive: Receive) -> bytes:
         message = await receive()
         if message["type"] != "http.request":
             return body
-        body += message.get("body", b"")
+        body += bytes(message.get("body", b""))
         if not message.get("more_body", False):
             return body
 
@@ -495,7 +520,11 @@ def _json_or_none(body: bytes) -> object:
 
 async def _start(send: Send, status: int, content_type: str) -> None:
     await send(
-        {"type": "http.response.start", "status": status, "headers": [(b"content-type", content_type.encode())]}
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", content_type.encode())],
+        }
     )
 
 
