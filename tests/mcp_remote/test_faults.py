@@ -285,7 +285,8 @@ async def test_ten_thousand_oddly_named_tools_get_valid_unique_names_and_the_cha
 ) -> None:
     # Listing 10,000 tools takes the in-process server and client about a second together.
     settings = RemoteMcpSettings(
-        connection=ConnectionSettings(connect_timeout=15.0, call_timeout=5.0, close_timeout=0.5)
+        connection=ConnectionSettings(connect_timeout=15.0, call_timeout=5.0, close_timeout=0.5),
+        max_tools_per_server=10_000,
     )
     listing = faults.crowded_listing()
     distinct = {tool.name for tool in listing}
@@ -327,3 +328,20 @@ async def test_a_frozen_call_is_dropped_and_the_host_still_exits_promptly(tmp_pa
         # Closing both connections (one of them mid-call) is bounded by the close timeout.
         assert anyio.current_time() - started < 2 * FAST.connection.close_timeout + MARGIN
     assert_nothing_left_behind(before)
+
+
+async def test_a_server_with_too_many_tools_exposes_the_first_hundred_and_says_so(tmp_path: Path) -> None:
+    settings = RemoteMcpSettings(
+        connection=ConnectionSettings(connect_timeout=15.0, call_timeout=5.0, close_timeout=0.5)
+    )
+    distinct = {tool.name for tool in faults.crowded_listing()}
+    async with faults.crowded_mcp() as crowded, chat_with_healthy_server(tmp_path, settings) as chat:
+        reply = await chat.say(f"/mcp_add faulty {crowded.url}", within=15.0 + MARGIN)
+        hidden = len(distinct) - 100
+        assert reply.text.startswith(
+            f"Added faulty: connected over streamable-http, 100 tools ({hidden} more not exposed: choose with --tools)"
+        )
+        names = [tool.name for tool in chat.session.tools.active() if tool.name.startswith("faulty__")]
+        assert len(names) == 100
+        assert "and 70 more" in (chat.section or "")
+        await assert_healthy_server_still_works(chat)

@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 SECTION_TITLE = "Remote MCP servers"
 _MAX_DESCRIPTION = 1024
+_SECTION_TOOLS = 30  # tool names listed per server in the prompt section; the model sees all of them as tools
 
 Clock = Callable[[], float]
 
@@ -48,6 +49,8 @@ class ServerState:
     """Set when the connect attempt in flight ends; None when none is in flight."""
     tools: list[str] = field(default_factory=list)
     """The exposed names of the tools bound to this server."""
+    hidden: int = 0
+    """How many more tools the server offers beyond the per-server limit."""
     lock: anyio.Lock = field(default_factory=anyio.Lock)
 
     @property
@@ -208,6 +211,11 @@ class ChatServers:
         for tool in connection.tools:
             if (entry.tools is None or tool.name in entry.tools) and tool.name not in allowed:
                 allowed[tool.name] = tool
+        # A server offering hundreds of tools would drown the model (and slow every step); the
+        # owner picks the ones they want with --tools.
+        limit = self._settings.max_tools_per_server
+        state.hidden = max(0, len(allowed) - limit)
+        allowed = dict(list(allowed.items())[:limit])
         names = exposed_names(entry.name, allowed)
         bound: list[str] = []
         for remote, tool in allowed.items():
@@ -297,6 +305,8 @@ class ChatServers:
         if state.status == "unavailable":
             return f"unavailable: {state.reason}{self._retry_text(state)}"
         text = f"connected over {state.connection.transport if state.connection else 'http'}, {len(state.tools)} tools"
+        if state.hidden:
+            text += f" ({state.hidden} more not exposed: choose with --tools)"
         if state.connection is None and state.reason:
             text += f" (last call failed: {state.reason}; the next call reconnects)"
         return text
@@ -308,7 +318,10 @@ class ChatServers:
         lines = ["Servers the chat's owner connected (only the owner can add, change or remove them):"]
         for name, state in sorted(self.servers.items()):
             if state.status == "connected":
-                lines.append(f"- {name}: available, {len(state.tools)} tools ({', '.join(state.tools)})")
+                shown = ", ".join(state.tools[:_SECTION_TOOLS])
+                more = len(state.tools) - _SECTION_TOOLS
+                shown += f", and {more} more" if more > 0 else ""
+                lines.append(f"- {name}: available, {len(state.tools)} tools ({shown})")
             else:
                 lines.append(f"- {name}: {self.state_text(state)}")
         for rejected in self.rejected:

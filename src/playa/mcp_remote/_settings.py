@@ -23,6 +23,8 @@ class RemoteMcpSettings:
     backoff_initial: float = 60.0
     backoff_max: float = 900.0
     max_result_chars: int = 200_000
+    max_tools_per_server: int = 100
+    """Tools exposed per server; beyond it the owner chooses with ``--tools``."""
 
     def backoff(self, failures: int) -> float:
         """Seconds to wait after the ``failures``-th failure in a row."""
