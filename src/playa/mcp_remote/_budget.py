@@ -29,6 +29,8 @@ from typing import Final
 
 import httpx2
 
+from playa.mcp_remote._errors import exception_tree
+
 __all__ = ["SSE_TRANSPORT_EVENT_LIMIT", "ResultBudget", "ResultTooLarge", "format_size", "oversized_event"]
 
 SSE_TRANSPORT_EVENT_LIMIT: Final = 1024 * 1024
@@ -171,19 +173,10 @@ class ResultBudget:
 
 def oversized_event(exc: BaseException) -> bool:
     """True when ``exc`` (or one inside it) is the SDK's refusal of an event over its size limit."""
-    seen: set[int] = set()
-    pending: list[BaseException] = [exc]
-    while pending:
-        current = pending.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
+    for current in exception_tree(exc):
         if isinstance(current, httpx2.SSEError) and "byte limit" in str(current):
             return True
         if "Server-sent event exceeded" in str(current):
             # The Streamable HTTP client passes the SSEError on only as the text of an error answer.
             return True
-        if isinstance(current, BaseExceptionGroup):
-            pending.extend(current.exceptions)
-        pending.extend(linked for linked in (current.__cause__, current.__context__) if linked is not None)
     return False

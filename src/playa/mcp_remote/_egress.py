@@ -33,6 +33,7 @@ import httpcore2
 import httpx2
 
 from playa.exceptions import ConfigError
+from playa.mcp_remote._errors import exception_tree
 
 __all__ = [
     "EgressMode",
@@ -105,21 +106,7 @@ class EgressRefused(httpcore2.ConnectError):
 
 def find_refusal(exc: BaseException) -> EgressRefused | None:
     """The ``EgressRefused`` inside ``exc`` (its groups, causes and contexts), if there is one."""
-    seen: set[int] = set()
-    pending: list[BaseException] = [exc]
-    while pending:
-        current = pending.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, EgressRefused):
-            return current
-        if isinstance(current, BaseExceptionGroup):
-            pending.extend(current.exceptions)
-        for linked in (current.__cause__, current.__context__):
-            if linked is not None:
-                pending.append(linked)
-    return None
+    return next((e for e in exception_tree(exc) if isinstance(e, EgressRefused)), None)
 
 
 def _legacy_ipv4(host: str) -> ipaddress.IPv4Address | None:

@@ -88,6 +88,21 @@ class _Failure:
     kind: str
 
 
+def exception_tree(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and every exception inside it: group members, causes and contexts, each once."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        pending.extend(linked for linked in (current.__cause__, current.__context__) if linked is not None)
+
+
 def _leaves(exc: BaseException) -> Iterator[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
