@@ -69,3 +69,13 @@ def test_an_unusable_model_is_a_clear_error(tmp_path: Path) -> None:
     done = chat(tmp_path, ["hi"], "--model", "nosuchprovider:model")
     assert done.returncode == 2
     assert "cannot use model 'nosuchprovider:model'" in done.stderr
+
+
+def test_any_pydantic_ai_model_string_is_taken_from_the_flag_or_the_environment(tmp_path: Path) -> None:
+    # "test" is pydantic-ai's own offline test model: it calls every tool once, then reports.
+    by_flag = chat(tmp_path / "a", ["hello"], "--model", "test")
+    by_env = chat(tmp_path / "b", ["hello"], env={"PLAYA_MODEL": "test"})
+    for done in (by_flag, by_env):
+        assert done.returncode == 0, done.stderr
+        assert '"write_file":"wrote 1 bytes to a"' in done.stdout
+        assert "[offline model]" not in done.stdout
