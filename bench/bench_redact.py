@@ -1,6 +1,6 @@
 """Measures the secret redactor against a plain ``str.replace`` loop on 10 MB of tool output.
 
-Run from the repo root: ``PYTHONPATH=src .venv/bin/python bench/bench_redact.py``. Builds a
+Part of ``python -m bench`` (``--only redact``); alone: ``PYTHONPATH=src .venv/bin/python -m bench.bench_redact``. Builds a
 10 MB ASCII text and a 10 MB text with emoji and accented letters, each with 20 random
 ~32-character secrets sprinkled through in every encoded form (including inside larger base64
 blobs at all three byte alignments), times both approaches in alternating runs, checks that the
@@ -17,7 +17,9 @@ import statistics
 import string
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
+from bench._common import Report, Spread, verdict
 from playa.mcp_remote._redact import REDACTED, Redactor, encoded_forms
 
 SIZE = 10_000_000
@@ -146,6 +148,75 @@ def spread(rates: list[float]) -> str:
     return f"median {statistics.median(rates):8.1f} MB/s  (min {min(rates):.1f}, max {max(rates):.1f}, n={len(rates)})"
 
 
+@dataclass
+class Measured:
+    """One text kind's rates (MB/s) for the redactor with and without secrets, and the loop."""
+
+    label: str
+    replacements: int
+    ours: list[float]
+    fast: list[float]
+    theirs: list[float]
+
+
+def measure(
+    runs: int, naive_runs: int, every: int, seed: int, size: int = SIZE
+) -> tuple[float, list[Measured]]:
+    """Build the texts, check the redactor leaves no form behind, time it; return build time and rates."""
+    rng = random.Random(seed)
+    secrets = make_secrets(rng)
+    forms = sorted({form for secret in secrets for form in encoded_forms(secret)}, key=len, reverse=True)
+    started = time.perf_counter()
+    redactor = Redactor(secrets)
+    built = time.perf_counter() - started
+    measured = []
+    for label, non_ascii in (("ascii", False), ("non-ascii", True)):
+        text = sprinkle(rng, filler(rng, size, non_ascii), secrets, every)[:size]
+        clean = filler(rng, size, non_ascii)
+        assert text.isascii() != non_ascii
+        out = redactor(text)
+        leaked = [form for form in forms if form in out]
+        assert not leaked, "the redactor left an encoded form in its output"
+        assert redactor(clean) is clean
+        result = Measured(label, out.count(REDACTED), [], [], [])
+        # Alternate so that drift of the machine's speed hits both sides alike.
+        for run in range(runs):
+            result.ours.append(rate(redactor, text))
+            result.fast.append(rate(redactor, clean))
+            if run < naive_runs:
+                result.theirs.append(rate(naive(forms), text))
+        measured.append(result)
+    return built, measured
+
+
+async def run(quick: bool) -> Report:
+    """The runner's entry point (``python -m bench --only redact``)."""
+    # The quick run is a smoke run: 2 MB texts (the rate hardly depends on the size).
+    size = 2_000_000 if quick else SIZE
+    built, measured = measure(3 if quick else 9, 1 if quick else 3, 10000, 1, size)
+    report = Report(
+        "redact", f"5. Redaction of {size / 1e6:.0f} MB of tool output, 20 secrets in all their encoded forms"
+    )
+    for result in measured:
+        ours, theirs = Spread.of(result.ours), Spread.of(result.theirs)
+        target = TARGETS[result.label]
+        report.add(
+            f"{result.label}, MB/s, median (p25–p75)",
+            ours.text(1, "MB/s", 0),
+            theirs.text(1, "MB/s", 2),
+            f"{ours.median / theirs.median:.1f}×",
+            f"≥ {target:.0f} MB/s",
+            verdict(ours.median >= target),
+        )
+        report.add(f"{result.label}, no secret in the text", Spread.of(result.fast).text(1, "MB/s", 0))
+        report.chart[result.label] = {"Redactor": ours, "str.replace loop": theirs}
+    report.notes.append(
+        f"baseline column: a str.replace loop over every encoded form; Redactor built in {built * 1e3:.0f} ms; "
+        + ", ".join(f"{m.label}: {m.replacements} replacements" for m in measured)
+    )
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="redactor runs per text")
@@ -153,43 +224,21 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=10000, help="mean characters between inserted forms")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    rng = random.Random(args.seed)
-    secrets = make_secrets(rng)
-    forms = sorted({form for secret in secrets for form in encoded_forms(secret)}, key=len, reverse=True)
-    started = time.perf_counter()
-    redactor = Redactor(secrets)
-    built = time.perf_counter() - started
-    print(f"{redactor!r}: built in {built * 1e3:.1f} ms")
-
+    built, measured = measure(args.runs, args.naive_runs, args.every, args.seed)
+    print(f"Redactor built in {built * 1e3:.1f} ms")
     verdicts = []
-    for label, non_ascii in (("ascii", False), ("non-ascii", True)):
-        text = sprinkle(rng, filler(rng, SIZE, non_ascii), secrets, args.every)[:SIZE]
-        clean = filler(rng, SIZE, non_ascii)
-        assert text.isascii() != non_ascii
-        out = redactor(text)
-        leaked = [form for form in forms if form in out]
-        matches = out.count(REDACTED)
+    for result in measured:
         print(
-            f"\n{label}: {len(text) / 1e6:.1f} M characters, {matches} replacements, leaked forms: {len(leaked)}"
+            f"\n{result.label}: {SIZE / 1e6:.1f} M characters, {result.replacements} replacements, no leaked form"
         )
-        assert not leaked, "the redactor left an encoded form in its output"
-        assert redactor(clean) is clean
-        ours: list[float] = []
-        theirs: list[float] = []
-        fast: list[float] = []
-        # Alternate so that drift of the machine's speed hits both sides alike.
-        for run in range(args.runs):
-            ours.append(rate(redactor, text))
-            fast.append(rate(redactor, clean))
-            if run < args.naive_runs:
-                theirs.append(rate(naive(forms), text))
-        target = TARGETS[label]
-        verdict = "PASS" if statistics.median(ours) >= target else "MISS"
-        verdicts.append(verdict)
-        print(f"  Redactor, with secrets    {spread(ours)}  target {target:.0f}: {verdict}")
-        print(f"  Redactor, no secret       {spread(fast)}")
-        print(f"  str.replace loop          {spread(theirs)}")
-        print(f"  ratio Redactor / str.replace: {statistics.median(ours) / statistics.median(theirs):.1f}x")
+        target = TARGETS[result.label]
+        verdict_ = "PASS" if statistics.median(result.ours) >= target else "MISS"
+        verdicts.append(verdict_)
+        print(f"  Redactor, with secrets    {spread(result.ours)}  target {target:.0f}: {verdict_}")
+        print(f"  Redactor, no secret       {spread(result.fast)}")
+        print(f"  str.replace loop          {spread(result.theirs)}")
+        ratio = statistics.median(result.ours) / statistics.median(result.theirs)
+        print(f"  ratio Redactor / str.replace: {ratio:.1f}x")
     print("\nall targets met" if all(v == "PASS" for v in verdicts) else "\nsome target MISSED")
 
 

@@ -1,0 +1,141 @@
+"""Holds many MCP connections open in a fresh process and reports what they cost in memory.
+
+``python -m bench._memory --side playa|sdk-shared|sdk-default --count N --url URL`` opens N
+connections to one server (at most ``--concurrency`` connecting at once), then prints one JSON
+line: how many opened and failed, the resident-set growth, and the seconds it took. A process
+of its own, so that memory freed by an earlier measurement never hides the cost of a later one.
+
+- ``playa``: ``Connector.connect`` (one shared SSL context, tools listed).
+- ``sdk-shared``: ``mcp.Client`` over ``streamable_http_client`` with an httpx2 client built on
+  one shared SSL context, ``mode="legacy"``, tools listed: the bare SDK used with care.
+- ``sdk-default``: ``mcp.Client(url)``, every default (its own SSL context, ``mode="auto"``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from bench._common import raise_fd_limit, rss_bytes
+from playa.mcp_remote import ConnectionSettings, Connector, Endpoint
+
+HEADERS = {"Authorization": "Bearer bench-token-0123456789abcdef0123456789"}
+
+
+async def hold(args: argparse.Namespace) -> dict[str, Any]:
+    raise_fd_limit()
+    stop = anyio.Event()
+    all_tried = anyio.Event()
+    opened = 0
+    failures: dict[str, int] = {}
+    limiter = anyio.CapacityLimiter(args.concurrency)
+    connector = Connector(ConnectionSettings(connect_timeout=30.0))
+    ssl_context = await connector.ssl_context()
+
+    async def playa(tg: Any) -> Callable[[], Awaitable[None]]:
+        connection = await connector.connect(
+            Endpoint(server="bench", url=args.url, transport="streamable-http", headers=HEADERS), tg
+        )
+        assert connection.tools
+        return connection.aclose
+
+    def sdk_client(shared: bool) -> contextlib.AbstractAsyncContextManager[Client]:
+        if not shared:
+            return Client(args.url)
+
+        @contextlib.asynccontextmanager
+        async def client() -> Any:
+            timeout = httpx2.Timeout(30.0, read=300.0)
+            async with (
+                httpx2.AsyncClient(verify=ssl_context, timeout=timeout, headers=HEADERS) as http,
+                Client(streamable_http_client(args.url, http_client=http), mode="legacy") as c,
+            ):
+                yield c
+
+        return client()
+
+    def tried() -> None:
+        if opened + sum(failures.values()) >= args.count:
+            all_tried.set()
+
+    async def one(tg: Any) -> None:
+        nonlocal opened
+        try:
+            if args.side == "playa":
+                async with limiter:
+                    close = await playa(tg)
+                opened += 1
+                tried()
+                await stop.wait()
+                await close()
+                return
+            async with contextlib.AsyncExitStack() as stack:
+                async with limiter:
+                    client = await stack.enter_async_context(sdk_client(args.side == "sdk-shared"))
+                    assert (await client.list_tools()).tools
+                opened += 1
+                tried()
+                await stop.wait()
+        except Exception as exc:  # boundary: a failed connect is counted, not fatal
+            key = type(exc).__name__
+            failures[key] = failures.get(key, 0) + 1
+            tried()
+
+    # Warm up: every import and lazy cache is paid before the baseline is read.
+    async with anyio.create_task_group() as tg:
+        warm = anyio.Event()
+
+        async def warm_one() -> None:
+            if args.side == "playa":
+                close = await playa(tg)
+                await close()
+            else:
+                async with sdk_client(args.side == "sdk-shared") as client:
+                    await client.list_tools()
+            warm.set()
+
+        tg.start_soon(warm_one)
+        await warm.wait()
+    gc.collect()
+    before = rss_bytes()
+    started = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(args.count):
+            tg.start_soon(one, tg)
+        await all_tried.wait()
+        seconds = time.perf_counter() - started
+        gc.collect()
+        after = rss_bytes()
+        stop.set()
+    return {
+        "side": args.side,
+        "count": args.count,
+        "opened": opened,
+        "failures": failures,
+        "rss_delta": after - before,
+        "seconds": seconds,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--side", choices=("playa", "sdk-shared", "sdk-default"), required=True)
+    parser.add_argument("--count", type=int, required=True)
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--concurrency", type=int, default=50)
+    args = parser.parse_args()
+    print(json.dumps(anyio.run(hold, args)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""A Playa host with the ``mcp-remote`` extension, set up the way the benchmarks need it."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+from playa.host import Host, HostConfig, IncomingMessage, MessageRef, Sender, scope_folder
+from playa.mcp_remote import (
+    Connector,
+    HostSecret,
+    RemoteMcpExtension,
+    RemoteMcpSettings,
+    ServerEntry,
+    ServerStore,
+    resolve_host_secret,
+)
+from playa.mcp_remote._seal import Sealer
+
+OWNER = Sender(id="owner", name="Owner", is_owner=True)
+TOKEN = "bench-token-0123456789abcdef0123456789"
+"""Every server gets this bearer token, so the chat's redactor runs on every result, as in real use."""
+
+
+class QuietUI:
+    """A front end that shows nothing and answers no question."""
+
+    async def send(self, text: str) -> MessageRef | None:
+        return None
+
+    async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
+        return None
+
+    async def delete(self, ref: MessageRef) -> bool:
+        return True
+
+
+def message(text: str) -> IncomingMessage:
+    return IncomingMessage(text=text, sender=OWNER)
+
+
+@contextlib.contextmanager
+def data_dir() -> Iterator[Path]:
+    """A data dir on tmpfs when there is one: a turn fsyncs the history, and disks are noisy."""
+    base = "/dev/shm" if Path("/dev/shm").is_dir() else None
+    path = Path(tempfile.mkdtemp(prefix="playa-bench-", dir=base))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def host_secret(data: Path) -> HostSecret:
+    secret = resolve_host_secret({"MCP_ENCRYPTION_SECRET": "b" * 32}, data_dir=data, allow_generate=False)
+    assert isinstance(secret, HostSecret)
+    return secret
+
+
+def entry(name: str, url: str) -> ServerEntry:
+    return ServerEntry(
+        name=name,
+        url=url,
+        transport="streamable-http",
+        auth_kind="bearer",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    )
+
+
+def write_servers(data: Path, scope: str, entries: list[ServerEntry]) -> None:
+    """Seal ``entries`` into the chat's server file before its session starts."""
+    workspace = data / "workspaces" / scope_folder(scope)
+    workspace.mkdir(parents=True, exist_ok=True)
+    ServerStore(workspace, scope, Sealer(host_secret(data).value)).save(entries)
+
+
+@contextlib.asynccontextmanager
+async def playa_host(
+    data: Path, settings: RemoteMcpSettings
+) -> AsyncIterator[tuple[Host, RemoteMcpExtension]]:
+    extension = RemoteMcpExtension(
+        host_secret(data), settings=settings, connector=Connector(settings.connection)
+    )
+    async with Host(HostConfig(data_dir=data), [extension]) as host:
+        yield host, extension
+
+
+@contextlib.asynccontextmanager
+async def playa_in_tmp(settings: RemoteMcpSettings) -> AsyncIterator[tuple[Host, RemoteMcpExtension]]:
+    """``playa_host`` in a fresh data dir that is removed afterwards."""
+    with data_dir() as data:
+        async with playa_host(data, settings) as pair:
+            yield pair

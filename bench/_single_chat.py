@@ -1,0 +1,54 @@
+"""A Playa host with a single chat, in a process of its own: the scale benchmark's baseline.
+
+``python -m bench._single_chat --url URL`` sets up one chat with servers ``a`` and ``b``, prints
+``READY``, then for every line ``N`` on stdin runs N turns and prints their wall times in seconds
+as one JSON list. The scale benchmark alternates blocks of turns here with blocks in its own
+crowded host, so that the machine's drift hits both alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import anyio
+
+from bench._playa import QuietUI, data_dir, entry, message, playa_host, write_servers
+from playa.mcp_remote import RemoteMcpSettings
+
+TURN = 'a__echo {"text": "hello"}'
+
+
+async def serve(url: str) -> None:
+    ui = QuietUI()
+    with data_dir() as data:
+        scope = "console:single"
+        write_servers(data, scope, [entry("a", url), entry("b", url)])
+        async with playa_host(data, RemoteMcpSettings()) as (host, extension):
+            session = await host.session(scope, owner="owner")
+            await extension.chat(session).wait_for_connects()
+            for _ in range(10):
+                await host.handle(session, message(TURN), ui)
+            session.history.clear()
+            print("READY", flush=True)
+            while line := await anyio.to_thread.run_sync(sys.stdin.readline):
+                times: list[float] = []
+                for turn in range(int(line)):
+                    began = anyio.current_time()
+                    reply = await host.handle(session, message(TURN), ui)
+                    times.append(anyio.current_time() - began)
+                    assert reply is not None and "hello" in reply.text, reply
+                    if turn % 10 == 9:
+                        session.history.clear()
+                print(json.dumps(times), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", required=True)
+    anyio.run(serve, parser.parse_args().url)
+
+
+if __name__ == "__main__":
+    main()

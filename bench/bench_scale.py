@@ -1,0 +1,161 @@
+"""Target 6: 1,000 chats with 2 servers each against one server process.
+
+Every chat's sealed ``servers.json`` is written first; then all sessions start at once (each
+SessionStart connects in the background) and the clock runs until every chat's connects have
+ended. A turn that calls a remote tool (``a__echo`` through the offline model) in one chat is
+timed while all chats stay connected, in alternating blocks with the same turn in a host that
+has that single chat (``bench._single_chat``, another process, the same server).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+
+import anyio
+
+from bench._common import ROOT, GcPauses, Report, Spread, bench_server, verdict
+from bench._playa import QuietUI, data_dir, entry, message, playa_host, write_servers
+from playa.host import ChatSession
+from playa.mcp_remote import RemoteMcpSettings
+
+TARGET_CONNECT = 15.0
+TARGET_TURN_RATIO = 1.10
+TURN = 'a__echo {"text": "hello"}'
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far."""
+    with open(f"/proc/{pid}/stat") as file:
+        fields = file.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def single_chat(url: str) -> Iterator[Callable[[int], list[float]]]:
+    """Start ``bench._single_chat``; yield a function that runs N turns there and returns their times."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")])}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bench._single_chat", "--url", url],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    stdin, stdout = process.stdin, process.stdout
+
+    def turns(count: int) -> list[float]:
+        stdin.write(f"{count}\n")
+        stdin.flush()
+        times: list[float] = json.loads(stdout.readline())
+        return times
+
+    try:
+        if stdout.readline().strip() != "READY":
+            raise RuntimeError("the single-chat process did not start")
+        yield turns
+    finally:
+        stdin.close()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+async def run(quick: bool) -> Report:
+    chats = 30 if quick else 1000
+    blocks, per_block = (4, 10) if quick else (10, 20)
+    report = Report("scale", f"6. Scale: {chats:,} chats × 2 servers against one server process")
+    ui = QuietUI()
+    async with bench_server() as served:
+        with data_dir() as data, single_chat(served.url) as single_turns:
+            scopes = [f"console:chat{n:04d}" for n in range(chats)]
+            for scope in scopes:
+                write_servers(data, scope, [entry("a", served.url), entry("b", served.url)])
+            async with playa_host(data, RemoteMcpSettings()) as (host, extension):
+                first = await host.session(scopes[0], owner="owner")
+                await extension.chat(first).wait_for_connects()
+
+                async def turns_in(into: list[float], count: int) -> None:
+                    for turn in range(count):
+                        began = anyio.current_time()
+                        reply = await host.handle(first, message(TURN), ui)
+                        into.append(anyio.current_time() - began)
+                        assert reply is not None and "hello" in reply.text, reply
+                        if turn % 10 == 9:
+                            first.history.clear()
+
+                await turns_in([], 10)  # warm up
+                first.history.clear()
+
+                client_cpu, server_cpu = os.times(), _cpu_seconds(served.process.pid)
+                started = anyio.current_time()
+                others: list[ChatSession] = []
+                for scope in scopes[1:]:
+                    others.append(await host.session(scope, owner="owner"))
+                sessions_started = anyio.current_time() - started
+                async with anyio.create_task_group() as tg:
+                    for session in others:
+                        tg.start_soon(extension.chat(session).wait_for_connects)
+                took = anyio.current_time() - started
+                cpu_after = os.times()
+                client_used = (cpu_after.user - client_cpu.user) + (cpu_after.system - client_cpu.system)
+                server_used = _cpu_seconds(served.process.pid) - server_cpu
+                states = [s for session in [first, *others] for s in extension.chat(session).servers.values()]
+                connected = sum(s.status == "connected" for s in states)
+                reasons: dict[str, int] = {}
+                for state in states:
+                    if state.status != "connected":
+                        key = (state.reason or state.status)[:80]
+                        reasons[key] = reasons.get(key, 0) + 1
+
+                # Connects that timed out are still being torn down: let the loop go quiet first.
+                await anyio.sleep(2.0)
+                crowded: list[float] = []
+                alone: list[float] = []
+                with GcPauses() as gc_crowded:
+                    for block in range(blocks):
+                        if block % 2:
+                            alone += await anyio.to_thread.run_sync(single_turns, per_block)
+                        await turns_in(crowded, per_block)
+                        if not block % 2:
+                            alone += await anyio.to_thread.run_sync(single_turns, per_block)
+
+    total = chats * 2
+    report.add(
+        f"all {total:,} connections connected",
+        f"{took:.1f} s, {connected:,}/{total:,} connected",
+        target=f"≤ {TARGET_CONNECT:.0f} s, all",
+        verdict=verdict(took <= TARGET_CONNECT and connected == total),
+    )
+    report.add(
+        "CPU spent connecting",
+        f"client {client_used:.1f} s, server {server_used:.1f} s",
+        f"{client_used / max(connected, 1) * 1e3:.1f} ms client CPU per connection",
+    )
+    a, b = Spread.of(crowded), Spread.of(alone)
+    ratio = a.median / b.median
+    report.add(
+        f"turn with a tool call, {connected - 2:,} other connections open",
+        a.text(),
+        b.text(),
+        f"{ratio:.3f}",
+        f"≤ {TARGET_TURN_RATIO:.2f}",
+        verdict(ratio <= TARGET_TURN_RATIO),
+    )
+    if reasons:
+        report.notes.append("not connected: " + "; ".join(f"{n}× {r}" for r, n in reasons.items()))
+    report.notes.append(
+        f"sessions started in {sessions_started:.1f} s (connects run in the background); baseline column: "
+        "the same turn in a host with that single chat, in another process, in alternating blocks"
+    )
+    report.notes.append(f"garbage collection during the crowded turns: {gc_crowded.text() or 'none'}")
+    report.chart = {"connect_seconds": took, "connected": connected, "total": total, "crowded": a, "alone": b}
+    return report
