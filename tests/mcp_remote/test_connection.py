@@ -532,3 +532,38 @@ async def test_a_connect_error_quoting_the_credential_is_redacted_everywhere(tas
     assert token not in caught.value.reason
     assert token not in str(caught.value)
     assert token not in rendered
+
+
+async def test_connects_beyond_the_limit_wait_their_turn_and_their_timeout_starts_then(
+    task_group: TaskGroup,
+) -> None:
+    # One slot, and a blackhole holding it for the whole connect timeout: the second connect
+    # waits, then gets its own full timeout, and succeeds.
+    settings = ConnectionSettings(
+        connect_timeout=0.5, call_timeout=5.0, close_timeout=0.5, max_concurrent_connects=1
+    )
+    connector = Connector(settings)
+    outcomes: dict[str, object] = {}
+    async with blackhole() as hole, serve_mcp(make_server()) as served:
+
+        started = time.monotonic()
+        finished: dict[str, float] = {}
+
+        async def attempt(name: str, url: str) -> None:
+            try:
+                outcomes[name] = await connector.connect(endpoint(url), task_group)
+            except RemoteError as exc:
+                outcomes[name] = exc
+            finished[name] = time.monotonic() - started
+
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as attempts:
+                attempts.start_soon(attempt, "dead", hole.url)
+                await anyio.wait_all_tasks_blocked()
+                attempts.start_soon(attempt, "alive", served.url)
+        assert isinstance(outcomes["dead"], RemoteTimeout)
+        alive = outcomes["alive"]
+        assert isinstance(alive, Connection)
+        # It waited for the slot (0.5 s), then still had its own whole timeout to connect.
+        assert finished["alive"] >= 0.45
+        await alive.aclose()

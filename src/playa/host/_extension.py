@@ -54,7 +54,11 @@ class Extension:
         """Before every agent turn; may await bounded work and set prompt sections."""
 
     async def on_tool_result(self, event: ToolResultEvent) -> None:
-        """Every tool result of the chat before the model sees it; may replace ``event.result``."""
+        """Every tool result of the chat before the model sees it; may replace ``event.result``.
+
+        It runs on every call's path: it must be quick and must not wait on I/O. If it raises,
+        the result is withheld from the model (the hook may be the one removing credentials).
+        """
 
     def redact(self, session: ChatSession, text: str) -> str:
         """Filter text leaving the host for the chat (replies, errors, logs about the chat)."""

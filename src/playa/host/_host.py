@@ -211,8 +211,12 @@ class Host:
             result = ToolResult.error(f"{name} failed: {type(exc).__name__}: {exc}")
         event = ToolResultEvent(session=session, tool_name=name, arguments=arguments, result=result)
         for extension in self.extensions:
-            if not await self._hook(session, extension, "ToolResultEvent", extension.on_tool_result(event)):
-                # Fail closed: the hook may have been the one that removes credentials.
+            # Not under hook_timeout: a result hook filters text and must not wait on anything,
+            # and a cancel scope per result would cost more than the filtering.
+            try:
+                await extension.on_tool_result(event)
+            except Exception as exc:  # boundary: fail closed, the hook may be the one removing credentials
+                self._log_failure(session, f"{extension.id} ToolResultEvent hook", exc)
                 event.result = ToolResult.error(f"the result of {name} was withheld: a result filter failed")
         return event.result
 

@@ -268,6 +268,9 @@ class ChatServers:
         return map_result(result, max_text=self._settings.max_result_chars)
 
     async def _connection_for_call(self, state: ServerState) -> Connection:
+        connection = state.connection
+        if connection is not None and not connection.broken:
+            return connection  # the common case, without the lock's cost on every call
         async with state.lock:
             connection = state.connection
             if connection is not None and not connection.broken:

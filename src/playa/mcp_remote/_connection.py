@@ -81,12 +81,20 @@ class ConnectionSettings:
     max_tool_pages: int = 100
     egress: EgressPolicy = field(default_factory=EgressPolicy)
     max_result_bytes: int = 4 * 1024 * 1024
+    max_concurrent_connects: int = 32
+    """Connects in flight at once per connector; more wait their turn, and their connect timeout
+    starts when they leave the queue. Without it, a host starting a thousand chats spends its CPU
+    on connects that all time out together."""
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "call_timeout", "close_timeout"):
             value: float = getattr(self, name)
             if not (value > 0 and math.isfinite(value)):
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        if self.max_concurrent_connects < 1:
+            raise ValueError(
+                f"max_concurrent_connects must be at least 1, got {self.max_concurrent_connects!r}"
+            )
         if self.max_tool_pages < 1:
             raise ValueError(f"max_tool_pages must be at least 1, got {self.max_tool_pages!r}")
         if self.max_result_bytes < 1024:
@@ -448,6 +456,7 @@ class Connector:
         self._ssl_context = ssl_context
         self._resolve = resolve
         self._ssl_lock = anyio.Lock()
+        self._slots = anyio.Semaphore(self.settings.max_concurrent_connects)
         # Per URL, the transport that last worked, so "auto" goes straight to it next time.
         self._spoken: dict[str, TransportName] = {}
 
@@ -479,10 +488,17 @@ class Connector:
         is tried first (or whichever transport last worked for this URL), and the other one when
         the server rejects it.
 
+        At most ``max_concurrent_connects`` connects run at once; the connect timeout counts
+        from when this one starts.
+
         Raises:
             ConnectFailed: Connecting, the handshake or the tool listing failed.
             RemoteTimeout: It did not finish within the connect timeout.
         """
+        async with self._slots:
+            return await self._connect(endpoint, task_group)
+
+    async def _connect(self, endpoint: Endpoint, task_group: TaskGroup) -> Connection:
         deadline = anyio.current_time() + self.settings.connect_timeout
         if (refusal := self.settings.egress.url_refusal(endpoint.url)) is not None:
             # Judged before any network; what the name resolves to is checked when connecting.
