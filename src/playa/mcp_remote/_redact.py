@@ -14,9 +14,10 @@ search. An alternation of a few hundred literals scans at ~5-10 MB/s, and even a
 character class manages ~180 MB/s; a ``str.replace`` loop over every form pays one full pass
 per form (and a new copy of the text per form that matched). The scan is a sampled block filter:
 
-- the text is turned into bytes with exactly one byte per character (ASCII as is, every other
-  character becomes ``?``), so byte offsets are character offsets and a form's occurrence in the
-  text is an occurrence of its own bytes (built the same way) in those bytes;
+- the text is encoded as UTF-8 (with surrogates passed through), and so is every form: UTF-8
+  is self-synchronising, so a form occurs in the text exactly where its bytes occur in the
+  text's bytes, and the redacted bytes decode back to the text. Encoding and decoding run at
+  memory speed, and the bytes of a non-ASCII text are a quarter of its four-byte characters;
 - a form of at least ``stride + 3`` bytes holds, wherever it occurs, one whole 4-byte block that
   starts at a multiple of ``stride``. ``struct`` reads those sampled blocks as integers, a span
   at a time, and ``frozenset.intersection`` checks them, both in C, against every block a form
@@ -24,7 +25,7 @@ per form (and a new copy of the text per form that matched). The scan is a sampl
   secrets). Iterating a ``memoryview`` costs about the same per block; 8-byte blocks would
   cost no less per block and allow a shorter stride, and the rare 4-byte false hit is cheap;
 - a hit's index in the sample gives its exact offset, and the forms that own that block there
-  are confirmed against the bytes and then the text (a ``?`` stand-in could fake a match);
+  are confirmed against the bytes;
   forms too short for the stride chosen are looked for with ``bytes.find`` over the whole text.
   The stride is chosen per Redactor to minimise the expected cost of both.
 
@@ -132,8 +133,11 @@ def encoded_forms(secret: str) -> set[str]:
     return {form for form in forms if len(form) >= MIN_SECRET_LENGTH}
 
 
-def _one_byte_per_char(text: str) -> bytes:
-    return text.encode("ascii") if text.isascii() else text.encode("ascii", "replace")
+_REDACTED_BYTES: Final = REDACTED.encode()
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _choose_stride(lengths: list[int]) -> int:
@@ -189,9 +193,10 @@ class Redactor:
             forms |= encoded_forms(value)
         # Sorted so that two redactors over the same secrets behave identically.
         self._forms: tuple[str, ...] = tuple(sorted(forms))
-        self._patterns: tuple[bytes, ...] = tuple(_one_byte_per_char(form) for form in self._forms)
-        lengths = [len(form) for form in self._forms]
-        self._min_length = min(lengths, default=0)
+        self._patterns: tuple[bytes, ...] = tuple(_utf8(form) for form in self._forms)
+        lengths = [len(pattern) for pattern in self._patterns]
+        # In characters: a text shorter than every form is returned before it is even encoded.
+        self._min_length = min((len(form) for form in self._forms), default=0)
         self._max_length = max(lengths, default=0)
         self._stride = _choose_stride(lengths)
         owners: dict[int, list[tuple[int, int]]] = {}
@@ -231,35 +236,35 @@ class Redactor:
         """``text`` with every match replaced by REDACTED; the same object when nothing matched."""
         if len(text) < self._min_length or not self._forms:
             return text
-        spans = self._matches(text, first_only=False)
+        data = _utf8(text)
+        spans = self._matches(data, first_only=False)
         if not spans:
             return text
         spans.sort()
-        pieces: list[str] = []
+        pieces: list[bytes] = []
         done = 0
         start, end = spans[0]
         for next_start, next_end in spans[1:]:
             if next_start <= end:
                 end = max(end, next_end)
                 continue
-            pieces += (text[done:start], REDACTED)
+            pieces += (data[done:start], _REDACTED_BYTES)
             done = end
             start, end = next_start, next_end
-        pieces += (text[done:start], REDACTED, text[end:])
-        return "".join(pieces)
+        pieces += (data[done:start], _REDACTED_BYTES, data[end:])
+        return b"".join(pieces).decode("utf-8", "surrogatepass")
 
     def contains(self, text: str) -> bool:
         """Whether ``text`` holds any secret or encoded form: what ``redact`` would change."""
         if len(text) < self._min_length or not self._forms:
             return False
-        return bool(self._matches(text, first_only=True))
+        return bool(self._matches(_utf8(text), first_only=True))
 
-    def _matches(self, text: str, *, first_only: bool) -> list[tuple[int, int]]:
-        """The (start, end) of every occurrence of every form, in no order, possibly repeated."""
-        data = _one_byte_per_char(text)
+    def _matches(self, data: bytes, *, first_only: bool) -> list[tuple[int, int]]:
+        """The byte (start, end) of every occurrence of every form, in no order, possibly repeated."""
         found: list[tuple[int, int]] = []
         for index in self._short:
-            self._find(text, data, index, found)
+            self._find(data, index, found)
             if first_only and found:
                 return found
         stride = self._stride
@@ -278,7 +283,7 @@ class Redactor:
                 at = sample.index(block)
                 while True:
                     for index, offset in owners:
-                        self._confirm(text, data, index, base + at * stride - offset, found)
+                        self._confirm(data, index, base + at * stride - offset, found)
                     try:
                         at = sample.index(block, at + 1)
                     except ValueError:
@@ -287,18 +292,17 @@ class Redactor:
                 return found
         return found
 
-    def _find(self, text: str, data: bytes, index: int, found: list[tuple[int, int]]) -> None:
+    def _find(self, data: bytes, index: int, found: list[tuple[int, int]]) -> None:
         pattern = self._patterns[index]
         at = data.find(pattern)
         while at >= 0:
-            self._confirm(text, data, index, at, found)
+            found.append((at, at + len(pattern)))
             at = data.find(pattern, at + 1)
 
-    def _confirm(self, text: str, data: bytes, index: int, start: int, found: list[tuple[int, int]]) -> None:
-        form = self._forms[index]
-        # The one-byte stand-in for a non-ASCII character is "?", so the text has the last word.
-        if start >= 0 and data.startswith(self._patterns[index], start) and text.startswith(form, start):
-            found.append((start, start + len(form)))
+    def _confirm(self, data: bytes, index: int, start: int, found: list[tuple[int, int]]) -> None:
+        pattern = self._patterns[index]
+        if start >= 0 and data.startswith(pattern, start):
+            found.append((start, start + len(pattern)))
 
 
 Redactor.EMPTY = Redactor(())
