@@ -20,13 +20,11 @@ import anyio
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic_ai.messages import ModelMessage, ModelResponse
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 from starlette.types import Receive, Scope, Send
 
 from playa.demo_server import build_app
 from playa.exceptions import ToolUnbound
-from playa.host import ChatSession, Host, HostConfig, Reply, ToolResult, offline_model
+from playa.host import ChatSession, Host, HostConfig, Reply, ToolResult
 from playa.mcp_remote import (
     ConnectionSettings,
     HostSecret,
@@ -36,7 +34,7 @@ from playa.mcp_remote import (
 )
 from playa.mcp_remote._store import store_path
 from servers.python_servers import RunningServer, closed_port, serve_asgi, serve_mcp
-from support.chat import ScriptedUI, msg
+from support.chat import RecordingModel, ScriptedUI, msg
 
 pytestmark = pytest.mark.anyio
 
@@ -47,25 +45,6 @@ FAST = ConnectionSettings(connect_timeout=2.0, call_timeout=10.0, close_timeout=
 # The test servers run in this process, but stand for servers elsewhere: what they log about
 # the requests they receive (the token included) is not Playa's output.
 SERVER_SIDE_LOGGERS = ("mcp.server", "sse_starlette", "uvicorn", "starlette")
-
-
-class RecordingModel:
-    """The offline model, recording the messages and the tools it was given at every step."""
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[list[ModelMessage], AgentInfo]] = []
-        respond = offline_model().function
-        assert respond is not None
-        self._respond = respond
-
-    def model(self) -> FunctionModel:
-        def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-            self.seen.append((list(messages), info))
-            result = self._respond(messages, info)
-            assert isinstance(result, ModelResponse)
-            return result
-
-        return FunctionModel(respond)
 
 
 def leaky_server() -> MCPServer:

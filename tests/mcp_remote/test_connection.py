@@ -545,7 +545,6 @@ async def test_connects_beyond_the_limit_wait_their_turn_and_their_timeout_start
     connector = Connector(settings)
     outcomes: dict[str, object] = {}
     async with blackhole() as hole, serve_mcp(make_server()) as served:
-
         started = time.monotonic()
         finished: dict[str, float] = {}
 

@@ -13,12 +13,11 @@ from urllib.parse import urlsplit
 import anyio
 import pytest
 from mcp.server.mcpserver import MCPServer
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.messages import ModelResponse, TextPart
 
 from playa.demo_server import build_app
 from playa.exceptions import ToolUnbound
-from playa.host import ChatSession, Host, HostConfig, Reply, offline_model
+from playa.host import ChatSession, Host, HostConfig, Reply
 from playa.mcp_remote import (
     ConnectionSettings,
     HostSecret,
@@ -36,7 +35,7 @@ from servers.python_servers import (
     serve_asgi,
     serve_mcp,
 )
-from support.chat import GUEST, Script, ScriptedUI, msg
+from support.chat import GUEST, RecordingModel, Script, ScriptedUI, msg
 
 pytestmark = pytest.mark.anyio
 
@@ -47,31 +46,6 @@ SERVERS_JSON = ".volcanic/mcp/servers.json"
 T0 = 1000.0  # the fake clock's start: 00:16:40 UTC on 1970-01-01
 FAST = ConnectionSettings(connect_timeout=2.0, call_timeout=10.0, close_timeout=1.0)
 TEST_TIMEOUT = 30.0
-
-
-class RecordingModel:
-    """The offline model, recording the messages and the tools it was given at every step."""
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[list[ModelMessage], AgentInfo]] = []
-        respond = offline_model().function
-        assert respond is not None
-        self._respond = respond
-
-    def model(self) -> FunctionModel:
-        def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-            self.seen.append((list(messages), info))
-            result = self._respond(messages, info)
-            assert isinstance(result, ModelResponse)
-            return result
-
-        return FunctionModel(respond)
-
-    def tools(self, step: int = -1) -> set[str]:
-        return {tool.name for tool in self.seen[step][1].function_tools}
-
-    def instructions(self, step: int = -1) -> str:
-        return self.seen[step][1].instructions or ""
 
 
 class Clock:

@@ -1,4 +1,4 @@
-"""A scripted front end and a scripted model, our own seams for host tests."""
+"""A scripted front end and scripted or recording models: our own seams, for host tests."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from playa.host import IncomingMessage, MessageRef, Sender
+from playa.host import IncomingMessage, MessageRef, Sender, offline_model
 
 OWNER = Sender(id="owner", name="Owner", is_owner=True)
 GUEST = Sender(id="guest", name="Guest", is_owner=False)
@@ -55,3 +55,28 @@ class Script:
 
 def msg(text: str, sender: Sender = OWNER, ref: Any = None) -> IncomingMessage:
     return IncomingMessage(text=text, sender=sender, ref=ref)
+
+
+class RecordingModel:
+    """The offline model, recording the messages and the tools it was given at every step."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[list[ModelMessage], AgentInfo]] = []
+        respond = offline_model().function
+        assert respond is not None
+        self._respond = respond
+
+    def model(self) -> FunctionModel:
+        def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            self.seen.append((list(messages), info))
+            result = self._respond(messages, info)
+            assert isinstance(result, ModelResponse)
+            return result
+
+        return FunctionModel(respond)
+
+    def tools(self, step: int = -1) -> set[str]:
+        return {tool.name for tool in self.seen[step][1].function_tools}
+
+    def instructions(self, step: int = -1) -> str:
+        return self.seen[step][1].instructions or ""
