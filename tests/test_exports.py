@@ -6,7 +6,15 @@ import importlib
 
 import pytest
 
-PACKAGES = ["playa", "playa.host", "playa.console", "playa.exceptions", "playa.mcp", "playa.mcp_remote", "playa.telegram"]
+PACKAGES = [
+    "playa",
+    "playa.host",
+    "playa.console",
+    "playa.exceptions",
+    "playa.mcp",
+    "playa.mcp_remote",
+    "playa.telegram",
+]
 
 
 @pytest.mark.parametrize("name", PACKAGES)
