@@ -43,3 +43,9 @@ def test_only_the_console_generates_a_host_secret(tmp_path: Path) -> None:
 def test_bad_settings_are_clear_errors(tmp_path: Path, env: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         remote_mcp(HostConfig(data_dir=tmp_path), env, console=True)
+
+
+def test_environment_proxies_are_used_only_when_the_operator_says_so(tmp_path: Path) -> None:
+    config = HostConfig(data_dir=tmp_path)
+    assert not remote_mcp(config, {}, console=True).settings.connection.trust_env
+    assert remote_mcp(config, {"PLAYA_HTTP_TRUST_ENV": "1"}, console=True).settings.connection.trust_env

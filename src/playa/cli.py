@@ -137,6 +137,7 @@ def remote_mcp(config: HostConfig, environ: Mapping[str, str], *, console: bool)
         connect_timeout=_seconds(environ, "PLAYA_CONNECT_TIMEOUT", 15.0),
         call_timeout=_seconds(environ, "PLAYA_CALL_TIMEOUT", 60.0),
         egress=egress,
+        trust_env=environ.get("PLAYA_HTTP_TRUST_ENV", "").strip().lower() in ("1", "true", "yes"),
     )
     return RemoteMcpExtension(secret, settings=RemoteMcpSettings(connection=connection))
 

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from playa.exceptions import CallFailed, ConnectFailed, RemoteError, RemoteTimeout
 from playa.mcp_remote._connection import Connection, ConnectionSettings, Connector, Endpoint
+from playa.mcp_remote._egress import EgressPolicy
 from servers.python_servers import (
     LOOPBACK,
     RunningServer,
@@ -455,6 +456,23 @@ async def test_environment_proxies_are_ignored_unless_trusted(
             with pytest.raises(ConnectFailed, match="HTTP 502"):
                 await trusting.connect(endpoint(served.url, transport="streamable-http"), task_group)
             assert [r.target for r in proxy.requests] == [served.url]
+
+
+async def test_the_public_egress_policy_never_goes_through_an_environment_proxy(
+    task_group: TaskGroup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server()) as served, recording_http_server(502) as proxy:
+            proxy_url = proxy.url.removesuffix("/mcp")
+            for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+                monkeypatch.setenv(name, proxy_url)
+            for name in ("NO_PROXY", "no_proxy"):
+                monkeypatch.delenv(name, raising=False)
+            public = EgressPolicy(mode="public", allow=("127.0.0.1/32",))
+            settings = ConnectionSettings(connect_timeout=2.0, trust_env=True, egress=public)
+            connection = await Connector(settings).connect(endpoint(served.url), task_group)
+            await connection.aclose()
+            assert proxy.requests == []
 
 
 async def test_one_ssl_context_serves_every_connection_of_a_connector() -> None:

@@ -313,8 +313,9 @@ class Connection:
             auth=auth,
             # The shared context: building one per client costs ~27 ms of blocked loop and ~0.9 MB.
             verify=self._ssl_context,
-            # Off by default so an environment proxy never sees the server's headers.
-            trust_env=self._settings.trust_env,
+            # Off by default so an environment proxy never sees the server's headers; never with
+            # the public egress policy, since a proxy resolves and connects out of its reach.
+            trust_env=self._settings.trust_env and not egress.checks,
             # The SDK follows redirects itself, and only within the endpoint's origin, so headers
             # never reach another origin; httpx2's own following stays off.
             follow_redirects=False,
