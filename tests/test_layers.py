@@ -15,7 +15,7 @@ ALLOWED = {
     "mcp": {"host"},
     "mcp_remote": {"host", "mcp"},
     "console": {"host"},
-    "telegram": {"host"},
+    "telegram": {"host", "_asgi"},
 }
 
 

@@ -200,6 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["demo-server"]:
         from . import demo_server
 
+        _configure_logging(None)
         return demo_server.main(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)

@@ -11,7 +11,6 @@ import hmac
 import json
 import logging
 import secrets
-import socket
 import struct
 import sys
 import zlib
@@ -19,11 +18,12 @@ from collections.abc import Callable
 from typing import Literal
 
 import anyio
-import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ._asgi import bind, serving
 
 __all__ = ["DEFAULT_PORT", "Transport", "build_app", "main", "serve"]
 
@@ -147,20 +147,6 @@ def build_app(token: str, *, transport: Transport, host: str = DEFAULT_HOST) -> 
     return _RequireBearer(app, token)
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-    except OSError:
-        sock.close()
-        raise
-    sock.setblocking(False)
-    return sock
-
-
 def _url(host: str, port: int, transport: Transport) -> str:
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}{_PATHS[transport]}"
@@ -181,40 +167,14 @@ async def serve(
     """
     token = token or secrets.token_urlsafe(24)
     app = build_app(token, transport=transport, host=host)
-    # Bound here, not by uvicorn, so the caller learns the real port before serving starts;
-    # connections that arrive before uvicorn accepts wait in the listen backlog.
-    sock = _bind(host, port)
+    sock = bind(host, port)
     try:
         url = _url(host, sock.getsockname()[1], transport)
-        config = uvicorn.Config(
-            app,
-            log_config=None,  # only the CLI configures logging
-            access_log=False,
-            lifespan="on",
-            timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN_S,
-        )
-        server = uvicorn.Server(config)
-        stopped = anyio.Event()
-
-        async def run() -> None:
-            try:
-                # Shielded so that cancelling serve() stops uvicorn through should_exit and its
-                # shutdown (which also ends the MCP session manager) still runs; it is bounded by
-                # timeout_graceful_shutdown.
-                with anyio.CancelScope(shield=True):
-                    await server.serve(sockets=[sock])
-            finally:
-                stopped.set()
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
+        async with serving(app, sock, lifespan="on", grace=_GRACEFUL_SHUTDOWN_S) as stopped:
             logger.info("demo MCP server listening on %s", url)
             if ready is not None:
                 ready(url, token)
-            try:
-                await stopped.wait()
-            finally:
-                server.should_exit = True
+            await stopped.wait()
     finally:
         sock.close()
 

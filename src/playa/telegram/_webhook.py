@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import json
 import logging
 import re
 import secrets
 import socket
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-import anyio
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -22,6 +19,7 @@ from starlette.routing import Route
 from telegram import Bot, Update
 from telegram.error import TelegramError
 
+from .._asgi import bind, serving
 from ..exceptions import ConfigError
 
 __all__ = ["SECRET_HEADER", "WebhookConfig", "serve_webhook"]
@@ -31,7 +29,6 @@ logger = logging.getLogger(__name__)
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 _SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
 _MAX_BODY = 1 << 20
-_STOP_TIMEOUT = 5.0
 
 
 def _new_secret() -> str:
@@ -70,26 +67,11 @@ class WebhookConfig:
         return "/" + path.lstrip("/")
 
 
-class _Server(uvicorn.Server):
-    """Uvicorn without its signal handlers: Ctrl-C stops the whole bot, as in polling mode."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
+        return bind(host, port)
     except OSError as exc:
-        sock.close()
         raise ConfigError(f"cannot listen for the webhook on {host}:{port}: {exc.strerror}") from None
-    sock.setblocking(False)
-    return sock
 
 
 def _app(bot: Bot, config: WebhookConfig, on_update: Callable[[Update], None]) -> Starlette:
@@ -128,45 +110,19 @@ async def serve_webhook(
     """
     sock = _bind(config.listen, config.port)
     try:
-        server = _Server(
-            uvicorn.Config(
-                _app(bot, config, on_update),
-                log_config=None,  # only the CLI configures logging
-                access_log=False,
-                lifespan="off",
-                timeout_graceful_shutdown=2,
-            )
-        )
-        stopped = anyio.Event()
-
-        async def run() -> None:
+        async with serving(_app(bot, config, on_update), sock, lifespan="off", grace=2.0) as stopped:
+            port: int = sock.getsockname()[1]
+            if listening is not None:
+                listening(port)
             try:
-                # Shielded so that cancellation stops uvicorn through should_exit and its bounded
-                # shutdown still runs.
-                with anyio.CancelScope(shield=True):
-                    await server.serve(sockets=[sock])
-            finally:
-                stopped.set()
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
-            try:
-                port: int = sock.getsockname()[1]
-                if listening is not None:
-                    listening(port)
-                try:
-                    await bot.set_webhook(
-                        config.url,
-                        secret_token=config.secret_token,
-                        allowed_updates=list(allowed_updates),
-                    )
-                except TelegramError as exc:
-                    raise ConfigError(f"Telegram refused the webhook {config.url}: {exc}") from None
-                logger.info("webhook registered; listening on %s:%s%s", config.listen, port, config.route)
-                await stopped.wait()
-            finally:
-                server.should_exit = True
-                with anyio.move_on_after(_STOP_TIMEOUT, shield=True):
-                    await stopped.wait()
+                await bot.set_webhook(
+                    config.url,
+                    secret_token=config.secret_token,
+                    allowed_updates=list(allowed_updates),
+                )
+            except TelegramError as exc:
+                raise ConfigError(f"Telegram refused the webhook {config.url}: {exc}") from None
+            logger.info("webhook registered; listening on %s:%s%s", config.listen, port, config.route)
+            await stopped.wait()
     finally:
         sock.close()
