@@ -435,16 +435,19 @@ async def test_cancelling_the_owning_task_group_still_closes_the_session() -> No
             assert [r.method for r in served.requests if r.method == "DELETE"] == ["DELETE"]
 
 
+def point_proxies_at(monkeypatch: pytest.MonkeyPatch, proxy_url: str) -> None:
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(name, proxy_url)
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+
 async def test_environment_proxies_are_ignored_unless_trusted(
     task_group: TaskGroup, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with anyio.fail_after(10):
         async with serve_mcp(make_server()) as served, recording_http_server(502) as proxy:
-            proxy_url = proxy.url.removesuffix("/mcp")
-            for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
-                monkeypatch.setenv(name, proxy_url)
-            for name in ("NO_PROXY", "no_proxy"):
-                monkeypatch.delenv(name, raising=False)
+            point_proxies_at(monkeypatch, proxy.url.removesuffix("/mcp"))
             target = endpoint(served.url, headers={"Authorization": f"Bearer {TOKEN}"})
 
             connection = await Connector(FAST).connect(target, task_group)
@@ -463,11 +466,7 @@ async def test_the_public_egress_policy_never_goes_through_an_environment_proxy(
 ) -> None:
     with anyio.fail_after(10):
         async with serve_mcp(make_server()) as served, recording_http_server(502) as proxy:
-            proxy_url = proxy.url.removesuffix("/mcp")
-            for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
-                monkeypatch.setenv(name, proxy_url)
-            for name in ("NO_PROXY", "no_proxy"):
-                monkeypatch.delenv(name, raising=False)
+            point_proxies_at(monkeypatch, proxy.url.removesuffix("/mcp"))
             public = EgressPolicy(mode="public", allow=("127.0.0.1/32",))
             settings = ConnectionSettings(connect_timeout=2.0, trust_env=True, egress=public)
             connection = await Connector(settings).connect(endpoint(served.url), task_group)
