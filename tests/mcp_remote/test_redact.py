@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from playa.mcp_remote import _redact
 from playa.mcp_remote._redact import (
     MIN_SECRET_LENGTH,
     REDACTED,
@@ -308,3 +309,54 @@ def test_redaction_equals_a_naive_search_for_every_form(secrets: list[str], data
     )
     text = "".join(pieces)
     assert Redactor(secrets)(text) == reference_redact(secrets, text)
+
+
+def text_of(length: int, *, non_ascii: bool) -> str:
+    unit = filler(997, non_ascii=non_ascii)
+    return (unit * (length // len(unit) + 1))[:length]
+
+
+@pytest.mark.parametrize("non_ascii", [False, True])
+def test_forms_across_the_edges_of_the_scanned_chunks_are_redacted(non_ascii: bool) -> None:
+    # The text is encoded and scanned _CHUNK characters at a time; put one form at each edge,
+    # from wholly before it (touching) to crossing it by one character either way, to wholly after.
+    secrets = [CANARY, API_KEY]
+    forms = sorted({form for secret in secrets for form in encoded_forms(secret)}, key=len)
+    placed = [
+        (form, shift)
+        for form in (forms[0], forms[len(forms) // 2], forms[-1])
+        for shift in (-len(form) - 1, -len(form), -len(form) + 1, -len(form) // 2, -1, 0, 1)
+    ]
+    pieces, length = [], 0
+    for index, (form, shift) in enumerate(placed):
+        at = (index + 1) * _redact._CHUNK + shift
+        pieces += [text_of(at - length, non_ascii=non_ascii), form]
+        length = at + len(form)
+    text = "".join([*pieces, text_of(100, non_ascii=non_ascii)])
+    redactor = Redactor(secrets)
+    out = redactor(text)
+    assert out == reference_redact(secrets, text)
+    assert out.count(REDACTED) == len(placed)
+    edge = _redact._CHUNK
+    only_across = text_of(edge - 5, non_ascii=non_ascii) + API_KEY + text_of(100, non_ascii=non_ascii)
+    assert redactor.contains(only_across)
+
+
+@pytest.mark.parametrize("non_ascii", [False, True])
+def test_text_between_matches_that_runs_across_several_chunks_is_kept_whole(non_ascii: bool) -> None:
+    middle = text_of(3 * _redact._CHUNK + 123, non_ascii=non_ascii)
+    text = f"{API_KEY}{middle}{TOKEN}é{API_KEY}"
+    out = Redactor([CANARY, API_KEY])(text)
+    assert out == f"{REDACTED}{middle}{REDACTED}é{REDACTED}"
+
+
+def test_ascii_and_non_ascii_texts_are_redacted_alike() -> None:
+    # ASCII text is sliced as it is; any other is redacted in its UTF-8 and decoded back.
+    secrets = [CANARY, AWKWARD]
+    forms = sorted({form for secret in secrets for form in encoded_forms(secret)})
+    ascii_forms = [form for form in forms if form.isascii()]
+    for words, used in ((filler(300), ascii_forms), (filler(300, non_ascii=True), forms)):
+        text = words.join(used)
+        out = Redactor(secrets)(text)
+        assert out == reference_redact(secrets, text)
+        assert out == words.join([REDACTED] * len(used))

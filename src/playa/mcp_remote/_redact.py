@@ -16,18 +16,28 @@ per form (and a new copy of the text per form that matched). The scan is a sampl
 
 - the text is encoded as UTF-8 (with surrogates passed through), and so is every form: UTF-8
   is self-synchronising, so a form occurs in the text exactly where its bytes occur in the
-  text's bytes, and the redacted bytes decode back to the text. Encoding and decoding run at
-  memory speed, and the bytes of a non-ASCII text are a quarter of its four-byte characters;
+  text's bytes, and the redacted bytes decode back to the text. The text is encoded
+  :data:`_CHUNK` characters at a time and each chunk is scanned at once: for a large non-ASCII
+  text CPython would map a fresh worst-case buffer (4 bytes a character) on every call, whose
+  page faults cost as much as the encoding, and the scan reads bytes still in the cache. A
+  form across the edge of two chunks lies within the seam of ``longest form - 1`` bytes on
+  either side, which is scanned on its own (chunks are never shorter than a form);
 - a form of at least ``stride + 3`` bytes holds, wherever it occurs, one whole 4-byte block that
   starts at a multiple of ``stride``. ``struct`` reads those sampled blocks as integers, a span
   at a time, and ``frozenset.intersection`` checks them, both in C, against every block a form
-  can show at such a place: some 25-50 ns per ``stride`` bytes (27 or more for ~32-character
-  secrets). Iterating a ``memoryview`` costs about the same per block; 8-byte blocks would
-  cost no less per block and allow a shorter stride, and the rare 4-byte false hit is cheap;
+  can show at such a place: some 40-60 ns per ``stride`` bytes (27 or more for ~32-character
+  secrets), about half of it making the int and half probing the set (whose slots crowd, as an
+  int's hash is the int and the blocks of forms share a small alphabet). Measured and dropped:
+  iterating a ``memoryview`` (as slow), 8-byte blocks (a shorter stride for no cheaper block),
+  ``isdisjoint`` before ``intersection`` (most spans of text full of secrets hit), a dict, and
+  padding the set to spread it (no clear gain for several times the memory);
 - a hit's index in the sample gives its exact offset, and the forms that own that block there
   are confirmed against the bytes;
-  forms too short for the stride chosen are looked for with ``bytes.find`` over the whole text.
-  The stride is chosen per Redactor to minimise the expected cost of both.
+  forms too short for the stride chosen are looked for with ``bytes.find`` over each chunk.
+  The stride is chosen per Redactor to minimise the expected cost of both;
+- what survives is joined around REDACTED: for an ASCII text (``str.isascii`` is free) byte
+  offsets are character offsets, so the text itself is sliced and nothing is decoded; otherwise
+  views of the chunks are joined and decoded once.
 
 Overlapping or touching matches are merged and replaced once, so the longest match always wins:
 ``Bearer <token>`` is never left as ``Bearer [redacted]`` beside a leaked scheme, nor as a
@@ -37,7 +47,9 @@ token with a visible tail.
 from __future__ import annotations
 
 import base64
+import bisect
 import functools
+import itertools
 import json
 import re
 import struct
@@ -69,11 +81,13 @@ _BLOCK: Final = 4  # bytes per sampled block: one little-endian unsigned 32-bit 
 _NS_PER_BLOCK: Final = 25.0
 _NS_PER_FIND_BYTE: Final = 0.3
 # Bytes of text per sample: a hit is located in its span with tuple.index, so not too large;
-# each span costs a few Python-level steps, so not too small.
+# each span costs a few Python-level steps, so not too small (2 KB and 8 KB measure the same).
 _SPAN: Final = 4096
 # Past this the filter costs little next to the rest, while the table of blocks grows with the
 # stride (one entry per form and offset), which matters for long secrets such as JWTs.
 _MAX_STRIDE: Final = 64
+# Characters encoded at a time (see the module docstring); 16K to 128K measure the same.
+_CHUNK: Final = 1 << 16
 
 
 def auth_credential(value: str) -> str | None:
@@ -151,6 +165,40 @@ def _choose_stride(lengths: list[int]) -> int:
     return best_stride
 
 
+def _kept(spans: list[tuple[int, int]], length: int) -> list[tuple[int, int]]:
+    """The (start, end) of the parts between the merged ``spans``: what survives redaction."""
+    spans.sort()
+    kept: list[tuple[int, int]] = []
+    done = 0
+    start, end = spans[0]
+    for next_start, next_end in spans[1:]:
+        if next_start <= end:
+            end = max(end, next_end)
+            continue
+        kept.append((done, start))
+        done = end
+        start, end = next_start, next_end
+    kept += ((done, start), (end, length))
+    return kept
+
+
+def _kept_bytes(chunks: list[bytes], spans: list[tuple[int, int]]) -> list[bytes | memoryview]:
+    """The bytes between the merged ``spans`` of the concatenated ``chunks``, one item per gap."""
+    kept: list[bytes | memoryview] = []
+    starts = list(itertools.accumulate((len(chunk) for chunk in chunks), initial=0))
+    for start, end in _kept(spans, starts[-1]):
+        # A view of the one chunk that holds the gap, or the joined views of those it runs across.
+        index = bisect.bisect_right(starts, start) - 1
+        views: list[memoryview] = []
+        while start < end:
+            stop = min(end, starts[index + 1])
+            views.append(memoryview(chunks[index])[start - starts[index] : stop - starts[index]])
+            start = stop
+            index += 1
+        kept.append(views[0] if len(views) == 1 else b"".join(views))
+    return kept
+
+
 @functools.lru_cache(maxsize=256)
 def _sampler(stride: int, count: int) -> struct.Struct:
     """Reads ``count`` blocks, ``stride`` bytes apart, as little-endian integers."""
@@ -169,6 +217,7 @@ class Redactor:
 
     __slots__ = (
         "_blocks",
+        "_chunk",
         "_forms",
         "_max_length",
         "_min_length",
@@ -199,21 +248,23 @@ class Redactor:
         self._min_length = min((len(form) for form in self._forms), default=0)
         self._max_length = max(lengths, default=0)
         self._stride = _choose_stride(lengths)
-        owners: dict[int, list[tuple[int, int]]] = {}
-        short: list[int] = []
-        for index, pattern in enumerate(self._patterns):
+        owners: dict[int, list[tuple[bytes, int]]] = {}
+        short: list[bytes] = []
+        for pattern in self._patterns:
             if not self._stride or len(pattern) < self._stride + _BLOCK - 1:
-                short.append(index)
+                short.append(pattern)
                 continue
             # The sampled block can start at any of the first `stride` offsets of an occurrence.
             for offset in range(self._stride):
                 block = int.from_bytes(pattern[offset : offset + _BLOCK], "little")
-                owners.setdefault(block, []).append((index, offset))
-        self._owners: dict[int, tuple[tuple[int, int], ...]] = {
+                owners.setdefault(block, []).append((pattern, offset))
+        self._owners: dict[int, tuple[tuple[bytes, int], ...]] = {
             block: tuple(pairs) for block, pairs in owners.items()
         }
         self._blocks: frozenset[int] = frozenset(self._owners)
-        self._short: tuple[int, ...] = tuple(short)
+        self._short: tuple[bytes, ...] = tuple(short)
+        # Whole forms fit in a chunk, so an occurrence spans at most two chunks.
+        self._chunk = max(_CHUNK, self._max_length)
         self._per_span = max(1, _SPAN // (self._stride or _BLOCK))
         self._span = _sampler(self._stride or _BLOCK, self._per_span)
 
@@ -236,73 +287,71 @@ class Redactor:
         """``text`` with every match replaced by REDACTED; the same object when nothing matched."""
         if len(text) < self._min_length or not self._forms:
             return text
-        data = _utf8(text)
-        spans = self._matches(data, first_only=False)
+        chunks: list[bytes] = []
+        spans = self._matches(text, chunks, first_only=False)
         if not spans:
             return text
-        spans.sort()
-        pieces: list[bytes] = []
-        done = 0
-        start, end = spans[0]
-        for next_start, next_end in spans[1:]:
-            if next_start <= end:
-                end = max(end, next_end)
-                continue
-            pieces += (data[done:start], _REDACTED_BYTES)
-            done = end
-            start, end = next_start, next_end
-        pieces += (data[done:start], _REDACTED_BYTES, data[end:])
-        return b"".join(pieces).decode("utf-8", "surrogatepass")
+        if text.isascii():
+            # Byte offsets are character offsets: slice the text and skip the decoding.
+            return REDACTED.join([text[start:end] for start, end in _kept(spans, len(text))])
+        return _REDACTED_BYTES.join(_kept_bytes(chunks, spans)).decode("utf-8", "surrogatepass")
 
     def contains(self, text: str) -> bool:
         """Whether ``text`` holds any secret or encoded form: what ``redact`` would change."""
         if len(text) < self._min_length or not self._forms:
             return False
-        return bool(self._matches(_utf8(text), first_only=True))
+        return bool(self._matches(text, [], first_only=True))
 
-    def _matches(self, data: bytes, *, first_only: bool) -> list[tuple[int, int]]:
-        """The byte (start, end) of every occurrence of every form, in no order, possibly repeated."""
+    def _matches(self, text: str, chunks: list[bytes], *, first_only: bool) -> list[tuple[int, int]]:
+        """The byte (start, end) of every occurrence of every form, in no order, possibly repeated.
+
+        The UTF-8 of ``text`` is appended to ``chunks`` a piece at a time, as it is scanned.
+        """
         found: list[tuple[int, int]] = []
-        for index in self._short:
-            self._find(data, index, found)
+        seam = self._max_length - 1
+        offset = 0
+        for first in range(0, len(text), self._chunk):
+            chunk = _utf8(text[first : first + self._chunk])
+            if chunks and seam:
+                # An occurrence across the edge lies within `seam` bytes of it on either side.
+                tail = chunks[-1][-seam:]
+                self._scan(tail + chunk[:seam], offset - len(tail), found)
+            chunks.append(chunk)
+            self._scan(chunk, offset, found)
             if first_only and found:
                 return found
+            offset += len(chunk)
+        return found
+
+    def _scan(self, data: bytes, offset: int, found: list[tuple[int, int]]) -> None:
+        """Add the span, shifted by ``offset``, of every occurrence of every form in ``data``."""
+        for pattern in self._short:
+            at = data.find(pattern)
+            while at >= 0:
+                found.append((offset + at, offset + at + len(pattern)))
+                at = data.find(pattern, at + 1)
         stride = self._stride
         if not stride:
-            return found
-        per_span = self._per_span
+            return
+        blocks, owners, span = self._blocks, self._owners, self._span
+        step = self._per_span * stride
         last_start = len(data) - _BLOCK  # the last offset where a whole block fits
-        for base in range(0, last_start + 1, per_span * stride):
-            if base + (per_span - 1) * stride <= last_start:
-                sample = self._span.unpack_from(data, base)
+        for base in range(0, last_start + 1, step):
+            if base + step - stride <= last_start:
+                sample = span.unpack_from(data, base)
             else:
                 sample = _sampler(stride, (last_start - base) // stride + 1).unpack_from(data, base)
-            hits = self._blocks.intersection(sample)
-            for block in hits:
-                owners = self._owners[block]
+            for block in blocks.intersection(sample):
                 at = sample.index(block)
                 while True:
-                    for index, offset in owners:
-                        self._confirm(data, index, base + at * stride - offset, found)
+                    for pattern, shift in owners[block]:
+                        start = base + at * stride - shift
+                        if start >= 0 and data.startswith(pattern, start):
+                            found.append((offset + start, offset + start + len(pattern)))
                     try:
                         at = sample.index(block, at + 1)
                     except ValueError:
                         break
-            if first_only and found:
-                return found
-        return found
-
-    def _find(self, data: bytes, index: int, found: list[tuple[int, int]]) -> None:
-        pattern = self._patterns[index]
-        at = data.find(pattern)
-        while at >= 0:
-            found.append((at, at + len(pattern)))
-            at = data.find(pattern, at + 1)
-
-    def _confirm(self, data: bytes, index: int, start: int, found: list[tuple[int, int]]) -> None:
-        pattern = self._patterns[index]
-        if start >= 0 and data.startswith(pattern, start):
-            found.append((start, start + len(pattern)))
 
 
 Redactor.EMPTY = Redactor(())
