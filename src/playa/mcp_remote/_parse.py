@@ -101,7 +101,10 @@ def carries_secret(args: str) -> bool:
             return True
         if word == "--header" and following is not None and ":" in following:
             return True
-    return False
+    # A flag inside another word (after an escaped space, in quotes) is no flag to the parser,
+    # but what follows it may still be a key.
+    flags = sum(word.partition("=")[0] in ("--bearer", "--header") for word in words)
+    return args.count("--bearer") + args.count("--header") > flags
 
 
 def _is_flag(word: str) -> bool:
