@@ -399,7 +399,11 @@ async def test_a_bearer_answer_given_with_its_scheme_is_stored_once(
 
 @pytest.mark.parametrize(
     "args",
-    ["\\ --bearer=0000000000000000", '"--bearer abcdefgh12" demo http://x', "demo http://x 'a --header K: vvvvvvvv'"],
+    [
+        "\\ --bearer=0000000000000000",
+        '"--bearer abcdefgh12" demo http://x',
+        "demo http://x 'a --header K: vvvvvvvv'",
+    ],
 )
 def test_a_flag_hidden_inside_another_word_still_counts_as_a_secret(args: str) -> None:
     assert carries_secret(args)
