@@ -50,6 +50,10 @@ class EnvPolicy:
         self._exact = frozenset(DEFAULT_DENIED | {n for n in names if not n.endswith("*")})
         self._prefixes = tuple(n[:-1] for n in names if n.endswith("*"))
         self._environ = os.environ if environ is None else environ
+        # Read once: scrub_text runs on every prompt and reply, and the host's environment is
+        # fixed once it runs.
+        values = {v for n, v in self._environ.items() if self.denies(n) and len(v) >= _MIN_SCRUB}
+        self._values = sorted(values, key=len, reverse=True)
 
     def denies(self, name: str) -> bool:
         return name in self._exact or (bool(self._prefixes) and name.startswith(self._prefixes))
@@ -60,12 +64,11 @@ class EnvPolicy:
         return {name: value for name, value in source.items() if not self.denies(name)}
 
     def denied_values(self) -> list[str]:
-        """The values of denied variables that are set, longest first."""
-        values = {v for n, v in self._environ.items() if self.denies(n) and len(v) >= _MIN_SCRUB}
-        return sorted(values, key=len, reverse=True)
+        """The values of denied variables that were set when the policy was made, longest first."""
+        return list(self._values)
 
     def scrub_text(self, text: str) -> str:
         """Remove denied values from text that is about to become part of a prompt."""
-        for value in self.denied_values():
+        for value in self._values:
             text = text.replace(value, "[redacted]")
         return text
