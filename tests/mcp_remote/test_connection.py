@@ -147,6 +147,22 @@ async def test_a_streamable_http_server_is_connected_with_its_tools_listed_and_c
             assert connection.closed
 
 
+async def test_the_listening_stream_is_never_opened_and_calls_still_answer(task_group: TaskGroup) -> None:
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server()) as served:
+            connection = await Connector(FAST).connect(endpoint(served.url), task_group)
+            assert text_of(await connection.call_tool("add", {"a": 40, "b": 2})) == "42"
+            await connection.aclose()
+            # Every request is a POST of the session, then its DELETE: no GET event stream.
+            assert [(r.method, r.rpc_method) for r in served.requests] == [
+                ("POST", "initialize"),
+                ("POST", "notifications/initialized"),
+                ("POST", "tools/list"),
+                ("POST", "tools/call"),
+                ("DELETE", None),
+            ]
+
+
 async def test_the_first_call_does_not_list_the_tools_again(task_group: TaskGroup) -> None:
     with anyio.fail_after(10):
         async with serve_mcp(make_server()) as served:

@@ -42,6 +42,7 @@ from playa.mcp_remote._budget import (
 )
 from playa.mcp_remote._egress import EgressPolicy, Resolver, find_refusal, guarded_transport
 from playa.mcp_remote._errors import ConnectFailure, HttpTrace, call_error, connect_error, timed_out
+from playa.mcp_remote._listening import NoListeningClient
 from playa.mcp_remote._redact import Redactor
 
 __all__ = ["Connection", "ConnectionSettings", "Connector", "Endpoint", "TransportChoice", "TransportName"]
@@ -305,7 +306,7 @@ class Connection:
             if egress.checks
             else None
         )
-        return httpx2.AsyncClient(
+        options: dict[str, Any] = dict(
             # Only what the result budget can decode in bounded steps (see ``_budget``).
             headers={"Accept-Encoding": "gzip, deflate", **(headers or {})},
             transport=transport,
@@ -321,6 +322,9 @@ class Connection:
             follow_redirects=False,
             event_hooks={"response": [self._trace.on_response, self._budget.on_response]},
         )
+        if self.transport == "streamable-http":
+            return NoListeningClient(endpoint=self.endpoint.url, **options)
+        return httpx2.AsyncClient(**options)
 
     def _timeouts(self) -> httpx2.Timeout:
         read = max(_STREAM_READ_TIMEOUT, self._settings.call_timeout)
