@@ -163,6 +163,71 @@ async def test_the_listening_stream_is_never_opened_and_calls_still_answer(task_
             ]
 
 
+async def test_calls_reuse_one_http_connection_when_answers_come_as_event_streams(
+    task_group: TaskGroup,
+) -> None:
+    # The SDK server answers each POST with an event stream; the SDK client stops reading at
+    # the answer, so unless the rest is read, every call would open a new connection.
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server()) as served:
+            connection = await Connector(FAST).connect(endpoint(served.url), task_group)
+            for number in range(5):
+                assert text_of(await connection.call_tool("add", {"a": number, "b": 1})) == str(number + 1)
+            await connection.aclose()
+            calls = [r for r in served.requests if r.rpc_method == "tools/call"]
+            assert len(calls) == 5
+            assert len({r.client_port for r in calls}) == 1
+            assert calls[0].client_port is not None
+
+
+class HoldAnswerStreamsOpen:
+    """ASGI middleware that keeps each POST's event stream open after its last event, until ``release``."""
+
+    def __init__(self, app: ASGIApp, release: anyio.Event) -> None:
+        self._app = app
+        self._release = release
+        self.held = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        streaming = False
+
+        async def send_but_hold_the_end(message: Any) -> None:
+            nonlocal streaming
+            if message["type"] == "http.response.start":
+                streaming = (
+                    dict(message["headers"]).get(b"content-type", b"").startswith(b"text/event-stream")
+                )
+            elif message["type"] == "http.response.body" and streaming and not message.get("more_body"):
+                self.held += 1
+                await self._release.wait()
+            await send(message)
+
+        await self._app(scope, receive, send_but_hold_the_end)
+
+
+async def test_an_answer_stream_left_open_delays_neither_the_call_nor_the_close(
+    task_group: TaskGroup,
+) -> None:
+    release = anyio.Event()
+    app = HoldAnswerStreamsOpen(make_server().streamable_http_app(host=LOOPBACK), release)
+    with anyio.fail_after(10):
+        async with serve_asgi(app, path="/mcp") as served:
+            connection = await Connector(FAST).connect(endpoint(served.url), task_group)
+            for number in range(3):
+                assert text_of(await connection.call_tool("add", {"a": number, "b": 1})) == str(number + 1)
+            # Every answer came while its stream stayed open: the calls never waited for its end.
+            assert not release.is_set()
+            assert app.held >= 3
+            started = time.monotonic()
+            await connection.aclose()
+            assert time.monotonic() - started < FAST.close_timeout
+            release.set()
+    assert connection.closed
+
+
 async def test_the_first_call_does_not_list_the_tools_again(task_group: TaskGroup) -> None:
     with anyio.fail_after(10):
         async with serve_mcp(make_server()) as served:

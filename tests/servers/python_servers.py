@@ -77,11 +77,20 @@ class BearerAuthMiddleware:
 
 @dataclass(frozen=True)
 class ServedRequest:
-    """One HTTP request an MCP test server received: method, path, and the JSON-RPC method of a POST."""
+    """One HTTP request an MCP test server received: method, path, and the JSON-RPC method of a POST.
+
+    ``client_port`` is the client's port: requests with the same one came over the same TCP connection.
+    """
 
     method: str
     path: str
     rpc_method: str | None
+    client_port: int | None = None
+
+
+def _client_port(scope: Scope) -> int | None:
+    client = scope.get("client")
+    return int(client[1]) if client else None
 
 
 class _RequestLog:
@@ -96,7 +105,7 @@ class _RequestLog:
             await self._app(scope, receive, send)
             return
         if scope["method"] != "POST":
-            self._log.append(ServedRequest(scope["method"], scope["path"], None))
+            self._log.append(ServedRequest(scope["method"], scope["path"], None, _client_port(scope)))
             await self._app(scope, receive, send)
             return
         body = b""
@@ -112,7 +121,7 @@ class _RequestLog:
             rpc_method = payload.get("method") if isinstance(payload, dict) else None
         except ValueError:
             rpc_method = None
-        self._log.append(ServedRequest("POST", scope["path"], rpc_method))
+        self._log.append(ServedRequest("POST", scope["path"], rpc_method, _client_port(scope)))
 
         async def replay() -> Any:
             return messages.pop(0) if messages else await receive()

@@ -27,6 +27,7 @@ import zlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Final
 
+import anyio
 import httpx2
 
 from playa.mcp_remote._errors import exception_tree
@@ -38,6 +39,9 @@ SSE_TRANSPORT_EVENT_LIMIT: Final = 1024 * 1024
 
 # Each decompression step yields at most this much, so a bomb never inflates in one piece.
 _DECODE_STEP: Final = 64 * 1024
+# How long, and how much, the rest of an answer the SDK stopped reading is read (see _drain).
+_DRAIN_SECONDS: Final = 0.25
+_DRAIN_BYTES: Final = 64 * 1024
 
 
 def format_size(size: int) -> str:
@@ -105,6 +109,8 @@ class _CappedStream(httpx2.AsyncByteStream):
         self._encoding = encoding
         self._per_event = per_event
         self._decoder = _Decoder(encoding) if encoding not in ("identity", "unsupported") else None
+        self._chunks: AsyncIterator[bytes] | None = None
+        self._ended = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         if self._encoding == "unsupported":
@@ -114,7 +120,8 @@ class _CappedStream(httpx2.AsyncByteStream):
         limit = self._budget.event_limit if self._per_event else self._budget.limit
         seen = 0
         tail = b""
-        async for chunk in self._inner:
+        self._chunks = chunks = aiter(self._inner)
+        async for chunk in chunks:
             pieces = self._decoder.decode(chunk) if self._decoder is not None else iter((chunk,))
             while True:
                 try:
@@ -136,11 +143,33 @@ class _CappedStream(httpx2.AsyncByteStream):
                         self._budget.exceeded_events += 1
                     else:
                         self._budget.exceeded += 1
+                    self._chunks = None  # the rest is not worth reading, not even to keep the connection
                     raise ResultTooLarge(too_large_reason(limit))
                 yield piece
+        self._ended = True
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        try:
+            if self._chunks is not None and not self._ended and not self._per_event:
+                await self._drain(self._chunks)
+        finally:
+            await self._inner.aclose()
+
+    async def _drain(self, chunks: AsyncIterator[bytes]) -> None:
+        """Read what is left of an answer the SDK stopped reading, briefly, so its connection is kept.
+
+        The SDK closes an answer's event stream as soon as the answer's event came, before the
+        server's end of the stream, which follows at once; httpx2 then drops the connection, and
+        the next request opens a new one (a TCP and TLS handshake each time). Reading that end
+        lets the connection go back to the pool. The caller already has its answer; a server
+        that keeps the stream open costs this task ``_DRAIN_SECONDS`` and its connection.
+        """
+        drained = 0
+        with anyio.move_on_after(_DRAIN_SECONDS):
+            async for chunk in chunks:
+                drained += len(chunk)
+                if drained > _DRAIN_BYTES:
+                    return
 
 
 class ResultBudget:
