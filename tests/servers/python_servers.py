@@ -183,7 +183,8 @@ class RunningServer:
 
 
 def _bind_loopback(port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say they are TCP (see playa._asgi.bind).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         # A server restarted on the port of a killed one must not wait for TIME_WAIT to pass.
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
