@@ -23,21 +23,22 @@ per form (and a new copy of the text per form that matched). The scan is a sampl
   form across the edge of two chunks lies within the seam of ``longest form - 1`` bytes on
   either side, which is scanned on its own (chunks are never shorter than a form);
 - a form of at least ``stride + 3`` bytes holds, wherever it occurs, one whole 4-byte block that
-  starts at a multiple of ``stride``. ``struct`` reads those sampled blocks as integers, a span
-  at a time, and ``frozenset.intersection`` checks them, both in C, against every block a form
-  can show at such a place: some 40-60 ns per ``stride`` bytes (27 or more for ~32-character
-  secrets), about half of it making the int and half probing the set (whose slots crowd, as an
-  int's hash is the int and the blocks of forms share a small alphabet). Measured and dropped:
-  iterating a ``memoryview`` (as slow), 8-byte blocks (a shorter stride for no cheaper block),
-  ``isdisjoint`` before ``intersection`` (most spans of text full of secrets hit), a dict, and
-  padding the set to spread it (no clear gain for several times the memory);
+  starts at a multiple of ``stride``. ``struct`` reads those sampled blocks as 4-byte ``bytes``,
+  a span at a time, and ``frozenset.intersection`` checks them, both in C, against every block
+  a form can show at such a place: some 40-50 ns per ``stride`` bytes (27 or more for
+  ~32-character secrets), about half of it making the object and half probing the set.
+  Measured and dropped: blocks as ints (~15 % slower: an int's hash is the int, and as the
+  blocks of forms share a small alphabet their slots crowd), iterating a ``memoryview`` (as
+  slow), 8-byte blocks (a shorter stride for no cheaper block), ``isdisjoint`` before
+  ``intersection`` (most spans of text full of secrets hit), and a dict;
 - a hit's index in the sample gives its exact offset, and the forms that own that block there
   are confirmed against the bytes;
   forms too short for the stride chosen are looked for with ``bytes.find`` over each chunk.
   The stride is chosen per Redactor to minimise the expected cost of both;
 - what survives is joined around REDACTED: for an ASCII text (``str.isascii`` is free) byte
-  offsets are character offsets, so the text itself is sliced and nothing is decoded; otherwise
-  views of the chunks are joined and decoded once.
+  offsets are character offsets, so the text itself is sliced, nothing is decoded and no
+  encoded chunk is kept (fresh memory costs page faults); otherwise views of the kept chunks
+  are joined and decoded once.
 
 Overlapping or touching matches are merged and replaced once, so the longest match always wins:
 ``Bearer <token>`` is never left as ``Bearer [redacted]`` beside a leaked scheme, nor as a
@@ -75,7 +76,7 @@ it by chance and be corrupted, while the few bits it would hide tell an attacker
 # An HTTP token (RFC 9110 §5.6.2): what an auth scheme is made of.
 _AUTH_SCHEME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+ (?P<credential>[^ ].*)", re.DOTALL)
 
-_BLOCK: Final = 4  # bytes per sampled block: one little-endian unsigned 32-bit integer ("<I")
+_BLOCK: Final = 4  # bytes per sampled block, read as a 4-byte bytes object ("4s")
 # Rough costs on CPython 3.11, used only to pick a stride: one sampled block (unpack the int,
 # probe the set, free it), and one byte of a bytes.find pass.
 _NS_PER_BLOCK: Final = 25.0
@@ -201,9 +202,9 @@ def _kept_bytes(chunks: list[bytes], spans: list[tuple[int, int]]) -> list[bytes
 
 @functools.lru_cache(maxsize=256)
 def _sampler(stride: int, count: int) -> struct.Struct:
-    """Reads ``count`` blocks, ``stride`` bytes apart, as little-endian integers."""
+    """Reads ``count`` blocks of 4 bytes, ``stride`` bytes apart."""
     gap = f"{stride - _BLOCK}x" if stride > _BLOCK else ""
-    return struct.Struct("<" + ("I" + gap) * (count - 1) + "I")
+    return struct.Struct(("4s" + gap) * (count - 1) + "4s")
 
 
 class Redactor:
@@ -248,7 +249,7 @@ class Redactor:
         self._min_length = min((len(form) for form in self._forms), default=0)
         self._max_length = max(lengths, default=0)
         self._stride = _choose_stride(lengths)
-        owners: dict[int, list[tuple[bytes, int]]] = {}
+        owners: dict[bytes, list[tuple[bytes, int]]] = {}
         short: list[bytes] = []
         for pattern in self._patterns:
             if not self._stride or len(pattern) < self._stride + _BLOCK - 1:
@@ -256,12 +257,11 @@ class Redactor:
                 continue
             # The sampled block can start at any of the first `stride` offsets of an occurrence.
             for offset in range(self._stride):
-                block = int.from_bytes(pattern[offset : offset + _BLOCK], "little")
-                owners.setdefault(block, []).append((pattern, offset))
-        self._owners: dict[int, tuple[tuple[bytes, int], ...]] = {
+                owners.setdefault(pattern[offset : offset + _BLOCK], []).append((pattern, offset))
+        self._owners: dict[bytes, tuple[tuple[bytes, int], ...]] = {
             block: tuple(pairs) for block, pairs in owners.items()
         }
-        self._blocks: frozenset[int] = frozenset(self._owners)
+        self._blocks: frozenset[bytes] = frozenset(self._owners)
         self._short: tuple[bytes, ...] = tuple(short)
         # Whole forms fit in a chunk, so an occurrence spans at most two chunks.
         self._chunk = max(_CHUNK, self._max_length)
@@ -287,40 +287,47 @@ class Redactor:
         """``text`` with every match replaced by REDACTED; the same object when nothing matched."""
         if len(text) < self._min_length or not self._forms:
             return text
+        if text.isascii():
+            # Byte offsets are character offsets: slice the text, and keep no encoded copy of it.
+            spans = self._matches(text, None, first_only=False)
+            if not spans:
+                return text
+            return REDACTED.join([text[start:end] for start, end in _kept(spans, len(text))])
         chunks: list[bytes] = []
         spans = self._matches(text, chunks, first_only=False)
         if not spans:
             return text
-        if text.isascii():
-            # Byte offsets are character offsets: slice the text and skip the decoding.
-            return REDACTED.join([text[start:end] for start, end in _kept(spans, len(text))])
         return _REDACTED_BYTES.join(_kept_bytes(chunks, spans)).decode("utf-8", "surrogatepass")
 
     def contains(self, text: str) -> bool:
         """Whether ``text`` holds any secret or encoded form: what ``redact`` would change."""
         if len(text) < self._min_length or not self._forms:
             return False
-        return bool(self._matches(text, [], first_only=True))
+        return bool(self._matches(text, None, first_only=True))
 
-    def _matches(self, text: str, chunks: list[bytes], *, first_only: bool) -> list[tuple[int, int]]:
+    def _matches(self, text: str, chunks: list[bytes] | None, *, first_only: bool) -> list[tuple[int, int]]:
         """The byte (start, end) of every occurrence of every form, in no order, possibly repeated.
 
-        The UTF-8 of ``text`` is appended to ``chunks`` a piece at a time, as it is scanned.
+        The UTF-8 of ``text`` is appended to ``chunks`` (unless None) a piece at a time, as it
+        is scanned.
         """
         found: list[tuple[int, int]] = []
         seam = self._max_length - 1
         offset = 0
+        previous = b""
         for first in range(0, len(text), self._chunk):
             chunk = _utf8(text[first : first + self._chunk])
-            if chunks and seam:
+            if previous and seam:
                 # An occurrence across the edge lies within `seam` bytes of it on either side.
-                tail = chunks[-1][-seam:]
+                tail = previous[-seam:]
                 self._scan(tail + chunk[:seam], offset - len(tail), found)
-            chunks.append(chunk)
+            if chunks is not None:
+                chunks.append(chunk)
             self._scan(chunk, offset, found)
             if first_only and found:
                 return found
             offset += len(chunk)
+            previous = chunk
         return found
 
     def _scan(self, data: bytes, offset: int, found: list[tuple[int, int]]) -> None:
