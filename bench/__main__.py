@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 
 from bench._common import Report, Spread, machine, raise_fd_limit
+from playa._runtime import tune_garbage_collector
 
 # name: (module, function); imported when run, so one benchmark's imports never slow another.
 BENCHMARKS: dict[str, tuple[str, str]] = {
@@ -72,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     # Each table shows as soon as it is measured, also when the output goes to a file.
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     limit = raise_fd_limit()
+    # The `playa` command's collector settings, for Playa and its baselines alike.
+    tune_garbage_collector()
     facts = machine()
     started = datetime.now(UTC)
     print(f"Playa benchmarks, {started:%Y-%m-%d %H:%M} UTC{' (quick)' if args.quick else ''}")

@@ -122,6 +122,7 @@ def machine() -> dict[str, str]:
         "httpx2": version("httpx2"),
         "anyio": version("anyio"),
         "kernel": platform.release(),
+        "gc thresholds": "/".join(map(str, gc.get_threshold())),
     }
 
 

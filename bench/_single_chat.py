@@ -15,6 +15,7 @@ import sys
 import anyio
 
 from bench._playa import QuietUI, data_dir, entry, message, playa_host, write_servers
+from playa._runtime import tune_garbage_collector
 from playa.mcp_remote import RemoteMcpSettings
 
 TURN = 'a__echo {"text": "hello"}'
@@ -47,6 +48,7 @@ async def serve(url: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True)
+    tune_garbage_collector()  # as the `playa` command runs
     anyio.run(serve, parser.parse_args().url)
 
 

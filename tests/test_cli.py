@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from playa._runtime import GC_THRESHOLDS
 from playa.cli import default_data_dir, remote_mcp
 from playa.exceptions import ConfigError
 from playa.host import HostConfig
@@ -49,3 +52,25 @@ def test_environment_proxies_are_used_only_when_the_operator_says_so(tmp_path: P
     config = HostConfig(data_dir=tmp_path)
     assert not remote_mcp(config, {}, console=True).settings.connection.trust_env
     assert remote_mcp(config, {"PLAYA_HTTP_TRUST_ENV": "1"}, console=True).settings.connection.trust_env
+
+
+def test_the_playa_command_raises_the_collector_thresholds_for_its_host(tmp_path: Path) -> None:
+    # In a child process: the thresholds are the process's, and this one's stay as they are.
+    script = (
+        "import gc, sys\n"
+        "from playa.cli import main\n"
+        "code = main(['chat', '--data-dir', sys.argv[1]])\n"
+        "print('thresholds', *gc.get_threshold())\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "thresholds " + " ".join(map(str, GC_THRESHOLDS))
+    assert GC_THRESHOLDS != (700, 10, 10)

@@ -13,6 +13,7 @@ import anyio
 import anyio.abc
 
 from . import __version__
+from ._runtime import tune_garbage_collector
 from .exceptions import ConfigError
 from .host import EnvPolicy, Extension, Host, HostConfig
 from .mcp_remote import (
@@ -207,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         args = parser.parse_args(["chat", *argv])
     _configure_logging(args.log_level)
+    tune_garbage_collector()
     try:
         if args.command == "chat":
             anyio.run(_chat, args)

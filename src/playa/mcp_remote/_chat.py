@@ -76,7 +76,7 @@ class ChatServers:
         self.servers: dict[str, ServerState] = {}
         self.rejected: tuple[Rejected, ...] = ()
         self.warning: str | None = None
-        self.redactor = Redactor()
+        self.redactor = Redactor.EMPTY
         self._connector = connector
         self._settings = settings
         self._tg = task_group
