@@ -248,3 +248,31 @@ def test_the_budget_is_a_setting_with_a_sane_floor_and_sizes_read_well() -> None
         "4 MiB",
         "3 GiB",
     ]
+
+
+async def test_closing_an_answer_whose_rest_breaks_off_raises_nothing() -> None:
+    # The SDK closes an event stream once its answer came; the rest is then read to keep the
+    # connection. When the server breaks off instead, the close must still succeed quietly:
+    # an error there would make the SDK treat the answered request as lost.
+    event = b"event: message\ndata: {}\n\n"
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+    async def answer_then_break_off(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            await stream.receive()
+            await stream.send(head + b"%x\r\n" % len(event) + event + b"\r\n")
+            # No final chunk: the connection closes in the middle of the body.
+
+    listener = await anyio.create_tcp_listener(local_host=LOOPBACK, local_port=0)
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    budget = ResultBudget(BUDGET)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, answer_then_break_off)
+        async with httpx2.AsyncClient(event_hooks={"response": [budget.on_response]}) as client:
+            with anyio.fail_after(10):
+                async with client.stream("POST", f"http://{LOOPBACK}:{port}/mcp", json={}) as response:
+                    first = await anext(response.aiter_bytes())
+                    assert first == event
+                    await response.aclose()
+                assert response.is_closed
+        tg.cancel_scope.cancel()

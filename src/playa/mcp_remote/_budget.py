@@ -11,7 +11,7 @@ exhaust the host's memory. The cap is enforced while reading, on the decoded byt
   answer to that one request: the call fails with a clear reason and the session stays usable.
   Cutting the answer and delivering its first bytes is not possible here: the bytes are one
   JSON-RPC message, and a cut message no longer parses.
-- GET responses are long-lived event streams (Streamable HTTP's notification stream, the
+- GET responses are long-lived event streams (a resumed answer over Streamable HTTP, the
   whole SSE transport), where a total cap would end a healthy session after enough small
   events: they are capped per event (``event_limit``) instead. The SSE transport carries
   every result on that one stream, and its SDK client refuses events over 1 MiB on its own
@@ -22,6 +22,7 @@ exhaust the host's memory. The cap is enforced while reading, on the decoded byt
 
 from __future__ import annotations
 
+import logging
 import re
 import zlib
 from collections.abc import AsyncIterator, Iterator
@@ -33,6 +34,8 @@ import httpx2
 from playa.mcp_remote._errors import exception_tree
 
 __all__ = ["SSE_TRANSPORT_EVENT_LIMIT", "ResultBudget", "ResultTooLarge", "format_size", "oversized_event"]
+
+logger = logging.getLogger(__name__)
 
 SSE_TRANSPORT_EVENT_LIMIT: Final = 1024 * 1024
 """What the SDK's SSE transport accepts in one event; ``sse_client`` cannot change it."""
@@ -166,10 +169,17 @@ class _CappedStream(httpx2.AsyncByteStream):
         """
         drained = 0
         with anyio.move_on_after(_DRAIN_SECONDS):
-            async for chunk in chunks:
-                drained += len(chunk)
-                if drained > _DRAIN_BYTES:
-                    return
+            try:
+                async for chunk in chunks:
+                    drained += len(chunk)
+                    if drained > _DRAIN_BYTES:
+                        return
+            except Exception as exc:  # the answer was delivered: a broken rest only loses the connection
+                # The type only: the error's text is the transport's, which may quote the server.
+                logger.debug(
+                    "the rest of an answer could not be read (%s); its connection is dropped",
+                    type(exc).__name__,
+                )
 
 
 class ResultBudget:

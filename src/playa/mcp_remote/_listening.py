@@ -5,7 +5,7 @@ which the server may send requests and notifications outside any call. The proto
 optional (the client MAY open it), and Playa has no use for it: it declines every request a
 server starts and does not follow list changes, while replies to a call still arrive on that
 call's own POST. Held open, the stream costs every connection a second HTTP connection, a
-request and a task on the server, and about 40 % of the client's CPU when a host connects
+request and a task on the server, and about 30 % of the client's CPU when a host connects
 its chats. The SDK has no switch for it, so :class:`NoListeningClient` answers that one GET
 itself, with an event stream that stays empty until it is closed; the SDK waits on it as it
 would on a quiet server and never retries.

@@ -77,8 +77,8 @@ it by chance and be corrupted, while the few bits it would hide tell an attacker
 _AUTH_SCHEME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+ (?P<credential>[^ ].*)", re.DOTALL)
 
 _BLOCK: Final = 4  # bytes per sampled block, read as a 4-byte bytes object ("4s")
-# Rough costs on CPython 3.11, used only to pick a stride: one sampled block (unpack the int,
-# probe the set, free it), and one byte of a bytes.find pass.
+# Rough costs on CPython 3.11, used only to pick a stride: one sampled block (unpack it, probe
+# the set, free it), and one byte of a bytes.find pass.
 _NS_PER_BLOCK: Final = 25.0
 _NS_PER_FIND_BYTE: Final = 0.3
 # Bytes of text per sample: a hit is located in its span with tuple.index, so not too large;
