@@ -20,6 +20,8 @@ from mcp.server.mcpserver import MCPServer
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
+from playa._asgi import bind
+
 LOOPBACK = "127.0.0.1"
 
 
@@ -68,13 +70,8 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="answer Streamable HTTP posts with JSON bodies")
     args = parser.parse_args()
-    # IPPROTO_TCP, not the default 0: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on
-    # sockets that say they are TCP, and with it on, an answer written in two parts waits for a
-    # delayed ACK (~40 ms) on every reused connection.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((LOOPBACK, args.port))
-    sock.listen(4096)
+    # Playa's own binding: Nagle's algorithm off on the accepted connections (see playa._asgi).
+    sock = bind(LOOPBACK, args.port, backlog=4096)
     config = uvicorn.Config(
         build_app(json_response=args.json),
         lifespan="on",

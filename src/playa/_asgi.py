@@ -18,7 +18,7 @@ from starlette.types import ASGIApp
 __all__ = ["bind", "serving"]
 
 
-def bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int, *, backlog: int = 128) -> socket.socket:
     """A listening, non-blocking TCP socket on ``host:port``; raises ``OSError``."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP, not the default 0: asyncio turns Nagle's algorithm off (TCP_NODELAY) on the
@@ -29,7 +29,7 @@ def bind(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
-        sock.listen(128)
+        sock.listen(backlog)
     except OSError:
         sock.close()
         raise

@@ -30,6 +30,8 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from playa._asgi import bind
+
 __all__ = [
     "BearerAuthMiddleware",
     "Blackhole",
@@ -182,19 +184,6 @@ class RunningServer:
                 transport.abort()
 
 
-def _bind_loopback(port: int) -> socket.socket:
-    # IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say they are TCP (see playa._asgi.bind).
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        # A server restarted on the port of a killed one must not wait for TIME_WAIT to pass.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((LOOPBACK, port))
-    except BaseException:
-        sock.close()
-        raise
-    return sock
-
-
 @contextlib.asynccontextmanager
 async def serve_asgi(app: ASGIApp, *, port: int = 0, path: str = "/") -> AsyncIterator[RunningServer]:
     """Serve an ASGI app with uvicorn in the current event loop, on 127.0.0.1.
@@ -203,7 +192,8 @@ async def serve_asgi(app: ASGIApp, *, port: int = 0, path: str = "/") -> AsyncIt
     The app's lifespan runs (the MCP Streamable HTTP app needs it). ``path`` is appended to
     the base URL in ``RunningServer.url``. On exit the server stops and its sockets are closed.
     """
-    sock = _bind_loopback(port)
+    # Playa's own binding (SO_REUSEADDR, so a killed server's port can be taken again at once).
+    sock = bind(LOOPBACK, port)
     bound_port: int = sock.getsockname()[1]
     config = uvicorn.Config(
         app,
@@ -276,8 +266,9 @@ async def closed_port() -> AsyncIterator[str]:
     The port stays bound (without listening) for the whole block, so no other test can take it
     and the kernel answers every connection attempt with a reset.
     """
-    sock = _bind_loopback(0)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
+        sock.bind((LOOPBACK, 0))
         yield f"http://{LOOPBACK}:{sock.getsockname()[1]}/mcp"
     finally:
         sock.close()
