@@ -8,7 +8,9 @@ import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-from playa.host import Host, HostConfig, IncomingMessage, MessageRef, Sender, scope_folder
+import anyio
+
+from playa.host import ChatSession, Host, HostConfig, IncomingMessage, MessageRef, Sender, scope_folder
 from playa.mcp_remote import (
     Connector,
     HostSecret,
@@ -40,6 +42,27 @@ class QuietUI:
 
 def message(text: str) -> IncomingMessage:
     return IncomingMessage(text=text, sender=OWNER)
+
+
+ECHO_TURN = 'a__echo {"text": "hello"}'
+"""The scale benchmark's turn: the offline model calls server ``a``'s echo tool."""
+
+
+async def timed_echo_turns(host: Host, session: ChatSession, count: int) -> list[float]:
+    """Run ``count`` echo turns in ``session`` and return their wall times in seconds.
+
+    The history is cleared every 10 turns, so every turn's prompt is about the same size.
+    """
+    ui = QuietUI()
+    times: list[float] = []
+    for turn in range(count):
+        began = anyio.current_time()
+        reply = await host.handle(session, message(ECHO_TURN), ui)
+        times.append(anyio.current_time() - began)
+        assert reply is not None and "hello" in reply.text, reply
+        if turn % 10 == 9:
+            session.history.clear()
+    return times
 
 
 @contextlib.contextmanager

@@ -14,35 +14,23 @@ import sys
 
 import anyio
 
-from bench._playa import QuietUI, data_dir, entry, message, playa_host, write_servers
+from bench._playa import data_dir, entry, playa_host, timed_echo_turns, write_servers
 from playa._runtime import tune_garbage_collector
 from playa.mcp_remote import RemoteMcpSettings
 
-TURN = 'a__echo {"text": "hello"}'
-
 
 async def serve(url: str) -> None:
-    ui = QuietUI()
     with data_dir() as data:
         scope = "console:single"
         write_servers(data, scope, [entry("a", url), entry("b", url)])
         async with playa_host(data, RemoteMcpSettings()) as (host, extension):
             session = await host.session(scope, owner="owner")
             await extension.chat(session).wait_for_connects()
-            for _ in range(10):
-                await host.handle(session, message(TURN), ui)
+            await timed_echo_turns(host, session, 10)  # warm up
             session.history.clear()
             print("READY", flush=True)
             while line := await anyio.to_thread.run_sync(sys.stdin.readline):
-                times: list[float] = []
-                for turn in range(int(line)):
-                    began = anyio.current_time()
-                    reply = await host.handle(session, message(TURN), ui)
-                    times.append(anyio.current_time() - began)
-                    assert reply is not None and "hello" in reply.text, reply
-                    if turn % 10 == 9:
-                        session.history.clear()
-                print(json.dumps(times), flush=True)
+                print(json.dumps(await timed_echo_turns(host, session, int(line))), flush=True)
 
 
 def main() -> None:

@@ -19,14 +19,13 @@ from collections.abc import Callable, Iterator
 import anyio
 
 from bench._common import ROOT, GcPauses, Report, Spread, bench_server, verdict
-from bench._playa import QuietUI, data_dir, entry, message, playa_host, write_servers
+from bench._playa import data_dir, entry, playa_host, timed_echo_turns, write_servers
 from playa.host import ChatSession
 from playa.mcp_remote import RemoteMcpSettings
 
 TARGET_CONNECT = 15.0
 TARGET_TURN_RATIO = 1.10
 CONNECT_WAIT_LIMIT = 180.0  # seconds: the storm is waited out, but not forever
-TURN = 'a__echo {"text": "hello"}'
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -74,7 +73,6 @@ async def run(quick: bool) -> Report:
     chats = 30 if quick else 1000
     blocks, per_block = (4, 10) if quick else (10, 20)
     report = Report("scale", f"6. Scale: {chats:,} chats × 2 servers against one server process")
-    ui = QuietUI()
     async with bench_server() as served:
         with data_dir() as data, single_chat(served.url) as single_turns:
             scopes = [f"console:chat{n:04d}" for n in range(chats)]
@@ -83,17 +81,7 @@ async def run(quick: bool) -> Report:
             async with playa_host(data, RemoteMcpSettings()) as (host, extension):
                 first = await host.session(scopes[0], owner="owner")
                 await extension.chat(first).wait_for_connects()
-
-                async def turns_in(into: list[float], count: int) -> None:
-                    for turn in range(count):
-                        began = anyio.current_time()
-                        reply = await host.handle(first, message(TURN), ui)
-                        into.append(anyio.current_time() - began)
-                        assert reply is not None and "hello" in reply.text, reply
-                        if turn % 10 == 9:
-                            first.history.clear()
-
-                await turns_in([], 10)  # warm up
+                await timed_echo_turns(host, first, 10)  # warm up
                 first.history.clear()
 
                 client_cpu, server_cpu = os.times(), _cpu_seconds(served.process.pid)
@@ -131,7 +119,7 @@ async def run(quick: bool) -> Report:
                     for block in range(blocks):
                         if block % 2:
                             alone += await anyio.to_thread.run_sync(single_turns, per_block)
-                        await turns_in(crowded, per_block)
+                        crowded += await timed_echo_turns(host, first, per_block)
                         if not block % 2:
                             alone += await anyio.to_thread.run_sync(single_turns, per_block)
 
