@@ -114,6 +114,7 @@ class _CappedStream(httpx2.AsyncByteStream):
         self._decoder = _Decoder(encoding) if encoding not in ("identity", "unsupported") else None
         self._chunks: AsyncIterator[bytes] | None = None
         self._ended = False
+        self._abandoned = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         if self._encoding == "unsupported":
@@ -146,15 +147,15 @@ class _CappedStream(httpx2.AsyncByteStream):
                         self._budget.exceeded_events += 1
                     else:
                         self._budget.exceeded += 1
-                    self._chunks = None  # the rest is not worth reading, not even to keep the connection
+                    self._abandoned = True  # the rest is not worth reading, not even to keep the connection
                     raise ResultTooLarge(too_large_reason(limit))
                 yield piece
         self._ended = True
 
     async def aclose(self) -> None:
         try:
-            if self._chunks is not None and not self._ended and not self._per_event:
-                await self._drain(self._chunks)
+            if not (self._ended or self._abandoned or self._per_event):
+                await self._drain(self._chunks if self._chunks is not None else aiter(self._inner))
         finally:
             await self._inner.aclose()
 
@@ -162,9 +163,10 @@ class _CappedStream(httpx2.AsyncByteStream):
         """Read what is left of an answer the SDK stopped reading, briefly, so its connection is kept.
 
         The SDK closes an answer's event stream as soon as the answer's event came, before the
-        server's end of the stream, which follows at once; httpx2 then drops the connection, and
-        the next request opens a new one (a TCP and TLS handshake each time). Reading that end
-        lets the connection go back to the pool. The caller already has its answer; a server
+        server's end of the stream, which follows at once, and it never reads the empty body of
+        the 202 that accepts a notification. httpx2 then drops the connection, and the next
+        request opens a new one (a TCP and TLS handshake each time). Reading that end lets the
+        connection go back to the pool. The caller already has its answer; a server
         that keeps the stream open costs this task ``_DRAIN_SECONDS`` and its connection.
         """
         drained = 0
