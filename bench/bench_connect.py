@@ -151,13 +151,13 @@ async def run(quick: bool) -> Report:
             text += f", {float(str(result['seconds'])):.1f} s to open"
         return text
 
-    ours_each = per(playa)
+    ours_each, theirs_each = per(playa), per(shared)
     reached = int(str(playa.get("opened", 0)))
     report.add(
         f"RSS per open connection at {held:,}",
         describe(playa),
         describe(shared),
-        f"{ours_each / per(shared):.2f}" if ours_each and per(shared) else "",
+        f"{ours_each / theirs_each:.2f}" if ours_each and theirs_each else "",
         f"≤ {TARGET_BYTES // 1000} kB at 2,000",
         verdict(ours_each is not None and ours_each <= TARGET_BYTES and reached >= min(held, 2000)),
     )
