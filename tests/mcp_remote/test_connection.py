@@ -19,13 +19,15 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ListToolsResult, PaginatedRequestParams, TextContent
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from playa.exceptions import CallFailed, ConnectFailed, RemoteError, RemoteTimeout
-from playa.mcp_remote._connection import Connection, ConnectionSettings, Connector, Endpoint
+from playa.mcp_remote._connection import HANDSHAKE, Connection, ConnectionSettings, Connector, Endpoint
 from playa.mcp_remote._egress import EgressPolicy
 from servers.python_servers import (
     LOOPBACK,
+    OneProtocol,
     RunningServer,
     blackhole,
     closed_port,
@@ -75,6 +77,20 @@ class HangOnDelete:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "DELETE":
+            await self._release.wait()
+        await self._app(scope, receive, send)
+
+
+class HangOnProbe:
+    """ASGI middleware that leaves every request at a modern protocol version unanswered until ``release``."""
+
+    def __init__(self, app: ASGIApp, release: anyio.Event) -> None:
+        self._app = app
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        version = dict(scope.get("headers", [])).get(b"mcp-protocol-version", b"").decode()
+        if scope["type"] == "http" and version in MODERN_PROTOCOL_VERSIONS:
             await self._release.wait()
         await self._app(scope, receive, send)
 
@@ -139,22 +155,109 @@ async def test_a_streamable_http_server_is_connected_with_its_tools_listed_and_c
                 result = await connection.call_tool("add", {"a": 2, "b": 3})
                 assert text_of(result) == "5"
                 assert result.is_error is False
-                # The handshake is the legacy initialize, with no server/discover probe first.
-                assert [r.rpc_method for r in served.requests if r.rpc_method][:1] == ["initialize"]
-                assert all(r.rpc_method != "server/discover" for r in served.requests)
             finally:
                 await connection.aclose()
             assert connection.closed
 
 
-async def test_the_listening_stream_is_never_opened_and_calls_still_answer(task_group: TaskGroup) -> None:
+async def test_a_modern_server_is_probed_once_and_then_spoken_to_without_a_handshake(
+    task_group: TaskGroup,
+) -> None:
     with anyio.fail_after(10):
         async with serve_mcp(make_server()) as served:
+            connector = Connector(FAST)
+            first = await connector.connect(endpoint(served.url), task_group)
+            assert first.protocol in MODERN_PROTOCOL_VERSIONS
+            await first.aclose()
+            # No session to open or delete: the probe, then the listing.
+            assert [(r.method, r.rpc_method) for r in served.requests] == [
+                ("POST", "server/discover"),
+                ("POST", "tools/list"),
+            ]
+            assert connector.remembered_protocol(served.url) == first.protocol
+
+            served.requests.clear()
+            second = await connector.connect(endpoint(served.url), task_group)
+            assert second.protocol == first.protocol
+            assert text_of(await second.call_tool("add", {"a": 2, "b": 3})) == "5"
+            await second.aclose()
+            assert [r.rpc_method for r in served.requests] == ["tools/list", "tools/call"]
+
+
+async def test_an_older_server_gets_the_handshake_and_later_connects_skip_the_probe(
+    task_group: TaskGroup,
+) -> None:
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server(), protocols="handshake") as served:
+            connector = Connector(FAST)
+            first = await connector.connect(endpoint(served.url), task_group)
+            assert first.protocol not in MODERN_PROTOCOL_VERSIONS
+            await first.aclose()
+            assert [r.rpc_method for r in served.requests][:2] == ["server/discover", "initialize"]
+            assert connector.remembered_protocol(served.url) == HANDSHAKE
+
+            served.requests.clear()
+            second = await connector.connect(endpoint(served.url), task_group)
+            assert text_of(await second.call_tool("add", {"a": 2, "b": 3})) == "5"
+            await second.aclose()
+            assert [r.rpc_method for r in served.requests] == [
+                "initialize",
+                "notifications/initialized",
+                "tools/list",
+                "tools/call",
+                None,  # the session's DELETE
+            ]
+
+
+async def test_a_probe_that_is_never_answered_leaves_the_handshake_for_the_next_connect(
+    task_group: TaskGroup,
+) -> None:
+    release = anyio.Event()
+    app = HangOnProbe(make_server().streamable_http_app(host=LOOPBACK), release)
+    with anyio.fail_after(10):
+        async with serve_asgi(app, path="/mcp") as served:
+            connector = Connector(FAST)
+            with pytest.raises(RemoteTimeout):
+                await connector.connect(endpoint(served.url), task_group)
+            assert connector.remembered_protocol(served.url) == HANDSHAKE
+
+            connection = await connector.connect(endpoint(served.url), task_group)
+            assert connection.protocol not in MODERN_PROTOCOL_VERSIONS
+            assert text_of(await connection.call_tool("add", {"a": 3, "b": 4})) == "7"
+            await connection.aclose()
+            release.set()
+
+
+@pytest.mark.parametrize(("before", "after"), [("both", "handshake"), ("handshake", "modern")])
+async def test_a_server_that_changed_its_protocol_is_negotiated_again_at_once(
+    task_group: TaskGroup, before: Literal["both", "handshake"], after: Literal["handshake", "modern"]
+) -> None:
+    connector = Connector(FAST)
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server(), protocols=before) as first:
+            await (await connector.connect(endpoint(first.url), task_group)).aclose()
+            port = int(first.url.split(":")[2].split("/")[0])
+        remembered = connector.remembered_protocol(first.url)
+        # The same URL, now served another way: what was remembered fails, and the same
+        # connect negotiates again.
+        async with serve_mcp(make_server(), port=port, protocols=after) as second:
+            connection = await connector.connect(endpoint(second.url), task_group)
+            assert text_of(await connection.call_tool("add", {"a": 1, "b": 1})) == "2"
+            await connection.aclose()
+            assert connection.transport == "streamable-http"
+            assert connector.remembered_protocol(second.url) not in (remembered, None)
+            assert "server/discover" in [r.rpc_method for r in second.requests]
+
+
+async def test_the_listening_stream_is_never_opened_and_calls_still_answer(task_group: TaskGroup) -> None:
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server(), protocols="handshake") as served:
             connection = await Connector(FAST).connect(endpoint(served.url), task_group)
             assert text_of(await connection.call_tool("add", {"a": 40, "b": 2})) == "42"
             await connection.aclose()
             # Every request is a POST of the session, then its DELETE: no GET event stream.
             assert [(r.method, r.rpc_method) for r in served.requests] == [
+                ("POST", "server/discover"),
                 ("POST", "initialize"),
                 ("POST", "notifications/initialized"),
                 ("POST", "tools/list"),
@@ -163,15 +266,16 @@ async def test_the_listening_stream_is_never_opened_and_calls_still_answer(task_
             ]
 
 
+@pytest.mark.parametrize("protocols", ["both", "handshake"])
 @pytest.mark.parametrize("json_response", [False, True], ids=["event-stream", "json"])
 async def test_a_session_keeps_one_http_connection_from_handshake_to_close(
-    task_group: TaskGroup, json_response: bool
+    task_group: TaskGroup, json_response: bool, protocols: Literal["both", "handshake"]
 ) -> None:
     # The SDK client stops reading an answer's event stream at the answer, and never reads the
-    # empty body of a notification's 202: unless the rest is read, httpx2 drops the connection
-    # and the next request opens a new one (over HTTPS, a TLS handshake each time).
+    # body of a refused probe or of a notification's 202: unless the rest is read, httpx2 drops
+    # the connection and the next request opens a new one (over HTTPS, a TLS handshake each time).
     with anyio.fail_after(10):
-        async with serve_mcp(make_server(), json_response=json_response) as served:
+        async with serve_mcp(make_server(), json_response=json_response, protocols=protocols) as served:
             connection = await Connector(FAST).connect(endpoint(served.url), task_group)
             for number in range(5):
                 assert text_of(await connection.call_tool("add", {"a": number, "b": 1})) == str(number + 1)
@@ -214,7 +318,10 @@ async def test_an_answer_stream_left_open_delays_neither_the_call_nor_the_close(
     task_group: TaskGroup,
 ) -> None:
     release = anyio.Event()
-    app = HoldAnswerStreamsOpen(make_server().streamable_http_app(host=LOOPBACK), release)
+    # Only the handshake's sessions answer with event streams.
+    app = HoldAnswerStreamsOpen(
+        OneProtocol(make_server().streamable_http_app(host=LOOPBACK), "handshake"), release
+    )
     with anyio.fail_after(10):
         async with serve_asgi(app, path="/mcp") as served:
             connection = await Connector(FAST).connect(endpoint(served.url), task_group)
@@ -264,12 +371,13 @@ async def test_an_sse_only_server_is_reached_by_falling_back_and_the_fallback_is
             assert text_of(await first.call_tool("add", {"a": 20, "b": 22})) == "42"
             await first.aclose()
             assert connector.remembered_transport(served.url) == "sse"
-            # The Streamable HTTP attempt was a POST to the SSE endpoint itself.
-            assert sum(1 for r in served.requests if r.method == "POST" and r.path == "/sse") == 1
+            # The Streamable HTTP attempt posted to the SSE endpoint itself: the probe, and the
+            # handshake the SDK falls back to.
+            assert sum(1 for r in served.requests if r.method == "POST" and r.path == "/sse") == 2
 
             second = await connector.connect(endpoint(served.url), task_group)
             assert second.transport == "sse"
-            assert sum(1 for r in served.requests if r.method == "POST" and r.path == "/sse") == 1
+            assert sum(1 for r in served.requests if r.method == "POST" and r.path == "/sse") == 2
             await second.aclose()
 
 
@@ -283,10 +391,11 @@ async def test_a_forced_transport_is_honoured_without_fallback(task_group: TaskG
             assert caught.value.server == "demo"
             assert all(r.method != "GET" for r in served.requests)
             assert connector.remembered_transport(served.url) is None
+            refused = len(served.requests)
 
             connection = await connector.connect(endpoint(served.url, transport="sse"), task_group)
             assert connection.transport == "sse"
-            assert all(r.method != "POST" or r.path != "/sse" for r in served.requests[1:])
+            assert all(r.method != "POST" or r.path != "/sse" for r in served.requests[refused:])
             await connection.aclose()
 
 
@@ -319,8 +428,9 @@ async def test_a_wrong_bearer_fails_with_401_and_never_shows_the_token(
             assert TOKEN not in repr(target)
             assert "Authorization" in repr(target)
             if transport == "auto":
-                # An auth failure is not a reason to try SSE: it would fail the same way.
-                assert [r.method for r in served.requests] == ["POST"]
+                # An auth failure is not a reason to try SSE: it would fail the same way. (The
+                # SDK follows a refused probe with the handshake: two POSTs.)
+                assert [(r.method, r.path) for r in served.requests] == [("POST", "/mcp")] * 2
 
 
 async def test_a_closed_port_is_refused_quickly_and_leaves_nothing_behind(task_group: TaskGroup) -> None:
@@ -443,7 +553,8 @@ async def test_a_redirect_to_another_origin_is_not_followed_and_the_headers_stay
                 await Connector(FAST).connect(target, task_group)
             assert caught.value.reason == f"redirected to {elsewhere.url}, not followed"
             assert elsewhere.requests == []
-            assert [r.headers.get("authorization") for r in redirecting.requests] == [f"Bearer {TOKEN}"]
+            # The probe and the handshake, each redirected and neither followed.
+            assert [r.headers.get("authorization") for r in redirecting.requests] == [f"Bearer {TOKEN}"] * 2
 
 
 async def test_a_failed_connect_does_not_cancel_the_other_connections_of_the_task_group(
@@ -496,7 +607,8 @@ async def test_closing_is_bounded_when_the_server_never_answers_the_session_dele
     task_group: TaskGroup,
 ) -> None:
     release = anyio.Event()
-    app = HangOnDelete(make_server().streamable_http_app(host=LOOPBACK), release)
+    # Only the handshake opens a session, which is closed with a DELETE.
+    app = HangOnDelete(OneProtocol(make_server().streamable_http_app(host=LOOPBACK), "handshake"), release)
     with anyio.fail_after(10):
         async with serve_asgi(app, path="/mcp") as served:
             connection = await Connector(FAST).connect(endpoint(served.url), task_group)
@@ -510,7 +622,7 @@ async def test_closing_is_bounded_when_the_server_never_answers_the_session_dele
 
 async def test_cancelling_the_owning_task_group_still_closes_the_session() -> None:
     with anyio.fail_after(10):
-        async with serve_mcp(make_server()) as served:
+        async with serve_mcp(make_server(), protocols="handshake") as served:
             async with anyio.create_task_group() as owner:
                 connection = await Connector(FAST).connect(endpoint(served.url), owner)
                 owner.cancel_scope.cancel()
@@ -541,7 +653,8 @@ async def test_environment_proxies_are_ignored_unless_trusted(
             trusting = Connector(ConnectionSettings(connect_timeout=0.5, trust_env=True))
             with pytest.raises(ConnectFailed, match="HTTP 502"):
                 await trusting.connect(endpoint(served.url, transport="streamable-http"), task_group)
-            assert [r.target for r in proxy.requests] == [served.url]
+            assert proxy.requests
+            assert {r.target for r in proxy.requests} == {served.url}
 
 
 async def test_the_public_egress_policy_never_goes_through_an_environment_proxy(

@@ -28,6 +28,8 @@ from playa.mcp_remote import (
 )
 from playa.mcp_remote._store import store_path
 from servers.python_servers import (
+    RecordedRequest,
+    RecordingServer,
     RunningServer,
     blackhole,
     closed_port,
@@ -321,6 +323,15 @@ async def test_a_down_server_does_not_stop_the_turn_and_the_prompt_says_why(
             )
 
 
+def rpc_method(request: RecordedRequest) -> object:
+    return json.loads(request.body).get("method")
+
+
+def connects(server: RecordingServer) -> int:
+    """How many times ``server`` was asked to connect: each attempt starts with one probe."""
+    return sum(1 for request in server.requests if rpc_method(request) == "server/discover")
+
+
 async def test_failed_connects_are_retried_on_the_backoff_schedule_and_cost_turns_nothing(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
@@ -333,7 +344,7 @@ async def test_failed_connects_are_retried_on_the_backoff_schedule_and_cost_turn
             session = await host.session(SCOPE, owner="owner")
             added = await say(host, session, f"/mcp_add flaky {failing.url}")
             assert "unavailable: HTTP 503 (server error)" in added.text
-            assert len(failing.requests) == 1
+            assert connects(failing) == 1
             # (seconds since T0, connect attempts so far, seconds to the next retry)
             schedule = [
                 (30, 1, 30),
@@ -353,10 +364,11 @@ async def test_failed_connects_are_retried_on_the_backoff_schedule_and_cost_turn
                 clock.now = T0 + elapsed
                 reply = await say(host, session, "hello")
                 assert reply.kind == "agent"
-                assert len(failing.requests) == attempts, f"at T0+{elapsed}"
+                assert connects(failing) == attempts, f"at T0+{elapsed}"
                 listed = await say(host, session, "/mcp_list")
                 assert listed.text.splitlines()[0].endswith(f"(in {wait} s)"), (elapsed, listed.text)
-            assert all(r.method == "POST" and b'"initialize"' in r.body for r in failing.requests)
+            # Each attempt probes, and the SDK follows the refused probe with the handshake.
+            assert [rpc_method(r) for r in failing.requests] == ["server/discover", "initialize"] * attempts
 
 
 async def test_a_server_that_hangs_is_given_up_after_the_connect_timeout_and_then_left_alone(
@@ -425,7 +437,7 @@ async def test_adding_a_server_again_connects_at_once_even_in_backoff(
                 clock.now = T0 + 1
                 again = await say(host, session, f"/mcp_add back {url}")
                 assert again.text == "Replaced back: connected over streamable-http, 1 tools: back__ping."
-                assert any(r.rpc_method == "initialize" for r in server.requests)
+                assert any(r.rpc_method == "tools/list" for r in server.requests)
                 assert session.tools.is_active("back__ping")
 
 

@@ -28,6 +28,7 @@ import anyio
 import anyio.abc
 import uvicorn
 from mcp.server.mcpserver import MCPServer
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from playa._asgi import bind
@@ -75,6 +76,58 @@ class BearerAuthMiddleware:
                 await send({"type": "http.response.body", "body": b"unauthorized"})
                 return
         await self._app(scope, receive, send)
+
+
+class OneProtocol:
+    """ASGI middleware that makes a server of both protocols speak only one of them.
+
+    ``"handshake"``: a request at a modern protocol version (``server/discover``, or any request
+    that skips the handshake) is answered as a server that predates the 2026 protocol answers,
+    HTTP 400 with a JSON-RPC error. ``"modern"``: an ``initialize`` is refused the same way, as
+    by a server that dropped the handshake.
+    """
+
+    def __init__(self, app: ASGIApp, protocol: Literal["handshake", "modern"]) -> None:
+        self._app = app
+        self._protocol = protocol
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        messages: list[Any] = []
+        body = b""
+        while not messages or messages[-1].get("more_body", False):
+            messages.append(await receive())
+            body += messages[-1].get("body", b"")
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            payload = None
+        payload = payload if isinstance(payload, dict) else {}
+        version = dict(scope["headers"]).get(b"mcp-protocol-version", b"").decode()
+        if self._protocol == "handshake":
+            refused = version in MODERN_PROTOCOL_VERSIONS
+            error = {"code": -32000, "message": "Bad Request: Server not initialized"}
+        else:
+            refused = payload.get("method") == "initialize"
+            error = {"code": -32022, "message": "Unsupported protocol version"}
+        if not refused:
+
+            async def replay() -> Any:
+                return messages.pop(0) if messages else await receive()
+
+            await self._app(scope, replay, send)
+            return
+        answer = json.dumps({"jsonrpc": "2.0", "id": payload.get("id"), "error": error}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 400,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": answer})
 
 
 @dataclass(frozen=True)
@@ -235,18 +288,23 @@ async def serve_mcp(
     bearer: str | None = None,
     port: int = 0,
     json_response: bool = False,
+    protocols: Literal["both", "handshake", "modern"] = "both",
 ) -> AsyncIterator[RunningServer]:
     """Serve an SDK ``MCPServer`` on loopback over Streamable HTTP (at ``/mcp``) or SSE only (at ``/sse``).
 
     ``RunningServer.url`` is the endpoint URL a client connects to, and ``RunningServer.requests``
     lists the requests it received (with the JSON-RPC method of each POST). With ``bearer``,
     every request without ``Authorization: Bearer <bearer>`` is answered 401. ``json_response``
-    makes the Streamable HTTP server answer with JSON bodies instead of SSE streams. ``port``
-    brings a killed server back at the same URL.
+    makes the Streamable HTTP server answer with JSON bodies instead of SSE streams;
+    ``protocols`` narrows what it speaks to the ``initialize`` handshake or to the 2026 protocol
+    (``OneProtocol``).
+    ``port`` brings a killed server back at the same URL.
     """
     app: ASGIApp
     if transport == "streamable-http":
         app = server.streamable_http_app(json_response=json_response, host=LOOPBACK)
+        if protocols != "both":
+            app = OneProtocol(app, protocols)
         path = "/mcp"
     else:
         app = server.sse_app(host=LOOPBACK)

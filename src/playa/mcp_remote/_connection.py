@@ -1,10 +1,22 @@
 """Connections to remote MCP servers: connect (Streamable HTTP, SSE fallback), list tools, call, close.
 
-A ``Connector`` holds what all connections of a host share: the settings, one SSL context and
-which transport each URL spoke last. ``Connector.connect`` returns a ``Connection`` whose tools
-are already listed. Each connection lives in a task of the caller's task group, which enters the
-SDK's transport and session and exits them again (anyio cancel scopes must be exited by the
-task that entered them); ``Connection.aclose`` asks that task to stop and waits for it.
+A ``Connector`` holds what all connections of a host share: the settings, one SSL context, and
+for each URL the transport and protocol its server spoke last. ``Connector.connect`` returns a
+``Connection`` whose tools are already listed. Each connection lives in a task of the caller's
+task group, which enters the SDK's transport and session and exits them again (anyio cancel
+scopes must be exited by the task that entered them); ``Connection.aclose`` asks that task to
+stop and waits for it.
+
+The protocol: over Streamable HTTP the first connect to a URL lets the SDK negotiate
+(``mode="auto"``): it asks ``server/discover``; a server of the 2026 protocol answers with the
+versions it speaks, and an older one refuses the method and gets the ``initialize`` handshake
+instead. Later connects to that URL start with what was agreed: a modern version needs no
+handshake at all (the tool listing is the first request, and there is no session to open or
+delete), and the handshake goes without the probe. Should the server have changed, the
+remembered way fails with the server's answer and the same connect negotiates again; a probe
+that gets no answer in time leaves the handshake for next time, since a server that ignores
+the probe would otherwise time out on every connect. SSE, the older transport, always uses the
+handshake.
 
 A transport failure or a timeout during a call marks the connection ``broken`` and stops it; its
 owner drops it and connects again for the next call. Calls are never retried here.
@@ -30,6 +42,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from mcp.client import Client, Transport
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from playa import __version__
 from playa.exceptions import CallFailed, ConnectFailed, RemoteError, RemoteTimeout
@@ -51,6 +64,11 @@ logger = logging.getLogger(__name__)
 
 TransportName = Literal["streamable-http", "sse"]
 TransportChoice = Literal["auto", "streamable-http", "sse"]
+
+NEGOTIATE: Final = "auto"
+"""The SDK's connect mode that probes ``server/discover`` and falls back to the handshake."""
+HANDSHAKE: Final = "legacy"
+"""The SDK's connect mode of the ``initialize`` handshake; any other mode is a modern version."""
 
 # A response stream (a long tool call, the SSE event stream) may stay quiet this long between
 # chunks before httpx2 gives up on it; the call timeout bounds calls on its own.
@@ -174,9 +192,14 @@ class Connection:
         settings: ConnectionSettings,
         ssl_context: ssl.SSLContext,
         resolve: Resolver | None = None,
+        mode: str = HANDSHAKE,
     ) -> None:
+        """``mode`` is the SDK's: NEGOTIATE, HANDSHAKE, or a modern protocol version to speak at once."""
         self.endpoint = endpoint
         self.transport: TransportName = transport
+        self.mode = mode
+        self.protocol: str | None = None
+        """The protocol version agreed with the server, once connected."""
         self.tools: Sequence[mcp_types.Tool] = ()
         self._settings = settings
         self._ssl_context = ssl_context
@@ -191,7 +214,8 @@ class Connection:
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"broken: {self._broken_reason}" if self.broken else "open"
         return (
-            f"<Connection {self.endpoint.server!r} over {self.transport}, {len(self.tools)} tools, {state}>"
+            f"<Connection {self.endpoint.server!r} over {self.transport} ({self.protocol or self.mode}), "
+            f"{len(self.tools)} tools, {state}>"
         )
 
     @property
@@ -387,14 +411,14 @@ class Connection:
             with scope:
                 async with contextlib.AsyncExitStack() as stack:
                     transport = await self._open_transport(stack)
-                    # mode="legacy": the initialize handshake, one round trip, which every server
-                    # speaks. "auto" first probes server/discover with its own 10 s timeout, a
-                    # wasted round trip (or 10 s) on every server of today.
                     # cache=None: tools are listed once here and kept; a response cache would
                     # only hold a second copy.
-                    client = Client(transport, mode="legacy", cache=None, client_info=_CLIENT_INFO)
+                    client = Client(transport, mode=self.mode, cache=None, client_info=_CLIENT_INFO)
                     await stack.enter_async_context(client)
-                    handshaken = True
+                    self.protocol = client.protocol_version
+                    # A modern version is spoken without a handshake: until the listing is
+                    # answered, nothing says the server speaks this transport (or this version).
+                    handshaken = self.mode in (NEGOTIATE, HANDSHAKE)
                     # Listing through the session also primes its output-schema cache, so the
                     # first call does not list the tools again to validate its result.
                     self.tools = await self._list_tools(client)
@@ -464,10 +488,16 @@ class Connector:
         self._slots = anyio.Semaphore(self.settings.max_concurrent_connects)
         # Per URL, the transport that last worked, so "auto" goes straight to it next time.
         self._spoken: dict[str, TransportName] = {}
+        # Per URL, how its Streamable HTTP connects start: HANDSHAKE or a modern version.
+        self._protocols: dict[str, str] = {}
 
     def remembered_transport(self, url: str) -> TransportName | None:
         """The transport that last worked for ``url`` with ``transport="auto"``, if any."""
         return self._spoken.get(url)
+
+    def remembered_protocol(self, url: str) -> str | None:
+        """How the next Streamable HTTP connect to ``url`` starts (HANDSHAKE or a modern version), if known."""
+        return self._protocols.get(url)
 
     async def ssl_context(self) -> ssl.SSLContext:
         """The SSL context of every connection, built once (in a worker thread: it takes ~27 ms)."""
@@ -485,6 +515,26 @@ class Connector:
         if self._spoken.get(endpoint.url) == "sse":
             return ("sse", "streamable-http")
         return ("streamable-http", "sse")
+
+    def _modes(self, url: str, transport: TransportName) -> tuple[str, ...]:
+        """The connect modes to try over ``transport``, in order (see the module docstring)."""
+        if transport == "sse":
+            return (HANDSHAKE,)
+        remembered = self._protocols.get(url)
+        return (remembered, NEGOTIATE) if remembered is not None else (NEGOTIATE,)
+
+    def _learn(self, url: str, connection: Connection | None, failure: ConnectFailure | None) -> None:
+        """Remember how ``url`` connected, or forget what no longer works."""
+        if connection is not None:
+            if connection.transport == "streamable-http":
+                modern = connection.protocol in MODERN_PROTOCOL_VERSIONS
+                self._protocols[url] = connection.protocol if modern and connection.protocol else HANDSHAKE
+        elif failure is not None and isinstance(failure.error, RemoteTimeout):
+            # No answer in time: a probe the server never answers must not cost every connect.
+            self._protocols.setdefault(url, HANDSHAKE)
+        elif failure is not None and failure.try_other_transport:
+            # The server answered, but not as it did before: negotiate again.
+            self._protocols.pop(url, None)
 
     async def connect(self, endpoint: Endpoint, task_group: TaskGroup) -> Connection:
         """Connect to ``endpoint`` and list its tools, within the connect timeout as a whole.
@@ -511,13 +561,21 @@ class Connector:
         ssl_context = await self.ssl_context()
         order = self._order(endpoint)
         error: ConnectFailed | RemoteTimeout | None = None
-        for transport in order:
+        attempts = [(transport, mode) for transport in order for mode in self._modes(endpoint.url, transport)]
+        for transport, mode in attempts:
             connection = Connection(
-                endpoint, transport, settings=self.settings, ssl_context=ssl_context, resolve=self._resolve
+                endpoint,
+                transport,
+                settings=self.settings,
+                ssl_context=ssl_context,
+                resolve=self._resolve,
+                mode=mode,
             )
             try:
                 await task_group.start(connection._run, deadline)
             except _AttemptFailed as failed:
+                if transport == "streamable-http":
+                    self._learn(endpoint.url, None, failed.failure)
                 error = _scrubbed(failed.failure.error, endpoint)
                 logger.info("%s: connecting over %s failed: %s", endpoint.server, transport, error.reason)
                 if failed.failure.try_other_transport:
@@ -526,7 +584,14 @@ class Connector:
             task_group.start_soon(connection._stop_with_owner)
             if endpoint.transport == "auto":
                 self._spoken[endpoint.url] = transport
-            logger.info("%s: connected over %s, %d tools", endpoint.server, transport, len(connection.tools))
+            self._learn(endpoint.url, connection, None)
+            logger.info(
+                "%s: connected over %s (%s), %d tools",
+                endpoint.server,
+                transport,
+                connection.protocol,
+                len(connection.tools),
+            )
             return connection
         assert error is not None
         raise error
