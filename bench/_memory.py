@@ -7,7 +7,8 @@ of its own, so that memory freed by an earlier measurement never hides the cost 
 
 - ``playa``: ``Connector.connect`` (one shared SSL context, tools listed).
 - ``sdk-shared``: ``mcp.Client`` over ``streamable_http_client`` with an httpx2 client built on
-  one shared SSL context, ``mode="legacy"``, tools listed: the bare SDK used with care.
+  one shared SSL context, pinned to the 2026 protocol as Playa is once it negotiated, tools
+  listed: the bare SDK used with care.
 - ``sdk-default``: ``mcp.Client(url)``, every default (its own SSL context, ``mode="auto"``).
 """
 
@@ -25,6 +26,7 @@ import anyio
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types.version import LATEST_MODERN_VERSION
 
 from bench._common import raise_fd_limit, rss_bytes
 from playa._runtime import tune_garbage_collector
@@ -59,7 +61,7 @@ async def hold(args: argparse.Namespace) -> dict[str, Any]:
             timeout = httpx2.Timeout(30.0, read=300.0)
             async with (
                 httpx2.AsyncClient(verify=ssl_context, timeout=timeout, headers=HEADERS) as http,
-                Client(streamable_http_client(args.url, http_client=http), mode="legacy") as c,
+                Client(streamable_http_client(args.url, http_client=http), mode=LATEST_MODERN_VERSION) as c,
             ):
                 yield c
 
