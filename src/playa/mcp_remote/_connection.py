@@ -523,16 +523,17 @@ class Connector:
         remembered = self._protocols.get(url)
         return (remembered, NEGOTIATE) if remembered is not None else (NEGOTIATE,)
 
-    def _learn(self, url: str, connection: Connection | None, failure: ConnectFailure | None) -> None:
-        """Remember how ``url`` connected, or forget what no longer works."""
-        if connection is not None:
-            if connection.transport == "streamable-http":
-                modern = connection.protocol in MODERN_PROTOCOL_VERSIONS
-                self._protocols[url] = connection.protocol if modern and connection.protocol else HANDSHAKE
-        elif failure is not None and isinstance(failure.error, RemoteTimeout):
+    def _connected(self, url: str, connection: Connection) -> None:
+        """Remember how ``url`` connected over Streamable HTTP, for its next connect."""
+        protocol = connection.protocol
+        self._protocols[url] = protocol if protocol in MODERN_PROTOCOL_VERSIONS and protocol else HANDSHAKE
+
+    def _failed(self, url: str, failure: ConnectFailure) -> None:
+        """Forget how ``url`` connected when its server now answers otherwise."""
+        if isinstance(failure.error, RemoteTimeout):
             # No answer in time: a probe the server never answers must not cost every connect.
             self._protocols.setdefault(url, HANDSHAKE)
-        elif failure is not None and failure.try_other_transport:
+        elif failure.try_other_transport:
             # The server answered, but not as it did before: negotiate again.
             self._protocols.pop(url, None)
 
@@ -575,7 +576,7 @@ class Connector:
                 await task_group.start(connection._run, deadline)
             except _AttemptFailed as failed:
                 if transport == "streamable-http":
-                    self._learn(endpoint.url, None, failed.failure)
+                    self._failed(endpoint.url, failed.failure)
                 error = _scrubbed(failed.failure.error, endpoint)
                 logger.info("%s: connecting over %s failed: %s", endpoint.server, transport, error.reason)
                 if failed.failure.try_other_transport:
@@ -584,7 +585,8 @@ class Connector:
             task_group.start_soon(connection._stop_with_owner)
             if endpoint.transport == "auto":
                 self._spoken[endpoint.url] = transport
-            self._learn(endpoint.url, connection, None)
+            if transport == "streamable-http":
+                self._connected(endpoint.url, connection)
             logger.info(
                 "%s: connected over %s (%s), %d tools",
                 endpoint.server,
