@@ -11,6 +11,7 @@ import traceback
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
@@ -236,7 +237,7 @@ async def test_a_server_that_changed_its_protocol_is_negotiated_again_at_once(
     with anyio.fail_after(10):
         async with serve_mcp(make_server(), protocols=before) as first:
             await (await connector.connect(endpoint(first.url), task_group)).aclose()
-            port = int(first.url.split(":")[2].split("/")[0])
+            port = urlsplit(first.url).port or 0
         remembered = connector.remembered_protocol(first.url)
         # The same URL, now served another way: what was remembered fails, and the same
         # connect negotiates again.
