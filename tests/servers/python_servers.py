@@ -78,6 +78,21 @@ class BearerAuthMiddleware:
         await self._app(scope, receive, send)
 
 
+async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
+    """Read a request's whole body; return it and a ``receive`` that hands it to the app again."""
+    messages: list[Any] = []
+    more = True
+    while more:
+        messages.append(await receive())
+        more = messages[-1].get("type") == "http.request" and messages[-1].get("more_body", False)
+    body = b"".join(message.get("body", b"") for message in messages)
+
+    async def replay() -> Any:
+        return messages.pop(0) if messages else await receive()
+
+    return body, replay
+
+
 class OneProtocol:
     """ASGI middleware that makes a server of both protocols speak only one of them.
 
@@ -95,11 +110,7 @@ class OneProtocol:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self._app(scope, receive, send)
             return
-        messages: list[Any] = []
-        body = b""
-        while not messages or messages[-1].get("more_body", False):
-            messages.append(await receive())
-            body += messages[-1].get("body", b"")
+        body, replay = await _buffered(receive)
         try:
             payload = json.loads(body)
         except ValueError:
@@ -113,10 +124,6 @@ class OneProtocol:
             refused = payload.get("method") == "initialize"
             error = {"code": -32022, "message": "Unsupported protocol version"}
         if not refused:
-
-            async def replay() -> Any:
-                return messages.pop(0) if messages else await receive()
-
             await self._app(scope, replay, send)
             return
         answer = json.dumps({"jsonrpc": "2.0", "id": payload.get("id"), "error": error}).encode()
@@ -163,24 +170,13 @@ class _RequestLog:
             self._log.append(ServedRequest(scope["method"], scope["path"], None, _client_port(scope)))
             await self._app(scope, receive, send)
             return
-        body = b""
-        more = True
-        messages: list[Any] = []
-        while more:
-            message = await receive()
-            messages.append(message)
-            body += message.get("body", b"")
-            more = message.get("type") == "http.request" and message.get("more_body", False)
+        body, replay = await _buffered(receive)
         try:
             payload = json.loads(body)
             rpc_method = payload.get("method") if isinstance(payload, dict) else None
         except ValueError:
             rpc_method = None
         self._log.append(ServedRequest("POST", scope["path"], rpc_method, _client_port(scope)))
-
-        async def replay() -> Any:
-            return messages.pop(0) if messages else await receive()
-
         await self._app(scope, replay, send)
 
 
