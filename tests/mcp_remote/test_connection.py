@@ -273,8 +273,8 @@ async def test_a_session_keeps_one_http_connection_from_handshake_to_close(
     task_group: TaskGroup, json_response: bool, protocols: Literal["both", "handshake"]
 ) -> None:
     # The SDK client stops reading an answer's event stream at the answer, and never reads the
-    # body of a refused probe or of a notification's 202: unless the rest is read, httpx2 drops
-    # the connection and the next request opens a new one (over HTTPS, a TLS handshake each time).
+    # empty body of a notification's 202: unless the rest is read, httpx2 drops the connection
+    # and the next request opens a new one (over HTTPS, a TLS handshake each time).
     with anyio.fail_after(10):
         async with serve_mcp(make_server(), json_response=json_response, protocols=protocols) as served:
             connection = await Connector(FAST).connect(endpoint(served.url), task_group)
