@@ -15,8 +15,9 @@ handshake at all (the tool listing is the first request, and there is no session
 delete), and the handshake goes without the probe. Should the server have changed, the
 remembered way fails with the server's answer and the same connect negotiates again; a probe
 that gets no answer in time leaves the handshake for next time, since a server that ignores
-the probe would otherwise time out on every connect. SSE, the older transport, always uses the
-handshake.
+the probe would otherwise time out on every connect. (A server that was only down is then
+spoken to with the handshake, which servers of both protocols accept, until it refuses it.)
+SSE, the older transport, always uses the handshake.
 
 A transport failure or a timeout during a call marks the connection ``broken`` and stops it; its
 owner drops it and connects again for the next call. Calls are never retried here.
