@@ -16,7 +16,7 @@ delete), and the handshake goes without the probe. Should the server have change
 remembered way fails with the server's answer and the same connect negotiates again; a probe
 that gets no answer in time leaves the handshake for next time, since a server that ignores
 the probe would otherwise time out on every connect. (A server that was only down is then
-spoken to with the handshake, which servers of both protocols accept, until it refuses it.)
+spoken to with the handshake until it refuses it; one that speaks both protocols never does.)
 SSE, the older transport, always uses the handshake.
 
 A transport failure or a timeout during a call marks the connection ``broken`` and stops it; its
