@@ -46,6 +46,11 @@ async def run(quick: bool) -> Report:
             return await connection.call_tool("echo", ARGS)
 
         async with Client(served.url) as client:
+            # A fair pair: both sides speak the same protocol version to the server.
+            assert connection.protocol == client.protocol_version, (
+                connection.protocol,
+                client.protocol_version,
+            )
 
             async def sdk_call() -> object:
                 return await client.call_tool("echo", ARGS)
