@@ -28,9 +28,8 @@ async def two_part_answer(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 async def test_requests_on_a_reused_connection_never_wait_for_a_delayed_ack() -> None:
-    sock = bind("127.0.0.1", 0)
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
-    with anyio.fail_after(10):
+    with bind("127.0.0.1", 0) as sock, anyio.fail_after(10):
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
         async with serving(two_part_answer, sock, lifespan="off"), httpx2.AsyncClient() as client:
             assert (await client.get(url)).text == "ok"  # the connection, now open and idle
             started = time.perf_counter()
