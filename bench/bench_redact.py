@@ -6,6 +6,10 @@ Part of ``python -m bench`` (``--only redact``); alone: ``PYTHONPATH=src .venv/b
 blobs at all three byte alignments), times both approaches in alternating runs, checks that the
 redactor's output holds no encoded form, and prints medians, spreads and PASS/MISS against the
 targets (>= 300 MB/s ASCII, >= 150 MB/s non-ASCII).
+
+Beside each redactor run it times a fixed pure-Python loop (:func:`reference`): the speed of
+this machine's CPU at that moment, so that a run can be told apart from a slow stretch of the
+machine. It is reported and never divided into the rates.
 """
 
 from __future__ import annotations
@@ -138,10 +142,22 @@ def naive(forms: list[str]) -> Callable[[str], str]:
     return replace_all
 
 
-def rate(function: Callable[[str], str], text: str) -> float:
+def reference() -> int:
+    """A fixed pure-Python workload (~20 ms here): arithmetic and calls, no memory traffic."""
+    total = 0
+    for number in range(300_000):
+        total += number * number
+    return total
+
+
+def seconds(function: Callable[[], object]) -> float:
     started = time.perf_counter()
-    function(text)
-    return len(text) / (time.perf_counter() - started) / 1e6
+    function()
+    return time.perf_counter() - started
+
+
+def rate(function: Callable[[str], str], text: str) -> float:
+    return len(text) / seconds(lambda: function(text)) / 1e6
 
 
 def spread(rates: list[float]) -> str:
@@ -150,13 +166,17 @@ def spread(rates: list[float]) -> str:
 
 @dataclass
 class Measured:
-    """One text kind's rates (MB/s) for the redactor with and without secrets, and the loop."""
+    """One text kind's rates (MB/s) for the redactor with and without secrets, and the loop.
+
+    ``machine`` holds the seconds the reference workload took beside each redactor run.
+    """
 
     label: str
     replacements: int
     ours: list[float]
     fast: list[float]
     theirs: list[float]
+    machine: list[float]
 
 
 def measure(
@@ -178,11 +198,12 @@ def measure(
         leaked = [form for form in forms if form in out]
         assert not leaked, "the redactor left an encoded form in its output"
         assert redactor(clean) is clean
-        result = Measured(label, out.count(REDACTED), [], [], [])
+        result = Measured(label, out.count(REDACTED), [], [], [], [])
         # Alternate so that drift of the machine's speed hits both sides alike.
         for run in range(runs):
             result.ours.append(rate(redactor, text))
             result.fast.append(rate(redactor, clean))
+            result.machine.append(seconds(reference))
             if run < naive_runs:
                 result.theirs.append(rate(naive(forms), text))
         measured.append(result)
@@ -209,6 +230,9 @@ async def run(quick: bool) -> Report:
             verdict(ours.median >= target),
         )
         report.add(f"{result.label}, no secret in the text", Spread.of(result.fast).text(1, "MB/s", 0))
+        report.add(
+            f"{result.label}, the machine: reference loop", Spread.of(result.machine).text(1e3, "ms", 1)
+        )
         report.chart[result.label] = {"Redactor": ours, "str.replace loop": theirs}
     report.notes.append(
         f"baseline column: a str.replace loop over every encoded form; Redactor built in {built * 1e3:.0f} ms; "
@@ -237,6 +261,7 @@ def main() -> None:
         print(f"  Redactor, with secrets    {spread(result.ours)}  target {target:.0f}: {verdict_}")
         print(f"  Redactor, no secret       {spread(result.fast)}")
         print(f"  str.replace loop          {spread(result.theirs)}")
+        print(f"  reference loop            median {statistics.median(result.machine) * 1e3:8.1f} ms")
         ratio = statistics.median(result.ours) / statistics.median(result.theirs)
         print(f"  ratio Redactor / str.replace: {ratio:.1f}x")
     print("\nall targets met" if all(v == "PASS" for v in verdicts) else "\nsome target MISSED")
