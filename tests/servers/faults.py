@@ -32,9 +32,9 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from servers.python_servers import LOOPBACK, RunningServer, blackhole, closed_port, serve_asgi
+from servers.python_servers import LOOPBACK, RunningServer, blackhole, buffered, closed_port, serve_asgi
 
 __all__ = [
     "CALL_FAULTS",
@@ -82,7 +82,7 @@ def _static_app(status: int, content_type: str, body: bytes) -> ASGIApp:
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
             return
-        await _read_body(receive)
+        await buffered(receive)
         await send(
             {
                 "type": "http.response.start",
@@ -118,7 +118,7 @@ def _malformed_app(kind: MalformedKind) -> ASGIApp:
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
             return
-        body = await _read_body(receive)
+        body, _ = await buffered(receive)
         if scope["method"] != "POST":
             await _respond(send, 405, "text/plain", b"method not allowed")
             return
@@ -238,15 +238,10 @@ class _CallFaults:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self._app(scope, receive, send)
             return
-        body = await _read_body(receive)
+        body, replay = await buffered(receive)
         request = _json_or_none(body)
         fault = _called_fault(request)
         if fault is None or fault == "freeze":
-            replayed = [{"type": "http.request", "body": body, "more_body": False}]
-
-            async def replay() -> Message:
-                return replayed.pop() if replayed else await receive()
-
             await self._app(scope, replay, send)
             return
         assert isinstance(request, dict)
@@ -498,17 +493,6 @@ async def _lifespan(receive: Receive, send: Send) -> None:
         elif message["type"] == "lifespan.shutdown":
             await send({"type": "lifespan.shutdown.complete"})
             return
-
-
-async def _read_body(receive: Receive) -> bytes:
-    body = b""
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return body
-        body += bytes(message.get("body", b""))
-        if not message.get("more_body", False):
-            return body
 
 
 def _json_or_none(body: bytes) -> object:

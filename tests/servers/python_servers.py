@@ -41,6 +41,7 @@ __all__ = [
     "RunningServer",
     "ServedRequest",
     "blackhole",
+    "buffered",
     "closed_port",
     "recording_http_server",
     "serve_asgi",
@@ -78,7 +79,7 @@ class BearerAuthMiddleware:
         await self._app(scope, receive, send)
 
 
-async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
+async def buffered(receive: Receive) -> tuple[bytes, Receive]:
     """Read a request's whole body; return it and a ``receive`` that hands it to the app again."""
     messages: list[Any] = []
     more = True
@@ -110,7 +111,7 @@ class OneProtocol:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self._app(scope, receive, send)
             return
-        body, replay = await _buffered(receive)
+        body, replay = await buffered(receive)
         try:
             payload = json.loads(body)
         except ValueError:
@@ -170,7 +171,7 @@ class _RequestLog:
             self._log.append(ServedRequest(scope["method"], scope["path"], None, _client_port(scope)))
             await self._app(scope, receive, send)
             return
-        body, replay = await _buffered(receive)
+        body, replay = await buffered(receive)
         try:
             payload = json.loads(body)
             rpc_method = payload.get("method") if isinstance(payload, dict) else None
