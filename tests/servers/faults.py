@@ -34,7 +34,15 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from servers.python_servers import LOOPBACK, RunningServer, blackhole, buffered, closed_port, serve_asgi
+from servers.python_servers import (
+    LOOPBACK,
+    RunningServer,
+    blackhole,
+    buffered,
+    closed_port,
+    json_or_none,
+    serve_asgi,
+)
 
 __all__ = [
     "CALL_FAULTS",
@@ -122,7 +130,7 @@ def _malformed_app(kind: MalformedKind) -> ASGIApp:
         if scope["method"] != "POST":
             await _respond(send, 405, "text/plain", b"method not allowed")
             return
-        request = _json_or_none(body)
+        request = json_or_none(body)
         request_id = request.get("id") if isinstance(request, dict) else None
         if request_id is None:
             # A notification: acknowledged, as the protocol wants.
@@ -239,7 +247,7 @@ class _CallFaults:
             await self._app(scope, receive, send)
             return
         body, replay = await buffered(receive)
-        request = _json_or_none(body)
+        request = json_or_none(body)
         fault = _called_fault(request)
         if fault is None or fault == "freeze":
             await self._app(scope, replay, send)
@@ -493,13 +501,6 @@ async def _lifespan(receive: Receive, send: Send) -> None:
         elif message["type"] == "lifespan.shutdown":
             await send({"type": "lifespan.shutdown.complete"})
             return
-
-
-def _json_or_none(body: bytes) -> object:
-    try:
-        return json.loads(body)
-    except ValueError:
-        return None
 
 
 async def _start(send: Send, status: int, content_type: str) -> None:

@@ -43,6 +43,7 @@ __all__ = [
     "blackhole",
     "buffered",
     "closed_port",
+    "json_or_none",
     "recording_http_server",
     "serve_asgi",
     "serve_mcp",
@@ -94,6 +95,14 @@ async def buffered(receive: Receive) -> tuple[bytes, Receive]:
     return body, replay
 
 
+def json_or_none(body: bytes) -> object:
+    """A request body's JSON value, or None when it is not JSON."""
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
 class OneProtocol:
     """ASGI middleware that makes a server of both protocols speak only one of them.
 
@@ -112,10 +121,7 @@ class OneProtocol:
             await self._app(scope, receive, send)
             return
         body, replay = await buffered(receive)
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            payload = None
+        payload = json_or_none(body)
         payload = payload if isinstance(payload, dict) else {}
         version = dict(scope["headers"]).get(b"mcp-protocol-version", b"").decode()
         if self._protocol == "handshake":
@@ -172,11 +178,8 @@ class _RequestLog:
             await self._app(scope, receive, send)
             return
         body, replay = await buffered(receive)
-        try:
-            payload = json.loads(body)
-            rpc_method = payload.get("method") if isinstance(payload, dict) else None
-        except ValueError:
-            rpc_method = None
+        payload = json_or_none(body)
+        rpc_method = payload.get("method") if isinstance(payload, dict) else None
         self._log.append(ServedRequest("POST", scope["path"], rpc_method, _client_port(scope)))
         await self._app(scope, replay, send)
 
