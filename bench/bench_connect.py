@@ -185,7 +185,7 @@ async def run(quick: bool) -> Report:
         },
         "memory_kb": {
             "Playa": (ours_each or 0) / 1e3,
-            "SDK, shared SSL context": (per(shared) or 0) / 1e3,
+            "SDK, shared SSL context": (theirs_each or 0) / 1e3,
             "SDK default Client(url)": (per(default) or 0) / 1e3,
         },
     }
