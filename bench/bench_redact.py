@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bench._common import Report, Spread, verdict
-from playa.mcp_remote._redact import REDACTED, Redactor, encoded_forms
+from playa.host._redact import REDACTED, Redactor, encoded_forms
 
 SIZE = 10_000_000
 TARGETS = {"ascii": 300.0, "non-ascii": 150.0}

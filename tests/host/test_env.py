@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from playa.host import EnvPolicy, Host, HostConfig
-from support.chat import ScriptedUI, msg
+from support.chat import RecordingModel, ScriptedUI, msg
 
 pytestmark = pytest.mark.anyio
 
@@ -39,11 +39,13 @@ async def test_denied_values_never_reach_the_model_instructions(tmp_path: object
 
     data_dir = Path(str(tmp_path))
     prompt = "You may know sk-openai-key-value and host-secret-value-123."
-    config = HostConfig(data_dir=data_dir, base_prompt=prompt, env=EnvPolicy(environ=ENV))
+    recording = RecordingModel()
+    config = HostConfig(
+        data_dir=data_dir, base_prompt=prompt, env=EnvPolicy(environ=ENV), model=recording.model()
+    )
     async with Host(config) as host:
         session = await host.session("console:t", owner="o")
-        instructions = host.instructions(session)
         reply = await host.handle(session, msg("hello"), ScriptedUI())
-    assert "sk-openai-key-value" not in instructions
-    assert "host-secret-value-123" not in instructions
+    instructions = recording.instructions()
+    assert "You may know [redacted] and [redacted]." in instructions
     assert reply is not None and "sk-openai-key-value" not in reply.text

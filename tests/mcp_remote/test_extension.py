@@ -17,13 +17,12 @@ from pydantic_ai.messages import ModelResponse, TextPart
 
 from playa.demo_server import build_app
 from playa.exceptions import ToolUnbound
-from playa.host import ChatSession, Host, HostConfig, Reply
+from playa.host import ChatSession, Host, HostConfig, Reply, encoded_forms
 from playa.mcp_remote import (
     ConnectionSettings,
     HostSecret,
     RemoteMcpExtension,
     RemoteMcpSettings,
-    encoded_forms,
     resolve_host_secret,
 )
 from playa.mcp_remote._store import store_path

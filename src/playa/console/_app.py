@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import getpass
 import itertools
+import re
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -15,11 +16,20 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from ..host import Host, IncomingMessage, MessageRef, Sender
+from ..host import Host, IncomingMessage, MessageRef, Sender, normalize
 
-__all__ = ["ConsoleUI", "run_console"]
+__all__ = ["ConsoleUI", "printable", "run_console"]
 
 _PROMPT = "you> "
+# C0 controls but newline and tab, DEL, C1 controls, and the bidirectional overrides and
+# isolates: what a server or the model could use to redraw the terminal or disguise text.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_NOT_AN_ANSWER = "A command is not an answer: send the value, or /cancel."
+
+
+def printable(text: str) -> str:
+    """``text`` safe to write to a terminal: no escape sequences, no control characters."""
+    return _CONTROLS.sub("", text)
 
 
 class ConsoleUI:
@@ -39,7 +49,9 @@ class ConsoleUI:
         """Unset while a question waits for its answer: the status line stays off the prompt."""
 
     async def send(self, text: str) -> MessageRef | None:
-        self._stdout.write(text.rstrip("\n") + "\n")
+        # What servers and the model wrote reaches the terminal: ANSI sequences could clear the
+        # screen and draw a fake "(hidden)" prompt.
+        self._stdout.write(printable(text).rstrip("\n") + "\n")
         self._stdout.flush()
         return next(self._counter)
 
@@ -53,8 +65,14 @@ class ConsoleUI:
             self._answered.set()
 
     async def _ask(self, question: str, *, secret: bool, timeout: float) -> str | None:
+        """The next line that is no command; ``None`` on /cancel, end of input or timeout.
+
+        A command is never an answer: a ``/mcp_list`` typed while a key is asked for must not
+        be saved as the key. ``/cancel`` ends the question.
+        """
         reader: Callable[[], str | None]
         if self.interactive and secret:
+            question = printable(question)
 
             def reader() -> str | None:
                 return getpass.getpass(f"{question} (hidden) ", stream=self._stdout)
@@ -62,8 +80,16 @@ class ConsoleUI:
             await self.send(question)
             reader = self._readline
         with anyio.move_on_after(timeout):
-            answer = await _in_daemon_thread(reader)
-            return answer.strip() if answer is not None else None
+            while True:
+                answer = await _in_daemon_thread(reader)
+                if answer is None:
+                    return None
+                answer = answer.strip()
+                if not normalize(answer).startswith("/"):
+                    return answer
+                if normalize(answer).split()[0].lower() == "/cancel":
+                    return None
+                await self.send(_NOT_AN_ANSWER)
         return None
 
     async def delete(self, ref: MessageRef) -> bool:

@@ -1,4 +1,4 @@
-"""The host core: chat sessions, extensions, the tool registry, commands, the UI seam and the agent.
+"""The host core: chat sessions, extensions, the tool registry, commands, the UI seam, the agent and the gates.
 
 Front ends (console, Telegram) and extensions (``mcp_remote``) use only what is named here.
 """
@@ -6,10 +6,14 @@ Front ends (console, Telegram) and extensions (``mcp_remote``) use only what is 
 from ._commands import Command, CommandContext, CommandRouter, ParsedCommand, parse_command
 from ._env import DEFAULT_DENIED, EnvPolicy
 from ._extension import Extension, ToolResultEvent
+from ._gate import GatedModel, GateLimits, gate_messages
 from ._history import History
 from ._host import DEFAULT_PROMPT, Host, HostConfig, Reply, resolve_model
+from ._inbound import Inbound, classify, looks_like_credential, normalize
 from ._offline import offline_model
+from ._outbound import OutboundSecrets, install_outbound_gate, outbound_secrets
 from ._prompt import PromptSections
+from ._redact import MIN_SECRET_LENGTH, REDACTED, Redactor, auth_credential, encoded_forms
 from ._registry import ToolRegistry
 from ._scope import scope_folder
 from ._session import ChatSession
@@ -20,6 +24,8 @@ from ._workspace_tools import resolve_in_workspace, workspace_tools
 __all__ = [
     "DEFAULT_DENIED",
     "DEFAULT_PROMPT",
+    "MIN_SECRET_LENGTH",
+    "REDACTED",
     "UI",
     "ChatSession",
     "Command",
@@ -27,21 +33,34 @@ __all__ = [
     "CommandRouter",
     "EnvPolicy",
     "Extension",
+    "GateLimits",
+    "GatedModel",
     "History",
     "Host",
     "HostConfig",
+    "Inbound",
     "IncomingMessage",
     "Media",
     "MessageRef",
+    "OutboundSecrets",
     "ParsedCommand",
     "PromptSections",
+    "Redactor",
     "Reply",
     "Sender",
     "Tool",
     "ToolRegistry",
     "ToolResult",
     "ToolResultEvent",
+    "auth_credential",
+    "classify",
+    "encoded_forms",
+    "gate_messages",
+    "install_outbound_gate",
+    "looks_like_credential",
+    "normalize",
     "offline_model",
+    "outbound_secrets",
     "parse_command",
     "resolve_in_workspace",
     "resolve_model",

@@ -10,7 +10,6 @@ import pydantic_ai
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.messages import BinaryContent
-from pydantic_ai.models import Model
 from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
@@ -70,8 +69,11 @@ def model_content(result: ToolResult) -> str | list[str | BinaryContent]:
     return [result.text, *(BinaryContent(data=m.data, media_type=m.mime_type) for m in result.media)]
 
 
-def build_agent(model: Model | str) -> Agent[None, str]:
-    """One agent for the host; each turn passes its chat's toolset and instructions."""
+def build_agent() -> Agent[None, str]:
+    """One agent for the host; each turn passes its chat's gated model, toolset and instructions.
+
+    The agent has no model of its own, so a run that is not given the gated model fails.
+    """
     # The host owns its output: pydantic-ai's first-run banner would land in the chat window.
     pydantic_ai.BANNER_ENABLED = False
-    return Agent(model, output_type=str, defer_model_check=True)
+    return Agent(None, output_type=str, defer_model_check=True)

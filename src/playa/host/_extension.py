@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -57,12 +57,18 @@ class Extension:
         """Every tool result of the chat before the model sees it; may replace ``event.result``.
 
         It runs on every call's path: it must be quick and must not wait on I/O. If it raises,
-        the result is withheld from the model (the hook may be the one removing credentials).
+        the result is withheld from the model. Redaction is not its job: the model-bound gate
+        redacts everything the model receives.
         """
 
-    def redact(self, session: ChatSession, text: str) -> str:
-        """Filter text leaving the host for the chat (replies, errors, logs about the chat)."""
-        return text
+    def credentials(self, session: ChatSession) -> Collection[str]:
+        """Every credential value this extension knows for the chat (header values, URL secrets…).
+
+        The host redacts them, in every encoding, from everything the model receives, every
+        reply, the stored history and every log record. Return the same object while nothing
+        changed: the host rebuilds the chat's redactor only when it gets a different one.
+        """
+        return frozenset()
 
     async def on_session_close(self, session: ChatSession) -> None:
         """The session is closing (host shutdown or an idle chat)."""

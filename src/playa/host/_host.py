@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Coroutine, Sequence
+from collections.abc import Collection, Coroutine, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,11 +16,15 @@ from pydantic_ai.models import Model, infer_model
 
 from ..exceptions import ConfigError, ToolError, UsageError
 from ._agent import SessionToolset, build_agent
-from ._commands import Command, CommandContext, CommandRouter, parse_command
+from ._commands import Command, CommandContext, CommandRouter
 from ._env import EnvPolicy
 from ._extension import Extension, ToolResultEvent
+from ._gate import GatedModel, GateLimits, gate_messages
 from ._history import History
+from ._inbound import classify
 from ._offline import offline_model
+from ._outbound import install_outbound_gate, outbound_secrets
+from ._redact import Redactor
 from ._scope import scope_folder
 from ._session import ChatSession
 from ._tools import ToolResult
@@ -42,6 +46,11 @@ _DELETE_FAILED = (
     "I could not delete your message, and it holds a credential: delete it yourself, "
     "and rotate the key, since others may have seen it."
 )
+_KEY_NOT_SENT = "That message looks like a key, so it was not sent to the agent{deleted}."
+_KEY_HOW_TO = (
+    " To connect a server with it: /mcp_add <name> <url> --bearer, and give the key when I ask "
+    "(the question keeps it out of the conversation)."
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +63,8 @@ class HostConfig:
     env: EnvPolicy = field(default_factory=EnvPolicy)
     hook_timeout: float = 60.0
     """Upper bound on one extension hook; extensions bound their own work well inside it."""
+    limits: GateLimits = field(default_factory=GateLimits)
+    """How much of a tool's result and description the model receives (cut after redaction)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +94,12 @@ class Host:
         self.config = config
         self.extensions = list(extensions)
         self.commands = CommandRouter()
+        install_outbound_gate()
         self._model = resolve_model(config.model)
-        self._agent = build_agent(self._model)
+        self._agent = build_agent()
+        self._env_secrets = frozenset(config.env.denied_values())
+        outbound_secrets().add(self._env_secrets)
+        self._redactors: dict[str, tuple[tuple[Collection[str], ...], Redactor]] = {}
         self._sessions: dict[str, ChatSession] = {}
         self._session_lock = anyio.Lock()
         self._stack: AsyncExitStack | None = None
@@ -139,22 +154,28 @@ class Host:
 
     async def handle(self, session: ChatSession, message: IncomingMessage, ui: UI) -> Reply | None:
         """Answer one message: a command, or an agent turn. Empty messages are ignored."""
-        if not message.text.strip():
+        inbound = classify(message.text, self.commands)
+        if not inbound.text.strip():
             return None
-        parsed = parse_command(message.text)
-        if parsed is None:
-            return await self._turn(session, message.text)
-        command = self.commands.get(parsed.name)
         notes: list[str] = []
-        # An unknown /mcp… command may be a mistyped /mcp_add with a key in it.
-        secret = command.carries_secret(parsed.args) if command else parsed.name.startswith("mcp")
-        if secret and message.ref is not None and not await ui.delete(message.ref):
-            notes.append(_DELETE_FAILED)
+        deleted = False
+        if inbound.carries_secret and message.ref is not None:
+            deleted = await ui.delete(message.ref)
+            if not deleted:
+                notes.append(_DELETE_FAILED)
+        if inbound.credential_shaped:
+            text = _KEY_NOT_SENT.format(deleted=" and I deleted it" if deleted else "")
+            if message.sender.is_owner:
+                text += _KEY_HOW_TO
+            return Reply(self.redact(session, "\n\n".join([text, *notes])), "command")
+        parsed = inbound.command
+        if parsed is None:
+            return await self._turn(session, inbound.text)
+        command = self.commands.get(parsed.name)
         logger.info("command /%s in %s from %s", parsed.name, session.scope, message.sender.id)
         if command is None:
-            text = f"Unknown command /{parsed.name}.\n\n" + self.commands.help_text(
-                for_owner=message.sender.is_owner
-            )
+            # Never quoted back: a mistyped command may hold a key.
+            text = "Unknown command.\n\n" + self.commands.help_text(for_owner=message.sender.is_owner)
         elif command.owner_only and not message.sender.is_owner:
             text = f"Only this chat's owner can use /{command.name}."
         elif parsed.args in ("--help", "-h", "help"):
@@ -181,9 +202,12 @@ class Host:
                     session, extension, "BeforeAgentStart", extension.on_before_agent_start(session)
                 )
             toolset = SessionToolset(session, self.call_tool)
+            # The gate is the only model the agent has: no request can bypass it.
+            model = GatedModel(self._model, lambda: self.redactor(session), limits=self.config.limits)
             try:
                 result = await self._agent.run(
                     text,
+                    model=model,
                     message_history=session.history.messages,
                     instructions=self.instructions(session),
                     toolsets=[toolset],
@@ -191,13 +215,16 @@ class Host:
             except Exception as exc:  # boundary: a model or provider failure ends the turn, not the chat
                 self._log_failure(session, "agent turn", exc)
                 return Reply(self.redact(session, f"The model failed: {type(exc).__name__}: {exc}"), "error")
-            session.history.extend(result.new_messages())
+            # The history is written outside the sealed store: it gets what the model got.
+            session.history.extend(
+                gate_messages(result.new_messages(), self.redactor(session), self.config.limits)
+            )
             return Reply(self.redact(session, result.output), "agent")
 
     def instructions(self, session: ChatSession) -> str:
-        """The base prompt and the chat's prompt sections, as the model receives them this turn."""
+        """The base prompt and the chat's prompt sections (the gate redacts them on their way)."""
         parts = [self.config.base_prompt, session.prompt.render()]
-        return self.config.env.scrub_text("\n\n".join(p for p in parts if p))
+        return "\n\n".join(p for p in parts if p)
 
     # Tools
 
@@ -222,15 +249,38 @@ class Host:
 
     # Redaction and hooks
 
-    def redact(self, session: ChatSession, text: str) -> str:
-        """Text on its way out of the host for a chat, with every extension's filter applied."""
-        for extension in self.extensions:
-            try:
-                text = extension.redact(session, text)
-            except Exception as exc:  # boundary: fail closed, say nothing of the text
-                self._log_failure(session, f"{extension.id} redact", exc, redact=False)
-                return "[withheld: a filter failed]"
-        return self.config.env.scrub_text(text)
+    def redactor(self, session: ChatSession | None) -> Redactor:
+        """Every credential the chat's extensions know, and the host's own, as one redactor.
+
+        Raises when an extension cannot say (callers fail closed).
+        """
+        if session is None:
+            return self._redactor_for("", ())
+        return self._redactor_for(
+            session.scope, tuple(extension.credentials(session) for extension in self.extensions)
+        )
+
+    def _redactor_for(self, scope: str, key: tuple[Collection[str], ...]) -> Redactor:
+        cached = self._redactors.get(scope)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        secrets: set[str] = set(self._env_secrets)
+        for values in key:
+            secrets.update(values)
+        outbound_secrets().add(secrets)
+        redactor = Redactor(secrets)
+        self._redactors[scope] = (key, redactor)
+        return redactor
+
+    def redact(self, session: ChatSession | None, text: str) -> str:
+        """Text on its way out of the host for a chat (a reply, an error), every credential removed."""
+        try:
+            return self.redactor(session).redact(text)
+        except Exception as exc:  # boundary: fail closed, say nothing of the text
+            logger.error(
+                "redacting for %s failed: %s", session.scope if session else "the host", type(exc).__name__
+            )
+            return "[withheld: a filter failed]"
 
     async def _hook(
         self,
@@ -247,13 +297,9 @@ class Host:
             return False
         return True
 
-    def _log_failure(
-        self, session: ChatSession, what: str, exc: BaseException, *, redact: bool = True
-    ) -> None:
+    def _log_failure(self, session: ChatSession, what: str, exc: BaseException) -> None:
         # The traceback's messages may quote a credential, so it is logged only once redacted.
-        detail = (
-            self.redact(session, "".join(traceback.format_exception(exc))) if redact else type(exc).__name__
-        )
+        detail = self.redact(session, "".join(traceback.format_exception(exc)))
         logger.error("%s failed in %s:\n%s", what, session.scope, detail)
 
     # Built-in commands

@@ -42,10 +42,12 @@ class UI(Protocol):
         ...
 
     async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
-        """Ask the sender a question and return the answer, or ``None`` if none came in time.
+        """Ask the sender a question and return the answer, or ``None`` if none came.
 
-        With ``secret``, the answer goes only to the caller: it never enters the history, and
-        the front end hides it as it is typed or deletes it from the chat.
+        Only the asker's next plain message answers: a command never does (``/cancel`` ends
+        the question with ``None``, as do a timeout and the end of input). With ``secret``, the
+        answer goes only to the caller: it never enters the history, and the front end hides it
+        as it is typed or deletes it from the chat.
         """
         ...
 

@@ -8,7 +8,6 @@ from ._budget import ResultBudget, ResultTooLarge
 from ._connection import Connection, ConnectionSettings, Connector, Endpoint
 from ._egress import EgressMode, EgressPolicy, Resolver, system_resolver
 from ._extension import RemoteMcpExtension
-from ._redact import Redactor, encoded_forms
 from ._secret import HostSecret, NoHostSecret, resolve_host_secret
 from ._settings import RemoteMcpSettings
 from ._store import LoadResult, Rejected, ServerEntry, ServerStore
@@ -23,7 +22,6 @@ __all__ = [
     "HostSecret",
     "LoadResult",
     "NoHostSecret",
-    "Redactor",
     "Rejected",
     "RemoteMcpExtension",
     "RemoteMcpSettings",
@@ -32,7 +30,6 @@ __all__ = [
     "ResultTooLarge",
     "ServerEntry",
     "ServerStore",
-    "encoded_forms",
     "resolve_host_secret",
     "system_resolver",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Literal
@@ -15,10 +15,9 @@ import mcp_types
 from anyio.abc import TaskGroup
 
 from ..exceptions import CallFailed, RemoteError, RemoteTimeout, ToolError
-from ..host import ChatSession, ToolResult
+from ..host import ChatSession, Redactor, ToolResult, outbound_secrets
 from ..mcp import exposed_names, map_result, normalize_schema
 from ._connection import Connection, Connector, Endpoint
-from ._redact import Redactor
 from ._settings import RemoteMcpSettings
 from ._store import LoadResult, Rejected, ServerEntry, ServerStore
 from ._tool import Binding, RemoteMcpTool
@@ -28,7 +27,6 @@ __all__ = ["SECTION_TITLE", "ChatServers", "ServerState"]
 logger = logging.getLogger(__name__)
 
 SECTION_TITLE = "Remote MCP servers"
-_MAX_DESCRIPTION = 1024
 _SECTION_TOOLS = 30  # tool names listed per server in the prompt section; the model sees all of them as tools
 
 Clock = Callable[[], float]
@@ -51,6 +49,8 @@ class ServerState:
     """The exposed names of the tools bound to this server."""
     hidden: int = 0
     """How many more tools the server offers beyond the per-server limit."""
+    withheld: list[str] = field(default_factory=list)
+    """Tools never offered to the model, each with why (safe to show: redacted and cut)."""
     lock: anyio.Lock = field(default_factory=anyio.Lock)
 
     @property
@@ -105,12 +105,19 @@ class ChatServers:
                 state = self.servers[name] = ServerState(entry)
                 self._start(state)
 
+    @property
+    def secrets(self) -> frozenset[str]:
+        """Every credential of this chat's servers, past and present (the same object until one is added)."""
+        return self._secrets
+
     def _remember_secrets(self, entries: tuple[ServerEntry, ...]) -> None:
         # A removed server's values stay: they may still sit in an old result or error.
         secrets = self._secrets.union(*(entry.headers.values() for entry in entries))
         if secrets != self._secrets:
             self._secrets = frozenset(secrets)
             self.redactor = Redactor(self._secrets)
+            # Before anything can log them: a connect error may quote them at once.
+            outbound_secrets().add(self._secrets)
 
     def _drop(self, name: str) -> Connection | None:
         """Forget a server and unbind its tools; the caller closes the connection returned."""
@@ -208,8 +215,16 @@ class ChatServers:
     def _bind(self, state: ServerState, connection: Connection) -> None:
         entry = state.entry
         allowed: dict[str, mcp_types.Tool] = {}
+        state.withheld = []
         for tool in connection.tools:
             if (entry.tools is None or tool.name in entry.tools) and tool.name not in allowed:
+                if self.redactor.contains(tool.model_dump_json(by_alias=True)):
+                    # Its name, title, description or schema quotes a credential: the model must
+                    # not see it, and redacting a definition would change what the tool means.
+                    shown = self.redactor.redact(tool.name)
+                    shown = shown if len(shown) <= 40 else shown[:39] + "…"
+                    state.withheld.append(f"{shown!r}: its definition holds a credential")
+                    continue
                 allowed[tool.name] = tool
         # A server offering hundreds of tools would drown the model (and slow every step); the
         # owner picks the ones they want with --tools.
@@ -224,7 +239,8 @@ class ChatServers:
             if registry_tool is None:
                 registry_tool = self._tools[exposed] = RemoteMcpTool(exposed)
                 self.session.tools.register(registry_tool, active=False)
-            description = (tool.description or tool.title or "").strip()[:_MAX_DESCRIPTION]
+            # Not cut here: the model-bound gate cuts descriptions once they are redacted.
+            description = (tool.description or tool.title or "").strip()
             registry_tool.bind(
                 Binding(
                     server=entry.name,
@@ -265,7 +281,8 @@ class ChatServers:
         except RemoteError as exc:
             # The server answered with an error: the connection is fine and stays.
             return ToolResult.error(f"{exposed} failed: {exc.reason}")
-        return map_result(result, max_text=self._settings.max_result_chars)
+        # Not cut here: the host's model-bound gate redacts first, then cuts.
+        return map_result(result)
 
     async def _connection_for_call(self, state: ServerState) -> Connection:
         connection = state.connection
@@ -287,12 +304,6 @@ class ChatServers:
                 raise ToolError(f"{state.entry.name} is unavailable: {state.reason}")
             return state.connection
 
-    def redact_result(self, result: ToolResult) -> ToolResult:
-        if not self.redactor:
-            return result
-        text = self.redactor.redact(result.text)
-        return result if text is result.text else replace(result, text=text)
-
     # Showing
 
     def _retry_text(self, state: ServerState) -> str:
@@ -310,6 +321,8 @@ class ChatServers:
         text = f"connected over {state.connection.transport if state.connection else 'http'}, {len(state.tools)} tools"
         if state.hidden:
             text += f" ({state.hidden} more not exposed: choose with --tools)"
+        if state.withheld:
+            text += f"; {len(state.withheld)} withheld: " + "; ".join(state.withheld)
         if state.connection is None and state.reason:
             text += f" (last call failed: {state.reason}; the next call reconnects)"
         return text

@@ -72,6 +72,9 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
             if bearer and answer[:7].lower() == "bearer ":
                 answer = answer[7:].strip()
             check_secret(what, answer)
+            if bearer and len(answer.split()) != 1:
+                # A sentence sent while the question waited is not a token.
+                return "That is not a token (it has spaces), so nothing was saved. Try /mcp_add again."
             request.headers[header] = f"Bearer {answer}" if bearer else answer
         kind: AuthKind = "none"
         if request.headers:
@@ -149,7 +152,8 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
                 lines.append(f"{server}: no tools ({chat.state_text(state)})")
             for exposed in state.tools:
                 tool = chat.tool(exposed)
-                summary = tool.description.splitlines()[0][:120] if tool else ""
+                # Redacted before the cut: a cut first could keep the head of a credential.
+                summary = chat.redactor.redact(tool.description).splitlines()[0][:120] if tool else ""
                 lines.append(f"{exposed} — {summary}")
         return "\n".join(lines) or "No remote MCP servers. Add one with /mcp_add."
 

@@ -47,6 +47,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from playa import __version__
 from playa.exceptions import CallFailed, ConnectFailed, RemoteError, RemoteTimeout
+from playa.host import Redactor
 from playa.mcp_remote._budget import (
     SSE_TRANSPORT_EVENT_LIMIT,
     ResultBudget,
@@ -55,9 +56,15 @@ from playa.mcp_remote._budget import (
     too_large_reason,
 )
 from playa.mcp_remote._egress import EgressPolicy, Resolver, find_refusal, guarded_transport
-from playa.mcp_remote._errors import ConnectFailure, HttpTrace, call_error, connect_error, timed_out
+from playa.mcp_remote._errors import (
+    MAX_REASON,
+    ConnectFailure,
+    HttpTrace,
+    call_error,
+    connect_error,
+    timed_out,
+)
 from playa.mcp_remote._listening import NoListeningClient
-from playa.mcp_remote._redact import Redactor
 
 __all__ = ["Connection", "ConnectionSettings", "Connector", "Endpoint", "TransportChoice", "TransportName"]
 
@@ -160,9 +167,12 @@ def _scrubbed(error: _E, endpoint: Endpoint) -> _E:
     A server's error text may quote what it received, credentials included, and reasons reach
     logs, replies and the model's prompt.
     """
-    if not endpoint.headers:
-        return error
-    reason = Redactor(endpoint.headers.values()).redact(error.reason)
+    reason = error.reason
+    if endpoint.headers:
+        reason = Redactor(endpoint.headers.values()).redact(reason)
+    if len(reason) > MAX_REASON:
+        # Cut only once redacted: a cut first could keep the head of a quoted credential.
+        reason = reason[: MAX_REASON - 1] + "…"
     return error if reason is error.reason else type(error)(reason, server=error.server)
 
 

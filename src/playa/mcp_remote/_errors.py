@@ -26,10 +26,13 @@ from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, PARSE_ERROR, REQUEST_T
 
 from playa.exceptions import CallFailed, ConnectFailed, RemoteError, RemoteTimeout
 
-__all__ = ["ConnectFailure", "HttpTrace", "call_error", "connect_error", "timed_out"]
+__all__ = ["MAX_REASON", "ConnectFailure", "HttpTrace", "call_error", "connect_error", "timed_out"]
 
-_MAX_SERVER_MESSAGE: Final = 200
+MAX_REASON: Final = 300
+"""Characters of a failure's reason that a person or the model is shown (after redaction)."""
 _SDK_PARSE_FAILURES: Final = ("Failed to parse JSON response", "Failed to parse SSE message")
+# The SDK's own stand-ins for a stream that ended, all with code -32000.
+_SDK_CLOSED: Final = ("Connection closed", "SSE stream ended without a response", "SSE stream failed")
 
 # Statuses that say the server is there and speaks HTTP, but refuses this client: the other
 # transport would be refused the same way, so they never trigger a transport fallback.
@@ -164,14 +167,19 @@ def _mcp_reason(exc: MCPError, trace: HttpTrace, *, http_failed: bool) -> _Failu
         return _status_reason(307, trace.redirect)
     if http_failed and trace.status is not None:
         return _status_reason(trace.status)
-    if exc.code == CONNECTION_CLOSED:
+    if exc.code == CONNECTION_CLOSED and exc.message.startswith(_SDK_CLOSED) and exc.data is None:
+        # The SDK's stand-in for a stream that ended. A server may answer with -32000 as
+        # well (JSON-RPC leaves it to servers): that is the server's error, and the connection
+        # that carried it works.
         return _Failure("server closed the connection", "closed")
     if exc.code == PARSE_ERROR and exc.message.startswith(_SDK_PARSE_FAILURES):
         # The SDK's stand-in for a response it could not read (invalid JSON, not JSON-RPC):
         # the server sent no such error, and the other transport would not read it better.
         return _Failure("invalid response from the server", "invalid")
     # The server answered with a JSON-RPC error of its own: its text is as trusted as a tool result.
-    message = " ".join(exc.message.split())[:_MAX_SERVER_MESSAGE]
+    # Not cut here: a cut before redaction could leave the head of a quoted credential. The
+    # connection's seam redacts, then cuts (_connection._scrubbed).
+    message = " ".join(exc.message.split())
     return _Failure(
         f"server error {exc.code}: {message}" if message else f"server error {exc.code}", "answered"
     )

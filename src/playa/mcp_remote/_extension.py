@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
-from typing import Final
 
 import anyio
 from anyio.abc import TaskGroup
 
-from ..host import ChatSession, Command, Extension, ToolResultEvent
+from ..host import ChatSession, Command, Extension
 from ._chat import ChatServers
 from ._commands import build_commands
 from ._connection import Connector
@@ -21,32 +19,6 @@ from ._settings import RemoteMcpSettings
 from ._store import ServerStore
 
 __all__ = ["RemoteMcpExtension"]
-
-# Loggers whose records may quote a header value back: the SDK's client transports log every
-# JSON-RPC message at DEBUG, results included (a server may echo the request headers it got),
-# and a connect failure's reason may hold the server's own error text.
-_FILTERED_LOGGERS: Final = ("mcp.client.streamable_http", "mcp.client.sse", "playa.mcp_remote._connection")
-
-
-class _RedactingFilter(logging.Filter):
-    """Removes every chat's header values from the records of loggers that may quote them."""
-
-    def __init__(self, chats: Mapping[str, ChatServers]) -> None:
-        super().__init__()
-        self._chats = chats
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            original = record.getMessage()
-            text = original
-            for chat in list(self._chats.values()):
-                text = chat.redactor.redact(text)
-        except Exception:  # boundary: a log call must never fail, and an unredacted record must not pass
-            record.msg, record.args = "[log record withheld: it could not be redacted]", None
-            return True
-        if text is not original:
-            record.msg, record.args = text, None
-        return True
 
 
 class RemoteMcpExtension(Extension):
@@ -79,25 +51,19 @@ class RemoteMcpExtension(Extension):
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        log_filter = _RedactingFilter(self._chats)
-        sdk_loggers = [logging.getLogger(name) for name in _FILTERED_LOGGERS]
-        for sdk_logger in sdk_loggers:
-            sdk_logger.addFilter(log_filter)
-        try:
-            async with anyio.create_task_group() as tg:
-                self._tg = tg
-                try:
-                    yield
-                finally:
-                    with anyio.CancelScope(shield=True):
-                        for chat in list(self._chats.values()):
-                            await chat.close()
-                    self._chats.clear()
-                    self._tg = None
-                    tg.cancel_scope.cancel()
-        finally:
-            for sdk_logger in sdk_loggers:
-                sdk_logger.removeFilter(log_filter)
+        # Log records that quote a credential are redacted by the host's outbound gate, which
+        # learns each chat's credentials as ChatServers does (its _remember_secrets).
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            try:
+                yield
+            finally:
+                with anyio.CancelScope(shield=True):
+                    for chat in list(self._chats.values()):
+                        await chat.close()
+                self._chats.clear()
+                self._tg = None
+                tg.cancel_scope.cancel()
 
     def chat(self, session: ChatSession) -> ChatServers:
         """The servers of a chat, set up on first use."""
@@ -123,12 +89,9 @@ class RemoteMcpExtension(Extension):
     async def on_before_agent_start(self, session: ChatSession) -> None:
         await self.chat(session).before_turn()
 
-    async def on_tool_result(self, event: ToolResultEvent) -> None:
-        event.result = self.chat(event.session).redact_result(event.result)
-
-    def redact(self, session: ChatSession, text: str) -> str:
+    def credentials(self, session: ChatSession) -> Collection[str]:
         chat = self._chats.get(session.scope)
-        return chat.redactor.redact(text) if chat is not None else text
+        return chat.secrets if chat is not None else frozenset()
 
     async def on_session_close(self, session: ChatSession) -> None:
         chat = self._chats.pop(session.scope, None)

@@ -14,15 +14,14 @@ class RemoteMcpSettings:
     """Timeouts, retry backoff and limits for every chat's remote servers.
 
     A failed server is retried after ``backoff_initial`` seconds, doubling after each failure
-    up to ``backoff_max``; success or a re-add starts over. ``max_result_chars`` caps the
-    text of one result the model receives (the transport's byte budget,
-    ``ConnectionSettings.max_result_bytes``, bounds what is read at all).
+    up to ``backoff_max``; success or a re-add starts over. The transport's byte budget,
+    ``ConnectionSettings.max_result_bytes``, bounds what is read of a result at all; the host's
+    model-bound gate cuts what the model receives.
     """
 
     connection: ConnectionSettings = field(default_factory=ConnectionSettings)
     backoff_initial: float = 60.0
     backoff_max: float = 900.0
-    max_result_chars: int = 200_000
     max_tools_per_server: int = 100
     """Tools exposed per server; beyond it the owner chooses with ``--tools``."""
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from playa.mcp_remote import _redact
-from playa.mcp_remote._redact import (
+from playa.host import _redact
+from playa.host._redact import (
     MIN_SECRET_LENGTH,
     REDACTED,
     Redactor,

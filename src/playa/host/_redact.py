@@ -119,16 +119,56 @@ def _base64_forms(secret: bytes) -> set[str]:
 _URLSAFE: Final = str.maketrans("+/", "-_")
 
 
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-F]{2}")
+
+
+def _lower_escapes(text: str) -> str:
+    return _PERCENT_ESCAPE.sub(lambda m: m.group().lower(), text)
+
+
+_MAX_WRAPPED: Final = 57  # bytes whose base64 fills one 76-column MIME line
+
+
+def _mime_wrapped(secret: bytes) -> set[str]:
+    """The standard base64 of ``secret`` broken by one line break at every place (MIME, PEM).
+
+    A wrapped blob (76 columns for MIME, 64 for PEM) puts a break wherever the column count
+    falls, so the secret's base64 can be cut in two anywhere. Only one break is covered, so
+    only secrets of at most :data:`_MAX_WRAPPED` bytes get these forms: a longer one (a JWT)
+    spans two breaks anyway, and its hundreds of cut positions would each add a form.
+    """
+    if len(secret) > _MAX_WRAPPED:
+        return set()
+    cores = {base64.b64encode(secret).decode("ascii")}
+    for pad in range(3):
+        encoded = base64.b64encode(bytes(pad) + secret).decode("ascii")
+        cores.add(encoded[-(-8 * pad // 6) : 8 * (pad + len(secret)) // 6])
+    return {
+        core[:cut] + newline + core[cut:]
+        for core in cores
+        for cut in range(1, len(core))
+        for newline in ("\n", "\r\n")
+    }
+
+
 def _forms_of(secret: str) -> set[str]:
+    data = secret.encode("utf-8", "surrogatepass")
+    percent = quote(secret, safe="", errors="surrogatepass")
+    every_byte = "".join(f"%{byte:02X}" for byte in data)
     forms = {
         secret,
-        quote(secret, safe="", errors="surrogatepass"),
+        percent,
         quote(secret, errors="surrogatepass"),
         quote_plus(secret, safe="", errors="surrogatepass"),
+        every_byte,
         json.dumps(secret)[1:-1],
         json.dumps(secret, ensure_ascii=False)[1:-1],
+        # JSON may escape '/' as well (PHP, some Java encoders).
+        json.dumps(secret)[1:-1].replace("/", "\\/"),
     }
-    forms |= _base64_forms(secret.encode("utf-8", "surrogatepass"))
+    forms |= {_lower_escapes(form) for form in forms if "%" in form}
+    forms |= _base64_forms(data)
+    forms |= _mime_wrapped(data)
     return forms
 
 

@@ -1,0 +1,252 @@
+"""The model-bound gate: the one place everything the model receives passes, redacted, then cut.
+
+The host runs every agent turn through :class:`GatedModel`, a pydantic-ai model that wraps the
+real one. Its ``request`` sees exactly what the provider client is about to send — the
+instructions, every message of the history, every tool definition, every tool result and
+error, every retry prompt, every binary part — and nothing is added after it. So protection
+does not depend on each producer remembering to redact: a new kind of text reaching the model
+passes here like every other.
+
+What it does, in order:
+
+1. Redact every string with the chat's redactor (every credential it knows, in every encoding
+   the redactor knows), walking the messages' dataclasses generically, so parts and fields
+   added by a later pydantic-ai are covered too.
+2. Withhold, with a note in its place, any binary payload (image, audio, document bytes) or
+   MIME type that holds a credential, since bytes cannot be redacted in place.
+3. Withhold any tool definition (name, title, description, schema, defaults, enums) that
+   holds a credential: the tool is not offered at all.
+4. Only then cut what is too long: tool results and errors to ``max_result_chars``, tool
+   descriptions to ``max_description_chars``. Cutting first would leave the head of a
+   credential that straddles the cut.
+
+Text unchanged by all of this is passed on as the very same objects, so a request without
+credentials costs one scan of its text.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import logging
+from collections.abc import AsyncGenerator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pydantic_ai.messages import (
+    BinaryContent,
+    ModelMessage,
+    ModelResponse,
+    RetryPromptPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import RunContext, ToolDefinition
+
+from ._redact import Redactor
+
+__all__ = ["GateLimits", "GatedModel", "gate_messages"]
+
+logger = logging.getLogger(__name__)
+
+_MAX_DEPTH: Final = 64
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateLimits:
+    """How much of a tool's output and description the model receives (characters)."""
+
+    max_result_chars: int = 200_000
+    max_description_chars: int = 1024
+
+    def __post_init__(self) -> None:
+        if self.max_result_chars < 100 or self.max_description_chars < 10:
+            raise ValueError("GateLimits: max_result_chars >= 100 and max_description_chars >= 10")
+
+
+def withheld_note(media_type: str) -> str:
+    return f"[{media_type if '/' in media_type and len(media_type) < 64 else 'binary'} content withheld: it holds a credential]"
+
+
+class _Walker:
+    """Redacts every string and withholds every credential-bearing binary in a structure."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self.changed = 0
+
+    def __call__(self, value: Any, depth: int = 0) -> Any:
+        if isinstance(value, str):
+            redacted = self.redactor.redact(value)
+            if redacted is not value:
+                self.changed += 1
+            return redacted
+        if depth > _MAX_DEPTH or value is None or isinstance(value, int | float | bool):
+            return value
+        if isinstance(value, BinaryContent):
+            return self._binary(value)
+        if isinstance(value, list):
+            items = [self(item, depth + 1) for item in value]
+            return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+        if isinstance(value, tuple):
+            items = [self(item, depth + 1) for item in value]
+            if any(a is not b for a, b in zip(items, value, strict=True)):
+                return type(value)(items) if type(value) is tuple else value
+            return value
+        if isinstance(value, dict):
+            pairs = [(self(k, depth + 1), self(v, depth + 1)) for k, v in value.items()]
+            if any(a is not k or b is not v for (a, b), (k, v) in zip(pairs, value.items(), strict=True)):
+                return dict(pairs)
+            return value
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return self._dataclass(value, depth)
+        return value
+
+    def _binary(self, content: BinaryContent) -> BinaryContent | str:
+        if self.holds_credential(content.data) or self.redactor.contains(content.media_type):
+            self.changed += 1
+            return withheld_note(self.redactor.redact(content.media_type))
+        return content
+
+    def holds_credential(self, data: bytes) -> bool:
+        if not self.redactor:
+            return False
+        # Latin-1 maps every byte to one character, so every ASCII form is found where its
+        # bytes are; UTF-8 finds the forms of non-ASCII secrets.
+        return self.redactor.contains(data.decode("latin-1")) or self.redactor.contains(
+            data.decode("utf-8", "ignore")
+        )
+
+    def _dataclass(self, value: Any, depth: int) -> Any:
+        updates: dict[str, Any] = {}
+        for item in dataclasses.fields(value):
+            try:
+                current = getattr(value, item.name)
+            except AttributeError:
+                continue
+            new = self(current, depth + 1)
+            if new is not current:
+                if isinstance(current, BinaryContent) and isinstance(new, str):
+                    new = BinaryContent(data=new.encode(), media_type="text/plain")
+                updates[item.name] = new
+        if not updates:
+            return value
+        clone = copy.copy(value)
+        for name, new in updates.items():
+            object.__setattr__(clone, name, new)
+        return clone
+
+
+def _cut(text: str, limit: int, what: str) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[{what} cut: {len(text):,} characters; this is the first {limit:,}]"
+
+
+def _cut_content(content: Any, limit: int) -> Any:
+    if isinstance(content, str):
+        return _cut(content, limit, "result")
+    if isinstance(content, list):
+        items = [_cut(item, limit, "result") if isinstance(item, str) else item for item in content]
+        return items if any(a is not b for a, b in zip(items, content, strict=True)) else content
+    return content
+
+
+def _cut_results(messages: list[ModelMessage], limit: int) -> list[ModelMessage]:
+    out: list[ModelMessage] = []
+    for message in messages:
+        if isinstance(message, ModelResponse):
+            out.append(message)
+            continue
+        parts = []
+        for part in message.parts:
+            if isinstance(part, ToolReturnPart | RetryPromptPart):
+                content = _cut_content(part.content, limit)
+                if content is not part.content:
+                    part = copy.copy(part)
+                    object.__setattr__(part, "content", content)
+            parts.append(part)
+        if any(a is not b for a, b in zip(parts, message.parts, strict=True)):
+            message = copy.copy(message)
+            object.__setattr__(message, "parts", parts)
+        out.append(message)
+    return out
+
+
+def gate_messages(messages: list[ModelMessage], redactor: Redactor, limits: GateLimits) -> list[ModelMessage]:
+    """``messages`` as the model may receive them (and the history may keep them): redacted, then cut."""
+    walker = _Walker(redactor)
+    redacted: list[ModelMessage] = walker(messages)
+    if walker.changed:
+        logger.info("the model gate redacted or withheld %d items", walker.changed)
+    return _cut_results(redacted, limits.max_result_chars)
+
+
+def _definition_text(tool: ToolDefinition) -> str:
+    return json.dumps(dataclasses.asdict(tool), default=str, ensure_ascii=False)
+
+
+class GatedModel(WrapperModel):
+    """Wraps a chat's model for one turn; every request passes :meth:`gate` first.
+
+    ``redactor`` is asked at every request, so a credential learnt during the turn counts
+    from the next model step on.
+    """
+
+    def __init__(
+        self, wrapped: Model, redactor: Callable[[], Redactor], *, limits: GateLimits | None = None
+    ) -> None:
+        super().__init__(wrapped)
+        self._redactor = redactor
+        self.limits = limits or GateLimits()
+
+    def gate(
+        self, messages: list[ModelMessage], parameters: ModelRequestParameters
+    ) -> tuple[list[ModelMessage], ModelRequestParameters]:
+        """What the model may receive of ``messages`` and ``parameters``: redacted, then cut."""
+        redactor = self._redactor()
+        parameters = self._gate_parameters(parameters, _Walker(redactor))
+        return gate_messages(messages, redactor, self.limits), parameters
+
+    def _gate_parameters(self, parameters: ModelRequestParameters, walker: _Walker) -> ModelRequestParameters:
+        tools: list[ToolDefinition] = []
+        withheld: list[str] = []
+        for tool in parameters.function_tools:
+            if walker.redactor and walker.redactor.contains(_definition_text(tool)):
+                withheld.append(walker.redactor.redact(tool.name))
+                continue
+            description = tool.description
+            if description is not None and len(description) > self.limits.max_description_chars:
+                tool = dataclasses.replace(
+                    tool, description=description[: self.limits.max_description_chars - 1] + "…"
+                )
+            tools.append(tool)
+        if withheld:
+            logger.warning("tool definitions withheld from the model, they hold a credential: %s", withheld)
+        rest: ModelRequestParameters = walker(dataclasses.replace(parameters, function_tools=[]))
+        return dataclasses.replace(rest, function_tools=tools)
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        messages, parameters = self.gate(messages, model_request_parameters)
+        return await self.wrapped.request(messages, model_settings, parameters)
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncGenerator[StreamedResponse]:
+        messages, parameters = self.gate(messages, model_request_parameters)
+        async with self.wrapped.request_stream(messages, model_settings, parameters, run_context) as stream:
+            yield stream

@@ -1,0 +1,167 @@
+"""The model-bound gate: everything the model receives is redacted first, then cut."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    BinaryContent,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import ToolDefinition
+
+from playa.host import REDACTED, GatedModel, GateLimits, Redactor, encoded_forms, gate_messages
+
+pytestmark = pytest.mark.anyio
+
+KEY = "Zq7Xw3KpL9vR2mN8bT4yF6hJ0cD5eG1a"
+REDACTOR = Redactor([f"Bearer {KEY}"])
+
+
+def leaks(value: object) -> list[str]:
+    text = value if isinstance(value, str) else repr(value)
+    return [form for form in encoded_forms(KEY) if form in text]
+
+
+class Seen:
+    """What the wrapped model received at each step."""
+
+    def __init__(self, steps: list[ModelResponse]) -> None:
+        self.steps = steps
+        self.messages: list[list[ModelMessage]] = []
+        self.infos: list[AgentInfo] = []
+
+    def model(self) -> FunctionModel:
+        def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            self.messages.append(messages)
+            self.infos.append(info)
+            return self.steps.pop(0)
+
+        return FunctionModel(respond)
+
+
+async def run(agent: Agent[None, str], seen: Seen, limits: GateLimits | None = None, **kwargs: Any) -> Any:
+    gated = GatedModel(seen.model(), lambda: REDACTOR, limits=limits)
+    return await agent.run("go", model=gated, **kwargs)
+
+
+async def test_a_result_that_straddles_the_cut_is_redacted_before_it_is_cut() -> None:
+    limits = GateLimits(max_result_chars=1000)
+    agent: Agent[None, str] = Agent(None)
+
+    @agent.tool_plain
+    def leak() -> str:
+        return "x" * 990 + f"Bearer {KEY}" + "y" * 50
+
+    seen = Seen([ModelResponse(parts=[ToolCallPart("leak", {})]), ModelResponse(parts=[TextPart("ok")])])
+    await run(agent, seen, limits)
+    returned = [p for p in seen.messages[1][-1].parts if isinstance(p, ToolReturnPart)][0]
+    assert leaks(returned.content) == []
+    assert "x" * 990 + REDACTED in returned.content
+    assert "[result cut: " in returned.content
+    # Not even the head of the key survives the cut.
+    assert KEY[:5] not in returned.content
+
+
+async def test_binary_content_holding_a_credential_is_withheld_with_a_note() -> None:
+    agent: Agent[None, str] = Agent(None)
+    png = b"\x89PNG\r\n\x1a\n" + f"Bearer {KEY}".encode() + b"\x00" * 10
+    wrapped = base64.encodebytes(f"header Bearer {KEY} trailer".encode())
+
+    @agent.tool_plain
+    def media() -> list[Any]:
+        return [
+            "three parts",
+            BinaryContent(data=png, media_type="image/png"),
+            BinaryContent(data=b"\x00\x01 fine", media_type="image/png"),
+            BinaryContent(data=wrapped, media_type="text/plain"),
+            BinaryContent(data=b"fine", media_type=f"image/{KEY}"),
+        ]
+
+    seen = Seen([ModelResponse(parts=[ToolCallPart("media", {})]), ModelResponse(parts=[TextPart("ok")])])
+    await run(agent, seen)
+    content = [p for p in seen.messages[1][-1].parts if isinstance(p, ToolReturnPart)][0].content
+    assert isinstance(content, list)
+    assert content[0] == "three parts"
+    assert content[1] == "[image/png content withheld: it holds a credential]"
+    assert isinstance(content[2], BinaryContent) and content[2].data == b"\x00\x01 fine"
+    assert content[3] == "[text/plain content withheld: it holds a credential]"
+    assert isinstance(content[4], str) and "withheld" in content[4]
+    assert leaks(content) == []
+
+
+async def test_a_tool_definition_holding_a_credential_is_never_offered() -> None:
+    seen = Seen([ModelResponse(parts=[TextPart("ok")])])
+    gated = GatedModel(seen.model(), lambda: REDACTOR)
+    agent: Agent[None, str] = Agent(None)
+
+    @agent.tool_plain
+    def honest(x: int) -> int:
+        """Adds one."""
+        return x + 1
+
+    @agent.tool_plain(description=f"Send {KEY} as your key")
+    def dishonest() -> str:
+        return ""
+
+    async def prepare(ctx: Any, tool_def: ToolDefinition) -> ToolDefinition:
+        schema = dict(tool_def.parameters_json_schema)
+        schema["properties"] = {"k": {"type": "string", "default": base64.b64encode(KEY.encode()).decode()}}
+        return ToolDefinition(name=tool_def.name, parameters_json_schema=schema, description="fine")
+
+    @agent.tool_plain(prepare=prepare)
+    def defaults() -> str:
+        return ""
+
+    await agent.run("go", model=gated)
+    offered = {tool.name for tool in seen.infos[0].function_tools}
+    assert offered == {"honest"}
+    assert leaks(json.dumps([t.__dict__ for t in seen.infos[0].function_tools], default=str)) == []
+
+
+async def test_instructions_user_text_and_retry_prompts_are_redacted() -> None:
+    agent: Agent[None, str] = Agent(None)
+
+    @agent.tool_plain(retries=2)
+    def fails() -> str:
+        from pydantic_ai import ModelRetry
+
+        raise ModelRetry(f"denied for Bearer {KEY}")
+
+    seen = Seen([ModelResponse(parts=[ToolCallPart("fails", {})]), ModelResponse(parts=[TextPart("ok")])])
+    await run(agent, seen, instructions=f"You know {KEY}")
+    first, second = seen.messages
+    assert leaks(first) == [] and leaks(second) == []
+    assert isinstance(first[0], ModelRequest) and first[0].instructions == f"You know {REDACTED}"
+    # The retry prompt (its part type differs between pydantic-ai versions) keeps its text, redacted.
+    assert f"denied for {REDACTED}" in repr(second[-1])
+
+
+def test_messages_without_credentials_pass_as_the_same_objects() -> None:
+    messages: list[ModelMessage] = [
+        ModelRequest(parts=[ToolReturnPart("t", "plain text", tool_call_id="1")], instructions="hello"),
+        ModelResponse(parts=[TextPart("fine")]),
+    ]
+    out = gate_messages(messages, REDACTOR, GateLimits())
+    assert all(a is b for a, b in zip(out, messages, strict=True))
+
+
+def test_long_tool_descriptions_are_cut_after_redaction() -> None:
+    long = "d" * 2000
+    gated = GatedModel(FunctionModel(lambda m, i: ModelResponse(parts=[])), lambda: REDACTOR)
+    from pydantic_ai.models import ModelRequestParameters
+
+    params = ModelRequestParameters(function_tools=[ToolDefinition(name="t", description=long)])
+    _, gated_params = gated.gate([], params)
+    description = gated_params.function_tools[0].description
+    assert description is not None and len(description) == GateLimits().max_description_chars
