@@ -65,7 +65,7 @@ async def test_a_result_that_straddles_the_cut_is_redacted_before_it_is_cut() ->
 
     seen = Seen([ModelResponse(parts=[ToolCallPart("leak", {})]), ModelResponse(parts=[TextPart("ok")])])
     await run(agent, seen, limits)
-    returned = [p for p in seen.messages[1][-1].parts if isinstance(p, ToolReturnPart)][0]
+    returned = next(p for p in seen.messages[1][-1].parts if isinstance(p, ToolReturnPart))
     assert leaks(returned.content) == []
     assert "x" * 990 + REDACTED in returned.content
     assert "[result cut: " in returned.content
@@ -90,7 +90,7 @@ async def test_binary_content_holding_a_credential_is_withheld_with_a_note() -> 
 
     seen = Seen([ModelResponse(parts=[ToolCallPart("media", {})]), ModelResponse(parts=[TextPart("ok")])])
     await run(agent, seen)
-    content = [p for p in seen.messages[1][-1].parts if isinstance(p, ToolReturnPart)][0].content
+    content = next(p for p in seen.messages[1][-1].parts if isinstance(p, ToolReturnPart)).content
     assert isinstance(content, list)
     assert content[0] == "three parts"
     assert content[1] == "[image/png content withheld: it holds a credential]"
