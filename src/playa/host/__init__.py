@@ -6,7 +6,7 @@ Front ends (console, Telegram) and extensions (``mcp_remote``) use only what is 
 from ._commands import Command, CommandContext, CommandRouter, ParsedCommand, parse_command
 from ._env import DEFAULT_DENIED, EnvPolicy
 from ._extension import Extension, ToolResultEvent
-from ._history import History
+from ._history import HISTORY_FILE, History
 from ._host import DEFAULT_PROMPT, Host, HostConfig, Reply, resolve_model
 from ._offline import offline_model
 from ._prompt import PromptSections
@@ -20,6 +20,7 @@ from ._workspace_tools import resolve_in_workspace, workspace_tools
 __all__ = [
     "DEFAULT_DENIED",
     "DEFAULT_PROMPT",
+    "HISTORY_FILE",
     "UI",
     "ChatSession",
     "Command",
