@@ -7,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["append_durably", "atomic_write", "fsync_directory"]
+__all__ = ["append_durably", "atomic_write", "create_durably", "fsync_directory"]
 
 
 def fsync_directory(folder: Path) -> None:
@@ -45,6 +45,28 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    fsync_directory(path.parent)
+
+
+def create_durably(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+    """Create ``path`` holding ``data``; ``FileExistsError`` if it exists, and never half-written.
+
+    The data is written to a private temporary file and then hard-linked into place. A link,
+    like ``O_EXCL``, fails when the name exists, so two processes cannot both create it; and
+    unlike an ``O_EXCL`` create-then-write, no one can ever read a half-written file.
+    """
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        try:
+            os.fchmod(fd, mode)
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.link(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
     fsync_directory(path.parent)
 
 

@@ -23,7 +23,7 @@ from mcp_types import ListToolsResult, PaginatedRequestParams, TextContent
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from playa.exceptions import CallFailed, ConnectFailed, RemoteError, RemoteTimeout
+from playa.exceptions import CallFailed, ConfigError, ConnectFailed, RemoteError, RemoteTimeout
 from playa.mcp_remote._connection import HANDSHAKE, Connection, ConnectionSettings, Connector, Endpoint
 from playa.mcp_remote._egress import EgressPolicy
 from servers.python_servers import (
@@ -684,7 +684,7 @@ def test_settings_refuse_timeouts_that_are_not_positive() -> None:
         ConnectionSettings(connect_timeout=0)
     with pytest.raises(ValueError, match="call_timeout"):
         ConnectionSettings(call_timeout=float("inf"))
-    with pytest.raises(ValueError, match="max_tool_pages"):
+    with pytest.raises(ConfigError, match=r"ConnectionSettings\.max_tool_pages must be at least 1, got 0"):
         ConnectionSettings(max_tool_pages=0)
 
 
