@@ -25,6 +25,9 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "dead-server": ("bench.bench_turns", "run_dead_server"),
     "redact": ("bench.bench_redact", "run"),
     "scale": ("bench.bench_scale", "run"),
+    "history": ("bench.bench_life", "run_history"),
+    "shutdown": ("bench.bench_life", "run_shutdown"),
+    "memory": ("bench.bench_life", "run_memory"),
 }
 
 

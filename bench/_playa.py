@@ -61,7 +61,7 @@ async def timed_echo_turns(host: Host, session: ChatSession, count: int) -> list
         times.append(anyio.current_time() - began)
         assert reply is not None and "hello" in reply.text, reply
         if turn % 10 == 9:
-            session.history.clear()
+            await session.history.clear()
     return times
 
 

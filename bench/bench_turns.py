@@ -103,8 +103,8 @@ async def run_dead_server(quick: bool) -> Report:
                         into.append(anyio.current_time() - began)
                     if turn % 20 == 19:
                         # Histories grow with every turn; keep both short and alike.
-                        dead.history.clear()
-                        empty.history.clear()
+                        await dead.history.clear()
+                        await empty.history.clear()
                 still = extension.chat(dead).servers["dead"].status
                 accepted = hole.accepted
     report.add(

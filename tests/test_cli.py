@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import argparse
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -7,9 +9,13 @@ from pathlib import Path
 import pytest
 
 from playa._runtime import GC_THRESHOLDS
-from playa.cli import default_data_dir, remote_mcp
+from playa.cli import _host_config, default_data_dir, remote_mcp
 from playa.exceptions import ConfigError
-from playa.host import HostConfig
+from playa.host import Host, HostConfig
+
+
+def _args(data_dir: Path) -> argparse.Namespace:
+    return argparse.Namespace(data_dir=data_dir, model=None)
 
 
 def test_the_data_dir_comes_from_the_environment() -> None:
@@ -38,14 +44,49 @@ def test_only_the_console_generates_a_host_secret(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"PLAYA_CONNECT_TIMEOUT": "soon"}, "PLAYA_CONNECT_TIMEOUT must be a number of seconds"),
-        ({"PLAYA_CALL_TIMEOUT": "-1"}, "PLAYA_CALL_TIMEOUT must be positive"),
+        ({"PLAYA_CONNECT_TIMEOUT": "soon"}, "PLAYA_CONNECT_TIMEOUT must be a positive number of seconds"),
+        ({"PLAYA_CALL_TIMEOUT": "-1"}, "PLAYA_CALL_TIMEOUT must be a positive number of seconds, got '-1'"),
+        ({"PLAYA_CALL_TIMEOUT": "inf"}, "PLAYA_CALL_TIMEOUT must be a positive number of seconds"),
         ({"PLAYA_EGRESS": "sometimes"}, "PLAYA_EGRESS"),
     ],
 )
 def test_bad_settings_are_clear_errors(tmp_path: Path, env: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         remote_mcp(HostConfig(data_dir=tmp_path), env, console=True)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "0",
+            "PLAYA_SESSION_IDLE must be a positive number of seconds \\(or never\\), got '0': fix or unset it",
+        ),
+        ("half an hour", "PLAYA_SESSION_IDLE must be a positive number of seconds"),
+    ],
+)
+def test_a_bad_session_idle_time_is_a_clear_error_naming_the_variable(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _host_config(_args(tmp_path), {"PLAYA_SESSION_IDLE": text})
+
+
+def test_the_session_idle_time_comes_from_the_environment(tmp_path: Path) -> None:
+    assert _host_config(_args(tmp_path), {}).session_idle == 1800.0
+    assert _host_config(_args(tmp_path), {"PLAYA_SESSION_IDLE": "90"}).session_idle == 90.0
+    assert _host_config(_args(tmp_path), {"PLAYA_SESSION_IDLE": "never"}).session_idle == math.inf
+
+
+def test_a_connect_timeout_above_the_hook_timeout_raises_the_hook_bound_to_fit(tmp_path: Path) -> None:
+    # Every turn waits for connects in flight: a hook bound below the connect timeout would
+    # cut every slow connect short and fail the hook instead.
+    config = HostConfig(data_dir=tmp_path, hook_timeout=60.0)
+    extension = remote_mcp(config, {"PLAYA_CONNECT_TIMEOUT": "120"}, console=True)
+    host = Host(config, [extension])
+    assert host.hook_timeout(extension) > 120.0
+    default = remote_mcp(config, {}, console=True)
+    assert Host(config, [default]).hook_timeout(default) == 60.0
 
 
 def test_environment_proxies_are_used_only_when_the_operator_says_so(tmp_path: Path) -> None:

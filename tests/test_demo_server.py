@@ -14,10 +14,10 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from playa.demo_server import DEFAULT_PORT, TINY_PNG, Transport, _announcement, main, serve
+from playa.demo_server import DEFAULT_PORT, TINY_PNG, DemoTransport, _announcement, main, serve
 
 TOKEN = "demo-t0ken-for-tests"
-TRANSPORTS: list[Transport] = ["streamable-http", "sse"]
+TRANSPORTS: list[DemoTransport] = ["streamable-http", "sse"]
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -31,7 +31,7 @@ INITIALIZE = {
 
 
 @asynccontextmanager
-async def running_demo(transport: Transport, token: str | None = TOKEN) -> AsyncIterator[tuple[str, str]]:
+async def running_demo(transport: DemoTransport, token: str | None = TOKEN) -> AsyncIterator[tuple[str, str]]:
     """Run the demo server in this event loop; yield (url, token) once it listens."""
     reported: list[tuple[str, str]] = []
     ready = anyio.Event()
@@ -49,7 +49,7 @@ async def running_demo(transport: Transport, token: str | None = TOKEN) -> Async
 
 
 @asynccontextmanager
-async def connected(url: str, transport: Transport, token: str) -> AsyncIterator[Client]:
+async def connected(url: str, transport: DemoTransport, token: str) -> AsyncIterator[Client]:
     headers = {"Authorization": f"Bearer {token}"}
     async with AsyncExitStack() as stack:
         if transport == "sse":
@@ -66,7 +66,7 @@ def text_of(result: types.CallToolResult) -> str:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_whoami_echoes_the_authorization_header_the_server_received(transport: Transport) -> None:
+async def test_whoami_echoes_the_authorization_header_the_server_received(transport: DemoTransport) -> None:
     async with running_demo(transport) as (url, _), connected(url, transport, TOKEN) as client:
         with anyio.fail_after(10):
             result = await client.call_tool("whoami", {})
@@ -78,7 +78,7 @@ async def test_whoami_echoes_the_authorization_header_the_server_received(transp
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_the_demo_tools_exist_and_answer(transport: Transport) -> None:
+async def test_the_demo_tools_exist_and_answer(transport: DemoTransport) -> None:
     async with running_demo(transport) as (url, _), connected(url, transport, TOKEN) as client:
         with anyio.fail_after(10):
             listed = await client.list_tools()
@@ -105,7 +105,7 @@ async def test_the_demo_tools_exist_and_answer(transport: Transport) -> None:
     ids=["missing", "wrong-token", "wrong-scheme", "token-prefix", "no-scheme"],
 )
 async def test_a_request_without_the_right_bearer_token_is_refused_with_401(
-    transport: Transport, authorization: str | None
+    transport: DemoTransport, authorization: str | None
 ) -> None:
     headers = {"Authorization": authorization} if authorization else {}
     async with running_demo(transport) as (url, _), httpx2.AsyncClient(headers=headers) as http:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -103,19 +104,26 @@ def _host_config(args: argparse.Namespace, environ: Mapping[str, str]) -> HostCo
         data_dir=args.data_dir or default_data_dir(environ),
         model=args.model or environ.get("PLAYA_MODEL") or "offline",
         env=EnvPolicy(extra, environ=environ),
+        session_idle=_seconds(environ, "PLAYA_SESSION_IDLE", 1800.0, never="never"),
     )
 
 
-def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
-    text = environ.get(name)
+def _seconds(environ: Mapping[str, str], name: str, default: float, *, never: str | None = None) -> float:
+    """A number of seconds from the environment; ``never`` (if allowed) is infinity."""
+    text = environ.get(name, "").strip()
     if not text:
         return default
+    if never is not None and text.lower() == never:
+        return math.inf
     try:
         value = float(text)
     except ValueError:
-        raise ConfigError(f"{name} must be a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise ConfigError(f"{name} must be positive, got {text!r}")
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        hint = f" (or {never})" if never else ""
+        raise ConfigError(
+            f"{name} must be a positive number of seconds{hint}, got {text!r}: fix or unset it"
+        ) from None
     return value
 
 

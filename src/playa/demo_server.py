@@ -25,15 +25,15 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._asgi import bind, serving
 
-__all__ = ["DEFAULT_PORT", "Transport", "build_app", "main", "serve"]
+__all__ = ["DEFAULT_PORT", "DemoTransport", "build_app", "main", "serve"]
 
 logger = logging.getLogger(__name__)
 
-Transport = Literal["streamable-http", "sse"]
+DemoTransport = Literal["streamable-http", "sse"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-_PATHS: dict[Transport, str] = {"streamable-http": "/mcp", "sse": "/sse"}
+_PATHS: dict[DemoTransport, str] = {"streamable-http": "/mcp", "sse": "/sse"}
 # Bounds how long stopping waits for open streams (an SSE GET never ends by itself).
 _GRACEFUL_SHUTDOWN_S = 3
 
@@ -130,7 +130,7 @@ async def _unauthorized(send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def build_app(token: str, *, transport: Transport, host: str = DEFAULT_HOST) -> ASGIApp:
+def build_app(token: str, *, transport: DemoTransport, host: str = DEFAULT_HOST) -> ASGIApp:
     """The demo server as an ASGI app: MCP at ``/mcp`` (Streamable HTTP) or ``/sse``, behind a bearer token.
 
     ``host`` is where it will listen; on loopback the SDK also checks the Host header (DNS
@@ -147,7 +147,7 @@ def build_app(token: str, *, transport: Transport, host: str = DEFAULT_HOST) -> 
     return _RequireBearer(app, token)
 
 
-def _url(host: str, port: int, transport: Transport) -> str:
+def _url(host: str, port: int, transport: DemoTransport) -> str:
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}{_PATHS[transport]}"
 
@@ -156,10 +156,13 @@ async def serve(
     host: str = DEFAULT_HOST,
     port: int = 0,
     token: str | None = None,
-    transport: Transport = "streamable-http",
+    transport: DemoTransport = "streamable-http",
     ready: Callable[[str, str], None] | None = None,
 ) -> None:
-    """Run the demo server until cancelled (or until SIGINT/SIGTERM, as uvicorn handles them).
+    """Run the demo server until cancelled.
+
+    Uvicorn's signal handlers are off (see ``playa._asgi``): signals belong to the program that
+    runs it, so Ctrl+C ends ``main`` with ``KeyboardInterrupt`` and SIGTERM ends the process.
 
     ``port=0`` picks a free port. ``ready(url, token)`` is called once the socket listens, with
     the real URL and the token (generated when none is given). Raises ``OSError`` when the
@@ -195,7 +198,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _announcement(url: str, token: str, transport: Transport) -> str:
+def _announcement(url: str, token: str, transport: DemoTransport) -> str:
     flag = " --transport sse" if transport == "sse" else ""
     return "\n".join(
         [
@@ -211,7 +214,7 @@ def _announcement(url: str, token: str, transport: Transport) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``playa demo-server``: serve until Ctrl+C."""
     args = _parser().parse_args(argv)
-    transport: Transport = "sse" if args.sse else "streamable-http"
+    transport: DemoTransport = "sse" if args.sse else "streamable-http"
 
     def announce(url: str, token: str) -> None:
         print(_announcement(url, token, transport), flush=True)

@@ -2,9 +2,8 @@
 
     PlayaError
     ├── UsageError              the chat owner: a command or its input is wrong
-    │   └── ValidationError       one field of a command failed a rule (``field`` names it)
-    ├── ConfigError             the operator: configuration is missing or wrong
-    │   └── SecretUnavailable     no host secret, so remote MCP is disabled (``reason``)
+    │   └── ValidationError       one field of a server entry failed a rule (``field`` names it)
+    ├── ConfigError             the operator: configuration is missing or wrong (also a ValueError)
     ├── ToolError               a tool call could not be made or failed
     │   ├── ToolNotFound          no tool of that name in the chat's registry
     │   ├── ToolInactive          the tool exists but is deactivated
@@ -30,7 +29,6 @@ __all__ = [
     "PlayaError",
     "RemoteError",
     "RemoteTimeout",
-    "SecretUnavailable",
     "StoreError",
     "ToolError",
     "ToolInactive",
@@ -51,23 +49,18 @@ class UsageError(PlayaError):
 
 
 class ValidationError(UsageError):
-    """One field of a command failed a validation rule."""
+    """One field of a server entry failed a rule, from a command or from the stored file."""
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
 
 
-class ConfigError(PlayaError):
-    """The operator's configuration is missing or wrong."""
+class ConfigError(PlayaError, ValueError):
+    """The operator's configuration is missing or wrong; the message names the setting and the fix.
 
-
-class SecretUnavailable(ConfigError):
-    """No host secret is configured, so sealed storage cannot work."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"remote MCP is disabled: {reason}")
-        self.reason = reason
+    Also a ``ValueError``: a setting given in code with a value out of range is one.
+    """
 
 
 class ToolError(PlayaError):

@@ -47,8 +47,8 @@ def test_a_mistyped_mcp_command_is_answered_by_the_router(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Unknown command.")
     assert "whatever" not in done.stdout
-    history = tmp_path / "sessions" / "console_3adefault" / "history.json"
-    assert not history.exists() or "abcdefgh" not in history.read_text()
+    for stored in (tmp_path / "sessions").rglob("*"):
+        assert stored.is_dir() or b"abcdefgh" not in stored.read_bytes()
 
 
 def test_each_console_scope_is_its_own_chat(tmp_path: Path) -> None:

@@ -14,8 +14,11 @@ def test_the_package_exports_exactly_its_public_names() -> None:
     assert set(playa.mcp.__all__) == public
     assert set(playa.mcp.__all__) == {
         "MAX_NAME_LENGTH",
+        "RESERVED_SERVER_NAMES",
         "exposed_name",
         "exposed_names",
+        "is_server_name",
         "map_result",
         "normalize_schema",
+        "server_name_problem",
     }

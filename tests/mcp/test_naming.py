@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from playa.mcp import MAX_NAME_LENGTH, exposed_name, exposed_names
+from playa.mcp import MAX_NAME_LENGTH, exposed_name, exposed_names, is_server_name, server_name_problem
 
 VALID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -126,3 +126,16 @@ def test_any_listing_gets_unique_valid_names_independent_of_order(
         assert not name.startswith("mcp__")
     shuffled = data.draw(st.permutations(tools))
     assert exposed_names(server, shuffled) == names
+
+
+@pytest.mark.parametrize("name", ["", "Files", "a__b", "9lives", "x" * 33, "a.b", None, 7])
+def test_the_one_server_name_rule_refuses_malformed_names_and_says_the_form(name: object) -> None:
+    assert server_name_problem(name) == (
+        "the name must be 1-32 characters: a lowercase letter, then lowercase letters, digits or '-'"
+    )
+
+
+def test_the_one_server_name_rule_refuses_the_reserved_mcp_but_lets_it_be_quoted() -> None:
+    assert server_name_problem("mcp") == "the name 'mcp' is reserved; choose another"
+    assert is_server_name("mcp")
+    assert server_name_problem("my-server2") is None

@@ -321,7 +321,7 @@ async def task_group() -> AsyncIterator[TaskGroup]:
 
 
 def settings(policy: EgressPolicy) -> ConnectionSettings:
-    return ConnectionSettings(connect_timeout=5.0, call_timeout=5.0, close_timeout=0.5, egress=policy)
+    return ConnectionSettings(connect_timeout=15.0, call_timeout=15.0, close_timeout=5.0, egress=policy)
 
 
 def on_host(url: str, host: str) -> str:

@@ -14,6 +14,7 @@ import anyio
 import pytest
 from mcp.server.mcpserver import MCPServer
 from pydantic_ai.messages import ModelResponse, TextPart
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from playa.demo_server import build_app
 from playa.exceptions import ToolUnbound
@@ -25,8 +26,11 @@ from playa.mcp_remote import (
     RemoteMcpSettings,
     resolve_host_secret,
 )
-from playa.mcp_remote._store import store_path
+from playa.mcp_remote._seal import Sealer
+from playa.mcp_remote._store import ServerEntry, ServerStore, store_path
 from servers.python_servers import (
+    LOOPBACK,
+    OneProtocol,
     RecordedRequest,
     RecordingServer,
     RunningServer,
@@ -45,7 +49,8 @@ SECTION = "Remote MCP servers"
 DEMO_TOOLS = ["demo__whoami", "demo__echo", "demo__add", "demo__tiny_image", "demo__fail"]
 SERVERS_JSON = ".volcanic/mcp/servers.json"
 T0 = 1000.0  # the fake clock's start: 00:16:40 UTC on 1970-01-01
-FAST = ConnectionSettings(connect_timeout=2.0, call_timeout=10.0, close_timeout=1.0)
+# Generous for the healthy servers these tests use: a busy machine must not fail them.
+FAST = ConnectionSettings(connect_timeout=15.0, call_timeout=15.0, close_timeout=5.0)
 TEST_TIMEOUT = 30.0
 
 
@@ -495,3 +500,89 @@ async def test_only_the_owner_can_use_the_mcp_commands(
     assert ui.deleted == ([4] if "abcdefgh12" in text else [])
     assert not store_path(session.workspace).exists()
     assert session.history.messages == []
+
+
+# One bad entry never takes the host down
+
+
+async def test_an_entry_named_mcp_put_through_the_store_is_ignored_and_the_host_goes_on(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            serve_mcp(ping_server()) as server,
+            remote_host(data_dir, host_secret) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            # The public store API writes what the command parser would refuse: binding it
+            # used to raise in the task group every chat shares.
+            store = ServerStore(session.workspace, SCOPE, Sealer(host_secret.value))
+            store.put(ServerEntry(name="mcp", url=server.url))
+            store.put(ServerEntry(name="back", url=server.url))
+            reply = await say(host, session, "back__ping")
+            assert reply.text == "[offline model] back__ping returned:\npong"
+            assert "mcp__ping" not in session.tools
+            assert "- 'mcp': ignored, the name 'mcp' is reserved; choose another" in (
+                session.prompt.get(SECTION) or ""
+            )
+            other = await host.session("console:other", owner="owner")
+            assert (await say(host, other, "hello")).kind == "agent"
+
+
+# Long life
+
+
+async def test_an_idle_chat_lets_go_of_its_connections_and_reconnects_on_its_next_message(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with serve_mcp(ping_server()) as server, remote_host(data_dir, host_secret) as host:
+            (extension,) = host.extensions
+            assert isinstance(extension, RemoteMcpExtension)
+            session = await host.session(SCOPE, owner="owner")
+            await say(host, session, f"/mcp_add back {server.url}")
+            connection = extension.chat(session).servers["back"].connection
+            assert connection is not None and not connection.closed
+
+            assert await host.evict_idle(0) == 1
+            assert connection.closed
+            assert not session.tools.is_active("back__ping")
+
+            reply = await say(host, session, "back__ping")
+            assert reply.text == "[offline model] back__ping returned:\npong"
+            reopened = await host.session(SCOPE, owner="owner")
+            assert reopened is not session and reopened.tools.is_active("back__ping")
+
+
+class DeletesMeet:
+    """ASGI middleware that holds each session DELETE until ``expected`` of them wait at once."""
+
+    def __init__(self, app: ASGIApp, expected: int) -> None:
+        self._app = app
+        self._expected = expected
+        self.waiting = 0
+        self.all_at_once = anyio.Event()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "DELETE":
+            self.waiting += 1
+            if self.waiting == self._expected:
+                self.all_at_once.set()
+            await self.all_at_once.wait()
+        await self._app(scope, receive, send)
+
+
+async def test_shutdown_closes_every_chat_s_connections_at_once(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    # One after another, the first close would wait out its close timeout for the others.
+    app = DeletesMeet(OneProtocol(ping_server().streamable_http_app(host=LOOPBACK), "handshake"), 6)
+    settings = ConnectionSettings(connect_timeout=15.0, call_timeout=15.0, close_timeout=10.0)
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with serve_asgi(app, path="/mcp") as server:
+            async with remote_host(data_dir, host_secret, connection=settings) as host:
+                for n in range(3):
+                    session = await host.session(f"console:{n}", owner="owner")
+                    assert "connected" in (await say(host, session, f"/mcp_add one {server.url}")).text
+                    assert "connected" in (await say(host, session, f"/mcp_add two {server.url}")).text
+            assert app.all_at_once.is_set()

@@ -7,7 +7,7 @@ from ._commands import Command, CommandContext, CommandRouter, ParsedCommand, pa
 from ._env import DEFAULT_DENIED, EnvPolicy
 from ._extension import Extension, ToolResultEvent
 from ._gate import GatedModel, GateLimits, gate_messages
-from ._history import History
+from ._history import HISTORY_FILE, History
 from ._host import DEFAULT_PROMPT, Host, HostConfig, Reply, resolve_model
 from ._inbound import Inbound, classify, looks_like_credential, normalize
 from ._offline import offline_model
@@ -24,6 +24,7 @@ from ._workspace_tools import resolve_in_workspace, workspace_tools
 __all__ = [
     "DEFAULT_DENIED",
     "DEFAULT_PROMPT",
+    "HISTORY_FILE",
     "MIN_SECRET_LENGTH",
     "REDACTED",
     "UI",

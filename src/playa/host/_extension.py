@@ -38,6 +38,11 @@ class Extension:
 
     id: str = "extension"
 
+    @property
+    def min_hook_timeout(self) -> float:
+        """Seconds its hooks may need at most (its own bounds); the host's hook bound is raised to it."""
+        return 0.0
+
     def commands(self) -> Sequence[Command]:
         """Commands to register with the host (asked once, at host start)."""
         return ()
@@ -71,4 +76,8 @@ class Extension:
         return frozenset()
 
     async def on_session_close(self, session: ChatSession) -> None:
-        """The session is closing (host shutdown or an idle chat)."""
+        """The session is closing (host shutdown, or the chat was idle); let go of its state.
+
+        The chat's next message opens a new session (SessionStart again), never before this
+        hook returned.
+        """

@@ -47,6 +47,7 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext, ToolDefinition
 
+from ..exceptions import ConfigError
 from ._redact import Redactor
 
 __all__ = ["GateLimits", "GatedModel", "gate_messages"]
@@ -64,8 +65,14 @@ class GateLimits:
     max_description_chars: int = 1024
 
     def __post_init__(self) -> None:
-        if self.max_result_chars < 100 or self.max_description_chars < 10:
-            raise ValueError("GateLimits: max_result_chars >= 100 and max_description_chars >= 10")
+        if self.max_result_chars < 1000:
+            raise ConfigError(
+                f"GateLimits.max_result_chars must be at least 1000, got {self.max_result_chars!r}"
+            )
+        if self.max_description_chars < 10:
+            raise ConfigError(
+                f"GateLimits.max_description_chars must be at least 10, got {self.max_description_chars!r}"
+            )
 
 
 def withheld_note(media_type: str) -> str:

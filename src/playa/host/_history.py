@@ -1,68 +1,132 @@
-"""A chat's conversation history, persisted as pydantic-ai messages."""
+"""A chat's conversation history, persisted as pydantic-ai messages, one per line."""
 
 from __future__ import annotations
 
 import logging
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Final
 
-from pydantic import ValidationError
+import anyio
+from pydantic import TypeAdapter, ValidationError
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-__all__ = ["History"]
+from .._files import append_durably, atomic_write
+
+__all__ = ["HISTORY_FILE", "History"]
 
 logger = logging.getLogger(__name__)
 
+HISTORY_FILE: Final = "history.jsonl"
+_OLD_FILE: Final = "history.json"
+"""The whole-history JSON array of earlier versions; migrated on first open."""
+
+_MESSAGE: Final[TypeAdapter[ModelMessage]] = TypeAdapter(ModelMessage)
+
 
 class History:
-    """The messages of one chat, kept in a JSON file that survives restarts.
+    """The messages of one chat, kept in a JSON-lines file that survives restarts.
 
-    Only agent turns are stored: commands, their replies and secret answers never are.
-    A file that cannot be read is moved aside (never deleted) and the chat starts afresh.
+    Only agent turns are stored: commands, their replies and secret answers never are. Each
+    turn appends its new messages, one per line, with one fsync, in a worker thread: a turn
+    costs the same after three thousand turns as after ten, and never blocks the event loop
+    (every other chat of a bot runs on it). A crash can tear the last line; it is dropped on
+    load. A file that cannot be read otherwise is moved aside (never deleted) and the chat
+    starts afresh. Use ``await History.open(folder)``.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, messages: Sequence[ModelMessage] = ()) -> None:
         self.path = path
-        self._messages: list[ModelMessage] = self._load()
+        self._messages: list[ModelMessage] = list(messages)
+        self._lock = anyio.Lock()
+
+    @classmethod
+    async def open(cls, folder: Path) -> History:
+        """The history kept in ``folder``, read in a worker thread (an older file is migrated)."""
+        path = folder / HISTORY_FILE
+        messages = await anyio.to_thread.run_sync(_load, path)
+        return cls(path, messages)
 
     @property
     def messages(self) -> list[ModelMessage]:
+        """A copy of the messages, oldest first."""
         return list(self._messages)
 
-    def extend(self, messages: Sequence[ModelMessage]) -> None:
-        self._messages.extend(messages)
-        self._save()
+    def __len__(self) -> int:
+        return len(self._messages)
 
-    def clear(self) -> None:
-        self._messages = []
-        self._save()
+    async def extend(self, messages: Sequence[ModelMessage]) -> None:
+        """Append one turn's messages: kept at once, on disk (one fsync) when this returns.
 
-    def _load(self) -> list[ModelMessage]:
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return []
-        try:
-            return list(ModelMessagesTypeAdapter.validate_json(data))
-        except ValidationError:
-            aside = self.path.with_name(f"{self.path.name}.unreadable-{time.time_ns()}")
-            os.replace(self.path, aside)
-            logger.warning("history file %s is unreadable; moved to %s, starting afresh", self.path, aside)
-            return []
+        Raises ``OSError`` when the file cannot be written; the messages stay in memory.
+        """
+        new = list(messages)
+        if not new:
+            return
+        async with self._lock:
+            self._messages.extend(new)
+            await anyio.to_thread.run_sync(_append, self.path, new)
 
-    def _save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = ModelMessagesTypeAdapter.dump_json(self._messages)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".history-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(data)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+    async def clear(self) -> None:
+        """Forget every message; the file is replaced by an empty one atomically."""
+        async with self._lock:
+            self._messages = []
+            await anyio.to_thread.run_sync(_truncate, self.path)
+
+
+def _append(path: Path, messages: list[ModelMessage]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    append_durably(path, b"".join(_MESSAGE.dump_json(message) + b"\n" for message in messages))
+
+
+def _truncate(path: Path) -> None:
+    # A replace rather than an in-place truncate: a crash leaves the old file or an empty one.
+    if path.exists():
+        atomic_write(path, b"")
+
+
+def _load(path: Path) -> list[ModelMessage]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return _migrate(path)
+    lines = data.split(b"\n")
+    # Everything before the last newline was written whole; after it, at most a torn append.
+    whole, tail = [line for line in lines[:-1] if line.strip()], lines[-1]
+    try:
+        messages = list(ModelMessagesTypeAdapter.validate_json(b"[" + b",".join(whole) + b"]"))
+    except ValidationError:
+        _move_aside(path)
+        return []
+    if tail:
+        logger.warning("history file %s ends in a torn line (%d bytes); it is dropped", path, len(tail))
+        with open(path, "r+b") as file:
+            file.truncate(len(data) - len(tail))
+            os.fsync(file.fileno())
+    return messages
+
+
+def _migrate(path: Path) -> list[ModelMessage]:
+    """Read the whole-history file of earlier versions into ``path``, then remove it."""
+    old = path.with_name(_OLD_FILE)
+    try:
+        data = old.read_bytes()
+    except FileNotFoundError:
+        return []
+    try:
+        messages = list(ModelMessagesTypeAdapter.validate_json(data))
+    except ValidationError:
+        _move_aside(old)
+        return []
+    atomic_write(path, b"".join(_MESSAGE.dump_json(message) + b"\n" for message in messages))
+    old.unlink()
+    logger.info("history %s migrated to %s", old, path)
+    return messages
+
+
+def _move_aside(path: Path) -> None:
+    aside = path.with_name(f"{path.name}.unreadable-{time.time_ns()}")
+    os.replace(path, aside)
+    logger.warning("history file %s is unreadable; moved to %s, starting afresh", path, aside)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import traceback
 from collections.abc import Collection, Coroutine, Sequence
 from contextlib import AsyncExitStack
@@ -21,7 +22,7 @@ from ._env import EnvPolicy
 from ._extension import Extension, ToolResultEvent
 from ._gate import GatedModel, GateLimits, gate_messages
 from ._history import History
-from ._inbound import classify
+from ._inbound import Inbound, classify
 from ._offline import offline_model
 from ._outbound import install_outbound_gate, outbound_secrets
 from ._redact import Redactor
@@ -62,9 +63,21 @@ class HostConfig:
     base_prompt: str = DEFAULT_PROMPT
     env: EnvPolicy = field(default_factory=EnvPolicy)
     hook_timeout: float = 60.0
-    """Upper bound on one extension hook; extensions bound their own work well inside it."""
+    """Upper bound on one extension hook; an extension whose own bounds need longer
+    (``Extension.min_hook_timeout``) gets that instead."""
     limits: GateLimits = field(default_factory=GateLimits)
     """How much of a tool's result and description the model receives (cut after redaction)."""
+    session_idle: float = 1800.0
+    """Seconds without a message after which a chat's session is closed, letting go of its
+    history and connections; the chat's next message reopens it. ``math.inf``: never."""
+
+    def __post_init__(self) -> None:
+        for name in ("hook_timeout", "session_idle"):
+            value: float = getattr(self, name)
+            if not value > 0 or math.isnan(value) or (name == "hook_timeout" and math.isinf(value)):
+                raise ConfigError(f"HostConfig.{name} must be a positive number of seconds, got {value!r}")
+        if not self.base_prompt.strip():
+            raise ConfigError("HostConfig.base_prompt is empty: give the agent a prompt, or keep the default")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +114,12 @@ class Host:
         outbound_secrets().add(self._env_secrets)
         self._redactors: dict[str, tuple[tuple[Collection[str], ...], Redactor]] = {}
         self._sessions: dict[str, ChatSession] = {}
+        self._closing: dict[str, ChatSession] = {}
         self._session_lock = anyio.Lock()
+        self._hook_timeouts = {
+            id(extension): max(config.hook_timeout, extension.min_hook_timeout)
+            for extension in self.extensions
+        }
         self._stack: AsyncExitStack | None = None
         self.commands.add(Command("help", "list the commands", self._help, owner_only=False))
         self.commands.add(Command("reset", "forget this chat's conversation", self._reset))
@@ -113,7 +131,13 @@ class Host:
         async with AsyncExitStack() as stack:
             for extension in self.extensions:
                 await stack.enter_async_context(extension.lifespan())
+            tg = await stack.enter_async_context(anyio.create_task_group())
+            # Run in reverse: sessions close while the eviction task may still finish its own
+            # (shielded, bounded) closes; then it is stopped.
+            stack.callback(tg.cancel_scope.cancel)
             stack.push_async_callback(self._close_sessions)
+            if math.isfinite(self.config.session_idle):
+                tg.start_soon(self._evict_idle_sessions)
             self._stack = stack.pop_all()
         return self
 
@@ -124,18 +148,27 @@ class Host:
             # scope; each extension shields its own bounded teardown.
             await stack.aclose()
 
+    def hook_timeout(self, extension: Extension) -> float:
+        """The bound on one hook of ``extension``: the config's, or longer if the extension needs it."""
+        return self._hook_timeouts[id(extension)]
+
     # Sessions
 
     async def session(self, scope: str, *, owner: str) -> ChatSession:
-        """The session of a chat, started (SessionStart hooks) on first use."""
+        """The session of a chat, started (SessionStart hooks) on first use or after it was closed."""
+        while (closing := self._closing.get(scope)) is not None:
+            # The chat's previous session is still closing: its extensions' state must be gone
+            # before a new session sets it up again.
+            await closing.closed.wait()
         async with self._session_lock:
             session = self._sessions.get(scope)
             if session is not None:
+                session.last_used = anyio.current_time()
                 return session
             folder = scope_folder(scope)
             workspace = self.config.data_dir / "workspaces" / folder
-            workspace.mkdir(parents=True, exist_ok=True)
-            history = History(self.config.data_dir / "sessions" / folder / "history.json")
+            await anyio.to_thread.run_sync(lambda: workspace.mkdir(parents=True, exist_ok=True))
+            history = await History.open(self.config.data_dir / "sessions" / folder)
             session = ChatSession(scope=scope, owner=owner, workspace=workspace, history=history)
             for tool in workspace_tools(workspace):
                 session.tools.register(tool)
@@ -144,11 +177,60 @@ class Host:
             await self._hook(session, extension, "SessionStart", extension.on_session_start(session))
         return session
 
+    @property
+    def open_sessions(self) -> int:
+        """How many chat sessions are open now."""
+        return len(self._sessions)
+
+    async def evict_idle(self, idle: float | None = None) -> int:
+        """Close the sessions that handled no message for ``idle`` seconds (default: the config's).
+
+        A session handling a message is never closed. Returns how many were closed.
+        """
+        cutoff = anyio.current_time() - (self.config.session_idle if idle is None else idle)
+        async with self._session_lock:
+            idle_sessions = [
+                session
+                for session in self._sessions.values()
+                if session.busy == 0 and session.last_used <= cutoff and not session.turn_lock.locked()
+            ]
+            for session in idle_sessions:
+                del self._sessions[session.scope]
+                self._closing[session.scope] = session
+        if idle_sessions:
+            logger.info("closing %d idle sessions", len(idle_sessions))
+            await self._close_all(idle_sessions)
+        return len(idle_sessions)
+
+    async def _evict_idle_sessions(self) -> None:
+        idle = self.config.session_idle
+        while True:
+            await anyio.sleep(min(max(idle / 4, 0.01), 60.0))
+            await self.evict_idle()
+
     async def _close_sessions(self) -> None:
-        for session in list(self._sessions.values()):
+        sessions = list(self._sessions.values())
+        self._sessions.clear()
+        await self._close_all(sessions)
+
+    async def _close_all(self, sessions: Sequence[ChatSession]) -> None:
+        """Run every session's SessionClose hooks, all sessions at once; each hook is bounded."""
+        # Shielded: a cancelled caller (shutdown) must not leave a session half closed, and
+        # every wait inside is bounded by a hook timeout.
+        with anyio.CancelScope(shield=True):
+            async with anyio.create_task_group() as tg:
+                for session in sessions:
+                    tg.start_soon(self._close_session, session)
+
+    async def _close_session(self, session: ChatSession) -> None:
+        try:
             for extension in self.extensions:
                 await self._hook(session, extension, "SessionClose", extension.on_session_close(session))
-        self._sessions.clear()
+        finally:
+            session.closed.set()
+            self._redactors.pop(session.scope, None)
+            if self._closing.get(session.scope) is session:
+                del self._closing[session.scope]
 
     # Messages
 
@@ -157,6 +239,19 @@ class Host:
         inbound = classify(message.text, self.commands)
         if not inbound.text.strip():
             return None
+        if self._sessions.get(session.scope) is not session:
+            # Closed while idle (or being closed): the chat goes on in a reopened session.
+            session = await self.session(session.scope, owner=session.owner)
+        session.busy += 1
+        try:
+            return await self._handle(session, inbound, message, ui)
+        finally:
+            session.busy -= 1
+            session.last_used = anyio.current_time()
+
+    async def _handle(
+        self, session: ChatSession, inbound: Inbound, message: IncomingMessage, ui: UI
+    ) -> Reply | None:
         notes: list[str] = []
         deleted = False
         if inbound.carries_secret and message.ref is not None:
@@ -215,11 +310,16 @@ class Host:
             except Exception as exc:  # boundary: a model or provider failure ends the turn, not the chat
                 self._log_failure(session, "agent turn", exc)
                 return Reply(self.redact(session, f"The model failed: {type(exc).__name__}: {exc}"), "error")
-            # The history is written outside the sealed store: it gets what the model got.
-            session.history.extend(
-                gate_messages(result.new_messages(), self.redactor(session), self.config.limits)
-            )
-            return Reply(self.redact(session, result.output), "agent")
+            output = result.output
+            try:
+                # The history is written outside the sealed store: it gets what the model got.
+                await session.history.extend(
+                    gate_messages(result.new_messages(), self.redactor(session), self.config.limits)
+                )
+            except OSError as exc:
+                logger.error("saving the history of %s failed: %s", session.scope, exc.strerror)
+                output += f"\n\n(This turn could not be saved to the chat's history: {exc.strerror}.)"
+            return Reply(self.redact(session, output), "agent")
 
     def instructions(self, session: ChatSession) -> str:
         """The base prompt and the chat's prompt sections (the gate redacts them on their way)."""
@@ -290,7 +390,7 @@ class Host:
         call: Coroutine[Any, Any, None],
     ) -> bool:
         try:
-            with anyio.fail_after(self.config.hook_timeout):
+            with anyio.fail_after(self.hook_timeout(extension)):
                 await call
         except Exception as exc:  # boundary: an extension's failure is logged and contained
             self._log_failure(session, f"{extension.id} {hook} hook", exc)
@@ -309,5 +409,5 @@ class Host:
 
     async def _reset(self, ctx: CommandContext) -> str:
         async with ctx.session.turn_lock:
-            ctx.session.history.clear()
+            await ctx.session.history.clear()
         return "This chat's conversation is forgotten."

@@ -26,9 +26,6 @@ class PromptSections:
         entry = self._sections.get(title)
         return entry[1] if entry else None
 
-    def titles(self) -> list[str]:
-        return [title for title, _ in self._ordered()]
-
     def render(self) -> str:
         return "\n\n".join(f"## {title}\n{text}" for title, (_, text) in self._ordered())
 

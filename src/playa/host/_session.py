@@ -29,6 +29,12 @@ class ChatSession:
     prompt: PromptSections = field(default_factory=PromptSections)
     turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
     """Held for a whole turn, so one chat's turns run one at a time."""
+    last_used: float = field(default_factory=anyio.current_time)
+    """When a message for the chat last arrived or was answered (the event loop's clock)."""
+    busy: int = 0
+    """Messages being handled now; a busy session is never evicted."""
+    closed: anyio.Event = field(default_factory=anyio.Event)
+    """Set once the host closed the session (idle, or shutdown); the host reopens the chat on its next message."""
 
     def __repr__(self) -> str:
         return f"ChatSession({self.scope!r})"

@@ -5,14 +5,24 @@ Nothing here connects to a server; these are pure functions over what a server s
 
 from __future__ import annotations
 
-from playa.mcp._naming import MAX_NAME_LENGTH, exposed_name, exposed_names
+from playa.mcp._naming import (
+    MAX_NAME_LENGTH,
+    RESERVED_SERVER_NAMES,
+    exposed_name,
+    exposed_names,
+    is_server_name,
+    server_name_problem,
+)
 from playa.mcp._results import map_result
 from playa.mcp._schema import normalize_schema
 
 __all__ = [
     "MAX_NAME_LENGTH",
+    "RESERVED_SERVER_NAMES",
     "exposed_name",
     "exposed_names",
+    "is_server_name",
     "map_result",
     "normalize_schema",
+    "server_name_problem",
 ]

@@ -13,7 +13,14 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-__all__ = ["MAX_NAME_LENGTH", "exposed_name", "exposed_names"]
+__all__ = [
+    "MAX_NAME_LENGTH",
+    "RESERVED_SERVER_NAMES",
+    "exposed_name",
+    "exposed_names",
+    "is_server_name",
+    "server_name_problem",
+]
 
 MAX_NAME_LENGTH = 64
 """The longest tool name every supported model provider accepts."""
@@ -21,10 +28,28 @@ MAX_NAME_LENGTH = 64
 _SEPARATOR = "__"
 _HASH_LENGTH = 8
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-_SERVER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
-# Server "mcp" would give ``mcp__<tool>``, the prefix other hosts use for their own MCP tools;
-# a model (or a user reading a transcript) could take it for one of those.
-_RESERVED_SERVER_NAMES = frozenset({"mcp"})
+# No "_": the "__" between server and tool must be unambiguous.
+_SERVER_NAME = re.compile(r"[a-z][a-z0-9-]{0,31}")
+RESERVED_SERVER_NAMES = frozenset({"mcp"})
+"""Server "mcp" would give ``mcp__<tool>``, the prefix other hosts use for their own MCP tools;
+a model (or a user reading a transcript) could take it for one of those."""
+
+
+def is_server_name(text: str) -> bool:
+    """Whether ``text`` has the form of a server name (reserved or not): such text is safe to quote."""
+    return _SERVER_NAME.fullmatch(text) is not None
+
+
+def server_name_problem(name: object) -> str | None:
+    """Why ``name`` cannot name a server, for the owner; None when it can.
+
+    The one rule for server names: commands, the store and the binder all ask here.
+    """
+    if not isinstance(name, str) or not is_server_name(name):
+        return "the name must be 1-32 characters: a lowercase letter, then lowercase letters, digits or '-'"
+    if name in RESERVED_SERVER_NAMES:
+        return f"the name {name!r} is reserved; choose another"
+    return None
 
 
 def exposed_name(server: str, tool: str) -> str:
@@ -78,9 +103,9 @@ def exposed_names(server: str, tools: Iterable[str]) -> dict[str, str]:
 
 
 def _check_server(server: str) -> None:
-    if not _SERVER_NAME.fullmatch(server):
+    if not is_server_name(server):
         raise ValueError(f"invalid MCP server name {server!r}: must match {_SERVER_NAME.pattern}")
-    if server in _RESERVED_SERVER_NAMES:
+    if server in RESERVED_SERVER_NAMES:
         raise ValueError(f"MCP server name {server!r} is reserved")
 
 

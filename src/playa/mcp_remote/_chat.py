@@ -16,17 +16,19 @@ from anyio.abc import TaskGroup
 
 from ..exceptions import CallFailed, RemoteError, RemoteTimeout, ToolError
 from ..host import ChatSession, Redactor, ToolResult, outbound_secrets
-from ..mcp import exposed_names, map_result, normalize_schema
+from ..mcp import exposed_names, map_result, normalize_schema, server_name_problem
 from ._connection import Connection, Connector, Endpoint
 from ._settings import RemoteMcpSettings
 from ._store import LoadResult, Rejected, ServerEntry, ServerStore
 from ._tool import Binding, RemoteMcpTool
 
-__all__ = ["SECTION_TITLE", "ChatServers", "ServerState"]
+__all__ = ["CONNECT_WAIT_MARGIN", "SECTION_TITLE", "ChatServers", "ServerState"]
 
 logger = logging.getLogger(__name__)
 
 SECTION_TITLE = "Remote MCP servers"
+CONNECT_WAIT_MARGIN = 1.0
+"""Seconds a turn waits for connects in flight beyond the connect timeout that bounds each."""
 _SECTION_TOOLS = 30  # tool names listed per server in the prompt section; the model sees all of them as tools
 
 Clock = Callable[[], float]
@@ -93,8 +95,16 @@ class ChatServers:
         self._apply(self.store.load())
 
     def _apply(self, result: LoadResult) -> None:
-        self.rejected, self.warning = result.rejected, result.warning
-        wanted = {entry.name: entry for entry in result.entries}
+        rejected = list(result.rejected)
+        wanted: dict[str, ServerEntry] = {}
+        for index, entry in enumerate(result.entries):
+            # A sealed entry can still carry a name the binder refuses (the reserved "mcp"
+            # through ``ServerStore.put``): it is shown as ignored, never connected.
+            if (problem := server_name_problem(entry.name)) is not None:
+                rejected.append(Rejected(index=index, name=entry.name, reason=problem))
+            else:
+                wanted[entry.name] = entry
+        self.rejected, self.warning = tuple(rejected), result.warning
         for name, state in list(self.servers.items()):
             if wanted.get(name) != state.entry and (connection := self._drop(name)) is not None:
                 self._tg.start_soon(connection.aclose)
@@ -139,23 +149,27 @@ class ChatServers:
     async def _connect(self, state: ServerState) -> None:
         attempt = state.attempt
         name = state.entry.name
+        connection: Connection | None = None
+        # The boundary covers every step, binding included: this runs in the task group every
+        # chat of the host shares, and an exception escaping it would end them all.
         try:
             connection = await self._connector.connect(_endpoint(state.entry), self._tg)
+            if self.servers.get(name) is not state:
+                # Removed or replaced while connecting.
+                await connection.aclose()
+                return
+            self._bind(state, connection)
+            state.connection, state.status, state.reason = connection, "connected", None
+            state.failures, state.next_retry = 0, None
         except RemoteError as exc:
             if self.servers.get(name) is state:
                 self._failed(state, exc.reason)
         except Exception as exc:  # boundary: one server's bug must not end the chat's task group
             logger.error("connecting %s in %s failed: %s", name, self.session.scope, type(exc).__name__)
+            if connection is not None:
+                self._tg.start_soon(connection.aclose)
             if self.servers.get(name) is state:
                 self._failed(state, f"internal error ({type(exc).__name__})")
-        else:
-            if self.servers.get(name) is not state:
-                # Removed or replaced while connecting.
-                await connection.aclose()
-            else:
-                state.connection, state.status, state.reason = connection, "connected", None
-                state.failures, state.next_retry = 0, None
-                self._bind(state, connection)
         finally:
             if attempt is not None:
                 attempt.set()
@@ -172,7 +186,7 @@ class ChatServers:
 
     async def wait_for_connects(self) -> None:
         """Wait for the connects in flight; each is bounded by the connect timeout."""
-        with anyio.move_on_after(self._settings.connection.connect_timeout + 1.0):
+        with anyio.move_on_after(self._settings.connection.connect_timeout + CONNECT_WAIT_MARGIN):
             for state in list(self.servers.values()):
                 if state.attempt is not None:
                     await state.attempt.wait()
@@ -200,7 +214,7 @@ class ChatServers:
         if state is None:
             raise ToolError(f"{entry.name} was saved but cannot be read back; see /mcp_list")
         if state.attempt is not None:
-            with anyio.move_on_after(self._settings.connection.connect_timeout + 1.0):
+            with anyio.move_on_after(self._settings.connection.connect_timeout + CONNECT_WAIT_MARGIN):
                 await state.attempt.wait()
         self.session.prompt.set(SECTION_TITLE, self.section())
         return state
@@ -232,24 +246,29 @@ class ChatServers:
         state.hidden = max(0, len(allowed) - limit)
         allowed = dict(list(allowed.items())[:limit])
         names = exposed_names(entry.name, allowed)
-        bound: list[str] = []
+        # Every binding is made before the registry changes: a step that raises leaves the
+        # chat's tools as they were.
+        bindings: list[Binding] = []
         for remote, tool in allowed.items():
-            exposed = names[remote]
-            registry_tool = self._tools.get(exposed)
-            if registry_tool is None:
-                registry_tool = self._tools[exposed] = RemoteMcpTool(exposed)
-                self.session.tools.register(registry_tool, active=False)
             # Not cut here: the model-bound gate cuts descriptions once they are redacted.
             description = (tool.description or tool.title or "").strip()
-            registry_tool.bind(
+            bindings.append(
                 Binding(
                     server=entry.name,
                     remote_name=remote,
                     description=f"[{entry.name}] {description}".strip(),
                     parameters=normalize_schema(tool.input_schema),
-                    call=partial(self._call, state, exposed),
+                    call=partial(self._call, state, names[remote]),
                 )
             )
+        bound: list[str] = []
+        for binding in bindings:
+            exposed = names[binding.remote_name]
+            registry_tool = self._tools.get(exposed)
+            if registry_tool is None:
+                registry_tool = self._tools[exposed] = RemoteMcpTool(exposed)
+                self.session.tools.register(registry_tool, active=False)
+            registry_tool.bind(binding)
             self.session.tools.activate(exposed)
             bound.append(exposed)
         for exposed in set(state.tools) - set(bound):
@@ -347,9 +366,11 @@ class ChatServers:
         return self.redactor.redact("\n".join(lines))
 
     async def close(self) -> None:
-        for name in list(self.servers):
-            if (connection := self._drop(name)) is not None:
-                await connection.aclose()
+        """Close every connection at once; each close is bounded by the close timeout."""
+        connections = [connection for name in list(self.servers) if (connection := self._drop(name))]
+        async with anyio.create_task_group() as tg:
+            for connection in connections:
+                tg.start_soon(connection.aclose)
 
 
 def _rejected_name(rejected: Rejected) -> str:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from ..exceptions import StoreError, UsageError, ValidationError
 from ..host import Command, CommandContext
+from ..mcp import is_server_name
 from ._chat import ChatServers
 from ._parse import USAGE, carries_secret, check_secret, parse_add
 from ._store import AuthKind, Rejected, ServerEntry
@@ -17,11 +17,6 @@ if TYPE_CHECKING:
 __all__ = ["build_commands"]
 
 _LIST_LIMIT = 100
-_SERVER_NAME = re.compile(r"[a-z][a-z0-9-]{0,31}")
-
-
-def is_server_name(text: str) -> bool:
-    return _SERVER_NAME.fullmatch(text) is not None
 
 
 def not_a_name(args: str) -> bool:

@@ -40,13 +40,14 @@ import anyio
 import httpx2
 import mcp_types
 from anyio.abc import TaskGroup, TaskStatus
-from mcp.client import Client, Transport
+from mcp.client import Client
+from mcp.client import Transport as ClientTransport
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from playa import __version__
-from playa.exceptions import CallFailed, ConnectFailed, RemoteError, RemoteTimeout
+from playa.exceptions import CallFailed, ConfigError, ConnectFailed, RemoteError, RemoteTimeout
 from playa.host import Redactor
 from playa.mcp_remote._budget import (
     SSE_TRANSPORT_EVENT_LIMIT,
@@ -117,15 +118,17 @@ class ConnectionSettings:
         for name in ("connect_timeout", "call_timeout", "close_timeout"):
             value: float = getattr(self, name)
             if not (value > 0 and math.isfinite(value)):
-                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
-        if self.max_concurrent_connects < 1:
-            raise ValueError(
-                f"max_concurrent_connects must be at least 1, got {self.max_concurrent_connects!r}"
-            )
-        if self.max_tool_pages < 1:
-            raise ValueError(f"max_tool_pages must be at least 1, got {self.max_tool_pages!r}")
-        if self.max_result_bytes < 1024:
-            raise ValueError(f"max_result_bytes must be at least 1024, got {self.max_result_bytes!r}")
+                raise ConfigError(
+                    f"ConnectionSettings.{name} must be a positive number of seconds, got {value!r}"
+                )
+        for name, least in (
+            ("max_concurrent_connects", 1),
+            ("max_tool_pages", 1),
+            ("max_result_bytes", 1024),
+        ):
+            count: int = getattr(self, name)
+            if count < least:
+                raise ConfigError(f"ConnectionSettings.{name} must be at least {least}, got {count!r}")
 
 
 def _display_url(url: str) -> str:
@@ -233,11 +236,6 @@ class Connection:
     def broken(self) -> bool:
         """True once a call failed in transport or timed out: drop this connection and connect again."""
         return self._broken_reason is not None
-
-    @property
-    def broken_reason(self) -> str | None:
-        """Why the connection broke, for a person (no credentials), or None."""
-        return self._broken_reason
 
     @property
     def closed(self) -> bool:
@@ -365,7 +363,7 @@ class Connection:
         read = max(_STREAM_READ_TIMEOUT, self._settings.call_timeout)
         return httpx2.Timeout(self._settings.connect_timeout, read=read)
 
-    async def _open_transport(self, stack: contextlib.AsyncExitStack) -> Transport:
+    async def _open_transport(self, stack: contextlib.AsyncExitStack) -> ClientTransport:
         url = self.endpoint.url
         headers = dict(self.endpoint.headers)
         if self.transport == "streamable-http":
@@ -374,7 +372,7 @@ class Connection:
                 url, http_client=http, max_sse_event_size=self._settings.max_result_bytes
             )
         timeouts = self._timeouts()
-        transport: Transport = sse_client(
+        transport: ClientTransport = sse_client(
             url,
             headers=headers,
             timeout=self._settings.connect_timeout,

@@ -10,7 +10,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..host import ChatSession, Command, Extension
-from ._chat import ChatServers
+from ._chat import CONNECT_WAIT_MARGIN, ChatServers
 from ._commands import build_commands
 from ._connection import Connector
 from ._seal import Sealer
@@ -49,6 +49,11 @@ class RemoteMcpExtension(Extension):
     def commands(self) -> Sequence[Command]:
         return build_commands(self)
 
+    @property
+    def min_hook_timeout(self) -> float:
+        # BeforeAgentStart waits for connects in flight, each bounded by the connect timeout.
+        return self.settings.connection.connect_timeout + CONNECT_WAIT_MARGIN + 1.0
+
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         # Log records that quote a credential are redacted by the host's outbound gate, which
@@ -58,11 +63,14 @@ class RemoteMcpExtension(Extension):
             try:
                 yield
             finally:
-                with anyio.CancelScope(shield=True):
-                    for chat in list(self._chats.values()):
-                        await chat.close()
+                chats = list(self._chats.values())
                 self._chats.clear()
                 self._tg = None
+                # Every connection at once: the whole shutdown takes one close timeout.
+                with anyio.CancelScope(shield=True):
+                    async with anyio.create_task_group() as closing:
+                        for chat in chats:
+                            closing.start_soon(chat.close)
                 tg.cancel_scope.cancel()
 
     def chat(self, session: ChatSession) -> ChatServers:
@@ -94,6 +102,7 @@ class RemoteMcpExtension(Extension):
         return chat.secrets if chat is not None else frozenset()
 
     async def on_session_close(self, session: ChatSession) -> None:
-        chat = self._chats.pop(session.scope, None)
-        if chat is not None:
+        chat = self._chats.get(session.scope)
+        if chat is not None and chat.session is session:
+            del self._chats[session.scope]
             await chat.close()

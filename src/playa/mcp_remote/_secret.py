@@ -9,17 +9,14 @@ on the host's environment deny-list.
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import os
 import stat
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
-from playa.exceptions import SecretUnavailable
+from playa._files import create_durably
 from playa.mcp_remote._seal import MIN_SECRET_BYTES
 
 __all__ = [
@@ -53,10 +50,6 @@ class NoHostSecret:
     """No usable host secret: remote MCP is disabled, and ``reason`` says how to enable it."""
 
     reason: str
-
-    def error(self) -> SecretUnavailable:
-        """The same outcome as an exception, for callers that raise."""
-        return SecretUnavailable(self.reason)
 
 
 def resolve_host_secret(
@@ -129,29 +122,7 @@ def _read_key_file(path: Path) -> HostSecret | NoHostSecret | None:
 
 
 def _create_key_file(path: Path) -> None:
-    """Create ``path`` with fresh random bytes; FileExistsError if it already exists.
-
-    The key is written to a private temporary file and then hard-linked into place. A link,
-    like O_EXCL, fails when the name exists, so two processes cannot both create a key; and
-    unlike an O_EXCL create-then-write, no one can ever read a half-written key.
-    """
+    """Create ``path`` with fresh random bytes; FileExistsError if it already exists."""
     os.makedirs(path.parent, mode=0o700, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".secret.", suffix=".tmp")
-    try:
-        try:
-            os.fchmod(fd, 0o600)
-            data = os.urandom(_GENERATED_BYTES)
-            if os.write(fd, data) != len(data):
-                raise OSError(errno.EIO, "short write")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.link(tmp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    # Created whole or not at all, and by one process only: two would seal with two keys.
+    create_durably(path, os.urandom(_GENERATED_BYTES), mode=0o600)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
+from ..exceptions import ConfigError
 from ._connection import ConnectionSettings
 
 __all__ = ["RemoteMcpSettings"]
@@ -24,6 +26,23 @@ class RemoteMcpSettings:
     backoff_max: float = 900.0
     max_tools_per_server: int = 100
     """Tools exposed per server; beyond it the owner chooses with ``--tools``."""
+
+    def __post_init__(self) -> None:
+        for name in ("backoff_initial", "backoff_max"):
+            value: float = getattr(self, name)
+            if not (value > 0 and math.isfinite(value)):
+                raise ConfigError(
+                    f"RemoteMcpSettings.{name} must be a positive number of seconds, got {value!r}"
+                )
+        if self.backoff_max < self.backoff_initial:
+            raise ConfigError(
+                f"RemoteMcpSettings.backoff_max ({self.backoff_max!r}) is below backoff_initial "
+                f"({self.backoff_initial!r}): raise it, or lower backoff_initial"
+            )
+        if self.max_tools_per_server < 1:
+            raise ConfigError(
+                f"RemoteMcpSettings.max_tools_per_server must be at least 1, got {self.max_tools_per_server!r}"
+            )
 
     def backoff(self, failures: int) -> float:
         """Seconds to wait after the ``failures``-th failure in a row."""

@@ -1,0 +1,215 @@
+"""A host's long life: a growing history on a real disk, the event loop's lag, shutdown, memory.
+
+- history: turns of a chat with 10 turns of history against one with 3,000, alternating, in a
+  data dir on the disk this repository lives on (not tmpfs: the fsync is real).
+- loop lag: a probe task asks for a 1 ms sleep over and over during those turns; how late it
+  wakes is how long something held the event loop.
+- shutdown: a host with many chats, one open connection each, leaves its ``async with``.
+- memory: chats touched once each (one turn), then closed as idle; resident memory after the
+  first tenth and after all of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
+
+from bench._common import ROOT, Report, Spread, bench_server, rss_bytes, verdict
+from bench._playa import QuietUI, entry, message, playa_host, write_servers
+from playa.host import History, Host, HostConfig, scope_folder
+from playa.mcp_remote import ConnectionSettings, RemoteMcpSettings
+
+TARGET_HISTORY_RATIO = 1.10
+TARGET_LAG = 5e-3
+TARGET_MEMORY = 0.10
+
+
+@contextlib.contextmanager
+def disk_dir() -> Iterator[Path]:
+    """A data dir beside the repository: a real disk, so every fsync costs what it costs."""
+    path = Path(tempfile.mkdtemp(prefix=".bench-data-", dir=ROOT))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+async def write_history(data: Path, scope: str, turns: int) -> None:
+    """Give the chat ``turns`` turns of history, written as one append."""
+    history = await History.open(data / "sessions" / scope_folder(scope))
+    messages: list[ModelMessage] = []
+    for n in range(turns):
+        messages.append(ModelRequest.user_text_prompt(f"question {n}: what is the weather like today?"))
+        messages.append(ModelResponse(parts=[TextPart(f"answer {n}: the offline model cannot know.")]))
+    await history.extend(messages)
+
+
+class LagProbe:
+    """Measures how late a 1 ms sleep wakes up: the longest time the loop was held."""
+
+    def __init__(self) -> None:
+        self.lags: list[float] = []
+        self.running = True
+
+    async def run(self) -> None:
+        while self.running:
+            before = anyio.current_time()
+            await anyio.sleep(0.001)
+            self.lags.append(anyio.current_time() - before - 0.001)
+
+
+async def run_history(quick: bool) -> Report:
+    turns = 20 if quick else 200
+    long_history = 300 if quick else 3000
+    report = Report("history", f"5. Turns with {long_history} turns of history vs 10, on a real disk")
+    ui = QuietUI()
+    probe = LagProbe()
+    with disk_dir() as data:
+        await write_history(data, "console:short", 10)
+        await write_history(data, "console:long", long_history)
+        async with Host(HostConfig(data_dir=data)) as host, anyio.create_task_group() as tg:
+            short = await host.session("console:short", owner="owner")
+            long = await host.session("console:long", owner="owner")
+            for _ in range(5):  # warm up
+                await host.handle(short, message("hello"), ui)
+            tg.start_soon(probe.run)
+            ours: list[float] = []
+            theirs: list[float] = []
+            for turn in range(turns):
+                sides = [(long, ours), (short, theirs)]
+                if turn % 2:
+                    sides.reverse()
+                for session, into in sides:
+                    began = anyio.current_time()
+                    await host.handle(session, message("hello"), ui)
+                    into.append(anyio.current_time() - began)
+            probe.running = False
+            lengths = len(long.history), len(short.history)
+            # Playa's own part of a turn: appending it to the history file.
+            appends: dict[str, list[float]] = {"long": [], "short": []}
+            append_probe = LagProbe()
+            tg.start_soon(append_probe.run)
+            for n in range(turns):
+                for name, session in (("long", long), ("short", short)):
+                    began = anyio.current_time()
+                    await session.history.extend(
+                        [ModelRequest.user_text_prompt(f"q{n}"), ModelResponse(parts=[TextPart(f"a{n}")])]
+                    )
+                    appends[name].append(anyio.current_time() - began)
+            append_probe.running = False
+    a, b = Spread.of(ours), Spread.of(theirs)
+    ratio = a.median / b.median
+    report.add(
+        "turn, median (p25–p75)",
+        a.text(),
+        b.text(),
+        f"{ratio:.2f}×",
+        f"≤ {TARGET_HISTORY_RATIO:.2f}×",
+        verdict(ratio <= TARGET_HISTORY_RATIO),
+    )
+    lag = Spread.of(probe.lags)
+    worst = max(probe.lags)
+    report.add(
+        "event-loop lag during the turns, max",
+        f"{worst * 1e3:.2f} ms",
+        target=f"≤ {TARGET_LAG * 1e3:.0f} ms",
+        verdict=verdict(worst <= TARGET_LAG),
+    )
+    report.add("event-loop lag, median (p25–p75)", lag.text())
+    la, lb = Spread.of(appends["long"]), Spread.of(appends["short"])
+    append_ratio = la.median / lb.median
+    report.add(
+        "history append (Playa's part), median",
+        la.text(),
+        lb.text(),
+        f"{append_ratio:.2f}×",
+        f"≤ {TARGET_HISTORY_RATIO:.2f}×",
+        verdict(append_ratio <= TARGET_HISTORY_RATIO),
+    )
+    append_worst = max(append_probe.lags)
+    report.add(
+        "event-loop lag during history appends, max",
+        f"{append_worst * 1e3:.2f} ms",
+        target=f"≤ {TARGET_LAG * 1e3:.0f} ms",
+        verdict=verdict(append_worst <= TARGET_LAG),
+    )
+    report.notes.append(
+        f"baseline column: the same turn with 10 turns of history; messages held {lengths[0]} vs "
+        f"{lengths[1]}; data dir on {ROOT} (fsync per turn); the loop-lag probe includes the "
+        "offline model's and pydantic-ai's own work, which runs on the loop"
+    )
+    report.chart = {"3,000 turns": a, "10 turns": b}
+    return report
+
+
+async def run_shutdown(quick: bool) -> Report:
+    chats = 200 if quick else 2000
+    close_timeout = 2.0
+    report = Report("shutdown", f"6. Shutdown of {chats} chats with an open connection each")
+    settings = RemoteMcpSettings(
+        connection=ConnectionSettings(close_timeout=close_timeout, max_concurrent_connects=64)
+    )
+    async with bench_server() as served:
+        with disk_dir() as data:
+            scopes = [f"console:c{n}" for n in range(chats)]
+            for scope in scopes:
+                write_servers(data, scope, [entry("a", served.url)])
+            async with playa_host(data, settings) as (host, extension):
+                for scope in scopes:
+                    await host.session(scope, owner="owner")
+                connected = 0
+                with anyio.fail_after(600):
+                    for scope in scopes:
+                        chat = extension.chat(await host.session(scope, owner="owner"))
+                        await chat.wait_for_connects()
+                        connected += sum(state.connection is not None for state in chat.servers.values())
+                started = anyio.current_time()
+            took = anyio.current_time() - started
+    bound = close_timeout + 1.0
+    report.add(
+        "host exit",
+        f"{took:.2f} s",
+        target=f"≤ {bound:.1f} s (close timeout + 1 s)",
+        verdict=verdict(took <= bound and connected == chats),
+    )
+    report.notes.append(f"{connected} of {chats} connections open at shutdown")
+    report.chart = {"shutdown": took}
+    return report
+
+
+async def run_memory(quick: bool) -> Report:
+    chats = 2000 if quick else 10_000
+    report = Report("memory", f"7. Resident memory across {chats} chats touched once, closed when idle")
+    ui = QuietUI()
+    marks: dict[int, int] = {}
+    with disk_dir() as data:
+        async with Host(HostConfig(data_dir=data)) as host:
+            for n in range(chats):
+                session = await host.session(f"console:m{n}", owner="owner")
+                await host.handle(session, message("hello"), ui)
+                if n % 100 == 99:
+                    await host.evict_idle(0)
+                if n + 1 in (chats // 10, chats):
+                    await host.evict_idle(0)
+                    gc.collect()
+                    marks[n + 1] = rss_bytes()
+            open_sessions = host.open_sessions
+    first, last = marks[chats // 10], marks[chats]
+    growth = last / first - 1
+    report.add(
+        f"resident memory after {chats // 10} chats → after {chats}",
+        f"{first / 2**20:.1f} MiB → {last / 2**20:.1f} MiB",
+        ratio=f"{growth:+.1%}",
+        target=f"within ±{TARGET_MEMORY:.0%}",
+        verdict=verdict(abs(growth) <= TARGET_MEMORY),
+    )
+    report.notes.append(f"{open_sessions} sessions open at the end; each chat ran one offline turn")
+    report.chart = {"first": first, "last": last}
+    return report

@@ -1,0 +1,86 @@
+"""File writes that survive a crash: the one atomic replace every Playa file uses."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+__all__ = ["append_durably", "atomic_write", "create_durably", "fsync_directory"]
+
+
+def fsync_directory(folder: Path) -> None:
+    """Make the entries of ``folder`` (a rename, a new file) durable."""
+    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+    """Replace ``path`` with ``data``: a reader sees the old file or the new one, never half.
+
+    The data goes to a temporary file beside ``path`` (created private, then given ``mode``),
+    is fsynced, renamed over ``path``, and the folder is fsynced so the rename is durable.
+    Raises ``OSError``; the temporary file is gone whatever happens.
+    """
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        try:
+            os.fchmod(fd, mode)
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_directory(path.parent)
+
+
+def create_durably(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+    """Create ``path`` holding ``data``; ``FileExistsError`` if it exists, and never half-written.
+
+    The data is written to a private temporary file and then hard-linked into place. A link,
+    like ``O_EXCL``, fails when the name exists, so two processes cannot both create it; and
+    unlike an ``O_EXCL`` create-then-write, no one can ever read a half-written file.
+    """
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        try:
+            os.fchmod(fd, mode)
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.link(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    fsync_directory(path.parent)
+
+
+def append_durably(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+    """Append ``data`` to ``path`` (created with ``mode`` if missing) and fsync it once.
+
+    A crash can leave the last append torn; a reader must tolerate a partial last record.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, mode)
+    try:
+        created = os.fstat(fd).st_size == 0
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if created:
+        fsync_directory(path.parent)

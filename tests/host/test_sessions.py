@@ -1,0 +1,152 @@
+"""A host's long life: idle sessions closed and reopened, configuration checked at construction."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+
+from playa.exceptions import ConfigError
+from playa.host import ChatSession, Extension, Host, HostConfig, ToolResult
+from support.chat import Script, ScriptedUI, msg
+
+pytestmark = pytest.mark.anyio
+
+
+class Lifecycle(Extension):
+    """Records the session hooks it sees."""
+
+    id = "lifecycle"
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, ChatSession]] = []
+
+    async def on_session_start(self, session: ChatSession) -> None:
+        self.events.append(("start", session))
+
+    async def on_session_close(self, session: ChatSession) -> None:
+        self.events.append(("close", session))
+
+
+def say(text: str) -> Any:
+    return lambda m, i: ModelResponse(parts=[TextPart(text)])
+
+
+async def test_an_idle_session_is_closed_and_its_next_message_reopens_it_with_its_history(
+    data_dir: Path,
+) -> None:
+    hooks = Lifecycle()
+    script = Script([say("first"), say("second")])
+    async with Host(HostConfig(data_dir=data_dir, model=script.model()), [hooks]) as host:
+        session = await host.session("console:t", owner="owner")
+        await host.handle(session, msg("remember PINEAPPLE"), ScriptedUI())
+        with anyio.fail_after(10):
+            assert await host.evict_idle(0) == 1
+        assert session.closed.is_set()
+        assert host.open_sessions == 0
+        assert [event for event, _ in hooks.events] == ["start", "close"]
+
+        # The front end still holds the old session: the host reopens the chat for it.
+        reply = await host.handle(session, msg("what was it?"), ScriptedUI())
+        assert reply is not None and reply.text == "second"
+        assert "PINEAPPLE" in repr(script.seen[1][0])
+        assert [event for event, _ in hooks.events] == ["start", "close", "start"]
+        reopened = hooks.events[-1][1]
+        assert reopened is not session and reopened.scope == session.scope
+        assert await host.session("console:t", owner="owner") is reopened
+        assert len(reopened.history.messages) == 4
+
+
+async def test_a_session_in_the_middle_of_a_turn_is_never_evicted(data_dir: Path) -> None:
+    entered, release = anyio.Event(), anyio.Event()
+
+    class Slow:
+        name = "slow"
+        description = "waits"
+        parameters: Mapping[str, Any] = {"type": "object", "properties": {}}
+
+        async def call(self, arguments: dict[str, Any]) -> ToolResult:
+            entered.set()
+            await release.wait()
+            return ToolResult("done")
+
+    script = Script([lambda m, i: ModelResponse(parts=[ToolCallPart("slow", {})]), say("ok")])
+    async with Host(HostConfig(data_dir=data_dir, model=script.model())) as host:
+        session = await host.session("console:t", owner="owner")
+        session.tools.register(Slow())
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(host.handle, session, msg("go"), ScriptedUI())
+                await entered.wait()
+                assert await host.evict_idle(0) == 0
+                release.set()
+        assert not session.closed.is_set()
+        assert await host.evict_idle(0) == 1
+
+
+async def test_sessions_idle_longer_than_the_configured_time_are_closed_in_the_background(
+    data_dir: Path,
+) -> None:
+    hooks = Lifecycle()
+    config = HostConfig(data_dir=data_dir, session_idle=0.05)
+    async with Host(config, [hooks]) as host:
+        sessions = [await host.session(f"console:{n}", owner="owner") for n in range(20)]
+        with anyio.fail_after(10):
+            for session in sessions:
+                await session.closed.wait()
+        assert host.open_sessions == 0
+    assert sorted(s.scope for event, s in hooks.events if event == "close") == sorted(
+        s.scope for s in sessions
+    )
+
+
+async def test_shutdown_closes_every_session_at_once(data_dir: Path) -> None:
+    closing = 0
+    all_closing = anyio.Event()
+
+    class Slow(Extension):
+        id = "slow-close"
+
+        async def on_session_close(self, session: ChatSession) -> None:
+            nonlocal closing
+            closing += 1
+            if closing == 5:
+                all_closing.set()
+            # Each close waits for all five to have started: one after another, it never ends.
+            await all_closing.wait()
+
+    with anyio.fail_after(10):
+        async with Host(HostConfig(data_dir=data_dir, hook_timeout=5), [Slow()]) as host:
+            for n in range(5):
+                await host.session(f"console:{n}", owner="owner")
+    assert all_closing.is_set()
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("session_idle", 0.0), ("session_idle", -1.0), ("hook_timeout", math.inf), ("hook_timeout", math.nan)],
+)
+def test_a_host_config_with_an_impossible_time_is_refused_naming_it(
+    data_dir: Path, field: str, value: float
+) -> None:
+    with pytest.raises(ConfigError, match=f"HostConfig.{field} must be a positive number of seconds"):
+        HostConfig(data_dir=data_dir, **{field: value})
+
+
+def test_an_extension_that_needs_longer_hooks_than_the_host_allows_gets_them(data_dir: Path) -> None:
+    class Patient(Extension):
+        id = "patient"
+
+        @property
+        def min_hook_timeout(self) -> float:
+            return 120.0
+
+    patient, plain = Patient(), Extension()
+    host = Host(HostConfig(data_dir=data_dir, hook_timeout=60.0), [patient, plain])
+    assert host.hook_timeout(patient) == 120.0
+    assert host.hook_timeout(plain) == 60.0
