@@ -15,7 +15,7 @@ import anyio.abc
 from . import __version__
 from ._runtime import tune_garbage_collector
 from .exceptions import ConfigError
-from .host import EnvPolicy, Extension, Host, HostConfig
+from .host import EnvPolicy, Extension, Host, HostConfig, ModelLimits
 from .mcp_remote import (
     ConnectionSettings,
     EgressPolicy,
@@ -103,6 +103,7 @@ def _host_config(args: argparse.Namespace, environ: Mapping[str, str]) -> HostCo
         data_dir=args.data_dir or default_data_dir(environ),
         model=args.model or environ.get("PLAYA_MODEL") or "offline",
         env=EnvPolicy(extra, environ=environ),
+        model_limits=ModelLimits(timeout=_seconds(environ, "PLAYA_MODEL_TIMEOUT", 120.0)),
     )
 
 

@@ -14,6 +14,7 @@ from ._registry import ToolRegistry
 from ._scope import scope_folder
 from ._session import ChatSession
 from ._tools import Media, Tool, ToolResult
+from ._turns import ModelLimits
 from ._ui import UI, IncomingMessage, MessageRef, Sender
 from ._workspace_tools import resolve_in_workspace, workspace_tools
 
@@ -33,6 +34,7 @@ __all__ = [
     "IncomingMessage",
     "Media",
     "MessageRef",
+    "ModelLimits",
     "ParsedCommand",
     "PromptSections",
     "Reply",

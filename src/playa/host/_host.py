@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal, Self
 
 import anyio
-from pydantic_ai.exceptions import UserError
+from pydantic_ai.exceptions import ModelRequestTimeout, UserError
 from pydantic_ai.models import Model, infer_model
 
 from ..exceptions import ConfigError, ToolError, UsageError
@@ -24,6 +24,7 @@ from ._offline import offline_model
 from ._scope import scope_folder
 from ._session import ChatSession
 from ._tools import ToolResult
+from ._turns import NOT_KEPT, ModelLimits, RunningTurns
 from ._ui import UI, IncomingMessage
 from ._workspace_tools import workspace_tools
 
@@ -54,6 +55,8 @@ class HostConfig:
     env: EnvPolicy = field(default_factory=EnvPolicy)
     hook_timeout: float = 60.0
     """Upper bound on one extension hook; extensions bound their own work well inside it."""
+    model_limits: ModelLimits = field(default_factory=ModelLimits)
+    """How long one model request may take (``PLAYA_MODEL_TIMEOUT``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +91,10 @@ class Host:
         self._sessions: dict[str, ChatSession] = {}
         self._session_lock = anyio.Lock()
         self._stack: AsyncExitStack | None = None
+        self._running = RunningTurns()
         self.commands.add(Command("help", "list the commands", self._help, owner_only=False))
         self.commands.add(Command("reset", "forget this chat's conversation", self._reset))
+        self.commands.add(Command("stop", "stop the agent's running turn", self._stop))
         for extension in self.extensions:
             for command in extension.commands():
                 self.commands.add(command)
@@ -181,16 +186,27 @@ class Host:
                     session, extension, "BeforeAgentStart", extension.on_before_agent_start(session)
                 )
             toolset = SessionToolset(session, self.call_tool)
+            limits = self.config.model_limits
             try:
-                result = await self._agent.run(
-                    text,
-                    message_history=session.history.messages,
-                    instructions=self.instructions(session),
-                    toolsets=[toolset],
-                )
+                with self._running.run(session.scope) as running:
+                    result = await self._agent.run(
+                        text,
+                        message_history=session.history.messages,
+                        instructions=self.instructions(session),
+                        toolsets=[toolset],
+                        model_settings=limits.settings(),
+                    )
+            except ModelRequestTimeout:
+                logger.warning("the model timed out in %s after %g s", session.scope, limits.timeout)
+                return Reply(limits.timed_out(), "error")
             except Exception as exc:  # boundary: a model or provider failure ends the turn, not the chat
                 self._log_failure(session, "agent turn", exc)
-                return Reply(self.redact(session, f"The model failed: {type(exc).__name__}: {exc}"), "error")
+                return Reply(
+                    self.redact(session, f"The model failed: {type(exc).__name__}: {exc}\n\n{NOT_KEPT}"),
+                    "error",
+                )
+            if running.cancelled_caught:
+                return Reply(f"Stopped. {NOT_KEPT}", "error")
             session.history.extend(result.new_messages())
             return Reply(self.redact(session, result.output), "agent")
 
@@ -260,6 +276,11 @@ class Host:
 
     async def _help(self, ctx: CommandContext) -> str:
         return self.commands.help_text(for_owner=ctx.is_owner)
+
+    async def _stop(self, ctx: CommandContext) -> str:
+        if self._running.stop(ctx.session.scope):
+            return "Stopping the running turn."
+        return "Nothing is running in this chat."
 
     async def _reset(self, ctx: CommandContext) -> str:
         async with ctx.session.turn_lock:
