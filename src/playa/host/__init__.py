@@ -11,6 +11,7 @@ from ._host import DEFAULT_PROMPT, Host, HostConfig, Reply, resolve_model
 from ._offline import offline_model
 from ._prompt import PromptSections
 from ._registry import ToolRegistry
+from ._schemas import ToolRules, Withheld, repair_schema
 from ._scope import scope_folder
 from ._session import ChatSession
 from ._tools import Media, Tool, ToolResult
@@ -43,8 +44,11 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolResultEvent",
+    "ToolRules",
+    "Withheld",
     "offline_model",
     "parse_command",
+    "repair_schema",
     "resolve_in_workspace",
     "resolve_model",
     "scope_folder",

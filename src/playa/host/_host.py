@@ -21,6 +21,7 @@ from ._env import EnvPolicy
 from ._extension import Extension, ToolResultEvent
 from ._history import History
 from ._offline import offline_model
+from ._schemas import ToolRules
 from ._scope import scope_folder
 from ._session import ChatSession
 from ._tools import ToolResult
@@ -126,7 +127,13 @@ class Host:
             workspace = self.config.data_dir / "workspaces" / folder
             workspace.mkdir(parents=True, exist_ok=True)
             history = History(self.config.data_dir / "sessions" / folder / "history.json")
-            session = ChatSession(scope=scope, owner=owner, workspace=workspace, history=history)
+            session = ChatSession(
+                scope=scope,
+                owner=owner,
+                workspace=workspace,
+                history=history,
+                tool_rules=ToolRules.for_model(self._model),
+            )
             for tool in workspace_tools(workspace):
                 session.tools.register(tool)
             self._sessions[scope] = session
