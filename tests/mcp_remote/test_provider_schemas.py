@@ -13,6 +13,7 @@ import pytest
 from playa.host import Host, HostConfig, ModelLimits
 from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpExtension, RemoteMcpSettings
 from servers.faults import listing_mcp
+from servers.python_servers import closed_port
 from support.chat import ScriptedUI, msg
 from support.providers import PROTOCOLS, Protocol, serve_provider, text, tool_call
 
@@ -97,3 +98,45 @@ async def test_arrays_without_items_are_repaired_and_a_tool_that_cannot_be_sent_
     assert listed is not None
     assert "withheld from the model: bad__huge: its input schema is" in listed.text
     assert "bad__tag" not in listed.text
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_instructions_and_tools_are_byte_identical_across_turns_while_a_server_is_down(
+    data_dir: Path, host_secret: HostSecret, protocol: Protocol
+) -> None:
+    clock = Clock()
+    async with (
+        serve_provider() as provider,
+        listing_mcp([NO_ITEMS, ECHO]) as server,
+        closed_port() as down_url,
+    ):
+        config = HostConfig(data_dir=data_dir, model=provider.model(protocol), model_limits=ModelLimits(timeout=30))
+        extension = RemoteMcpExtension(host_secret, settings=SETTINGS, clock=clock)
+        async with Host(config, [extension]) as host:
+            session = await host.session("console:t", owner="owner")
+            ui = ScriptedUI()
+            with anyio.fail_after(30):
+                await host.handle(session, msg(f"/mcp_add live {server.url}"), ui)
+                await host.handle(session, msg(f"/mcp_add down {down_url}"), ui)
+                provider.script(text("one"), text("two"), text("three"))
+                for seconds in (0, 17, 42):
+                    clock.now += seconds  # the retry is not due yet: nothing changed but the clock
+                    await host.handle(session, msg(f"turn at {clock.now}"), ui)
+
+    first, *rest = provider.requests
+    assert "down: unavailable: connection refused" in first.instructions
+    for request in rest:
+        assert request.instructions == first.instructions
+        assert json.dumps(request.body["tools"]) == json.dumps(first.body["tools"])
+    assert first.tool_names == sorted(first.tool_names)
+    if protocol == "anthropic":
+        # The stable prefix is marked for the provider's prompt cache.
+        assert "cache_control" in json.dumps(first.body.get("tools")) + json.dumps(first.body.get("system"))

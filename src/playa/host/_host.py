@@ -201,7 +201,7 @@ class Host:
                         message_history=session.history.messages,
                         instructions=self.instructions(session),
                         toolsets=[toolset],
-                        model_settings=limits.settings(),
+                        model_settings=limits.request_settings(),
                     )
             except ModelRequestTimeout:
                 logger.warning("the model timed out in %s after %g s", session.scope, limits.timeout)

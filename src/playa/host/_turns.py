@@ -39,6 +39,14 @@ class ModelLimits:
         # waits longer than the whole request may.
         return {"request_timeout": self.timeout, "timeout": self.timeout, "max_retries": self.retries}
 
+    def request_settings(self) -> ModelSettings:
+        """The settings of every model request: these bounds, and prompt caching.
+
+        ``cache`` lets pydantic-ai mark the stable prefix (tool definitions, instructions) for the
+        providers that take explicit cache control (Anthropic); the others cache on their own.
+        """
+        return {**self.settings(), "cache": True}
+
     def timed_out(self) -> str:
         return f"The model did not answer within {self.timeout:g} s, so I stopped this turn. {NOT_KEPT}"
 
