@@ -12,7 +12,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from playa.host import Host, HostConfig, ModelLimits, Reply
+from playa.exceptions import ConfigError
+from playa.host import Host, HostConfig, ModelLimits, Reply, resolve_model
 from support.chat import GUEST, ScriptedUI, msg
 from support.providers import PROTOCOLS, Protocol, ProviderServer, hang, serve_provider, status, text
 
@@ -107,3 +108,25 @@ async def test_the_owner_stops_a_running_turn_and_the_chat_goes_on(data_dir: Pat
         with anyio.fail_after(30):
             reply = await host.handle(session, msg("hello again"), ScriptedUI())
         assert reply == Reply("fresh start", "agent")
+
+
+@pytest.mark.parametrize(
+    ("protocol", "variable"), [("openai-chat", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY")]
+)
+async def test_a_refused_key_names_the_variable_to_set(
+    data_dir: Path, protocol: Protocol, variable: str
+) -> None:
+    async with provider_host(data_dir, protocol) as (host, provider):
+        session = await host.session("console:t", owner="owner")
+        provider.script(status(401, "Incorrect API key provided: api***"))
+        with anyio.fail_after(30):
+            reply = await host.handle(session, msg("hello"), ScriptedUI())
+    assert reply is not None and reply.kind == "error"
+    assert f"refused its API key: check {variable}." in reply.text
+    assert "not kept" in reply.text
+
+
+@pytest.mark.parametrize("model", ["openai:", "anthropic: ", "openai-chat:"])
+def test_a_model_string_without_a_model_name_is_refused(model: str) -> None:
+    with pytest.raises(ConfigError, match="names no model"):
+        resolve_model(model)

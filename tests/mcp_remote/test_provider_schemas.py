@@ -118,7 +118,9 @@ async def test_instructions_and_tools_are_byte_identical_across_turns_while_a_se
         listing_mcp([NO_ITEMS, ECHO]) as server,
         closed_port() as down_url,
     ):
-        config = HostConfig(data_dir=data_dir, model=provider.model(protocol), model_limits=ModelLimits(timeout=30))
+        config = HostConfig(
+            data_dir=data_dir, model=provider.model(protocol), model_limits=ModelLimits(timeout=30)
+        )
         extension = RemoteMcpExtension(host_secret, settings=SETTINGS, clock=clock)
         async with Host(config, [extension]) as host:
             session = await host.session("console:t", owner="owner")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal, Self
 
 import anyio
-from pydantic_ai.exceptions import ModelRequestTimeout, UserError
+from pydantic_ai.exceptions import ModelAuthenticationError, ModelRequestTimeout, UserError
 from pydantic_ai.models import Model, infer_model
 
 from ..exceptions import ConfigError, ToolError, UsageError
@@ -25,7 +25,7 @@ from ._schemas import ToolRules
 from ._scope import scope_folder
 from ._session import ChatSession
 from ._tools import ToolResult
-from ._turns import NOT_KEPT, ModelLimits, RunningTurns
+from ._turns import NOT_KEPT, ModelLimits, RunningTurns, key_refused
 from ._ui import UI, IncomingMessage
 from ._workspace_tools import workspace_tools
 
@@ -74,6 +74,9 @@ def resolve_model(model: Model | str) -> Model:
         return model
     if model in ("", "offline"):
         return offline_model()
+    provider, colon, name = model.partition(":")
+    if colon and not name.strip():
+        raise ConfigError(f"model {model!r} names no model: write {provider}:<model name>")
     try:
         return infer_model(model)
     except (UserError, ValueError, ImportError) as exc:
@@ -206,6 +209,9 @@ class Host:
             except ModelRequestTimeout:
                 logger.warning("the model timed out in %s after %g s", session.scope, limits.timeout)
                 return Reply(limits.timed_out(), "error")
+            except ModelAuthenticationError as exc:
+                self._log_failure(session, "agent turn", exc)
+                return Reply(self.redact(session, f"{key_refused(self._model)}\n\n{NOT_KEPT}"), "error")
             except Exception as exc:  # boundary: a model or provider failure ends the turn, not the chat
                 self._log_failure(session, "agent turn", exc)
                 return Reply(

@@ -7,9 +7,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import anyio
+from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-__all__ = ["ModelLimits", "RunningTurns"]
+__all__ = ["ModelLimits", "RunningTurns", "key_refused"]
 
 NOT_KEPT = "Your message was not kept in the conversation: send it again to retry."
 
@@ -78,3 +79,26 @@ class RunningTurns:
 
     def running(self, chat: str) -> bool:
         return chat in self._scopes
+
+
+# The variable each provider's key comes from, by pydantic-ai's provider system name.
+_KEY_VARIABLES = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google-gla": "GEMINI_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "cohere": "CO_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+}
+
+
+def key_refused(model: Model) -> str:
+    """The reply when the provider refused the key: it names the variable to set.
+
+    The provider's own message shows a few characters of the key it got (``api***`` when no key
+    was set at all), never the variable that should have held it.
+    """
+    variable = _KEY_VARIABLES.get(model.system)
+    where = f"check {variable}" if variable else "check the provider's API key variable"
+    return f"The model's provider refused its API key: {where}."
