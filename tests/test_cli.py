@@ -115,3 +115,11 @@ def test_the_playa_command_raises_the_collector_thresholds_for_its_host(tmp_path
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "thresholds " + " ".join(map(str, GC_THRESHOLDS))
     assert GC_THRESHOLDS != (700, 10, 10)
+
+
+def test_the_model_timeout_comes_from_the_environment_and_bad_values_are_clear_errors(tmp_path: Path) -> None:
+    args = argparse.Namespace(data_dir=tmp_path, model=None)
+    assert _host_config(args, {}).model_limits.timeout == 120.0
+    assert _host_config(args, {"PLAYA_MODEL_TIMEOUT": "7.5"}).model_limits.timeout == 7.5
+    with pytest.raises(ConfigError, match="PLAYA_MODEL_TIMEOUT must be a positive number of seconds"):
+        _host_config(args, {"PLAYA_MODEL_TIMEOUT": "0"})

@@ -16,7 +16,7 @@ import anyio.abc
 from . import __version__
 from ._runtime import tune_garbage_collector
 from .exceptions import ConfigError
-from .host import EnvPolicy, Extension, Host, HostConfig
+from .host import EnvPolicy, Extension, Host, HostConfig, ModelLimits
 from .mcp_remote import (
     ConnectionSettings,
     EgressPolicy,
@@ -105,6 +105,7 @@ def _host_config(args: argparse.Namespace, environ: Mapping[str, str]) -> HostCo
         model=args.model or environ.get("PLAYA_MODEL") or "offline",
         env=EnvPolicy(extra, environ=environ),
         session_idle=_seconds(environ, "PLAYA_SESSION_IDLE", 1800.0, never="never"),
+        model_limits=ModelLimits(timeout=_seconds(environ, "PLAYA_MODEL_TIMEOUT", 120.0)),
     )
 
 

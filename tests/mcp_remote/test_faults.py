@@ -204,8 +204,10 @@ async def test_a_server_that_fails_to_connect_is_unavailable_with_its_reason_and
         chat.clock.advance(chat.settings.backoff(1) + 1)
         reply = await chat.say("hello", within=connect_bound)
         assert reply.kind == "agent"
-        assert f"- faulty: unavailable: {reason}; next retry at " in chat.section
-        assert "(in 120 s)" in chat.section  # the second failure doubles the backoff
+        assert f"- faulty: unavailable: {reason}" in chat.section
+        assert "retry" not in chat.section  # when belongs in /mcp_list, not in the prompt
+        listed = await chat.say("/mcp_list", within=connect_bound)
+        assert "(in 120 s)" in listed.text  # the second failure doubles the backoff
         assert f"- faulty: unavailable: {reason}" in reply.text  # the model was told
 
         await assert_healthy_server_still_works(chat)
@@ -307,7 +309,10 @@ async def test_ten_thousand_oddly_named_tools_get_valid_unique_names_and_the_cha
 
         # Every turn costs pydantic-ai about a second with 10,000 tools: one turn only.
         await assert_healthy_server_still_works(chat)
-        assert f"- faulty: available, {len(distinct)} tools" in chat.section
+        # The 2,000-property schema is too large to send: withheld, and not counted as available.
+        assert f"- faulty: available, {len(distinct) - 1} tools" in chat.section
+        listed = await chat.say("/mcp_list", within=15.0 + MARGIN)
+        assert "withheld from the model: faulty__wide_schema: its input schema is" in listed.text
         with anyio.fail_after(5):
             result = await chat.host.call_tool(chat.session, "faulty__echo", {"text": "found it"})
         assert (result.text, result.is_error) == ("found it", False)
@@ -344,5 +349,5 @@ async def test_a_server_with_too_many_tools_exposes_the_first_hundred_and_says_s
         )
         names = [tool.name for tool in chat.session.tools.active() if tool.name.startswith("faulty__")]
         assert len(names) == 100
-        assert "and 70 more" in (chat.section or "")
+        assert "and 69 more" in (chat.section or "")  # the 2,000-property schema is withheld
         await assert_healthy_server_still_works(chat)

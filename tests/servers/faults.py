@@ -55,6 +55,7 @@ __all__ = [
     "drip_feed",
     "faulty_mcp",
     "http_answer",
+    "listing_mcp",
     "malformed_rpc",
     "slammed_door",
 ]
@@ -462,7 +463,14 @@ def _nested(depth: int) -> dict[str, Any]:
 @contextlib.asynccontextmanager
 async def crowded_mcp(count: int = 10_000) -> AsyncIterator[RunningServer]:
     """A Streamable HTTP MCP server listing ``crowded_listing(count)`` in pages; only ``echo`` can be called."""
-    server = _CrowdedServer(crowded_listing(count))
+    async with listing_mcp(crowded_listing(count)) as running:
+        yield running
+
+
+@contextlib.asynccontextmanager
+async def listing_mcp(listing: list[mcp_types.Tool]) -> AsyncIterator[RunningServer]:
+    """A Streamable HTTP MCP server listing ``listing`` as it is; only ``echo`` can be called."""
+    server = _CrowdedServer(listing)
 
     @server.tool()
     def echo(text: str) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from pydantic_ai.models import Model
 
 from playa.cli import remote_mcp
 from playa.demo_server import build_app
@@ -27,6 +28,7 @@ from playa.telegram import (
     utf16_len,
 )
 from servers.python_servers import serve_asgi
+from support.providers import hang, serve_provider, text
 
 from .fake_bot_api import ANONYMOUS_ADMIN, FakeBotApi, creator, group_chat, private_chat, user
 
@@ -44,11 +46,15 @@ class Running:
 
 @asynccontextmanager
 async def running_bot(
-    tmp_path: Path, *, webhook: WebhookConfig | None = None, listening: Any = None
+    tmp_path: Path,
+    *,
+    webhook: WebhookConfig | None = None,
+    listening: Any = None,
+    model: Model | str = "offline",
 ) -> AsyncIterator[Running]:
     """The bot running against a fake Bot API, with a demo MCP server to connect to."""
     fake = FakeBotApi(TOKEN)
-    config = HostConfig(data_dir=tmp_path)
+    config = HostConfig(data_dir=tmp_path, model=model)
     extension = remote_mcp(
         config, {"TELEGRAM_BOT_TOKEN": TOKEN, "PLAYA_EGRESS_ALLOW": "127.0.0.1/32"}, console=False
     )
@@ -353,3 +359,22 @@ async def test_a_refused_token_stops_the_bot_with_a_config_error_that_does_not_s
     assert "refused the bot token" in str(caught.value)
     assert TOKEN not in str(caught.value)
     assert [(c.method, c.status) for c in fake.calls] == [("getMe", 401)]
+
+
+@pytest.mark.anyio
+async def test_the_owner_stops_a_running_turn_without_waiting_behind_it(tmp_path: Path) -> None:
+    async with serve_provider() as provider:
+        step = hang()
+        provider.script(step, text("ready again"))
+        async with running_bot(tmp_path, model=provider.model("openai-chat")) as bot:
+            fake, chat = bot.fake, private_chat(101)
+            fake.send(chat, "think about it", sender=user(101))
+            with anyio.fail_after(10):
+                await step.reached.wait()
+            mark = fake.mark()
+            fake.send(chat, "/stop", sender=user(101))
+            await fake.wait_reply(101, "Stopping the running turn.", after=mark)
+            await fake.wait_reply(101, "Stopped.", after=mark)
+            mark = fake.mark()
+            fake.send(chat, "hello", sender=user(101))
+            await fake.wait_reply(101, "ready again", after=mark)

@@ -15,9 +15,11 @@ from ._outbound import OutboundSecrets, install_outbound_gate, outbound_secrets
 from ._prompt import PromptSections
 from ._redact import MIN_SECRET_LENGTH, REDACTED, Redactor, auth_credential, encoded_forms
 from ._registry import ToolRegistry
+from ._schemas import ToolRules, Withheld, repair_schema
 from ._scope import scope_folder
 from ._session import ChatSession
 from ._tools import Media, Tool, ToolResult
+from ._turns import ModelLimits
 from ._ui import UI, IncomingMessage, MessageRef, Sender
 from ._workspace_tools import resolve_in_workspace, workspace_tools
 
@@ -43,6 +45,7 @@ __all__ = [
     "IncomingMessage",
     "Media",
     "MessageRef",
+    "ModelLimits",
     "OutboundSecrets",
     "ParsedCommand",
     "PromptSections",
@@ -53,6 +56,8 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolResultEvent",
+    "ToolRules",
+    "Withheld",
     "auth_credential",
     "classify",
     "encoded_forms",
@@ -63,6 +68,7 @@ __all__ = [
     "offline_model",
     "outbound_secrets",
     "parse_command",
+    "repair_schema",
     "resolve_in_workspace",
     "resolve_model",
     "scope_folder",

@@ -10,10 +10,11 @@ import pydantic_ai
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.messages import BinaryContent
-from pydantic_ai.tools import RunContext, ToolDefinition
+from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
+from ._schemas import Withheld
 from ._session import ChatSession
 from ._tools import ToolResult
 
@@ -39,19 +40,17 @@ class SessionToolset(AbstractToolset[None]):
         return "playa-session"
 
     async def get_tools(self, ctx: RunContext[None]) -> dict[str, ToolsetTool[None]]:
-        return {
-            tool.name: ToolsetTool(
-                toolset=self,
-                tool_def=ToolDefinition(
-                    name=tool.name,
-                    description=tool.description,
-                    parameters_json_schema=dict(tool.parameters),
-                ),
-                max_retries=1,
-                args_validator=_ANY_OBJECT,
+        # Sorted by name: the tool list is part of the prompt's cacheable prefix, and must not
+        # move when a server reconnects and its tools are activated in another order.
+        tools: dict[str, ToolsetTool[None]] = {}
+        for tool in sorted(self.session.tools.active(), key=lambda tool: tool.name):
+            definition = self.session.tool_rules.definition(tool)
+            if isinstance(definition, Withheld):
+                continue
+            tools[tool.name] = ToolsetTool(
+                toolset=self, tool_def=definition, max_retries=1, args_validator=_ANY_OBJECT
             )
-            for tool in self.session.tools.active()
-        }
+        return tools
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[None], tool: ToolsetTool[None]

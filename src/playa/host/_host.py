@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal, Self
 
 import anyio
-from pydantic_ai.exceptions import UserError
+from pydantic_ai.exceptions import ModelAuthenticationError, ModelRequestTimeout, UserError
 from pydantic_ai.models import Model, infer_model
 
 from ..exceptions import ConfigError, ToolError, UsageError
@@ -26,9 +26,11 @@ from ._inbound import Inbound, classify
 from ._offline import offline_model
 from ._outbound import install_outbound_gate, outbound_secrets
 from ._redact import Redactor
+from ._schemas import ToolRules
 from ._scope import scope_folder
 from ._session import ChatSession
 from ._tools import ToolResult
+from ._turns import NOT_KEPT, ModelLimits, RunningTurns, key_refused
 from ._ui import UI, IncomingMessage
 from ._workspace_tools import workspace_tools
 
@@ -67,6 +69,8 @@ class HostConfig:
     (``Extension.min_hook_timeout``) gets that instead."""
     limits: GateLimits = field(default_factory=GateLimits)
     """How much of a tool's result and description the model receives (cut after redaction)."""
+    model_limits: ModelLimits = field(default_factory=ModelLimits)
+    """How long one model request may take (``PLAYA_MODEL_TIMEOUT``)."""
     session_idle: float = 1800.0
     """Seconds without a message after which a chat's session is closed, letting go of its
     history and connections; the chat's next message reopens it. ``math.inf``: never."""
@@ -94,6 +98,9 @@ def resolve_model(model: Model | str) -> Model:
         return model
     if model in ("", "offline"):
         return offline_model()
+    provider, colon, name = model.partition(":")
+    if colon and not name.strip():
+        raise ConfigError(f"model {model!r} names no model: write {provider}:<model name>")
     try:
         return infer_model(model)
     except (UserError, ValueError, ImportError) as exc:
@@ -121,8 +128,10 @@ class Host:
             for extension in self.extensions
         }
         self._stack: AsyncExitStack | None = None
+        self._running = RunningTurns()
         self.commands.add(Command("help", "list the commands", self._help, owner_only=False))
         self.commands.add(Command("reset", "forget this chat's conversation", self._reset))
+        self.commands.add(Command("stop", "stop the agent's running turn", self._stop))
         for extension in self.extensions:
             for command in extension.commands():
                 self.commands.add(command)
@@ -169,7 +178,13 @@ class Host:
             workspace = self.config.data_dir / "workspaces" / folder
             await anyio.to_thread.run_sync(lambda: workspace.mkdir(parents=True, exist_ok=True))
             history = await History.open(self.config.data_dir / "sessions" / folder)
-            session = ChatSession(scope=scope, owner=owner, workspace=workspace, history=history)
+            session = ChatSession(
+                scope=scope,
+                owner=owner,
+                workspace=workspace,
+                history=history,
+                tool_rules=ToolRules.for_model(self._model),
+            )
             for tool in workspace_tools(workspace):
                 session.tools.register(tool)
             self._sessions[scope] = session
@@ -297,19 +312,33 @@ class Host:
                     session, extension, "BeforeAgentStart", extension.on_before_agent_start(session)
                 )
             toolset = SessionToolset(session, self.call_tool)
+            limits = self.config.model_limits
             # The gate is the only model the agent has: no request can bypass it.
             model = GatedModel(self._model, lambda: self.redactor(session), limits=self.config.limits)
             try:
-                result = await self._agent.run(
-                    text,
-                    model=model,
-                    message_history=session.history.messages,
-                    instructions=self.instructions(session),
-                    toolsets=[toolset],
-                )
+                with self._running.run(session.scope) as running:
+                    result = await self._agent.run(
+                        text,
+                        model=model,
+                        message_history=session.history.messages,
+                        instructions=self.instructions(session),
+                        toolsets=[toolset],
+                        model_settings=limits.request_settings(),
+                    )
+            except ModelRequestTimeout:
+                logger.warning("the model timed out in %s after %g s", session.scope, limits.timeout)
+                return Reply(limits.timed_out(), "error")
+            except ModelAuthenticationError as exc:
+                self._log_failure(session, "agent turn", exc)
+                return Reply(self.redact(session, f"{key_refused(self._model)}\n\n{NOT_KEPT}"), "error")
             except Exception as exc:  # boundary: a model or provider failure ends the turn, not the chat
                 self._log_failure(session, "agent turn", exc)
-                return Reply(self.redact(session, f"The model failed: {type(exc).__name__}: {exc}"), "error")
+                return Reply(
+                    self.redact(session, f"The model failed: {type(exc).__name__}: {exc}\n\n{NOT_KEPT}"),
+                    "error",
+                )
+            if running.cancelled_caught:
+                return Reply(f"Stopped. {NOT_KEPT}", "error")
             output = result.output
             try:
                 # The history is written outside the sealed store: it gets what the model got.
@@ -406,6 +435,11 @@ class Host:
 
     async def _help(self, ctx: CommandContext) -> str:
         return self.commands.help_text(for_owner=ctx.is_owner)
+
+    async def _stop(self, ctx: CommandContext) -> str:
+        if self._running.stop(ctx.session.scope):
+            return "Stopping the running turn."
+        return "Nothing is running in this chat."
 
     async def _reset(self, ctx: CommandContext) -> str:
         async with ctx.session.turn_lock:

@@ -10,6 +10,7 @@ import anyio
 from ._history import History
 from ._prompt import PromptSections
 from ._registry import ToolRegistry
+from ._schemas import ToolRules
 
 __all__ = ["ChatSession"]
 
@@ -27,6 +28,8 @@ class ChatSession:
     history: History
     tools: ToolRegistry = field(default_factory=ToolRegistry)
     prompt: PromptSections = field(default_factory=PromptSections)
+    tool_rules: ToolRules = field(default_factory=ToolRules)
+    """Which tools the model in use can take, and how they are sent to it."""
     turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
     """Held for a whole turn, so one chat's turns run one at a time."""
     last_used: float = field(default_factory=anyio.current_time)

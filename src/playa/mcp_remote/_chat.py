@@ -276,6 +276,15 @@ class ChatServers:
             self.session.tools.deactivate(exposed)
         state.tools = bound
 
+    def withheld(self, state: ServerState) -> list[tuple[str, str]]:
+        """The server's tools that the model in use cannot take, with the reason for each."""
+        found: list[tuple[str, str]] = []
+        for exposed in state.tools:
+            reason = self.session.tool_rules.withheld(self._tools[exposed])
+            if reason is not None:
+                found.append((exposed, reason))
+        return found
+
     def tool(self, exposed: str) -> RemoteMcpTool | None:
         return self._tools.get(exposed)
 
@@ -332,11 +341,13 @@ class ChatServers:
         at = datetime.fromtimestamp(state.next_retry, UTC).strftime("%H:%M:%S UTC")
         return f"; next retry at {at} (in {wait} s)"
 
-    def state_text(self, state: ServerState) -> str:
+    def state_text(self, state: ServerState, *, retry: bool = True) -> str:
+        """The server's state in words; ``retry=False`` leaves out when it is retried, which
+        changes every second and must not enter the prompt (it would defeat prompt caching)."""
         if state.status == "connecting":
             return "connecting"
         if state.status == "unavailable":
-            return f"unavailable: {state.reason}{self._retry_text(state)}"
+            return f"unavailable: {state.reason}{self._retry_text(state) if retry else ''}"
         text = f"connected over {state.connection.transport if state.connection else 'http'}, {len(state.tools)} tools"
         if state.hidden:
             text += f" ({state.hidden} more not exposed: choose with --tools)"
@@ -353,12 +364,14 @@ class ChatServers:
         lines = ["Servers the chat's owner connected (only the owner can add, change or remove them):"]
         for name, state in sorted(self.servers.items()):
             if state.status == "connected":
-                shown = ", ".join(state.tools[:_SECTION_TOOLS])
-                more = len(state.tools) - _SECTION_TOOLS
+                withheld = {tool for tool, _ in self.withheld(state)}
+                usable = [tool for tool in state.tools if tool not in withheld]
+                shown = ", ".join(usable[:_SECTION_TOOLS])
+                more = len(usable) - _SECTION_TOOLS
                 shown += f", and {more} more" if more > 0 else ""
-                lines.append(f"- {name}: available, {len(state.tools)} tools ({shown})")
+                lines.append(f"- {name}: available, {len(usable)} tools ({shown})")
             else:
-                lines.append(f"- {name}: {self.state_text(state)}")
+                lines.append(f"- {name}: {self.state_text(state, retry=False)}")
         for rejected in self.rejected:
             lines.append(f"- {_rejected_name(rejected)}: ignored, {rejected.reason}")
         if self.warning:

@@ -127,6 +127,7 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
                 f"  url: {entry.url}",
                 f"  transport: {entry.transport}; tools: {tools}; auth headers: {auth}",
             ]
+            lines += [f"  withheld from the model: {tool}: {why}" for tool, why in chat.withheld(state)]
         for rejected in chat.rejected:
             label = _rejected_label(rejected)
             lines.append(f"{label}: ignored: {rejected.reason}. Remove it, or add it again with /mcp_add.")

@@ -207,6 +207,10 @@ class TelegramBot:
             secret = command.carries_secret(parsed.args) if command else parsed.name.startswith("mcp")
             if secret:
                 self.deletions.start(tg, chat_id, message.message_id)
+            if parsed.name == "stop":
+                # /stop is for the turn at the head of the chat's queue: it cannot wait behind it.
+                tg.start_soon(self._handle, message)
+                return
         queue = self._queues.get(chat_id)
         if queue is None:
             queue = self._queues[chat_id] = deque([message])
