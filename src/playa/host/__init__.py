@@ -7,6 +7,7 @@ from ._commands import Command, CommandContext, CommandRouter, ParsedCommand, pa
 from ._env import DEFAULT_DENIED, EnvPolicy
 from ._extension import Extension, ToolResultEvent
 from ._history import History
+from ._inbound import Inbound, classify, looks_like_credential, normalize
 from ._host import DEFAULT_PROMPT, Host, HostConfig, Reply, resolve_model
 from ._offline import offline_model
 from ._prompt import PromptSections
@@ -28,6 +29,7 @@ __all__ = [
     "EnvPolicy",
     "Extension",
     "History",
+    "Inbound",
     "Host",
     "HostConfig",
     "IncomingMessage",
@@ -41,6 +43,9 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolResultEvent",
+    "classify",
+    "looks_like_credential",
+    "normalize",
     "offline_model",
     "parse_command",
     "resolve_in_workspace",
