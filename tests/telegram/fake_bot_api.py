@@ -159,13 +159,19 @@ class FakeBotApi:
         **match: Any,
     ) -> ApiCall:
         """The first call of ``method`` (after index ``after``) that matches; waits for it, bounded."""
-        with anyio.fail_after(timeout):
-            while True:
-                recorded = self._recorded
-                for call in self.find(method, after=after, **match):
-                    if where(call) and (not ok or call.status == 200):
-                        return call
-                await recorded.wait()
+        try:
+            with anyio.fail_after(timeout):
+                while True:
+                    recorded = self._recorded
+                    for call in self.find(method, after=after, **match):
+                        if where(call) and (not ok or call.status == 200):
+                            return call
+                    await recorded.wait()
+        except TimeoutError:
+            seen = "\n".join(
+                f"  {c.method} {c.status} chat={c.chat_id} {c.text[:80]!r}" for c in self.calls[after:][-20:]
+            )
+            raise AssertionError(f"no {method} call matching {match} came; the calls were:\n{seen}") from None
 
     async def wait_reply(self, chat_id: int, contains: str, *, after: int = 0) -> ApiCall:
         """The first message the bot sent to ``chat_id`` whose text contains ``contains``."""
@@ -263,6 +269,10 @@ _RESULTS: dict[str, Callable[[FakeBotApi, dict[str, Any]], Any]] = {
     "deleteWebhook": lambda fake, _: True,
     "setWebhook": lambda fake, _: True,
     "getChatAdministrators": FakeBotApi._administrators,
+    "setMyDescription": lambda fake, _: True,
+    "setMyShortDescription": lambda fake, _: True,
+    "answerCallbackQuery": lambda fake, _: True,
+    "editMessageReplyMarkup": lambda fake, _: True,
 }
 
 

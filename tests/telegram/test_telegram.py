@@ -95,7 +95,9 @@ async def test_a_private_chat_adds_a_server_through_a_secret_question_and_calls_
 
         fake.send(chat, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(101))
         question = await fake.wait_reply(101, OWNER_ANSWER_PROMPT)
-        assert question.params["reply_markup"]["force_reply"] is True
+        [[cancel]] = question.params["reply_markup"]["inline_keyboard"]
+        assert cancel["text"] == "Cancel"
+        assert DEMO_TOKEN not in cancel["callback_data"]
 
         mark = fake.mark()
         answer_id = fake.send(chat, DEMO_TOKEN, sender=user(101))
