@@ -162,7 +162,7 @@ async def _chat(args: argparse.Namespace) -> None:
 async def _telegram(args: argparse.Namespace) -> None:
     try:
         # Imported here: python-telegram-bot is an optional dependency.
-        from .telegram import run_telegram, telegram_options
+        from .telegram import TelegramSettings, run_telegram, telegram_options
     except ImportError:
         raise ConfigError(
             "the Telegram front end needs python-telegram-bot: pip install 'playa[telegram]'"
@@ -175,7 +175,12 @@ async def _telegram(args: argparse.Namespace) -> None:
     async with Host(config, extensions) as host, anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signals, stop, tg.cancel_scope)
         await run_telegram(
-            host, token=options.token, base_url=options.base_url, webhook=options.webhook, stop=stop
+            host,
+            token=options.token,
+            base_url=options.base_url,
+            webhook=options.webhook,
+            settings=TelegramSettings(stop_grace=_seconds(os.environ, "PLAYA_TELEGRAM_STOP_GRACE", 30.0)),
+            stop=stop,
         )
         tg.cancel_scope.cancel()
 

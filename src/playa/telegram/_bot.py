@@ -512,5 +512,7 @@ async def run_telegram(
 ) -> None:
     """Run ``host``'s chats as a Telegram bot until cancelled, or gracefully until ``stop`` is set."""
     settings = settings or TelegramSettings()
-    bot = build_bot(token, base_url=base_url, poll_timeout=settings.poll_timeout)
-    await TelegramBot(host, bot, settings=settings).run(webhook=webhook, listening=listening, stop=stop)
+    # Before the bot is built: python-telegram-bot logs its URLs, token included, at DEBUG.
+    with token_filtered_logs(token):
+        bot = build_bot(token, base_url=base_url, poll_timeout=settings.poll_timeout)
+        await TelegramBot(host, bot, settings=settings).run(webhook=webhook, listening=listening, stop=stop)
