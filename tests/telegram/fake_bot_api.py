@@ -169,7 +169,12 @@ class FakeBotApi:
                     "from": sender,
                     "chat_instance": "1",
                     "data": button["callback_data"],
-                    "message": {"message_id": message.result_id, "date": 0, "chat": chat, "text": message.text},
+                    "message": {
+                        "message_id": message.result_id,
+                        "date": 0,
+                        "chat": chat,
+                        "text": message.text,
+                    },
                 }
             }
         )
@@ -257,7 +262,9 @@ class FakeBotApi:
         if self.server_errors.get(method):
             self.server_errors[method] -= 1
             self._record(method, params, 502)
-            return JSONResponse({"ok": False, "error_code": 502, "description": "Bad Gateway"}, status_code=502)
+            return JSONResponse(
+                {"ok": False, "error_code": 502, "description": "Bad Gateway"}, status_code=502
+            )
         if method == "sendMessage" and int(params.get("chat_id", 0)) in self.flood:
             seconds = self.flood[int(params["chat_id"])]
             self._record(method, params, 429)

@@ -71,7 +71,9 @@ async def stopped(process: subprocess.Popen[bytes]) -> int:
 
 
 @pytest.mark.anyio
-async def test_replies_survive_a_sigterm_mid_turn_and_behind_flood_control_exactly_once(tmp_path: Path) -> None:
+async def test_replies_survive_a_sigterm_mid_turn_and_behind_flood_control_exactly_once(
+    tmp_path: Path,
+) -> None:
     fake = FakeBotApi(TOKEN)
     started = anyio.Event()
     stderr = tmp_path / "stderr.log"

@@ -7,8 +7,8 @@ from ._commands import Command, CommandContext, CommandRouter, ParsedCommand, pa
 from ._env import DEFAULT_DENIED, EnvPolicy
 from ._extension import Extension, ToolResultEvent
 from ._history import History
-from ._inbound import Inbound, classify, looks_like_credential, normalize
 from ._host import DEFAULT_PROMPT, Host, HostConfig, Reply, resolve_model
+from ._inbound import Inbound, classify, looks_like_credential, normalize
 from ._offline import offline_model
 from ._prompt import PromptSections
 from ._registry import ToolRegistry
@@ -29,9 +29,9 @@ __all__ = [
     "EnvPolicy",
     "Extension",
     "History",
-    "Inbound",
     "Host",
     "HostConfig",
+    "Inbound",
     "IncomingMessage",
     "Media",
     "MessageRef",
