@@ -16,6 +16,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from anyio.abc import Process
 from mcp.server.mcpserver import MCPServer
 
 from servers.python_servers import serve_asgi, serve_mcp
@@ -40,7 +41,7 @@ def slow_server(started: anyio.Event) -> MCPServer:
 
 
 @asynccontextmanager
-async def bot_process(fake_url: str, data_dir: Path, stderr: Path) -> AsyncIterator[subprocess.Popen[bytes]]:
+async def bot_process(fake_url: str, data_dir: Path, stderr: Path) -> AsyncIterator[Process]:
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("PLAYA_", "TELEGRAM_", "MCP_"))},
         "TELEGRAM_BOT_TOKEN": TOKEN,
@@ -52,22 +53,23 @@ async def bot_process(fake_url: str, data_dir: Path, stderr: Path) -> AsyncItera
         "NO_PROXY": "*",
     }
     with stderr.open("ab") as err:
-        process = subprocess.Popen(
+        process = await anyio.open_process(
             [sys.executable, "-m", "playa", "telegram"], env=env, stdout=subprocess.DEVNULL, stderr=err
         )
     try:
         yield process
     finally:
-        if process.poll() is None:
+        if process.returncode is None:
             process.kill()
-            process.wait()
+            with anyio.CancelScope(shield=True), anyio.fail_after(10):
+                await process.wait()
 
 
-async def stopped(process: subprocess.Popen[bytes]) -> int:
+async def stopped(process: Process) -> int:
     """SIGTERM, then the exit code once the process is gone."""
     process.send_signal(signal.SIGTERM)
     with anyio.fail_after(30):
-        return await anyio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
+        return await process.wait()
 
 
 @pytest.mark.anyio
