@@ -23,7 +23,7 @@ from ..host import ChatSession, Host, Inbound, IncomingMessage, classify
 from ._answers import Answer, PendingAnswers
 from ._buttons import Buttons
 from ._journal import Journal
-from ._logs import token_filtered_logs
+from ._logs import quiet_raw_traffic, token_filtered_logs
 from ._outbox import Outbox, RetryPolicy, retry_seconds
 from ._owner import OWNER_TTL, Owners
 from ._ui import Deletions, TelegramUI, render
@@ -513,6 +513,7 @@ async def run_telegram(
     """Run ``host``'s chats as a Telegram bot until cancelled, or gracefully until ``stop`` is set."""
     settings = settings or TelegramSettings()
     # Before the bot is built: python-telegram-bot logs its URLs, token included, at DEBUG.
+    quiet_raw_traffic()
     with token_filtered_logs(token):
         bot = build_bot(token, base_url=base_url, poll_timeout=settings.poll_timeout)
         await TelegramBot(host, bot, settings=settings).run(webhook=webhook, listening=listening, stop=stop)
