@@ -6,6 +6,7 @@ import argparse
 import logging
 import math
 import os
+import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -170,7 +171,7 @@ async def _chat(args: argparse.Namespace) -> None:
 async def _telegram(args: argparse.Namespace) -> None:
     try:
         # Imported here: python-telegram-bot is an optional dependency.
-        from .telegram import run_telegram, telegram_options
+        from .telegram import TelegramSettings, run_telegram, telegram_options
     except ImportError:
         raise ConfigError(
             "the Telegram front end needs python-telegram-bot: pip install 'playa[telegram]'"
@@ -179,8 +180,30 @@ async def _telegram(args: argparse.Namespace) -> None:
     config = _host_config(args, os.environ)
     config.data_dir.mkdir(parents=True, exist_ok=True)
     extensions: list[Extension] = [remote_mcp(config, os.environ, console=False)]
-    async with Host(config, extensions) as host:
-        await run_telegram(host, token=options.token, base_url=options.base_url, webhook=options.webhook)
+    stop = anyio.Event()
+    async with Host(config, extensions) as host, anyio.create_task_group() as tg:
+        tg.start_soon(_stop_on_signals, stop, tg.cancel_scope)
+        await run_telegram(
+            host,
+            token=options.token,
+            base_url=options.base_url,
+            webhook=options.webhook,
+            settings=TelegramSettings(stop_grace=_seconds(os.environ, "PLAYA_TELEGRAM_STOP_GRACE", 30.0)),
+            stop=stop,
+        )
+        tg.cancel_scope.cancel()
+
+
+async def _stop_on_signals(stop: anyio.Event, scope: anyio.CancelScope) -> None:
+    """SIGINT or SIGTERM asks for a graceful stop; a second one stops at once."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            if stop.is_set():
+                logger.warning("%s again: stopping now", signal.Signals(signum).name)
+                scope.cancel()
+                return
+            logger.warning("%s: stopping once running turns finish", signal.Signals(signum).name)
+            stop.set()
 
 
 async def _start_demo(tg: anyio.abc.TaskGroup) -> str:

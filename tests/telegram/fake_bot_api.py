@@ -52,8 +52,11 @@ def private_chat(user_id: int) -> dict[str, Any]:
     return {"id": user_id, "type": "private", "first_name": f"User{user_id}"}
 
 
-def group_chat(chat_id: int, title: str = "Group") -> dict[str, Any]:
-    return {"id": chat_id, "type": "supergroup", "title": title}
+def group_chat(chat_id: int, title: str = "Group", *, forum: bool = False) -> dict[str, Any]:
+    chat: dict[str, Any] = {"id": chat_id, "type": "supergroup", "title": title}
+    if forum:
+        chat["is_forum"] = True
+    return chat
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ class ApiCall:
     params: dict[str, Any]
     status: int
     at: float
+    result_id: int | None = None
+    """The message id the fake gave a sent message."""
 
     @property
     def chat_id(self) -> Any:
@@ -84,6 +89,12 @@ class FakeBotApi:
     fail_delete: bool = False
     retry_after: dict[str, int] = field(default_factory=dict)
     """Method → seconds: the next call of that method is answered 429 with this retry_after."""
+    flood: dict[int, int] = field(default_factory=dict)
+    """Chat → seconds: every sendMessage to that chat is answered 429 while it is set."""
+    server_errors: dict[str, int] = field(default_factory=dict)
+    """Method → count: that many next calls of the method are answered 502."""
+    reject_entities: bool = False
+    """Answer 400 "can't parse entities" to a sendMessage with entities, as Telegram does for bad ones."""
     max_hold: float = 2.0
     _updates: list[dict[str, Any]] = field(default_factory=list)
     _update_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -116,16 +127,26 @@ class FakeBotApi:
         sender: dict[str, Any] | None,
         sender_chat: dict[str, Any] | None = None,
         kind: str = "message",
+        thread_id: int | None = None,
+        message_id: int | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> int:
-        """A user's text message in ``chat``; returns its message id. ``kind``: message, edited_message, channel_post."""
+        """A user's text message in ``chat``; returns its message id. ``kind``: message, edited_message, channel_post.
+
+        ``thread_id`` puts it in a forum topic; ``message_id`` reuses an id (an edit of that message).
+        """
         self._chats[chat["id"]] = chat
-        message_id = next(self._message_ids)
+        message_id = message_id if message_id is not None else next(self._message_ids)
         message: dict[str, Any] = {
             "message_id": message_id,
             "date": int(time.time()),
             "chat": chat,
             "text": text,
+            **(extra or {}),
         }
+        if thread_id is not None:
+            message["message_thread_id"] = thread_id
+            message["is_topic_message"] = True
         if sender is not None:
             message["from"] = sender
         if sender_chat is not None:
@@ -134,6 +155,29 @@ class FakeBotApi:
             message["edit_date"] = int(time.time())
         self.push({kind: message})
         return message_id
+
+    def press(self, message: ApiCall, label: str, *, sender: dict[str, Any]) -> int:
+        """``sender`` presses the button ``label`` under a message the bot sent; returns the update id."""
+        buttons = [b for row in message.params["reply_markup"]["inline_keyboard"] for b in row]
+        button = next(b for b in buttons if b["text"] == label)
+        chat_id = int(message.params["chat_id"])
+        chat = self._chats.get(chat_id, private_chat(chat_id))
+        return self.push(
+            {
+                "callback_query": {
+                    "id": f"q{next(self._update_ids)}",
+                    "from": sender,
+                    "chat_instance": "1",
+                    "data": button["callback_data"],
+                    "message": {
+                        "message_id": message.result_id,
+                        "date": 0,
+                        "chat": chat,
+                        "text": message.text,
+                    },
+                }
+            }
+        )
 
     # Waiting
 
@@ -159,18 +203,26 @@ class FakeBotApi:
         **match: Any,
     ) -> ApiCall:
         """The first call of ``method`` (after index ``after``) that matches; waits for it, bounded."""
-        with anyio.fail_after(timeout):
-            while True:
-                recorded = self._recorded
-                for call in self.find(method, after=after, **match):
-                    if where(call) and (not ok or call.status == 200):
-                        return call
-                await recorded.wait()
+        try:
+            with anyio.fail_after(timeout):
+                while True:
+                    recorded = self._recorded
+                    for call in self.find(method, after=after, **match):
+                        if where(call) and (not ok or call.status == 200):
+                            return call
+                    await recorded.wait()
+        except TimeoutError:
+            seen = "\n".join(
+                f"  {c.method} {c.status} chat={c.chat_id} {c.text[:80]!r}" for c in self.calls[after:][-20:]
+            )
+            raise AssertionError(f"no {method} call matching {match} came; the calls were:\n{seen}") from None
 
-    async def wait_reply(self, chat_id: int, contains: str, *, after: int = 0) -> ApiCall:
+    async def wait_reply(
+        self, chat_id: int, contains: str, *, after: int = 0, timeout: float = _WAIT_TIMEOUT
+    ) -> ApiCall:
         """The first message the bot sent to ``chat_id`` whose text contains ``contains``."""
         return await self.wait_call(
-            "sendMessage", after=after, chat_id=chat_id, where=lambda c: contains in c.text
+            "sendMessage", after=after, chat_id=chat_id, where=lambda c: contains in c.text, timeout=timeout
         )
 
     def texts(self, chat_id: int, *, after: int = 0) -> list[str]:
@@ -182,8 +234,8 @@ class FakeBotApi:
     def app(self) -> Starlette:
         return Starlette(routes=[Route("/bot{token}/{method}", self._endpoint, methods=["GET", "POST"])])
 
-    def _record(self, method: str, params: dict[str, Any], status: int) -> None:
-        self.calls.append(ApiCall(method, params, status, time.monotonic()))
+    def _record(self, method: str, params: dict[str, Any], status: int, result_id: int | None = None) -> None:
+        self.calls.append(ApiCall(method, params, status, time.monotonic(), result_id))
         self._recorded.set()
         self._recorded = anyio.Event()
 
@@ -207,6 +259,30 @@ class FakeBotApi:
                 },
                 status_code=429,
             )
+        if self.server_errors.get(method):
+            self.server_errors[method] -= 1
+            self._record(method, params, 502)
+            return JSONResponse(
+                {"ok": False, "error_code": 502, "description": "Bad Gateway"}, status_code=502
+            )
+        if method == "sendMessage" and int(params.get("chat_id", 0)) in self.flood:
+            seconds = self.flood[int(params["chat_id"])]
+            self._record(method, params, 429)
+            return JSONResponse(
+                {
+                    "ok": False,
+                    "error_code": 429,
+                    "description": f"Too Many Requests: retry after {seconds}",
+                    "parameters": {"retry_after": seconds},
+                },
+                status_code=429,
+            )
+        if method == "sendMessage" and self.reject_entities and params.get("entities"):
+            self._record(method, params, 400)
+            return JSONResponse(
+                {"ok": False, "error_code": 400, "description": "Bad Request: can't parse entities"},
+                status_code=400,
+            )
         if method == "getUpdates":
             # Recorded on arrival, so that a test can tell the bot is polling while the poll is held.
             self._record(method, params, 200)
@@ -221,8 +297,10 @@ class FakeBotApi:
         if handler is None:
             self._record(method, params, 404)
             return JSONResponse({"ok": False, "error_code": 404, "description": "Not Found"}, status_code=404)
-        self._record(method, params, 200)
-        return JSONResponse({"ok": True, "result": handler(self, params)})
+        result = handler(self, params)
+        result_id = result.get("message_id") if isinstance(result, dict) else None
+        self._record(method, params, 200, result_id)
+        return JSONResponse({"ok": True, "result": result})
 
     async def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
         offset = int(params.get("offset") or 0)
@@ -237,13 +315,17 @@ class FakeBotApi:
     def _sent_message(self, params: dict[str, Any]) -> dict[str, Any]:
         chat_id = int(params["chat_id"])
         chat = self._chats.get(chat_id, {"id": chat_id, "type": "private", "first_name": "someone"})
-        return {
+        sent: dict[str, Any] = {
             "message_id": next(self._message_ids),
             "date": int(time.time()),
             "chat": chat,
             "from": BOT_USER,
             "text": params.get("text", ""),
         }
+        if params.get("message_thread_id") is not None:
+            sent["message_thread_id"] = params["message_thread_id"]
+            sent["is_topic_message"] = True
+        return sent
 
     def _administrators(self, params: dict[str, Any]) -> list[dict[str, Any]]:
         return self.administrators.get(int(params["chat_id"]), [])
@@ -263,6 +345,10 @@ _RESULTS: dict[str, Callable[[FakeBotApi, dict[str, Any]], Any]] = {
     "deleteWebhook": lambda fake, _: True,
     "setWebhook": lambda fake, _: True,
     "getChatAdministrators": FakeBotApi._administrators,
+    "setMyDescription": lambda fake, _: True,
+    "setMyShortDescription": lambda fake, _: True,
+    "answerCallbackQuery": lambda fake, _: True,
+    "editMessageReplyMarkup": lambda fake, _: True,
 }
 
 

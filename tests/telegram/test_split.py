@@ -8,6 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from playa.telegram import MESSAGE_LIMIT, split_message, utf16_len
+from playa.telegram._markdown import render_markdown
+from playa.telegram._split import split_formatted
+from playa.telegram._ui import render
 
 # Text with ASCII, accents, emoji (2 units each), and many line breaks.
 texts = st.text(
@@ -72,3 +75,60 @@ def test_the_package_names_its_public_surface() -> None:
     for name in module.__all__:
         assert hasattr(module, name), name
         assert not name.startswith("_")
+
+
+FAMILY = "👨\u200d👩\u200d👧\u200d👦"  # one grapheme cluster, 11 UTF-16 units
+FLAG = "🇫🇷"
+
+
+def test_a_hard_cut_never_splits_a_zwj_emoji_a_flag_or_an_accent() -> None:
+    for cluster in (FAMILY, FLAG, "e\u0301", "👍🏽"):
+        text = "a" * 7 + cluster * 5
+        for limit in range(utf16_len(cluster), 30):
+            parts = split_message(text, limit=limit)
+            assert "".join(parts) == text
+            for part in parts:
+                assert utf16_len(part) <= limit
+                rest = part.lstrip("a")
+                assert rest == cluster * (len(rest) // len(cluster)), (limit, parts)
+
+
+@given(texts, st.integers(min_value=12, max_value=60))
+def test_every_part_keeps_valid_formatting_of_its_own_text(text: str, limit: int) -> None:
+    markdown = f"**{text}** and `x{text}` then _y_"
+    plain, spans = render_markdown(markdown)
+    for part in split_formatted(plain, spans, limit):
+        size = utf16_len(part.text)
+        assert 0 < size <= limit
+        for entity in part.entities:
+            offset, length = int(str(entity["offset"])), int(str(entity["length"]))
+            assert length > 0
+            assert offset >= 0 and offset + length <= size
+
+
+def test_markdown_becomes_entities_and_unmatched_markers_stay() -> None:
+    plain, spans = render_markdown(
+        "# Title\n**bold** *it* `c` ~~s~~ snake_case_name 2 * 3 <name>\n> q\n```py\nx = 1\n```"
+    )
+    assert plain == "Title\nbold it c s snake_case_name 2 * 3 <name>\nq\nx = 1"
+    kinds = {(s.type, plain[s.start : s.end]) for s in spans}
+    assert kinds == {
+        ("bold", "Title"),
+        ("bold", "bold"),
+        ("italic", "it"),
+        ("code", "c"),
+        ("strikethrough", "s"),
+        ("blockquote", "q"),
+        ("pre", "x = 1"),
+    }
+
+
+def test_a_credential_split_by_markup_is_redacted_and_sent_plain() -> None:
+    key = "sk-abcdef0123456789"
+
+    def redact(text: str) -> str:
+        return text.replace(key, "[redacted]")
+
+    parts = render("the key is sk-abcdef**0123**456789 ok", markdown=True, redact=redact)
+    assert [p.text for p in parts] == ["the key is [redacted] ok"]
+    assert parts[0].entities == []

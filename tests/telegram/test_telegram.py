@@ -101,7 +101,9 @@ async def test_a_private_chat_adds_a_server_through_a_secret_question_and_calls_
 
         fake.send(chat, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(101))
         question = await fake.wait_reply(101, OWNER_ANSWER_PROMPT)
-        assert question.params["reply_markup"]["force_reply"] is True
+        [[cancel]] = question.params["reply_markup"]["inline_keyboard"]
+        assert cancel["text"] == "Cancel"
+        assert DEMO_TOKEN not in cancel["callback_data"]
 
         mark = fake.mark()
         answer_id = fake.send(chat, DEMO_TOKEN, sender=user(101))
@@ -378,3 +380,154 @@ async def test_the_owner_stops_a_running_turn_without_waiting_behind_it(tmp_path
             mark = fake.mark()
             fake.send(chat, "hello", sender=user(101))
             await fake.wait_reply(101, "ready again", after=mark)
+
+
+@pytest.mark.anyio
+async def test_agent_replies_carry_telegram_formatting_and_fall_back_to_plain_text_when_refused(
+    tmp_path: Path,
+) -> None:
+    markdown = "**Done** with `code` and [docs](https://example.org/docs)"
+    async with running_bot(tmp_path) as bot:
+        fake = bot.fake
+        fake.send(private_chat(1401), f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=user(1401))
+        await fake.wait_reply(1401, "Added demo")
+        mark = fake.mark()
+        fake.send(private_chat(1401), "demo__echo " + json.dumps({"text": markdown}), sender=user(1401))
+        reply = await fake.wait_reply(1401, "Done with code and docs", after=mark)
+        entities = {(e["type"], e.get("url")) for e in reply.params["entities"]}
+        assert {("bold", None), ("code", None), ("text_link", "https://example.org/docs")} <= entities
+        assert "**" not in reply.text
+
+        # Command replies stay plain.
+        mark = fake.mark()
+        fake.send(private_chat(1401), "/help", sender=user(1401))
+        helped = await fake.wait_reply(1401, "Commands:", after=mark)
+        assert not helped.params.get("entities")
+
+        fake.reject_entities = True
+        mark = fake.mark()
+        fake.send(private_chat(1401), "demo__echo " + json.dumps({"text": markdown}), sender=user(1401))
+        plain = await fake.wait_reply(1401, "Done with code and docs", after=mark)
+        assert not plain.params.get("entities")
+        assert [c.status for c in fake.find("sendMessage", after=mark, chat_id=1401)] == [400, 200]
+
+
+@pytest.mark.anyio
+async def test_server_errors_are_retried_with_backoff_and_the_reply_arrives_once(tmp_path: Path) -> None:
+    async with running_bot(tmp_path) as bot:
+        fake = bot.fake
+        fake.server_errors["sendMessage"] = 2
+        fake.send(private_chat(1501), "/help", sender=user(1501))
+        await fake.wait_reply(1501, "Commands:")
+        attempts = fake.find("sendMessage", chat_id=1501)
+    assert [a.status for a in attempts] == [502, 502, 200]
+    assert attempts[2].at - attempts[1].at >= 1.9  # the second wait doubled the first (1 s)
+
+
+@pytest.mark.anyio
+async def test_an_edit_that_adds_a_key_is_deleted_the_owner_told_to_rotate_and_nothing_runs(
+    tmp_path: Path,
+) -> None:
+    async with running_bot(tmp_path) as bot:
+        fake, group = bot.fake, group_chat(-1501)
+        fake.administrators[-1501] = [creator(user(1601))]
+        original = fake.send(group, "hello everyone", sender=user(1601))
+        await fake.wait_reply(-1501, "[offline model]")
+        mark = fake.mark()
+        fake.send(
+            group,
+            f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}",
+            sender=user(1601),
+            kind="edited_message",
+            message_id=original,
+        )
+        await fake.wait_call("deleteMessage", after=mark, chat_id=-1501, message_id=original)
+        note = await fake.wait_reply(-1501, "rotate that key", after=mark)
+        assert DEMO_TOKEN not in note.text
+        # An edit that carries nothing secret is neither run nor answered.
+        fake.send(group, "/help", sender=user(1601), kind="edited_message", message_id=original)
+        fake.send(group, "/mcp_list", sender=user(1601))
+        await fake.wait_reply(-1501, "No remote MCP servers", after=mark)
+        assert not [t for t in fake.texts(-1501, after=mark) if t.startswith("Commands:")]
+        assert not [t for t in fake.texts(-1501, after=mark) if t.startswith("Added")]
+
+
+@pytest.mark.anyio
+async def test_in_a_forum_topic_replies_questions_and_buttons_stay_in_the_topic(tmp_path: Path) -> None:
+    async with running_bot(tmp_path) as bot:
+        fake, forum = bot.fake, group_chat(-1701, forum=True)
+        fake.administrators[-1701] = [creator(user(1701))]
+        fake.send(forum, "/help", sender=user(1702), thread_id=77)
+        helped = await fake.wait_reply(-1701, "Commands:")
+        assert helped.params["message_thread_id"] == 77
+
+        fake.send(forum, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(1701), thread_id=78)
+        question = await fake.wait_reply(-1701, OWNER_ANSWER_PROMPT)
+        assert question.params["message_thread_id"] == 78
+        assert question.params["reply_markup"]["inline_keyboard"]
+        fake.send(forum, DEMO_TOKEN, sender=user(1701), thread_id=78)
+        added = await fake.wait_reply(-1701, "Added demo")
+        assert added.params["message_thread_id"] == 78
+        typing = fake.find("sendChatAction", chat_id=-1701)
+        assert all(c.params.get("message_thread_id") in (77, 78, None) for c in typing)
+
+
+@pytest.mark.anyio
+async def test_the_cancel_button_works_only_for_the_asker_and_nothing_is_saved(tmp_path: Path) -> None:
+    async with running_bot(tmp_path) as bot:
+        fake, group = bot.fake, group_chat(-1801)
+        fake.administrators[-1801] = [creator(user(1801))]
+        fake.send(group, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(1801))
+        question = await fake.wait_reply(-1801, OWNER_ANSWER_PROMPT)
+
+        mark = fake.mark()
+        fake.press(question, "Cancel", sender=user(1802))
+        refused = await fake.wait_call("answerCallbackQuery", after=mark)
+        assert "someone else" in refused.params["text"]
+        fake.press(question, "Cancel", sender=user(1801))
+        await fake.wait_call("answerCallbackQuery", after=mark, where=lambda c: not c.params.get("text"))
+        ended = await fake.wait_reply(-1801, "nothing was saved", after=mark)
+        assert ended.at > refused.at
+        await fake.wait_call("editMessageReplyMarkup", after=mark, chat_id=-1801)
+
+        # /cancel ends a question too, and a key sent after it never reaches the model.
+        fake.send(group, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(1801))
+        await fake.wait_reply(-1801, OWNER_ANSWER_PROMPT, after=mark)
+        mark = fake.mark()
+        fake.send(group, "/cancel", sender=user(1801))
+        await fake.wait_reply(-1801, "nothing was saved", after=mark)
+        late = fake.send(group, DEMO_TOKEN, sender=user(1801))
+        await fake.wait_call("deleteMessage", after=mark, chat_id=-1801, message_id=late)
+        await fake.wait_reply(-1801, "looks like a key", after=mark)
+        fake.send(group, "/mcp_list", sender=user(1801))
+        await fake.wait_reply(-1801, "No remote MCP servers", after=mark)
+    assert not list((tmp_path / "sessions").rglob("history.json"))
+
+
+@pytest.mark.anyio
+async def test_a_command_is_never_taken_as_the_secret_answer(tmp_path: Path) -> None:
+    async with running_bot(tmp_path) as bot:
+        fake, chat = bot.fake, private_chat(1901)
+        fake.send(chat, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(1901))
+        await fake.wait_reply(1901, OWNER_ANSWER_PROMPT)
+        mark = fake.mark()
+        fake.send(chat, "/mcp_list", sender=user(1901))
+        await fake.wait_reply(1901, "not taken as the answer", after=mark)
+        fake.send(chat, DEMO_TOKEN, sender=user(1901))
+        await fake.wait_reply(1901, "Added demo", after=mark)
+        listed = await fake.wait_reply(1901, "demo:", after=mark)  # /mcp_list ran after the question
+        assert "connected" in listed.text
+
+
+@pytest.mark.anyio
+async def test_start_in_a_private_chat_explains_the_bot_and_the_description_is_set(tmp_path: Path) -> None:
+    async with running_bot(tmp_path) as bot:
+        fake = bot.fake
+        description = await fake.wait_call("setMyDescription")
+        short = await fake.wait_call("setMyShortDescription")
+        assert "MCP" in description.params["description"]
+        assert len(short.params["short_description"]) <= 120
+        fake.send(private_chat(2001), "/start", sender=user(2001))
+        welcome = await fake.wait_reply(2001, "Hello!")
+        assert "/mcp_add <name> <url> --bearer" in welcome.text
+        assert "delete your answer" in welcome.text

@@ -19,23 +19,62 @@ from telegram.error import Conflict, Forbidden, InvalidToken, RetryAfter, Telegr
 from telegram.request import HTTPXRequest
 
 from ..exceptions import ConfigError
-from ..host import ChatSession, Host, IncomingMessage, parse_command
+from ..host import ChatSession, Host, Inbound, IncomingMessage, classify
 from ._answers import Answer, PendingAnswers
-from ._logs import token_filtered_logs
+from ._buttons import Buttons
+from ._journal import Journal
+from ._logs import quiet_raw_traffic, token_filtered_logs
 from ._outbox import Outbox, RetryPolicy, retry_seconds
 from ._owner import OWNER_TTL, Owners
-from ._ui import Deletions, TelegramUI
+from ._ui import Deletions, TelegramUI, render
 from ._webhook import WebhookConfig, serve_webhook
 
 __all__ = ["ALLOWED_UPDATES", "TelegramBot", "TelegramSettings", "build_bot", "run_telegram"]
 
 logger = logging.getLogger(__name__)
 
-ALLOWED_UPDATES: Final = ("message",)
-"""Only new messages: edits never run commands, and channel posts are not for the bot."""
+ALLOWED_UPDATES: Final = ("message", "edited_message", "callback_query")
+"""New messages; edits, so that a key edited into a message is deleted; button presses."""
 _COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
 _SORRY: Final = "Sorry, something went wrong with that message. It was logged; please try again."
-_WELCOME: Final = "Hello! I am this chat's agent. Write to me, or use a command.\n\n"
+DESCRIPTION: Final = (
+    "I am a chat agent. Each chat with me has its own agent and workspace, and the chat's owner "
+    "can connect their own remote MCP servers to it; their keys never reach the model.\n\n"
+    "Add a server with /mcp_add <name> <url> --bearer (I ask for the token and delete your "
+    "answer), list them with /mcp_list, and see every command with /help."
+)
+SHORT_DESCRIPTION: Final = "A chat agent whose owner connects their own remote MCP servers."
+_WELCOME: Final = (
+    "Hello! I am this chat's agent: write to me, and I answer with the tools this chat has.\n\n"
+    "You own this chat, so you can connect your own remote MCP servers to it:\n"
+    "/mcp_add <name> <url> --bearer\n"
+    "I then ask for the token, delete your answer, and keep the token out of the conversation.\n\n"
+)
+_WELCOME_GROUP: Final = "Hello! I am this group's agent. Write to me, or use a command.\n\n"
+_INTERRUPTED: Final = (
+    "I was restarted while working on this message, so it was not finished. Please send it again."
+)
+_EDITED_SECRET: Final = (
+    "An edited message in this chat held a credential. I deleted it, but others may have seen it: "
+    "rotate that key. Edits are never run as commands; send the command as a new message."
+)
+_EDITED_SECRET_KEPT: Final = (
+    "An edited message in this chat holds a credential, and I could not delete it: delete it "
+    "yourself and rotate that key. In a group I need the admin right to delete messages."
+)
+_KEY_REFUSED: Final = (
+    "That message looks like a key, so I deleted it and kept it from the conversation. "
+    "To connect a server with it: /mcp_add <name> <url> --bearer, then send the key when I ask."
+)
+_KEY_REFUSED_KEPT: Final = (
+    "That message looks like a key. I kept it from the conversation but could not delete it: "
+    "delete it yourself and rotate the key. To connect a server: /mcp_add <name> <url> --bearer."
+)
+_NOT_AN_ANSWER: Final = (
+    "That is a command, so it is not taken as the answer; it runs once the question ends. "
+    "Send the answer, or press Cancel."
+)
+_NOTHING_TO_CANCEL: Final = "There is no question waiting to be cancelled."
 _BACKOFF_MAX: Final = 30.0
 _SHUTDOWN_TIMEOUT: Final = 5.0
 
@@ -52,10 +91,18 @@ class TelegramSettings:
     """Telegram shows "typing…" for 5 s, so it is repeated a little sooner while a turn runs."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_queued: int = 50
-    """Messages that may wait in one chat's queue; more are dropped (and logged)."""
+    """Messages that may wait in one chat's queue; more are refused with a note."""
+    stop_grace: float = 30.0
+    """On a stop, how long running turns may go on; those still running are reported after the restart."""
 
     def __post_init__(self) -> None:
-        if self.poll_timeout < 0 or self.owner_ttl < 0 or self.typing_interval <= 0 or self.max_queued < 1:
+        if (
+            self.poll_timeout < 0
+            or self.owner_ttl < 0
+            or self.typing_interval <= 0
+            or self.max_queued < 1
+            or self.stop_grace < 0
+        ):
             raise ValueError("TelegramSettings: timeouts must be >= 0, typing_interval > 0, max_queued >= 1")
 
 
@@ -64,23 +111,44 @@ def _text(message: Message) -> str | None:
     return message.text if message.text is not None else message.caption
 
 
+def _thread(message: Message) -> int | None:
+    """The forum topic a message belongs to, which everything about it goes to."""
+    return message.message_thread_id if message.is_topic_message else None
+
+
+@dataclass(eq=False)
+class _Queued:
+    message: Message
+    name: str
+    """Its inbox record: kept until it is handled, so a restart handles it."""
+    inbound: Inbound
+
+
 class TelegramBot:
     """Runs a host's chats on Telegram: ``await TelegramBot(host, bot).run()``.
 
     Each chat has a queue worked by one task at a time, so one chat's turns run in order while
     other chats go on. Secret answers bypass the queues: the command that waits for one holds
-    its chat's queue.
+    its chat's queue. An update is acknowledged to Telegram only once it is handled or sealed
+    into the inbox journal, and a reply is in the outbox journal until it is delivered.
     """
 
     def __init__(self, host: Host, bot: Bot, *, settings: TelegramSettings | None = None) -> None:
         self.host = host
         self.bot = bot
         self.settings = settings or TelegramSettings()
-        self.outbox = Outbox(bot, retry=self.settings.retry)
+        data_dir = host.config.data_dir
+        self.inbox = Journal.for_bot(data_dir, bot.token, "inbox")
+        self.outbox = Outbox(
+            bot, retry=self.settings.retry, journal=Journal.for_bot(data_dir, bot.token, "outbox")
+        )
         self.owners = Owners(self.outbox, ttl=self.settings.owner_ttl)
         self.answers = PendingAnswers()
+        self.buttons = Buttons(self.outbox)
         self.deletions = Deletions(self.outbox)
-        self._queues: dict[int, deque[Message]] = {}
+        self._queues: dict[int, deque[_Queued]] = {}
+        self._idle = anyio.Event()
+        self._stopping = False
         self._tg: TaskGroup | None = None
         self._username = ""
         self._offset: int | None = None
@@ -89,15 +157,27 @@ class TelegramBot:
     # Running
 
     async def run(
-        self, *, webhook: WebhookConfig | None = None, listening: Callable[[int], None] | None = None
+        self,
+        *,
+        webhook: WebhookConfig | None = None,
+        listening: Callable[[int], None] | None = None,
+        stop: anyio.Event | None = None,
     ) -> None:
-        """Serve until cancelled: long polling, or the webhook when one is configured."""
+        """Serve until cancelled, or until ``stop`` is set: then stop gracefully.
+
+        A graceful stop takes no more updates, lets running turns finish within
+        ``settings.stop_grace``, and leaves what is unfinished in the journals for the restart.
+        """
         with token_filtered_logs(self.bot.token):
             try:
                 await self._start()
                 async with anyio.create_task_group() as tg:
                     self._tg = tg
-                    try:
+                    await self.outbox.resume(tg)
+                    await self._recover()
+                    async with anyio.create_task_group() as intake:
+                        if stop is not None:
+                            intake.start_soon(self._stop_when, stop, intake.cancel_scope)
                         if webhook is None:
                             await self._poll()
                         else:
@@ -108,13 +188,27 @@ class TelegramBot:
                                 allowed_updates=ALLOWED_UPDATES,
                                 listening=listening,
                             )
-                    finally:
-                        # The chats' workers end with the loop that feeds them.
-                        tg.cancel_scope.cancel()
+                    # Only a stop ends the intake without cancelling this scope.
+                    await self._drain()
+                    tg.cancel_scope.cancel()
             finally:
                 self._tg = None
                 with anyio.move_on_after(_SHUTDOWN_TIMEOUT, shield=True):
                     await self._stop()
+
+    async def _stop_when(self, stop: anyio.Event, intake: anyio.CancelScope) -> None:
+        await stop.wait()
+        logger.info("stopping: no more updates are taken")
+        self._stopping = True
+        intake.cancel()
+
+    async def _drain(self) -> None:
+        """Let the running turns finish, within the grace; queued messages wait in the inbox."""
+        if self._queues:
+            with anyio.move_on_after(self.settings.stop_grace):
+                await self._idle.wait()
+        if self._queues:
+            logger.warning("stopping with %d chats busy; they are told after the restart", len(self._queues))
 
     async def _start(self) -> None:
         try:
@@ -130,17 +224,37 @@ class TelegramBot:
             if _COMMAND_NAME.fullmatch(command.name)
         ]
         await self.outbox.set_commands(commands)
+        await self.outbox.set_description(DESCRIPTION, SHORT_DESCRIPTION)
         logger.info("Telegram bot @%s started", self._username)
 
     async def _stop(self) -> None:
         try:
             if self._offset is not None:
-                # Confirms the updates already taken, so a restart does not run them again.
+                # Confirms the updates already taken (handled, or sealed in the inbox).
                 await self.bot.get_updates(offset=self._offset, timeout=0, limit=1)
         except TelegramError as exc:
             logger.info("confirming the last updates failed: %s", exc)
         finally:
             await self.bot.shutdown()
+
+    async def _recover(self) -> None:
+        """Handle what the last run left in the inbox: queued messages run, cut turns are reported."""
+        for name, record in await anyio.to_thread.run_sync(self.inbox.load):
+            if record.get("started"):
+                await self.outbox.send(
+                    int(record["chat_id"]),
+                    render(_INTERRUPTED, markdown=False, redact=lambda text: text),
+                    thread_id=record.get("thread_id"),
+                    reply_to=record.get("message_id"),
+                )
+                await anyio.to_thread.run_sync(self.inbox.delete, name)
+                continue
+            raw = record.get("update")
+            update = Update.de_json(raw, self.bot) if isinstance(raw, dict) else None
+            if update is None:
+                await anyio.to_thread.run_sync(self.inbox.delete, name)
+                continue
+            await self.dispatch(update)
 
     async def _poll(self) -> None:
         try:
@@ -173,14 +287,25 @@ class TelegramBot:
                 continue
             failures = 0
             for update in updates:
-                self._offset = update.update_id + 1
-                self.dispatch(update)
+                # Not cancelled half-way: the update is sealed, then counted as taken.
+                with anyio.CancelScope(shield=True):
+                    await self.dispatch(update)
+                    self._offset = update.update_id + 1
 
     # Updates
 
-    def dispatch(self, update: Update) -> None:
-        """Route one update without waiting: an awaited answer, or a message for its chat's queue."""
-        message = update.message  # edits, channel posts and the rest are ignored
+    async def dispatch(self, update: Update) -> None:
+        """Route one update; when this returns, it is handled or sealed in the inbox journal."""
+        tg = self._tg
+        if tg is None:
+            return
+        if update.callback_query is not None:
+            await self.buttons.pressed(update.callback_query)
+            return
+        if update.edited_message is not None:
+            await self._edited(tg, update.edited_message)
+            return
+        message = update.message  # channel posts and the rest are ignored
         if message is None or message.chat.type == message.chat.CHANNEL:
             return
         text = _text(message)
@@ -188,62 +313,115 @@ class TelegramBot:
             return
         chat_id = message.chat.id
         user = message.from_user
-        if (
-            user is not None
-            and message.sender_chat is None
-            and self.answers.offer(chat_id, user.id, Answer(text, message.message_id))
-        ):
-            return
-        if self._for_another_bot(text):
-            return
-        tg = self._tg
-        if tg is None:
-            return
-        parsed = parse_command(text)
-        if parsed is not None:
-            command = self.host.commands.get(parsed.name)
-            # The host's own rule (it deletes the same messages); applied here too so that the
-            # key disappears at once, not when the chat's queue reaches the message.
-            secret = command.carries_secret(parsed.args) if command else parsed.name.startswith("mcp")
-            if secret:
-                self.deletions.start(tg, chat_id, message.message_id)
-            if parsed.name == "stop":
-                # /stop is for the turn at the head of the chat's queue: it cannot wait behind it.
-                tg.start_soon(self._handle, message)
+        inbound = classify(text, self.host.commands)
+        if inbound.carries_secret:
+            # Deleted at once, not when the chat's queue reaches the message.
+            self.deletions.start(tg, chat_id, message.message_id)
+        asker = user.id if user is not None and message.sender_chat is None else None
+        if asker is not None and self.answers.waiting(chat_id, asker) is not None:
+            if inbound.command is None:
+                self.answers.offer(chat_id, asker, Answer(text, message.message_id))
                 return
+            if inbound.command.name == "cancel":
+                self.answers.cancel(chat_id, asker)
+                return
+            tg.start_soon(self._note, message, _NOT_AN_ANSWER)
+        if inbound.command is not None and self._for_another_bot(inbound.text):
+            return
+        if inbound.credential_shaped:
+            # A key on its own — too early, too late, or refused as an answer — never reaches the model.
+            tg.start_soon(self._refuse_key, message)
+            return
         queue = self._queues.get(chat_id)
+        if queue is not None and len(queue) >= self.settings.max_queued:
+            logger.warning("chat %s has %d messages waiting; one was refused", chat_id, len(queue))
+            tg.start_soon(
+                self._note, message, "I am still busy with earlier messages; please send that again later."
+            )
+            return
+        name = f"{update.update_id:020d}"
+        await anyio.to_thread.run_sync(self.inbox.put, name, {"update": update.to_dict()})
+        queued = _Queued(message, name, inbound)
+        if inbound.command is not None and inbound.command.name == "stop":
+            # /stop is for the turn at the head of the chat's queue: it cannot wait behind it.
+            tg.start_soon(self._handle, queued)
+            return
+        queue = self._queues.get(chat_id)  # again: the chat's worker may have ended meanwhile
         if queue is None:
-            queue = self._queues[chat_id] = deque([message])
-            tg.start_soon(self._work, chat_id, queue)
-        elif len(queue) < self.settings.max_queued:
-            queue.append(message)
+            self._queues[chat_id] = deque([queued])
+            self._idle = anyio.Event()
+            tg.start_soon(self._work, chat_id)
         else:
-            self.deletions.forget(chat_id, message.message_id)  # its deletion, if any, still runs
-            logger.warning("chat %s has %d messages waiting; one was dropped", chat_id, len(queue))
+            queue.append(queued)
 
     def _for_another_bot(self, text: str) -> bool:
         head = text.lstrip().split(maxsplit=1)[0] if text.strip() else ""
-        if not head.startswith("/") or "@" not in head:
+        if "@" not in head:
             return False
         return head.partition("@")[2].lower() != self._username
 
-    async def _work(self, chat_id: int, queue: deque[Message]) -> None:
+    async def _note(self, message: Message, text: str) -> None:
+        await self.outbox.send(
+            message.chat.id,
+            render(text, markdown=False, redact=lambda t: t),
+            thread_id=_thread(message),
+            reply_to=message.message_id if message.chat.type != message.chat.PRIVATE else None,
+        )
+
+    async def _refuse_key(self, message: Message) -> None:
+        deleted = await self.deletions.delete(message.chat.id, message.message_id)
+        self.deletions.forget(message.chat.id, message.message_id)
+        await self._note(message, _KEY_REFUSED if deleted else _KEY_REFUSED_KEPT)
+
+    async def _edited(self, tg: TaskGroup, message: Message) -> None:
+        """An edit is never run or shown to the model; one that now holds a key is deleted."""
+        text = _text(message)
+        if text is None or message.chat.type == message.chat.CHANNEL:
+            return
+        if classify(text, self.host.commands).carries_secret:
+            tg.start_soon(self._delete_edited, message)
+
+    async def _delete_edited(self, message: Message) -> None:
+        deleted = await self.deletions.delete(message.chat.id, message.message_id)
+        self.deletions.forget(message.chat.id, message.message_id)
+        await self.outbox.send(
+            message.chat.id,
+            render(_EDITED_SECRET if deleted else _EDITED_SECRET_KEPT, markdown=False, redact=lambda t: t),
+            thread_id=_thread(message),
+        )
+
+    async def _work(self, chat_id: int) -> None:
+        queue = self._queues[chat_id]
         try:
-            while queue:
-                message = queue[0]
+            while queue and not self._stopping:
+                queued = queue[0]
                 try:
-                    await self._handle(message)
+                    await self._handle(queued)
                 finally:
                     queue.popleft()
-                    self.deletions.forget(chat_id, message.message_id)
+                    self.deletions.forget(chat_id, queued.message.message_id)
         finally:
             if self._queues.get(chat_id) is queue:
                 del self._queues[chat_id]
+            if not self._queues:
+                self._idle.set()
 
-    async def _handle(self, message: Message) -> None:
+    async def _handle(self, queued: _Queued) -> None:
+        message = queued.message
         chat = message.chat
         session: ChatSession | None = None
         ui: TelegramUI | None = None
+        await anyio.to_thread.run_sync(
+            self.inbox.put,
+            queued.name,
+            {
+                "started": True,
+                "chat_id": chat.id,
+                "message_id": message.message_id,
+                "thread_id": _thread(message),
+            },
+        )
+        delivery = None
         try:
             info = await self.owners.identify(message)
             session = await self.host.session(f"telegram:{chat.id}", owner=info.owner)
@@ -251,8 +429,9 @@ class TelegramBot:
                 self.outbox,
                 self.deletions,
                 self.answers,
+                self.buttons,
                 chat_id=chat.id,
-                thread_id=message.message_thread_id if message.is_topic_message else None,
+                thread_id=_thread(message),
                 user_id=info.user_id,
                 message_id=message.message_id,
                 redact=partial(self.host.redact, session),
@@ -260,15 +439,19 @@ class TelegramBot:
             )
             text = _text(message) or ""
             incoming = IncomingMessage(text=text, sender=info.sender, ref=message.message_id)
-            parsed = parse_command(text)
+            parsed = queued.inbound.command
             if parsed is not None and parsed.name == "start" and self.host.commands.get("start") is None:
                 # Telegram sends /start when a user opens a chat with the bot.
-                await ui.send(_WELCOME + self.host.commands.help_text(for_owner=info.sender.is_owner))
-                return
-            async with self._typing(ui, chat.id) if parsed is None else nullcontext():
-                reply = await self.host.handle(session, incoming, ui)
-            if reply is not None:
-                await ui.send(reply.text)
+                welcome = _WELCOME if chat.type == chat.PRIVATE else _WELCOME_GROUP
+                help_text = self.host.commands.help_text(for_owner=info.sender.is_owner)
+                delivery = await ui.post(welcome + help_text, markdown=False)
+            elif parsed is not None and parsed.name == "cancel" and self.host.commands.get("cancel") is None:
+                delivery = await ui.post(_NOTHING_TO_CANCEL, markdown=False)
+            else:
+                async with self._typing(ui, chat.id) if parsed is None else nullcontext():
+                    reply = await self.host.handle(session, incoming, ui)
+                if reply is not None:
+                    delivery = await ui.post(reply.text, markdown=reply.kind == "agent")
         except Exception as exc:  # boundary: one message's failure is answered; the bot goes on
             detail = "".join(traceback.format_exception(exc))
             redacted = (
@@ -276,9 +459,13 @@ class TelegramBot:
             )
             logger.error("handling a message in chat %s failed:\n%s", chat.id, redacted)
             if ui is not None:
-                await ui.send(_SORRY)
+                delivery = await ui.post(_SORRY, markdown=False)
             else:
-                await self.outbox.send(chat.id, _SORRY)
+                delivery = await self.outbox.post(chat.id, render(_SORRY, markdown=False, redact=lambda t: t))
+        # The reply is in the outbox journal: the message is handled.
+        await anyio.to_thread.run_sync(self.inbox.delete, queued.name)
+        if delivery is not None:
+            await self.outbox.deliver(delivery)
 
     @asynccontextmanager
     async def _typing(self, ui: TelegramUI, chat_id: int) -> AsyncIterator[None]:
@@ -325,8 +512,12 @@ async def run_telegram(
     webhook: WebhookConfig | None = None,
     settings: TelegramSettings | None = None,
     listening: Callable[[int], None] | None = None,
+    stop: anyio.Event | None = None,
 ) -> None:
-    """Run ``host``'s chats as a Telegram bot until cancelled (long polling, or ``webhook``)."""
+    """Run ``host``'s chats as a Telegram bot until cancelled, or gracefully until ``stop`` is set."""
     settings = settings or TelegramSettings()
-    bot = build_bot(token, base_url=base_url, poll_timeout=settings.poll_timeout)
-    await TelegramBot(host, bot, settings=settings).run(webhook=webhook, listening=listening)
+    # Before the bot is built: python-telegram-bot logs its URLs, token included, at DEBUG.
+    quiet_raw_traffic()
+    with token_filtered_logs(token):
+        bot = build_bot(token, base_url=base_url, poll_timeout=settings.poll_timeout)
+        await TelegramBot(host, bot, settings=settings).run(webhook=webhook, listening=listening, stop=stop)

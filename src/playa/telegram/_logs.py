@@ -9,7 +9,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["TokenFilter", "token_filtered_logs"]
+__all__ = ["TokenFilter", "quiet_raw_traffic", "token_filtered_logs"]
 
 _THIRD_PARTY = ("httpx", "httpcore", "telegram", "uvicorn")
 
@@ -62,3 +62,15 @@ def token_filtered_logs(token: str) -> Iterator[None]:
     finally:
         for logger in loggers:
             logger.removeFilter(token_filter)
+
+
+def quiet_raw_traffic() -> None:
+    """Keep python-telegram-bot's DEBUG records out of every log: they are the raw updates.
+
+    At DEBUG it logs every update it receives and every request it makes, verbatim: an
+    ``/mcp_add … --bearer KEY``, a secret answer, a key edited into a message. Redaction cannot
+    know a key the bot has not yet recognised, so those records are not made at all.
+    """
+    raw = logging.getLogger("telegram")
+    if raw.getEffectiveLevel() < logging.INFO:
+        raw.setLevel(logging.INFO)

@@ -12,9 +12,12 @@ from anyio.abc import TaskGroup
 
 from ..host import MessageRef
 from ._answers import PendingAnswers
-from ._outbox import Outbox
+from ._buttons import Buttons
+from ._markdown import render_markdown
+from ._outbox import Delivery, Outbox
+from ._split import Part, split_formatted
 
-__all__ = ["ANSWER_NOT_DELETED", "Deletions", "TelegramUI"]
+__all__ = ["ANSWER_NOT_DELETED", "CANCEL", "Deletions", "TelegramUI", "render"]
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +25,24 @@ ANSWER_NOT_DELETED: Final = (
     "I could not delete your answer, and it holds a credential: delete it yourself, and rotate "
     "the key, since others may have seen it. In a group I need the admin right to delete messages."
 )
+CANCEL: Final = "Cancel"
+_ASK_HINT: Final = "\n\nPress Cancel, or send /cancel, to stop."
+
+
+def render(text: str, *, markdown: bool, redact: Callable[[str], str]) -> list[Part]:
+    """``text`` as the messages that carry it: redacted first, then formatted, then split.
+
+    A credential that markup splits (``sk-ab**cd**ef``) is whole again in the rendered text,
+    so that text is checked too; if it still holds one, it is sent plain and redacted.
+    """
+    text = redact(text)
+    if not markdown:
+        return split_formatted(text, [])
+    plain, spans = render_markdown(text)
+    cleaned = redact(plain)
+    if cleaned != plain:
+        return split_formatted(cleaned, [])
+    return split_formatted(plain, spans)
 
 
 @dataclass(eq=False)
@@ -69,13 +90,14 @@ class Deletions:
 
 
 class TelegramUI:
-    """What the host and its commands may do in the chat a message came from."""
+    """What the host and its commands may do in the chat (and topic) a message came from."""
 
     def __init__(
         self,
         outbox: Outbox,
         deletions: Deletions,
         answers: PendingAnswers,
+        buttons: Buttons,
         *,
         chat_id: int,
         thread_id: int | None,
@@ -87,6 +109,7 @@ class TelegramUI:
         self._outbox = outbox
         self._deletions = deletions
         self._answers = answers
+        self._buttons = buttons
         self._chat_id = chat_id
         self._thread_id = thread_id
         self._user_id = user_id
@@ -100,36 +123,51 @@ class TelegramUI:
         return self._thread_id
 
     async def send(self, text: str) -> MessageRef | None:
-        """Send text to the chat, redacted; in groups it answers the message it is about."""
-        return await self._send(text)
+        """Send plain text to the chat, redacted; in groups it answers the message it is about."""
+        return await self._outbox.deliver(await self.post(text, markdown=False))
 
-    async def _send(self, text: str, *, force_reply: bool = False) -> int | None:
-        return await self._outbox.send(
+    async def post(self, text: str, *, markdown: bool) -> Delivery:
+        """Queue a reply durably (redacted, formatted when ``markdown``); ``Outbox.deliver`` sends it."""
+        return await self._outbox.post(
             self._chat_id,
-            self._redact(text),
+            render(text, markdown=markdown, redact=self._redact),
             thread_id=self._thread_id,
-            reply_to=self._message_id if self._quote or force_reply else None,
-            force_reply=force_reply,
+            reply_to=self._message_id if self._quote else None,
         )
 
     async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
-        """Ask the sender; their next message in this chat is the answer, deleted when secret.
+        """Ask the sender; their next plain message in this chat is the answer, deleted when secret.
 
-        The answer never becomes a chat message for the host: the dispatcher hands it here.
+        The answer never becomes a chat message for the host: the dispatcher hands it here. A
+        command is never an answer; the Cancel button or ``/cancel`` ends the question.
         """
-        if self._user_id is None:
+        user_id = self._user_id
+        if user_id is None:
             return None  # an anonymous sender cannot be told apart from the chat's other admins
-        with self._answers.expect(self._chat_id, self._user_id) as waiter:
-            if await self._send(question, force_reply=True) is None:
+        question_id: int | None = None
+        with (
+            self._answers.expect(self._chat_id, user_id, thread_id=self._thread_id) as waiter,
+            self._buttons.keyboard(self._chat_id, user_id, [CANCEL], lambda _: waiter.settle(None)) as markup,
+        ):
+            question_id = await self._outbox.send(
+                self._chat_id,
+                render(question + _ASK_HINT, markdown=False, redact=self._redact),
+                thread_id=self._thread_id,
+                reply_to=self._message_id,
+                markup=markup,
+                durable=False,
+            )
+            if question_id is None:
                 return None
             answer = None
             with anyio.move_on_after(timeout):
                 answer = await waiter.wait()
+        await self._outbox.drop_buttons(self._chat_id, question_id)
         if answer is None:
             return None
         # Not through Deletions: nothing else will ask for this message, so nothing to remember.
         if secret and not await self._outbox.delete(self._chat_id, answer.message_id):
-            await self._send(ANSWER_NOT_DELETED)
+            await self.send(ANSWER_NOT_DELETED)
         return answer.text.strip()
 
     async def delete(self, ref: MessageRef) -> bool:

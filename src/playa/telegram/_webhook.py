@@ -8,7 +8,7 @@ import logging
 import re
 import secrets
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -74,7 +74,7 @@ def _bind(host: str, port: int) -> socket.socket:
         raise ConfigError(f"cannot listen for the webhook on {host}:{port}: {exc.strerror}") from None
 
 
-def _app(bot: Bot, config: WebhookConfig, on_update: Callable[[Update], None]) -> Starlette:
+def _app(bot: Bot, config: WebhookConfig, on_update: Callable[[Update], Awaitable[None]]) -> Starlette:
     expected = config.secret_token.encode()
 
     async def receive(request: Request) -> Response:
@@ -90,7 +90,9 @@ def _app(bot: Bot, config: WebhookConfig, on_update: Callable[[Update], None]) -
         except Exception as exc:  # boundary: a malformed update is refused, the endpoint stays up
             logger.warning("a webhook update could not be read: %s", type(exc).__name__)
             return Response(status_code=400)
-        on_update(update)
+        # Answered only once the update is handled or sealed in the inbox: a 200 is Telegram's
+        # signal that it may forget the update.
+        await on_update(update)
         return Response(status_code=200)
 
     return Starlette(routes=[Route(config.route, receive, methods=["POST"])])
@@ -99,7 +101,7 @@ def _app(bot: Bot, config: WebhookConfig, on_update: Callable[[Update], None]) -
 async def serve_webhook(
     bot: Bot,
     config: WebhookConfig,
-    on_update: Callable[[Update], None],
+    on_update: Callable[[Update], Awaitable[None]],
     *,
     allowed_updates: Sequence[str],
     listening: Callable[[int], None] | None = None,
