@@ -9,7 +9,9 @@ stack before any filter or handler can see the record.
 
 What it removes: every credential the process knows (:func:`outbound_secrets`: every chat's
 credentials, the bot token, the encryption secret, the providers' keys — whoever learns one adds
-it), in every encoding the redactor knows. Records of the loggers that dump raw chat traffic
+it), in every encoding the redactor knows, and every piece of :data:`PIECE` characters of one:
+libraries shorten what they log (pydantic's errors show ``'{not json, Bearer sk-ab...f026202'``),
+and a shortened credential is a leak too. Records of the loggers that dump raw chat traffic
 (python-telegram-bot's requests and updates) also lose every credential-shaped word: a key a
 user just sent is in them before anything has recognised it as a key.
 """
@@ -31,6 +33,12 @@ __all__ = ["OutboundSecrets", "install_outbound_gate", "outbound_secrets"]
 _RAW_TRAFFIC: Final = ("telegram",)
 """Loggers (and their children) whose records may quote a chat message before it is classified."""
 _WORD: Final = re.compile(r"[A-Za-z0-9_\-.~+/=:]{8,}")
+PIECE: Final = 12
+"""Characters of a credential that a log line may not show, wherever they were cut from."""
+
+
+def _pieces(value: str) -> set[str]:
+    return {value[i : i + PIECE] for i in range(len(value) - PIECE + 1)}
 
 
 class OutboundSecrets:
@@ -47,7 +55,10 @@ class OutboundSecrets:
             return
         with self._lock:
             self._values = self._values | new
-            self.redactor = Redactor(self._values)
+            pieces: set[str] = set()
+            for value in self._values:
+                pieces |= _pieces(value)
+            self.redactor = Redactor(self._values, literal=pieces)
 
     def __contains__(self, value: object) -> bool:
         return value in self._values

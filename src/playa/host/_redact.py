@@ -275,13 +275,17 @@ class Redactor:
         "_stride",
     )
 
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
-        """Prepare the scan for ``secrets``; values under MIN_SECRET_LENGTH are ignored and counted."""
+    def __init__(self, secrets: Iterable[str] = (), *, literal: Iterable[str] = ()) -> None:
+        """Prepare the scan for ``secrets``; values under MIN_SECRET_LENGTH are ignored and counted.
+
+        ``literal`` strings are removed as they are, without encoded forms (pieces of a secret
+        that a library cut, say); those under MIN_SECRET_LENGTH are ignored too.
+        """
         values = set(secrets)
         kept = {value for value in values if len(value) >= MIN_SECRET_LENGTH}
         self._secret_count = len(kept)
         self._skipped = len(values) - len(kept)
-        forms: set[str] = set()
+        forms: set[str] = {piece for piece in literal if len(piece) >= MIN_SECRET_LENGTH}
         for value in kept:
             forms |= encoded_forms(value)
         # Sorted so that two redactors over the same secrets behave identically.
