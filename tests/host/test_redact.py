@@ -360,3 +360,19 @@ def test_ascii_and_non_ascii_texts_are_redacted_alike() -> None:
         out = Redactor(secrets)(text)
         assert out == reference_redact(secrets, text)
         assert out == words.join([REDACTED] * len(used))
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_base64_wrapped_across_a_line_break_is_redacted_at_every_cut_and_alignment(newline: str) -> None:
+    redactor = Redactor([CANARY])
+    stride = redactor._stride
+    assert stride > 0
+    data = b"\x00\x01\x02" + CANARY.encode() + b"\xfe\xfd"
+    for pad in range(3):
+        blob = base64.b64encode(bytes(pad) + data).decode()
+        for cut in range(1, len(blob)):
+            wrapped = blob[:cut] + newline + blob[cut:]
+            for lead in range(stride + 1):
+                text = "z" * lead + wrapped + " tail"
+                out = redactor(text)
+                assert leaked(CANARY, out.replace(newline, "")) == [], (pad, cut, lead)

@@ -126,29 +126,31 @@ def _lower_escapes(text: str) -> str:
     return _PERCENT_ESCAPE.sub(lambda m: m.group().lower(), text)
 
 
+_MIN_WRAPPED: Final = 16
 _MAX_WRAPPED: Final = 57  # bytes whose base64 fills one 76-column MIME line
+_NEWLINES: Final = ("\n", "\r\n")
 
 
-def _mime_wrapped(secret: bytes) -> set[str]:
-    """The standard base64 of ``secret`` broken by one line break at every place (MIME, PEM).
+def _wrappable_cores(secret: bytes) -> set[str]:
+    """The standard base64 of ``secret``, whole and at each alignment, that a line wrap may cut.
 
     A wrapped blob (76 columns for MIME, 64 for PEM) puts a break wherever the column count
-    falls, so the secret's base64 can be cut in two anywhere. Only one break is covered, so
-    only secrets of at most :data:`_MAX_WRAPPED` bytes get these forms: a longer one (a JWT)
-    spans two breaks anyway, and its hundreds of cut positions would each add a form.
+    falls, so the secret's base64 can be cut in two anywhere. One break is covered, for
+    secrets of :data:`_MIN_WRAPPED` to :data:`_MAX_WRAPPED` bytes: a longer one (a JWT) spans
+    two breaks anyway, and a shorter one's base64 is too short for the sampled scan to find
+    wrapped at no cost to everything else.
     """
-    if len(secret) > _MAX_WRAPPED:
+    if not _MIN_WRAPPED <= len(secret) <= _MAX_WRAPPED:
         return set()
     cores = {base64.b64encode(secret).decode("ascii")}
     for pad in range(3):
         encoded = base64.b64encode(bytes(pad) + secret).decode("ascii")
         cores.add(encoded[-(-8 * pad // 6) : 8 * (pad + len(secret)) // 6])
-    return {
-        core[:cut] + newline + core[cut:]
-        for core in cores
-        for cut in range(1, len(core))
-        for newline in ("\n", "\r\n")
-    }
+    return cores
+
+
+def _wrapped(core: str, cut: int, newline: str) -> str:
+    return core[:cut] + newline + core[cut:]
 
 
 def _forms_of(secret: str) -> set[str]:
@@ -168,20 +170,10 @@ def _forms_of(secret: str) -> set[str]:
     }
     forms |= {_lower_escapes(form) for form in forms if "%" in form}
     forms |= _base64_forms(data)
-    forms |= _mime_wrapped(data)
     return forms
 
 
-def encoded_forms(secret: str) -> set[str]:
-    """Every string whose presence in a text would leak ``secret``: what a Redactor removes.
-
-    The secret itself, the credential after its auth scheme if it has one, and for each of
-    those: percent-encoding (``quote`` with ``safe=''`` and the default ``safe='/'``,
-    ``quote_plus``), JSON string escaping (``ensure_ascii`` on and off), standard and URL-safe
-    base64 of its UTF-8 bytes with and without padding, and the stable core of its base64 at
-    each of the three byte alignments inside a larger blob. Forms shorter than
-    :data:`MIN_SECRET_LENGTH` are left out; a secret shorter than that has no forms at all.
-    """
+def _plain_forms(secret: str) -> set[str]:
     if len(secret) < MIN_SECRET_LENGTH:
         return set()
     forms = _forms_of(secret)
@@ -191,6 +183,38 @@ def encoded_forms(secret: str) -> set[str]:
     return {form for form in forms if len(form) >= MIN_SECRET_LENGTH}
 
 
+def _cores(secret: str) -> set[str]:
+    """The base64 cores of ``secret`` (and of its credential) that a line wrap may cut."""
+    if len(secret) < MIN_SECRET_LENGTH:
+        return set()
+    cores = _wrappable_cores(_utf8(secret))
+    credential = auth_credential(secret)
+    if credential is not None and len(credential) >= MIN_SECRET_LENGTH:
+        cores |= _wrappable_cores(_utf8(credential))
+    return cores
+
+
+def encoded_forms(secret: str) -> set[str]:
+    """Every string whose presence in a text would leak ``secret``: what a Redactor removes.
+
+    The secret itself, the credential after its auth scheme if it has one, and for each of
+    those: percent-encoding (``quote`` with ``safe=''`` and the default ``safe='/'``,
+    ``quote_plus``, every byte escaped, and each of them with lower-case escapes), JSON string
+    escaping (``ensure_ascii`` on and off, and with ``/`` escaped), standard and URL-safe
+    base64 of its UTF-8 bytes with and without padding, the stable core of its base64 at each
+    of the three byte alignments inside a larger blob, and (for secrets of 16 to 57 bytes)
+    each standard-base64 core cut by one line break anywhere, as MIME and PEM wrap. Forms
+    shorter than :data:`MIN_SECRET_LENGTH` are left out; a secret shorter than that has no
+    forms at all.
+    """
+    return _plain_forms(secret) | {
+        _wrapped(core, cut, newline)
+        for core in _cores(secret)
+        for cut in range(1, len(core))
+        for newline in _NEWLINES
+    }
+
+
 _REDACTED_BYTES: Final = REDACTED.encode()
 
 
@@ -198,10 +222,17 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-def _choose_stride(lengths: list[int]) -> int:
-    """The sampling stride (0 for no block filter) of least expected cost per byte of text."""
+def _choose_stride(lengths: list[int], shortest_core: int | None = None) -> int:
+    """The sampling stride (0 for no block filter) of least expected cost per byte of text.
+
+    With wrappable cores, the stride leaves each of them long enough to hold a sampled block
+    wherever it occurs.
+    """
     best_stride, best_cost = 0, _NS_PER_FIND_BYTE * len(lengths)
-    for stride in range(_BLOCK, min(_MAX_STRIDE, max(lengths, default=0) - _BLOCK + 1) + 1):
+    top = min(_MAX_STRIDE, max(lengths, default=0) - _BLOCK + 1)
+    if shortest_core is not None:
+        top = min(top, shortest_core - _BLOCK + 1)
+    for stride in range(_BLOCK, top + 1):
         short = sum(1 for n in lengths if n < stride + _BLOCK - 1)
         cost = _NS_PER_BLOCK / stride + _NS_PER_FIND_BYTE * short
         if cost < best_cost:
@@ -243,6 +274,17 @@ def _kept_bytes(chunks: list[bytes], spans: list[tuple[int, int]]) -> list[bytes
     return kept
 
 
+def _wrapped_end(data: bytes, core: bytes, start: int) -> int:
+    """Where ``core``, cut by one line break (LF or CRLF), ends if it starts at ``start``; else 0."""
+    newline = data.find(b"\n", start + 1, start + len(core) + 2)
+    if newline < 0:
+        return 0
+    cut = newline - start - (data[newline - 1] == 0x0D)
+    if not 0 < cut < len(core) or not data.startswith(core[:cut], start):
+        return 0
+    return newline + 1 + len(core) - cut if data.startswith(core[cut:], newline + 1) else 0
+
+
 @functools.lru_cache(maxsize=256)
 def _sampler(stride: int, count: int) -> struct.Struct:
     """Reads ``count`` blocks of 4 bytes, ``stride`` bytes apart."""
@@ -273,6 +315,7 @@ class Redactor:
         "_skipped",
         "_span",
         "_stride",
+        "_wrappable",
     )
 
     def __init__(self, secrets: Iterable[str] = (), *, literal: Iterable[str] = ()) -> None:
@@ -286,16 +329,20 @@ class Redactor:
         self._secret_count = len(kept)
         self._skipped = len(values) - len(kept)
         forms: set[str] = {piece for piece in literal if len(piece) >= MIN_SECRET_LENGTH}
+        cores: set[str] = set()
         for value in kept:
-            forms |= encoded_forms(value)
+            forms |= _plain_forms(value)
+            cores |= _cores(value)
         # Sorted so that two redactors over the same secrets behave identically.
         self._forms: tuple[str, ...] = tuple(sorted(forms))
         self._patterns: tuple[bytes, ...] = tuple(_utf8(form) for form in self._forms)
         lengths = [len(pattern) for pattern in self._patterns]
         # In characters: a text shorter than every form is returned before it is even encoded.
         self._min_length = min((len(form) for form in self._forms), default=0)
-        self._max_length = max(lengths, default=0)
-        self._stride = _choose_stride(lengths)
+        # A wrapped core is one or two bytes longer than the core.
+        self._max_length = max([*lengths, *(len(core) + 2 for core in cores)], default=0)
+        # Every wrappable core must be found by the sampled scan (see _wrapped_end).
+        self._stride = _choose_stride(lengths, min((len(core) for core in cores), default=None))
         owners: dict[bytes, list[tuple[bytes, int]]] = {}
         short: list[bytes] = []
         for pattern in self._patterns:
@@ -305,6 +352,20 @@ class Redactor:
             # The sampled block can start at any of the first `stride` offsets of an occurrence.
             for offset in range(self._stride):
                 owners.setdefault(pattern[offset : offset + _BLOCK], []).append((pattern, offset))
+        # A core cut by a line break: when the first sampled block of the occurrence lies before
+        # the break, it is the core's own block, and a failed confirm of the core looks for the
+        # break (_wrapped_end). Only a break within the first `stride + 3` bytes can put that
+        # block on or after it: those few wrapped forms are patterns of their own, owned only by
+        # the blocks that hold or follow the break (the others are the core's).
+        self._wrappable: frozenset[bytes] = (
+            frozenset(_utf8(core) for core in cores) if self._stride else frozenset()
+        )
+        for core in cores if self._stride else ():
+            for cut in range(1, min(self._stride + _BLOCK, len(core))):
+                for newline in _NEWLINES:
+                    pattern = _utf8(_wrapped(core, cut, newline))
+                    for offset in range(max(0, cut - _BLOCK + 1), self._stride):
+                        owners.setdefault(pattern[offset : offset + _BLOCK], []).append((pattern, offset))
         self._owners: dict[bytes, tuple[tuple[bytes, int], ...]] = {
             block: tuple(pairs) for block, pairs in owners.items()
         }
@@ -387,7 +448,7 @@ class Redactor:
         stride = self._stride
         if not stride:
             return
-        blocks, owners, span = self._blocks, self._owners, self._span
+        blocks, owners, span, wrappable = self._blocks, self._owners, self._span, self._wrappable
         step = self._per_span * stride
         last_start = len(data) - _BLOCK  # the last offset where a whole block fits
         for base in range(0, last_start + 1, step):
@@ -400,8 +461,12 @@ class Redactor:
                 while True:
                     for pattern, shift in owners[block]:
                         start = base + at * stride - shift
-                        if start >= 0 and data.startswith(pattern, start):
+                        if start < 0:
+                            continue
+                        if data.startswith(pattern, start):
                             found.append((offset + start, offset + start + len(pattern)))
+                        elif pattern in wrappable and (end := _wrapped_end(data, pattern, start)):
+                            found.append((offset + start, offset + end))
                     try:
                         at = sample.index(block, at + 1)
                     except ValueError:
