@@ -17,7 +17,7 @@ import anyio.abc
 from . import __version__
 from ._runtime import tune_garbage_collector
 from .exceptions import ConfigError
-from .host import EnvPolicy, Extension, Host, HostConfig, ModelLimits
+from .host import EnvPolicy, Extension, Host, HostConfig, ModelLimits, install_outbound_gate, outbound_secrets
 from .mcp_remote import (
     ConnectionSettings,
     EgressPolicy,
@@ -235,6 +235,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         _configure_logging(None)
         return demo_server.main(argv[1:])
+    # Before anything can log: every record passes the outbound gate, which knows the
+    # environment's secrets (the bot token, the encryption secret, the providers' keys) at once.
+    install_outbound_gate()
+    deny = [name for name in os.environ.get("PLAYA_ENV_DENY", "").split(",") if name.strip()]
+    outbound_secrets().add(EnvPolicy(deny, environ=os.environ).denied_values())
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:
