@@ -12,6 +12,7 @@ value, a query string or userinfo.
 from __future__ import annotations
 
 import errno
+import re
 import socket
 import ssl
 from collections.abc import Iterator
@@ -32,6 +33,7 @@ MAX_REASON: Final = 300
 """Characters of a failure's reason that a person or the model is shown (after redaction)."""
 _SDK_PARSE_FAILURES: Final = ("Failed to parse JSON response", "Failed to parse SSE message")
 # The SDK's own stand-ins for a stream that ended, all with code -32000.
+_SDK_TIMEOUT: Final = re.compile(r"Request '[^']*' timed out")
 _SDK_CLOSED: Final = ("Connection closed", "SSE stream ended without a response", "SSE stream failed")
 
 # Statuses that say the server is there and speaks HTTP, but refuses this client: the other
@@ -161,7 +163,8 @@ def _network_reason(exc: httpx2.TransportError) -> _Failure:
 
 
 def _mcp_reason(exc: MCPError, trace: HttpTrace, *, http_failed: bool) -> _Failure:
-    if exc.code == REQUEST_TIMEOUT:
+    if exc.code == REQUEST_TIMEOUT and _SDK_TIMEOUT.fullmatch(exc.message) and exc.data is None:
+        # The SDK's own error for a request it gave up on; a server's -32001 is its answer.
         return _Failure("timed out", "timeout")
     if exc.code == INVALID_REQUEST and exc.message.startswith("Redirect to "):
         return _status_reason(307, trace.redirect)
