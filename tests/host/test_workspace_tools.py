@@ -77,3 +77,77 @@ async def test_bad_arguments_are_clear_errors(workspace: Path) -> None:
 def test_resolve_refuses_nul_bytes(workspace: Path) -> None:
     with pytest.raises(WorkspaceError):
         resolve_in_workspace(workspace, "a\x00b")
+
+
+# The fence around the host's own files
+
+
+def text_of(path: Path) -> str:
+    return path.read_text()
+
+
+@pytest.fixture
+def store_file(workspace: Path) -> Path:
+    path = workspace / ".volcanic" / "mcp" / "servers.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"version": 1, "servers": []}')
+    return path
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".volcanic/mcp/servers.json",
+        ".volcanic/mcp",
+        ".volcanic",
+        "./.volcanic/mcp/servers.json",
+        ".volcanic//mcp/servers.json",
+        ".VOLCANIC/mcp/servers.json",
+        ".Volcanic/mcp/servers.json",
+        ".volcanic\\mcp\\servers.json",
+        ".volcanic/mcp/new.json",
+        "notes/../.volcanic/mcp/servers.json",
+    ],
+)
+async def test_nothing_under_the_host_folder_can_be_listed_read_written_or_deleted(
+    workspace: Path, store_file: Path, path: str
+) -> None:
+    for name in ("list_files", "read_file", "write_file", "delete_file"):
+        result = await run(workspace, name, path=path, content="{}")
+        assert result.is_error, (name, path)
+        assert "holds the host's own files" in result.text or "'..'" in result.text
+    assert text_of(store_file) == '{"version": 1, "servers": []}'
+    assert sorted(os.listdir(store_file.parent)) == ["servers.json"]
+
+
+async def test_listing_the_workspace_never_shows_the_host_folder(workspace: Path, store_file: Path) -> None:
+    (workspace / "a.txt").write_text("a")
+    os.symlink(workspace / ".volcanic", workspace / "door")
+    assert (await run(workspace, "list_files")).text == "a.txt"
+    assert (await run(workspace, "list_files", path=".")).text == "a.txt"
+
+
+async def test_a_link_into_the_host_folder_is_refused_whatever_it_is_called(
+    workspace: Path, store_file: Path
+) -> None:
+    os.symlink(workspace / ".volcanic", workspace / "door")
+    os.symlink(store_file, workspace / "servers.json")
+    os.symlink(workspace / ".volcanic" / "mcp", workspace / "mcp")
+    for path in ("door/mcp/servers.json", "servers.json", "mcp/servers.json", "mcp", "door"):
+        for name in ("list_files", "read_file", "write_file", "delete_file"):
+            result = await run(workspace, name, path=path, content="{}")
+            assert result.is_error and ".volcanic/" in result.text, (name, path)
+    assert text_of(store_file) == '{"version": 1, "servers": []}'
+
+
+async def test_a_file_named_like_the_host_folder_cannot_be_created_to_block_it(workspace: Path) -> None:
+    for path in (".volcanic", ".VOLCANIC"):
+        result = await run(workspace, "write_file", path=path, content="in the way")
+        assert result.is_error
+    assert os.listdir(workspace) == []
+
+
+async def test_other_dot_folders_stay_usable(workspace: Path) -> None:
+    assert not (await run(workspace, "write_file", path=".volcanicx/a", content="ok")).is_error
+    assert not (await run(workspace, "write_file", path=".config/a", content="ok")).is_error
+    assert (await run(workspace, "list_files")).text == ".config/\n.volcanicx/"

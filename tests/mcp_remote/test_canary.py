@@ -191,12 +191,14 @@ async def test_a_canary_token_leaks_nowhere_and_is_stored_only_sealed(
                     if i % 40 == 39:
                         await chat.send("/reset")
 
-                # The agent edits the file: the entry is ignored at the next turn.
+                # The agent cannot edit the file; another writer does: the entry is ignored.
                 original = store_path(session.workspace).read_text()
                 forged = original.replace(demo.url, demo.url + "/")
                 await chat.send("write_file " + json.dumps({"path": SERVERS_JSON, "content": forged}))
+                assert store_path(session.workspace).read_text() == original
+                store_path(session.workspace).write_text(forged)
                 await chat.send("hello again")
-                assert "'demo': ignored, seal does not verify" in (
+                assert "1 entry of servers.json failed verification" in (
                     session.prompt.get("Remote MCP servers") or ""
                 )
                 await chat.send("/mcp_list")

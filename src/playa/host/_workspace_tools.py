@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -13,10 +14,18 @@ import anyio.to_thread
 from ..exceptions import WorkspaceError
 from ._tools import Tool, ToolResult
 
-__all__ = ["resolve_in_workspace", "workspace_tools"]
+__all__ = ["HOST_FOLDER", "resolve_in_workspace", "workspace_tools"]
 
 MAX_READ = 1024 * 1024
 MAX_LIST = 1000
+
+HOST_FOLDER = ".volcanic"
+"""The workspace folder that holds the host's own files (the sealed server store): fenced off.
+
+The agent may be steered by anyone in the chat or by any tool result; were it able to read,
+rewrite or delete these files it could lock the owner out, drop their servers or bring back
+an older copy. The store verifies what it reads anyway; the fence keeps the agent out at all.
+"""
 
 
 def resolve_in_workspace(workspace: Path, path: str) -> Path:
@@ -36,7 +45,22 @@ def resolve_in_workspace(workspace: Path, path: str) -> Path:
     target = (root / Path(*posix.parts)).resolve() if posix.parts else root
     if target != root and not target.is_relative_to(root):
         raise WorkspaceError(f"{path!r} leads outside the workspace")
+    # Judged on the resolved path, so a link to the folder (or into it) is refused too, and
+    # case-folded, so ".VOLCANIC" on a case-insensitive file system is the same folder.
+    if _fenced(root, target) or any(_is_host_folder(part) for part in posix.parts):
+        raise WorkspaceError(f"{HOST_FOLDER}/ holds the host's own files; the workspace tools cannot use it")
     return target
+
+
+def _is_host_folder(name: str) -> bool:
+    return name.casefold() == HOST_FOLDER
+
+
+def _fenced(root: Path, target: Path) -> bool:
+    """Whether the resolved ``target`` is the host's folder or inside it."""
+    return (
+        target != root and target.is_relative_to(root) and _is_host_folder(target.relative_to(root).parts[0])
+    )
 
 
 def _display(root: Path, path: Path) -> str:
@@ -78,7 +102,8 @@ def workspace_tools(workspace: Path) -> list[Tool]:
             raise WorkspaceError(f"{_str_arg(arguments, 'path', '.')!r} is not a folder")
         base = root.resolve()
         lines = []
-        for entry in sorted(target.iterdir())[:MAX_LIST]:
+        entries = (entry for entry in sorted(target.iterdir()) if not _fenced(base, entry.resolve()))
+        for entry in itertools.islice(entries, MAX_LIST):
             suffix = "/" if entry.is_dir() else ""
             lines.append(_display(base, entry) + suffix)
         return "\n".join(lines) if lines else "(empty)"

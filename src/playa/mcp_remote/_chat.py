@@ -372,8 +372,12 @@ class ChatServers:
                 lines.append(f"- {name}: available, {len(usable)} tools ({shown})")
             else:
                 lines.append(f"- {name}: {self.state_text(state, retry=False)}")
-        for rejected in self.rejected:
-            lines.append(f"- {_rejected_name(rejected)}: ignored, {rejected.reason}")
+        if self.rejected:
+            # A count, never the names: whoever wrote the file chose them, and they would sit in
+            # the prompt every turn (a 1 MB name, or 15,000 entries, or an instruction).
+            count = len(self.rejected)
+            entries = "1 entry" if count == 1 else f"{count} entries"
+            lines.append(f"- {entries} of servers.json failed verification; the owner sees them in /mcp_list")
         if self.warning:
             lines.append(f"- servers.json cannot be used: {self.warning}")
         return self.redactor.redact("\n".join(lines))
@@ -384,10 +388,6 @@ class ChatServers:
         async with anyio.create_task_group() as tg:
             for connection in connections:
                 tg.start_soon(connection.aclose)
-
-
-def _rejected_name(rejected: Rejected) -> str:
-    return repr(rejected.name) if rejected.name is not None else f"entry #{rejected.index + 1}"
 
 
 def _endpoint(entry: ServerEntry) -> Endpoint:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..exceptions import StoreError, UsageError, ValidationError
@@ -17,6 +19,9 @@ if TYPE_CHECKING:
 __all__ = ["build_commands"]
 
 _LIST_LIMIT = 100
+_NAME_SHOWN = 40
+_NAME_SCAN = 4096  # of a name: enough to hold any key, bounded whatever the file holds
+_REJECTED_SHOWN = 20
 
 
 def not_a_name(args: str) -> bool:
@@ -31,12 +36,20 @@ def _no_such_server(name: str) -> str:
     return f"There is no server {shown}. /mcp_list shows them."
 
 
-def _rejected_label(rejected: Rejected) -> str:
-    # The name is whatever was written into the file: shown short, never trusted.
+def _rejected_label(rejected: Rejected, redact: Callable[[str], str]) -> str:
+    """A rejected entry's name as whoever wrote the file chose it: made safe to show, and short.
+
+    Control and format characters go (a name could rewrite the terminal or hide text), then the
+    chat's credentials, then the rest is cut: redacting first, so a cut never leaves part of a key.
+    """
     if rejected.name is None:
         return f"entry #{rejected.index + 1}"
-    name = rejected.name if len(rejected.name) <= 40 else rejected.name[:39] + "…"
-    return repr(name)
+    name = "".join(
+        c for c in rejected.name[:_NAME_SCAN] if unicodedata.category(c)[0] not in "CZ" or c == " "
+    )
+    name = redact(name)
+    name = name if len(name) <= _NAME_SHOWN else name[: _NAME_SHOWN - 1] + "…"
+    return f"{name!r} (entry #{rejected.index + 1})"
 
 
 def build_commands(extension: RemoteMcpExtension) -> list[Command]:
@@ -128,9 +141,11 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
                 f"  transport: {entry.transport}; tools: {tools}; auth headers: {auth}",
             ]
             lines += [f"  withheld from the model: {tool}: {why}" for tool, why in chat.withheld(state)]
-        for rejected in chat.rejected:
-            label = _rejected_label(rejected)
+        for rejected in chat.rejected[:_REJECTED_SHOWN]:
+            label = _rejected_label(rejected, chat.redactor.redact)
             lines.append(f"{label}: ignored: {rejected.reason}. Remove it, or add it again with /mcp_add.")
+        if (more := len(chat.rejected) - _REJECTED_SHOWN) > 0:
+            lines.append(f"… and {more} more ignored entries.")
         if chat.warning:
             lines.append(f"servers.json cannot be used: {chat.warning}")
         return "\n".join(lines)
