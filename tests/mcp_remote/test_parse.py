@@ -68,13 +68,13 @@ TRANSPORT_HEADERS = [
         pytest.param(
             'demo http://x --header "Bad Name: value12345"',
             "header",
-            "'Bad Name' is not a valid header name (letters, digits and -, no spaces)",
+            "the --header at word 3 has no valid header name (letters, digits and -, no spaces)",
             id="header name with a space",
         ),
         pytest.param(
             "demo http://x --header X-Key(1)",
             "header",
-            "'X-Key(1)' is not a valid header name (letters, digits and -, no spaces)",
+            'the --header at word 3 is neither "Name: value" nor a header name (a colon may be missing)',
             id="header name with parentheses",
         ),
         pytest.param(
@@ -263,6 +263,12 @@ def test_transport_names(word: str, transport: str) -> None:
         "demo http://x --header X-Key:SECRET123",
         'demo "http://x --bearer SECRET123',  # unreadable, but may hold a key
         "demo 'http://x --header X-Key: SECRET123",
+        'demo http://x --header "X-Api-Key Zq7Xw3KpL9mN2bV4"',  # the colon forgotten
+        "demo http://x --header Zq7Xw3KpL9mN2bV4cX8dR1",  # a key where the name goes
+        "demo http://x --header=Zq7Xw3KpL9mN2bV4cX8dR1",
+        "demo http://x Zq7Xw3KpL9mN2bV4cX8dR1",  # a key anywhere
+        "demo http://x --tools ghp_abcdefghijklmnop",
+        '"demo http://x ghp_abcdefghijklmnop',  # unreadable, with a key-shaped word
     ],
 )
 def test_arguments_holding_a_credential_carry_a_secret(args: str) -> None:
@@ -280,6 +286,8 @@ def test_arguments_holding_a_credential_carry_a_secret(args: str) -> None:
         "demo http://x --header=X-Key",
         "demo http://x --transport sse --tools a",
         '"unbalanced',
+        "demo http://127.0.0.1:8000/mcp --header Mcp-Custom-Header-Name",
+        "docs https://example.com/mcp --tools search_documents,fetch_page",
     ],
 )
 def test_arguments_without_a_credential_carry_no_secret(args: str) -> None:
@@ -408,3 +416,89 @@ async def test_a_bearer_answer_given_with_its_scheme_is_stored_once(
 )
 def test_a_flag_hidden_inside_another_word_still_counts_as_a_secret(args: str) -> None:
     assert carries_secret(args)
+
+
+KEY = "Zq7Xw3KpL9mN2bV4cX8dR1"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            f'demo http://x --header "X-Api-Key {KEY}"',
+            'the --header at word 3 is neither "Name: value" nor a header name (a colon may be missing)',
+        ),
+        (
+            f"demo http://x --tools a --header {KEY}",
+            'the --header at word 5 looks like a key, not a header name: give "Name: value", '
+            "or a name alone to be asked for its value",
+        ),
+        (
+            f"demo http://x --header={KEY}",
+            'the --header at word 3 looks like a key, not a header name: give "Name: value", '
+            "or a name alone to be asked for its value",
+        ),
+        (
+            f'demo http://x --header "{KEY} and more: value12345"',
+            "the --header at word 3 has no valid header name (letters, digits and -, no spaces)",
+        ),
+    ],
+)
+def test_a_malformed_header_is_refused_by_flag_and_position_never_quoting_it(args: str, message: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        parse_add(args)
+    assert str(raised.value) == message
+    assert KEY not in str(raised.value) and KEY not in repr(raised.value)
+    assert carries_secret(args)
+
+
+def test_a_key_shaped_unknown_option_is_not_quoted() -> None:
+    with pytest.raises(UsageError) as raised:
+        parse_add("demo http://x --ghp_abcdefghijklmnop")
+    assert "ghp_" not in str(raised.value)
+    assert "at word 3" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["Authorization: Bearer Zq7Xw3K", "Authorization: Basic 1234567", "X-Key: Token Zq7Xw3K"],
+)
+def test_the_secret_floor_applies_to_the_credential_after_an_auth_scheme(header: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        parse_add(f'demo http://x --header "{header}"')
+    assert str(raised.value).startswith("the credential after the scheme in the value of ")
+    assert "shorter than 8 characters" in str(raised.value)
+    assert header.rsplit(" ", 1)[1] not in str(raised.value)
+
+
+@pytest.mark.anyio
+async def test_a_secret_answer_with_a_short_credential_after_its_scheme_is_refused(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    host = Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)])
+    async with host:
+        session = await host.session("console:t", owner="owner")
+        ui = ScriptedUI(answers=["Bearer Zq7Xw3K"])
+        reply = await host.handle(
+            session, msg("/mcp_add demo http://127.0.0.1:9/mcp --header Authorization"), ui
+        )
+        assert reply is not None
+        assert "the credential after the scheme" in reply.text and "Zq7Xw3K" not in reply.text
+        assert not store_path(session.workspace).exists()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("command", ["/mcp_remove", "/mcp_tools"])
+async def test_remove_and_tools_never_quote_a_key_even_a_name_shaped_one(
+    data_dir: Path, host_secret: HostSecret, command: str
+) -> None:
+    key = "k7x2m9q4w8e3r6t1y5u0"  # a valid server name by shape, and a key by entropy
+    host = Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)])
+    async with host:
+        session = await host.session("console:t", owner="owner")
+        ui = ScriptedUI()
+        reply = await host.handle(session, msg(f"{command} {key}", ref=7), ui)
+        assert reply is not None
+        assert key not in reply.text
+        assert reply.text == "There is no server by that name. /mcp_list shows them."
+        assert ui.deleted == [7]

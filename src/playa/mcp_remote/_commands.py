@@ -11,6 +11,7 @@ from ..host import Command, CommandContext
 from ..mcp import is_server_name
 from ._chat import ChatServers
 from ._parse import USAGE, carries_secret, check_secret, parse_add
+from ._shape import looks_like_credential
 from ._store import AuthKind, Rejected, ServerEntry
 
 if TYPE_CHECKING:
@@ -24,15 +25,20 @@ _NAME_SCAN = 4096  # of a name: enough to hold any key, bounded whatever the fil
 _REJECTED_SHOWN = 20
 
 
+def quotable(text: str) -> bool:
+    """Whether ``text`` is shaped like a server name and not like a key (only then is it quoted)."""
+    return is_server_name(text) and not looks_like_credential(text)
+
+
 def not_a_name(args: str) -> bool:
     """Whether arguments that should be a server name (or nothing) may be something else, a key say."""
     args = args.strip()
-    return bool(args) and args not in ("--help", "-h", "help") and not is_server_name(args)
+    return bool(args) and args not in ("--help", "-h", "help") and not quotable(args)
 
 
 def _no_such_server(name: str) -> str:
     # Only a well-formed name is quoted back: anything else may be a key typed in the wrong place.
-    shown = f"named {name!r}" if is_server_name(name) else "by that name"
+    shown = f"named {name!r}" if quotable(name) else "by that name"
     return f"There is no server {shown}. /mcp_list shows them."
 
 

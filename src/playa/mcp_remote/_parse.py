@@ -8,13 +8,12 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from ..exceptions import UsageError, ValidationError
+from ._redact import MIN_SECRET_LENGTH, auth_credential
+from ._shape import looks_like_credential
 from ._store import ServerEntry, Transport
 
-__all__ = ["MIN_SECRET_LENGTH", "RESERVED_HEADERS", "AddRequest", "carries_secret", "parse_add"]
+__all__ = ["RESERVED_HEADERS", "AddRequest", "carries_secret", "parse_add"]
 
-MIN_SECRET_LENGTH: Final = 8
-"""Shorter values are refused: a short value would be redacted from innocent text all over
-results, or slip through unredacted (GitLab masks variables on the same rule)."""
 
 RESERVED_HEADERS: Final = frozenset(
     name.lower()
@@ -87,24 +86,36 @@ def _split(args: str) -> list[str]:
 
 
 def carries_secret(args: str) -> bool:
-    """Whether ``/mcp_add`` arguments hold a credential (the message must then be deleted)."""
+    """Whether ``/mcp_add`` arguments hold a credential (the message must then be deleted).
+
+    Errs towards yes: a message deleted for nothing costs the owner a glance, a key left in
+    the chat costs them the key.
+    """
     try:
         words = shlex.split(args)
     except ValueError:
         # Unreadable: it may still hold a key, so treat it as if it did.
-        return "--bearer" in args or "--header" in args
+        return "--bearer" in args or "--header" in args or any(map(looks_like_credential, args.split()))
     for i, word in enumerate(words):
         following = words[i + 1] if i + 1 < len(words) else None
-        if word.startswith("--bearer=") or (word.startswith("--header=") and ":" in word):
+        if word.startswith("--bearer=") or (word.startswith("--header=") and _header_holds_value(word[9:])):
             return True
         if word == "--bearer" and following is not None and not _is_flag(following):
             return True
-        if word == "--header" and following is not None and ":" in following:
+        if word == "--header" and following is not None and _header_holds_value(following):
+            return True
+        if not word.startswith(("http://", "https://")) and looks_like_credential(word):
             return True
     # A flag inside another word (after an escaped space, in quotes) is no flag to the parser,
     # but what follows it may still be a key.
     flags = sum(word.partition("=")[0] in ("--bearer", "--header") for word in words)
     return args.count("--bearer") + args.count("--header") > flags
+
+
+def _header_holds_value(text: str) -> bool:
+    # "Name: value", and also what is neither that nor a header name: "X-Api-Key KEY" (a
+    # forgotten colon) or a bare key given where the name goes.
+    return ":" in text or not _TOKEN.fullmatch(text.strip()) or looks_like_credential(text.strip())
 
 
 def _is_flag(word: str) -> bool:
@@ -119,15 +130,20 @@ def parse_add(args: str) -> AddRequest:
     """Parse ``/mcp_add`` arguments, or raise ``UsageError`` saying what to fix."""
     words = _split(args)
     positional: list[str] = []
-    options: list[tuple[str, str | None]] = []
+    options: list[tuple[str, str | None, int]] = []
     i = 0
     while i < len(words):
         word = words[i]
         if word.startswith("--"):
             flag, eq, inline = word.partition("=")
             if flag not in _FLAGS:
-                shown = flag if _SHOWN_OPTION.fullmatch(flag) else "(not repeated here: it may be a key)"
+                shown = (
+                    flag
+                    if _SHOWN_OPTION.fullmatch(flag) and not looks_like_credential(flag[2:])
+                    else f"at word {i + 1} (not repeated here: it may be a key)"
+                )
                 raise UsageError(f"unknown option {shown}. Options: {', '.join(_FLAGS)}")
+            position = i + 1
             value: str | None = inline if eq else None
             # `--bearer` before the name and URL takes no value: `--bearer demo URL` asks.
             takes_next = flag != "--bearer" or len(positional) >= 2
@@ -137,7 +153,7 @@ def parse_add(args: str) -> AddRequest:
             if value is None and takes_next and following is not None and not ends(following):
                 value = words[i + 1]
                 i += 1
-            options.append((flag, value))
+            options.append((flag, value, position))
         else:
             positional.append(word)
         i += 1
@@ -152,15 +168,15 @@ def parse_add(args: str) -> AddRequest:
     if name == "mcp":
         raise ValidationError("name", "the name 'mcp' is reserved; choose another")
     request = AddRequest(name=name, url=url)
-    for flag, value in options:
-        _apply(request, flag, value)
+    for flag, value, position in options:
+        _apply(request, flag, value, position)
     # The rules every stored entry obeys (the URL's among them) are checked now, so the owner
     # is never asked for a secret for an entry that could not be saved.
     ServerEntry(name=request.name, url=request.url, transport=request.transport, tools=request.tools)
     return request
 
 
-def _apply(request: AddRequest, flag: str, value: str | None) -> None:
+def _apply(request: AddRequest, flag: str, value: str | None, position: int) -> None:
     if flag == "--transport":
         if value not in _TRANSPORTS:
             raise ValidationError("transport", "--transport takes auto, http or sse")
@@ -184,7 +200,20 @@ def _apply(request: AddRequest, flag: str, value: str | None) -> None:
             raise ValidationError("header", '--header takes "Name: value", or a header name to be asked for')
         header, colon, header_value = value.partition(":")
         header = header.strip()
-        check_header_name(header)
+        where = f"the --header at word {position}"
+        if header.lower() in RESERVED_HEADERS:
+            check_header_name(header, where)
+        if not colon and looks_like_credential(header):
+            raise ValidationError(
+                "header",
+                f'{where} looks like a key, not a header name: give "Name: value", or a name alone to be asked for its value',
+            )
+        if not colon and not _TOKEN.fullmatch(header):
+            raise ValidationError(
+                "header",
+                f'{where} is neither "Name: value" nor a header name (a colon may be missing)',
+            )
+        check_header_name(header, where)
         if colon:
             header_value = header_value.strip()
             check_secret(f"the value of {header}", header_value)
@@ -193,10 +222,11 @@ def _apply(request: AddRequest, flag: str, value: str | None) -> None:
             _want(request, header)
 
 
-def check_header_name(header: str) -> None:
+def check_header_name(header: str, where: str = "a header") -> None:
     if not _TOKEN.fullmatch(header):
+        # Not quoted: what stands where the name goes may be a key.
         raise ValidationError(
-            "header", f"{header!r} is not a valid header name (letters, digits and -, no spaces)"
+            "header", f"{where} has no valid header name (letters, digits and -, no spaces)"
         )
     if header.lower() in RESERVED_HEADERS:
         raise ValidationError("header", f"{header} is set by the transport itself and cannot be given")
@@ -210,6 +240,14 @@ def check_secret(what: str, value: str) -> None:
         raise ValidationError(
             "header",
             f"{what} is shorter than {MIN_SECRET_LENGTH} characters, too short to be hidden safely in tool results",
+        )
+    # The redactor also looks for the credential alone ("Bearer x" → "x"), so it must be as long.
+    credential = auth_credential(value)
+    if credential is not None and len(credential.strip()) < MIN_SECRET_LENGTH:
+        raise ValidationError(
+            "header",
+            f"the credential after the scheme in {what} is shorter than {MIN_SECRET_LENGTH} characters, "
+            "too short to be hidden safely in tool results",
         )
 
 
