@@ -198,7 +198,7 @@ async def test_a_canary_token_leaks_nowhere_and_is_stored_only_sealed(
                 assert store_path(session.workspace).read_text() == original
                 store_path(session.workspace).write_text(forged)
                 await chat.send("hello again")
-                assert "1 entry of servers.json failed verification" in (
+                assert "servers.json is not the file Playa saved last, so it is not used" in (
                     session.prompt.get("Remote MCP servers") or ""
                 )
                 await chat.send("/mcp_list")
@@ -229,6 +229,8 @@ async def test_a_canary_token_leaks_nowhere_and_is_stored_only_sealed(
         "exception texts": "\n".join(exceptions),
     }
     for name, data in read_files(data_dir / "sessions").items():
+        if "history.json" not in name:
+            continue  # the store's private copy and record: checked with every file below
         channels[f"history file {name}"] = data.decode()
         assert "[redacted]" in channels[f"history file {name}"]  # the whole session is in it
     checked_logs = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -230,25 +231,38 @@ async def test_an_entry_the_agent_redirects_is_rejected_and_the_new_url_never_co
             )
             assert "the workspace tools cannot use it" in wrote.text
             assert store_path(session.workspace).read_text() == original
-            # Another writer (not the agent) gets past the fence.
+            # Another writer (not the agent) gets past the fence: the whole file is refused.
             store_path(session.workspace).write_text(forged)
 
             await say(host, session, "hello")
-            reason = "seal does not verify: entry was edited, moved or forged"
+            refusal = (
+                "- servers.json cannot be used: .volcanic/mcp/servers.json is not the file Playa saved "
+                "last, so it is not used (1 entry); the owner can put back the copy Playa saved last "
+                "with /mcp_restore"
+            )
             assert session.prompt.get(SECTION) == (
                 "Servers the chat's owner connected (only the owner can add, change or remove them):\n"
-                "- 1 entry of servers.json failed verification; the owner sees them in /mcp_list"
+                + refusal
             )
-            assert "1 entry of servers.json failed verification" in model.instructions()
+            assert refusal in model.instructions()
             assert not set(DEMO_TOOLS) & model.tools()
             for name in DEMO_TOOLS:
                 assert not session.tools.is_active(name)
             listed = await say(host, session, "/mcp_list")
-            assert listed.text == (
-                f"'demo' (entry #1): ignored: {reason}. Remove it, or add it again with /mcp_add."
-            )
+            assert "servers.json is not the file Playa saved last" in listed.text
+            assert "/mcp_restore" in listed.text
             called = await say(host, session, "demo__whoami")
             assert "demo__whoami returned" not in called.text
+
+            restored = await say(host, session, "/mcp_restore")
+            assert restored.text == (
+                "Note: .volcanic/mcp/servers.json was not the file Playa saved last; I moved it aside "
+                "to .volcanic/mcp/servers.json.unreadable.\n"
+                "Put back the copy of servers.json Playa saved last: 1 server."
+            )
+            assert store_path(session.workspace).read_text() == original
+            whoami = await say(host, session, "demo__whoami")
+            assert whoami.text.startswith("[offline model] demo__whoami returned:")
             assert attacker.requests == []
 
 
@@ -290,6 +304,35 @@ async def test_the_agent_cannot_delete_the_file_and_its_servers_stay(
             assert set(DEMO_TOOLS) <= model.tools()
             listed = await say(host, session, "/mcp_list")
             assert listed.text.startswith("demo: connected")
+
+
+async def test_a_deleted_file_is_refused_told_and_restored_with_one_command(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    token = "demo-" + uuid.uuid4().hex
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with demo_server(token) as demo, remote_host(data_dir, host_secret) as host:
+            session = await host.session(SCOPE, owner="owner")
+            await say(host, session, f"/mcp_add demo {demo.url} --bearer {token}")
+            store_path(session.workspace).unlink()  # a writer other than the agent
+
+            await say(host, session, "hello")
+            assert not session.tools.is_active("demo__whoami")
+            missing = (
+                ".volcanic/mcp/servers.json is missing, but Playa saved 1 entry in it last; "
+                "the owner can put back the copy Playa saved last with /mcp_restore"
+            )
+            assert session.prompt.get(SECTION) == (
+                "Servers the chat's owner connected (only the owner can add, change or remove them):\n"
+                f"- servers.json cannot be used: {missing}"
+            )
+            assert (await say(host, session, "/mcp_list")).text == f"servers.json cannot be used: {missing}"
+            restored = await say(host, session, "/mcp_restore")
+            assert restored.text == "Put back the copy of servers.json Playa saved last: 1 server."
+            await say(host, session, "hello")
+            assert session.tools.is_active("demo__whoami")
+            again = await say(host, session, "/mcp_restore")
+            assert again.text == "servers.json is already the copy Playa saved last; nothing to restore."
 
 
 # Servers that are down
@@ -615,6 +658,20 @@ async def test_junk_entries_are_counted_in_the_prompt_never_named_and_shown_safe
             doc["servers"] += junk
             path.write_text(json.dumps(doc))
 
+            # Playa did not write it: refused as a whole, and said in a line.
+            await say(host, session, "hello")
+            assert (session.prompt.get(SECTION) or "").endswith(
+                "is not the file Playa saved last, so it is not used (15003 entries); "
+                "the owner can put back the copy Playa saved last with /mcp_restore"
+            )
+            assert len(model.instructions()) < 5_000
+            assert len((await say(host, session, "/mcp_list")).text) < 1_000
+
+            # Without the host's record (a data dir from before it kept one) entries are judged
+            # one by one: the good one works, the others are counted.
+            assert session.state_dir is not None
+            shutil.rmtree(session.state_dir / "mcp-remote")
+            path.write_text(json.dumps(doc))
             await say(host, session, "hello")
             section = session.prompt.get(SECTION) or ""
             assert section == (

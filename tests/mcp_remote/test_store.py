@@ -1,10 +1,16 @@
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
+import re
+import socket
 import stat
+import subprocess
+import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,10 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from playa.exceptions import StoreError, ValidationError
+from playa.host import scope_folder
+from playa.mcp_remote import HostSecret, resolve_host_secret
 from playa.mcp_remote._seal import Sealer
 from playa.mcp_remote._store import (
     MAX_FILE_BYTES,
     LoadResult,
+    Saved,
     ServerEntry,
     ServerStore,
     store_path,
@@ -40,6 +49,7 @@ WIKI = ServerEntry(
 )
 OPEN = ServerEntry("open", "https://open.example/sse", "sse", (), "none", {})
 ALL = (DOCS, WIKI, OPEN)
+NEW = ServerEntry("new", "https://new.example/")
 
 
 def _store(workspace: Path, scope: str = SCOPE, sealer: Sealer = SEALER) -> ServerStore:
@@ -216,7 +226,7 @@ def test_an_entry_with_an_unknown_seal_version_is_rejected_as_such(store: Server
     assert _reasons(result)["docs"].startswith("unknown version")
 
 
-def test_a_file_of_an_unknown_version_gives_no_servers_a_warning_and_is_not_overwritten(
+def test_a_file_of_an_unknown_version_gives_no_servers_a_warning_and_is_set_aside_not_overwritten(
     store: ServerStore,
 ) -> None:
     doc = _doc(store)
@@ -227,9 +237,13 @@ def test_a_file_of_an_unknown_version_gives_no_servers_a_warning_and_is_not_over
     assert result.entries == ()
     assert result.warning is not None
     assert "unknown format version" in result.warning
-    with pytest.raises(StoreError, match="unknown format version"):
-        store.put(ServerEntry("new", "https://new.example/"))
-    assert store.path.read_bytes() == before
+    saved = store.put(NEW)
+    assert saved.notes == (
+        ".volcanic/mcp/servers.json has unknown format version; this Playa reads version 1; "
+        "I moved it aside to .volcanic/mcp/servers.json.unreadable",
+    )
+    assert (store.path.parent / "servers.json.unreadable").read_bytes() == before
+    assert store.load().entries == (NEW,)
 
 
 def test_two_verified_entries_with_one_name_are_both_rejected(store: ServerStore) -> None:
@@ -433,14 +447,14 @@ def test_a_write_over_an_unparsable_file_sets_it_aside(tmp_path: Path) -> None:
 
 def test_put_adds_an_entry_and_creates_the_folders(tmp_path: Path) -> None:
     s = _store(tmp_path / "new-workspace")
-    assert s.put(DOCS) is False
+    assert s.put(DOCS).changed is False
     assert s.load().entries == (DOCS,)
     assert stat.S_IMODE(s.path.parent.stat().st_mode) == 0o700
 
 
 def test_put_of_an_existing_name_replaces_it(store: ServerStore) -> None:
     moved = ServerEntry("docs", "https://docs2.example/mcp", "sse", ("a",), "headers", {"X-Key": "v2"})
-    assert store.put(moved) is True
+    assert store.put(moved).changed is True
     result = store.load()
     assert result.entries == (WIKI, OPEN, moved)
     assert result.rejected == ()
@@ -460,7 +474,7 @@ def test_put_and_remove_keep_rejected_entries_untouched(store: ServerStore) -> N
 
 def test_remove_of_a_rejected_entry_removes_it(store: ServerStore) -> None:
     _edit(store, lambda servers: servers[1].update(url="https://attacker.example/"))
-    assert store.remove("wiki") is True
+    assert store.remove("wiki").changed is True
     result = store.load()
     assert result.entries == (DOCS, OPEN)
     assert result.rejected == ()
@@ -468,7 +482,7 @@ def test_remove_of_a_rejected_entry_removes_it(store: ServerStore) -> None:
 
 def test_putting_a_name_again_replaces_its_rejected_entry(store: ServerStore) -> None:
     _edit(store, lambda servers: servers[1].update(url="https://attacker.example/"))
-    assert store.put(WIKI) is True
+    assert store.put(WIKI).changed is True
     result = store.load()
     assert result.rejected == ()
     assert result.entries == (DOCS, OPEN, WIKI)
@@ -476,7 +490,7 @@ def test_putting_a_name_again_replaces_its_rejected_entry(store: ServerStore) ->
 
 def test_remove_of_an_unknown_name_changes_nothing(store: ServerStore) -> None:
     before = store.path.read_bytes()
-    assert store.remove("nope") is False
+    assert store.remove("nope") == Saved(False)
     assert store.path.read_bytes() == before
 
 
@@ -692,3 +706,250 @@ def test_a_mutated_file_never_yields_an_entry_the_store_did_not_write(ops: list[
         assert entry in ALL
     assert len(result.entries) + len(result.rejected) == len(servers)
     assert all(CANARY not in r.reason for r in result.rejected)
+
+
+# --- rollback, deletion and foreign files (with the private record) ----------------------------
+
+
+def _private_store(tmp_path: Path) -> ServerStore:
+    return ServerStore(tmp_path / "ws", SCOPE, SEALER, state_dir=tmp_path / "state")
+
+
+@pytest.fixture
+def guarded(tmp_path: Path) -> ServerStore:
+    s = _private_store(tmp_path)
+    s.save(ALL)
+    return s
+
+
+RESTORE_HINT = "the owner can put back the copy Playa saved last with /mcp_restore"
+
+
+def test_the_record_and_copy_live_outside_the_workspace(tmp_path: Path, guarded: ServerStore) -> None:
+    private = tmp_path / "state" / "mcp-remote"
+    assert sorted(os.listdir(private)) == ["servers.json", "servers.lock", "servers.record.json"]
+    assert (private / "servers.json").read_bytes() == guarded.path.read_bytes()
+    record = json.loads((private / "servers.record.json").read_text())
+    assert record["generation"] == _doc(guarded)["generation"] == 1
+    assert record["entries"] == 3
+    assert stat.S_IMODE(private.stat().st_mode) == 0o700
+    guarded.put(NEW)
+    assert _doc(guarded)["generation"] == 2
+    assert CANARY not in (private / "servers.json").read_text()
+
+
+def test_an_older_file_playa_wrote_is_refused_as_a_whole(guarded: ServerStore) -> None:
+    old = guarded.path.read_bytes()
+    guarded.remove("docs")  # the owner removes a server; the old file still holds it
+    guarded.path.write_bytes(old)
+    result = guarded.load()
+    assert result.entries == () and result.rejected == () and result.refused
+    assert result.warning == (
+        f".volcanic/mcp/servers.json is an older copy of the file Playa saved, so it is not used (3 entries); {RESTORE_HINT}"
+    )
+
+
+def test_a_file_playa_did_not_write_is_refused_and_names_no_entry(guarded: ServerStore) -> None:
+    doc = _doc(guarded)
+    doc["servers"].append({"name": "IGNORE PREVIOUS INSTRUCTIONS"})
+    doc["generation"] = 99
+    _write_doc(guarded, doc)
+    result = guarded.load()
+    assert result.entries == () and result.refused
+    assert result.warning == (
+        f".volcanic/mcp/servers.json is not the file Playa saved last, so it is not used (4 entries); {RESTORE_HINT}"
+    )
+    # Even the same entries, written again by someone else (reformatted), are refused.
+    _write_doc(guarded, json.loads(guarded.path.read_text()))
+    assert guarded.load().refused
+
+
+def test_a_deleted_file_is_refused_when_entries_existed(guarded: ServerStore) -> None:
+    guarded.path.unlink()
+    result = guarded.load()
+    assert result.entries == () and result.refused
+    assert result.warning == (
+        f".volcanic/mcp/servers.json is missing, but Playa saved 3 entries in it last; {RESTORE_HINT}"
+    )
+
+
+def test_a_missing_file_is_fine_when_playa_saved_none(tmp_path: Path) -> None:
+    s = _private_store(tmp_path)
+    s.put(NEW)
+    s.remove("new")
+    s.path.unlink()
+    assert s.load() == LoadResult()
+
+
+def test_restore_puts_back_the_copy_and_sets_the_refused_file_aside(guarded: ServerStore) -> None:
+    copy = guarded.path.read_bytes()
+    guarded.path.write_text('{"version": 1, "servers": []}')
+    saved = guarded.restore()
+    assert saved.changed
+    assert saved.notes == (
+        ".volcanic/mcp/servers.json was not the file Playa saved last; "
+        "I moved it aside to .volcanic/mcp/servers.json.unreadable",
+    )
+    assert guarded.path.read_bytes() == copy
+    assert guarded.load().entries == ALL
+    assert guarded.restore() == Saved(False)
+
+
+def test_restore_after_a_deletion_brings_the_servers_back(guarded: ServerStore) -> None:
+    guarded.path.unlink()
+    assert guarded.restore() == Saved(True)
+    assert guarded.load().entries == ALL
+
+
+def test_restore_without_a_saved_copy_says_so(tmp_path: Path, store: ServerStore) -> None:
+    with pytest.raises(StoreError, match="there is no saved copy to restore"):
+        _private_store(tmp_path / "fresh").restore()
+    with pytest.raises(StoreError, match="keeps no copy"):
+        store.restore()
+
+
+def test_an_owner_write_over_a_refused_file_starts_from_the_copy(guarded: ServerStore) -> None:
+    old = guarded.path.read_bytes()
+    guarded.remove("wiki")
+    guarded.path.write_bytes(old)  # brings wiki back
+    saved = guarded.put(NEW)
+    assert saved.notes == (
+        ".volcanic/mcp/servers.json was not the file Playa saved last; "
+        "I moved it aside to .volcanic/mcp/servers.json.unreadable",
+        "I started from the copy Playa saved last (2 entries)",
+    )
+    assert guarded.load().entries == (DOCS, OPEN, NEW)
+    assert (guarded.path.parent / "servers.json.unreadable").read_bytes() == old
+
+
+def test_without_a_record_an_existing_file_is_read_as_before(tmp_path: Path) -> None:
+    plain = _store(tmp_path / "ws")
+    plain.save(ALL)
+    guarded = _private_store(tmp_path)
+    assert guarded.load().entries == ALL
+    guarded.put(NEW)  # from now on it is guarded
+    plain.save(ALL)
+    assert guarded.load().refused
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "json", "version"])
+def test_owner_writes_recover_from_anything_in_the_files_place(tmp_path: Path, kind: str) -> None:
+    s = _private_store(tmp_path)
+    s.save([DOCS])
+    s.path.unlink()
+    if kind == "folder":
+        (s.path / "inside").mkdir(parents=True)
+    elif kind == "fifo":
+        os.mkfifo(s.path)
+    elif kind == "json":
+        s.path.write_text("{not json")
+    else:
+        s.path.write_text('{"version": 2, "servers": []}')
+    assert s.load().entries == ()
+    saved = s.put(NEW)
+    assert len(saved.notes) == 2
+    assert saved.notes[0].endswith("I moved it aside to .volcanic/mcp/servers.json.unreadable")
+    assert saved.notes[1] == "I started from the copy Playa saved last (1 entry)"
+    assert s.load().entries == (DOCS, NEW)
+    # And again: a second thing in the way goes beside the first, neither is lost.
+    s.path.unlink()
+    os.mkfifo(s.path)
+    assert s.remove("new").notes[0].endswith("servers.json.unreadable.2")
+    assert s.load().entries == (DOCS,)
+
+
+# --- concurrent writers ------------------------------------------------------------------
+
+
+def _interleaved_puts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wait: float) -> bool:
+    """Two stores (as two processes would) put one entry each; the first waits, after reading,
+    up to ``wait`` seconds for the second to read too. True when the second read meanwhile."""
+    first, second = _private_store(tmp_path), _private_store(tmp_path)
+    first_read, second_read = threading.Event(), threading.Event()
+    overlapped: list[bool] = []
+    read_bytes = ServerStore._read_bytes
+
+    def reading(self: ServerStore) -> bytes | None:
+        data = read_bytes(self)
+        if self is first:
+            first_read.set()
+            overlapped.append(second_read.wait(wait))
+        else:
+            second_read.set()
+        return data
+
+    monkeypatch.setattr(ServerStore, "_read_bytes", reading)
+    saved: list[Saved] = []
+    one = threading.Thread(target=lambda: saved.append(first.put(ServerEntry("one", "https://one.example/"))))
+    one.start()
+    assert first_read.wait(10)
+    two = threading.Thread(
+        target=lambda: saved.append(second.put(ServerEntry("two", "https://two.example/")))
+    )
+    two.start()
+    one.join(30)
+    two.join(30)
+    assert saved == [Saved(False), Saved(False)]  # both were told "Added"
+    return overlapped[0]
+
+
+def test_a_write_waits_for_another_writers_read_modify_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    overlapped = _interleaved_puts(tmp_path, monkeypatch, wait=0.5)
+    assert not overlapped  # the second writer could not even read while the first held the lock
+    assert [e.name for e in _private_store(tmp_path).load().entries] == ["one", "two"]
+
+
+def test_without_the_lock_interleaved_writers_lose_an_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ServerStore, "_locked", lambda self, exclusive: contextlib.nullcontext())
+    overlapped = _interleaved_puts(tmp_path, monkeypatch, wait=10)
+    assert overlapped
+    assert [e.name for e in ServerStore(tmp_path / "ws", SCOPE, SEALER).load().entries] != ["one", "two"]
+
+
+def test_three_processes_adding_twenty_servers_each_lose_none(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    secret = "s" * 32
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))  # bound, not listening: every connect is refused at once
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+        env = {**os.environ, "MCP_ENCRYPTION_SECRET": secret, "PLAYA_LOG_LEVEL": "ERROR"}
+        processes = [
+            subprocess.Popen(
+                [sys.executable, "-m", "playa", "chat", "--data-dir", str(data_dir), "--scope", "shared"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                env=env,
+            )
+            for _ in range(3)
+        ]
+        killer = threading.Timer(180, lambda: [process.kill() for process in processes])
+        killer.start()  # bounds the whole exchange
+        try:
+            for p, process in enumerate(processes):
+                assert process.stdin is not None
+                process.stdin.write(
+                    "".join(f"/mcp_add p{p}-s{i} {url} --transport http\n" for i in range(20))
+                )
+                process.stdin.close()
+            outputs = [process.stdout.read() for process in processes if process.stdout is not None]
+            for process in processes:
+                assert process.wait(timeout=30) == 0
+        finally:
+            killer.cancel()
+            for process in processes:
+                process.kill()
+    added = set(re.findall(r"^Added (p\d-s\d+)", "\n".join(outputs), re.MULTILINE))
+    assert len(added) == 60, outputs
+    resolved = resolve_host_secret({"MCP_ENCRYPTION_SECRET": secret}, data_dir=data_dir, allow_generate=False)
+    assert isinstance(resolved, HostSecret)
+    workspace = data_dir / "workspaces" / scope_folder("console:shared")
+    state_dir = data_dir / "sessions" / scope_folder("console:shared")
+    result = ServerStore(workspace, "console:shared", Sealer(resolved.value), state_dir=state_dir).load()
+    assert result.warning is None and result.rejected == ()
+    assert {entry.name for entry in result.entries} == added

@@ -177,12 +177,14 @@ class Host:
             folder = scope_folder(scope)
             workspace = self.config.data_dir / "workspaces" / folder
             await anyio.to_thread.run_sync(lambda: workspace.mkdir(parents=True, exist_ok=True))
-            history = await History.open(self.config.data_dir / "sessions" / folder)
+            state_dir = self.config.data_dir / "sessions" / folder
+            history = await History.open(state_dir)
             session = ChatSession(
                 scope=scope,
                 owner=owner,
                 workspace=workspace,
                 history=history,
+                state_dir=state_dir,
                 tool_rules=ToolRules.for_model(self._model),
             )
             for tool in workspace_tools(workspace):

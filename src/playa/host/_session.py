@@ -26,6 +26,9 @@ class ChatSession:
     workspace: Path
     """The agent's folder; its workspace tools cannot leave it."""
     history: History
+    state_dir: Path | None = None
+    """The chat's private folder outside the workspace (``<data_dir>/sessions/<scope folder>``),
+    where the host and extensions keep what the agent must not reach; None when the host has none."""
     tools: ToolRegistry = field(default_factory=ToolRegistry)
     prompt: PromptSections = field(default_factory=PromptSections)
     tool_rules: ToolRules = field(default_factory=ToolRules)

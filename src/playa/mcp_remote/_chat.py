@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any, Literal
 
 import anyio
+import anyio.to_thread
 import mcp_types
 from anyio.abc import TaskGroup
 
@@ -88,11 +89,12 @@ class ChatServers:
 
     # The file
 
-    def reconcile(self) -> None:
+    async def reconcile(self) -> None:
         """Bring servers in line with the file; costs one ``lstat`` when it did not change."""
         if self.store is None or not self.store.changed():
             return
-        self._apply(self.store.load())
+        # The load reads, verifies and may wait on another process's lock: off the event loop.
+        self._apply(await anyio.to_thread.run_sync(self.store.load))
 
     def _apply(self, result: LoadResult) -> None:
         rejected = list(result.rejected)
@@ -193,7 +195,7 @@ class ChatServers:
 
     async def before_turn(self) -> None:
         """BeforeAgentStart: reconcile, retry what is due, wait for connects, write the section."""
-        self.reconcile()
+        await self.reconcile()
         now = self._clock()
         for state in self.servers.values():
             if state.status == "unavailable" and not state.connecting and (state.next_retry or 0) <= now:
@@ -209,7 +211,7 @@ class ChatServers:
         if entry.name in self.servers and (connection := self._drop(entry.name)) is not None:
             self._tg.start_soon(connection.aclose)
         if self.store is not None:
-            self._apply(self.store.load())
+            self._apply(await anyio.to_thread.run_sync(self.store.load))
         state = self.servers.get(entry.name)
         if state is None:
             raise ToolError(f"{entry.name} was saved but cannot be read back; see /mcp_list")
@@ -219,9 +221,9 @@ class ChatServers:
         self.session.prompt.set(SECTION_TITLE, self.section())
         return state
 
-    def remove_now(self) -> None:
-        """After ``/mcp_remove`` changed the file."""
-        self.reconcile()
+    async def file_changed(self) -> None:
+        """After ``/mcp_remove`` or ``/mcp_restore`` changed the file."""
+        await self.reconcile()
         self.session.prompt.set(SECTION_TITLE, self.section())
 
     # Tools

@@ -6,13 +6,15 @@ import unicodedata
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import anyio.to_thread
+
 from ..exceptions import StoreError, UsageError, ValidationError
 from ..host import Command, CommandContext
 from ..mcp import is_server_name
 from ._chat import ChatServers
 from ._parse import USAGE, carries_secret, check_secret, parse_add
 from ._shape import looks_like_credential
-from ._store import AuthKind, Rejected, ServerEntry
+from ._store import AuthKind, Rejected, Saved, ServerEntry
 
 if TYPE_CHECKING:
     from ._extension import RemoteMcpExtension
@@ -34,6 +36,10 @@ def not_a_name(args: str) -> bool:
     """Whether arguments that should be a server name (or nothing) may be something else, a key say."""
     args = args.strip()
     return bool(args) and args not in ("--help", "-h", "help") and not quotable(args)
+
+
+def _shown_name(name: str) -> str:
+    return name if is_server_name(name) else "that entry"
 
 
 def _no_such_server(name: str) -> str:
@@ -61,15 +67,19 @@ def _rejected_label(rejected: Rejected, redact: Callable[[str], str]) -> str:
 def build_commands(extension: RemoteMcpExtension) -> list[Command]:
     """The extension's commands; they work, and refuse clearly, even without a host secret."""
 
-    def servers(ctx: CommandContext) -> ChatServers:
+    async def servers(ctx: CommandContext) -> ChatServers:
         chat = extension.chat(ctx.session)
         if chat.store is None:
             raise UsageError(f"Remote MCP is disabled: {extension.disabled_reason}")
-        chat.reconcile()
+        await chat.reconcile()
         return chat
 
+    def with_notes(text: str, saved: Saved) -> str:
+        # What the write had to move out of the way, so the owner knows where it went.
+        return "\n".join([*(f"Note: {note}." for note in saved.notes), text])
+
     async def add(ctx: CommandContext) -> str:
-        chat = servers(ctx)
+        chat = await servers(ctx)
         request = parse_add(ctx.args)
         # The host's egress policy, before any secret is asked for or anything is saved.
         if refusal := extension.connector.settings.egress.url_refusal(request.url):
@@ -103,18 +113,20 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
         )
         assert chat.store is not None
         try:
-            replaced = chat.store.put(entry)
+            saved = await anyio.to_thread.run_sync(chat.store.put, entry)
         except StoreError as exc:
             return f"Could not save {entry.name}: {exc}"
         state = await chat.add_now(entry)
-        verb = "Replaced" if replaced else "Added"
+        verb = "Replaced" if saved.changed else "Added"
         if state.status == "connected":
             shown = ", ".join(state.tools[:_LIST_LIMIT]) or "none"
-            return f"{verb} {entry.name}: {chat.state_text(state)}: {shown}."
-        return f"{verb} {entry.name}, but it is {chat.state_text(state)}. /mcp_list shows its state."
+            return with_notes(f"{verb} {entry.name}: {chat.state_text(state)}: {shown}.", saved)
+        return with_notes(
+            f"{verb} {entry.name}, but it is {chat.state_text(state)}. /mcp_list shows its state.", saved
+        )
 
     async def remove(ctx: CommandContext) -> str:
-        chat = servers(ctx)
+        chat = await servers(ctx)
         name = ctx.args.strip()
         if not name:
             raise UsageError("usage: /mcp_remove <name>")
@@ -124,16 +136,34 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
         state = chat.servers.get(name)
         tools = len(state.tools) if state else 0
         try:
-            removed = chat.store.remove(name)
+            saved = await anyio.to_thread.run_sync(chat.store.remove, name)
         except StoreError as exc:
-            return f"Could not remove {name}: {exc}"
-        if not removed:
-            return _no_such_server(name)
-        chat.remove_now()
-        return f"Removed {name}" + (f"; its {tools} tools are gone." if tools else ".")
+            return f"Could not remove {_shown_name(name)}: {exc}"
+        await chat.file_changed()
+        if not saved.changed:
+            return with_notes(_no_such_server(name), saved)
+        return with_notes(
+            f"Removed {_shown_name(name)}" + (f"; its {tools} tools are gone." if tools else "."), saved
+        )
+
+    async def restore(ctx: CommandContext) -> str:
+        chat = await servers(ctx)
+        assert chat.store is not None
+        try:
+            saved = await anyio.to_thread.run_sync(chat.store.restore)
+        except StoreError as exc:
+            return f"Nothing was restored: {exc}."
+        await chat.file_changed()
+        if not saved.changed:
+            return "servers.json is already the copy Playa saved last; nothing to restore."
+        count = len(chat.servers)
+        return with_notes(
+            f"Put back the copy of servers.json Playa saved last: {count} server{'' if count == 1 else 's'}.",
+            saved,
+        )
 
     async def list_(ctx: CommandContext) -> str:
-        chat = servers(ctx)
+        chat = await servers(ctx)
         if not chat.servers and not chat.rejected and not chat.warning:
             return "No remote MCP servers. Add one with /mcp_add <name> <url> [--bearer]."
         lines: list[str] = []
@@ -157,7 +187,7 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
         return "\n".join(lines)
 
     async def tools(ctx: CommandContext) -> str:
-        chat = servers(ctx)
+        chat = await servers(ctx)
         name = ctx.args.strip() or None
         if name is not None and name not in chat.servers:
             return _no_such_server(name)
@@ -190,6 +220,13 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
             carries_secret=not_a_name,
         ),
         Command("mcp_list", "the chat's remote MCP servers and their state", list_, usage="/mcp_list"),
+        Command(
+            "mcp_restore",
+            "put back the last server file Playa saved, when it was rolled back, replaced or deleted",
+            restore,
+            usage="/mcp_restore",
+            carries_secret=not_a_name,
+        ),
         Command(
             "mcp_tools",
             "the tools of the chat's remote MCP servers",

@@ -79,7 +79,11 @@ class RemoteMcpExtension(Extension):
         if chat is None:
             if self._tg is None:
                 raise RuntimeError("the mcp-remote extension is used outside the host's lifespan")
-            store = ServerStore(session.workspace, session.scope, self._sealer) if self._sealer else None
+            store = (
+                ServerStore(session.workspace, session.scope, self._sealer, state_dir=session.state_dir)
+                if self._sealer
+                else None
+            )
             chat = self._chats[session.scope] = ChatServers(
                 session,
                 store,
@@ -92,7 +96,7 @@ class RemoteMcpExtension(Extension):
 
     async def on_session_start(self, session: ChatSession) -> None:
         # Connects run in the background: a session never waits for a server.
-        self.chat(session).reconcile()
+        await self.chat(session).reconcile()
 
     async def on_before_agent_start(self, session: ChatSession) -> None:
         await self.chat(session).before_turn()

@@ -15,12 +15,26 @@ File format (version 1)::
 Writes replace only what they touch: ``put`` and ``remove`` keep every other raw entry as it
 is, including entries that fail to verify, so the owner keeps seeing those in ``/mcp_list``
 until they remove them or add the name again. ``save`` writes exactly the entries given.
+
+Rollback and deletion. Seals prove each entry, not the file: a writer could put back an older
+file (a removed server, an old key) or delete it. So with a ``state_dir`` (the chat's private
+folder, outside the workspace) the store keeps there a copy of the file it wrote last and a
+record of it (its generation, which the file carries too, its SHA-256 and its number of
+entries). A file the record does not name, or a missing file when entries existed, is refused
+as a whole; ``restore`` puts the copy back, and an owner's write starts from the copy. Without
+a record yet (first run, or an older Playa's file), the file is read as before.
+
+Concurrent writers. Every write is a read-modify-write under an exclusive ``flock`` on a lock
+file in that private folder, and every read takes it shared, so processes sharing a data dir
+neither lose an entry nor see a file and a record from two different writes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
+import hashlib
 import json
 import os
 import re
@@ -28,7 +42,7 @@ import stat
 import tempfile
 import types
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal, cast, get_args
@@ -44,6 +58,7 @@ __all__ = [
     "FileSignature",
     "LoadResult",
     "Rejected",
+    "Saved",
     "ServerEntry",
     "ServerStore",
     "Transport",
@@ -57,6 +72,13 @@ STORE_VERSION: Final = 1
 MAX_FILE_BYTES: Final = 4 * 1024 * 1024
 _RELATIVE_PATH: Final = Path(".volcanic", "mcp", "servers.json")
 _ASIDE_NAME: Final = "servers.json.unreadable"
+_MAX_ASIDE: Final = 100
+# In the chat's private folder (outside the workspace): the lock every write takes, a copy of
+# the file last written, and the record of it (generation, digest, number of entries).
+_PRIVATE_FOLDER: Final = "mcp-remote"
+_LOCK_NAME: Final = "servers.lock"
+_COPY_NAME: Final = "servers.json"
+_RECORD_NAME: Final = "servers.record.json"
 
 _TRANSPORTS: Final[tuple[str, ...]] = get_args(Transport)
 _AUTH_KINDS: Final[tuple[str, ...]] = get_args(AuthKind)
@@ -204,6 +226,8 @@ class LoadResult:
     warning: str | None = None
     signature: FileSignature | None = None
     """The file's signature taken before reading; None when there is no file."""
+    refused: bool = False
+    """The file is not the one this store wrote last (rolled back, replaced or deleted)."""
 
     def entry(self, name: str) -> ServerEntry | None:
         """The usable entry called ``name``, if any."""
@@ -238,12 +262,13 @@ def _parse_float(text: str) -> float:
 class _Unreadable(Exception):
     """The file exists but cannot be used at all (internal: becomes a warning or StoreError)."""
 
-    def __init__(self, warning: str, *, content: bool) -> None:
+    def __init__(self, warning: str, *, movable: bool) -> None:
         super().__init__(warning)
         self.warning = warning
-        # True when the bytes are the problem (so a write may set them aside and start over);
-        # False when reading itself failed or the format is newer than this code.
-        self.content = content
+        # True when an owner's write may set the file aside and start over (whatever is in the
+        # way: bad bytes, a newer format, a folder or FIFO, a file it cannot read); False when
+        # the folder itself leads elsewhere, where no write may go.
+        self.movable = movable
 
 
 class _Reject(Exception):
@@ -262,13 +287,14 @@ class ServerStore:
     I/O is blocking and small; callers on an event loop may run it in a worker thread.
     """
 
-    def __init__(self, workspace: Path, scope: str, sealer: Sealer) -> None:
+    def __init__(self, workspace: Path, scope: str, sealer: Sealer, *, state_dir: Path | None = None) -> None:
         if not isinstance(scope, str) or not scope:
             raise ValueError("scope must be a non-empty string")
         self._workspace = workspace
         self._scope = scope
         self._sealer = sealer
         self._path = store_path(workspace)
+        self._private = None if state_dir is None else state_dir / _PRIVATE_FOLDER
         self._loaded: FileSignature | None = None
         self._ever_loaded = False
 
@@ -312,11 +338,23 @@ class ServerStore:
         signature = self.signature()
         self._loaded, self._ever_loaded = signature, True
         try:
-            servers = self._read_servers()
+            with self._locked(exclusive=False):
+                record = self._read_record()
+                try:
+                    data = self._read_bytes()
+                except _Unreadable as exc:
+                    hint = f"; {_RESTORE_HINT}" if record is not None else ""
+                    return LoadResult(warning=exc.warning + hint, signature=signature)
+        except StoreError as exc:
+            return LoadResult(warning=str(exc), signature=signature)
+        if record is not None and (refusal := _refusal(record, data)) is not None:
+            return LoadResult(warning=refusal, signature=signature, refused=True)
+        if data is None:
+            return LoadResult(signature=signature)
+        try:
+            servers = _parse_document(data, _RELATIVE_PATH.as_posix())
         except _Unreadable as exc:
             return LoadResult(warning=exc.warning, signature=signature)
-        if servers is None:
-            return LoadResult(signature=signature)
         return self._verify(servers, signature)
 
     def _verify(self, servers: list[object], signature: FileSignature | None) -> LoadResult:
@@ -400,8 +438,8 @@ class ServerStore:
         except ValidationError as exc:
             raise _Reject(f"malformed: {exc}") from None
 
-    def _read_servers(self) -> list[object] | None:
-        """The raw ``servers`` list, None when there is no file; raises ``_Unreadable``."""
+    def _read_bytes(self) -> bytes | None:
+        """The file's bytes, None when there is no file; raises ``_Unreadable``."""
         rel = _RELATIVE_PATH.as_posix()
         self._check_folder(create=False)
         flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
@@ -411,25 +449,25 @@ class ServerStore:
             return None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise _Unreadable(f"{rel} is a symbolic link; it is ignored", content=True) from None
-            raise _Unreadable(f"cannot read {rel}: {exc.strerror}", content=False) from None
+                raise _Unreadable(f"{rel} is a symbolic link; it is ignored", movable=True) from None
+            raise _Unreadable(f"cannot read {rel}: {exc.strerror}", movable=True) from None
         try:
             # O_NONBLOCK and this check keep a FIFO or device planted by the agent from
             # blocking the chat; a directory can be opened on Linux, so it lands here too.
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
-                raise _Unreadable(f"{rel} is not a regular file", content=True)
+                raise _Unreadable(f"{rel} is not a regular file", movable=True)
             if st.st_size > MAX_FILE_BYTES:
-                raise _Unreadable(f"{rel} is larger than {MAX_FILE_BYTES // 2**20} MiB", content=True)
+                raise _Unreadable(f"{rel} is larger than {MAX_FILE_BYTES // 2**20} MiB", movable=True)
             with os.fdopen(os.dup(fd), "rb") as f:
                 data = f.read(MAX_FILE_BYTES + 1)
         except OSError as exc:
-            raise _Unreadable(f"cannot read {rel}: {exc.strerror}", content=False) from None
+            raise _Unreadable(f"cannot read {rel}: {exc.strerror}", movable=True) from None
         finally:
             os.close(fd)
         if len(data) > MAX_FILE_BYTES:
-            raise _Unreadable(f"{rel} is larger than {MAX_FILE_BYTES // 2**20} MiB", content=True)
-        return _parse_document(data, rel)
+            raise _Unreadable(f"{rel} is larger than {MAX_FILE_BYTES // 2**20} MiB", movable=True)
+        return data
 
     def _check_folder(self, *, create: bool) -> None:
         """Refuse a ``.volcanic/mcp`` folder that is a link leading elsewhere.
@@ -450,48 +488,121 @@ class ServerStore:
             message = f"{_RELATIVE_PATH.parent.as_posix()} is a link to another folder; it is ignored"
             if create:
                 raise StoreError(message)
-            raise _Unreadable(message, content=False)
+            raise _Unreadable(message, movable=False)
 
     # --- writing -----------------------------------------------------------------------
 
-    def save(self, entries: Sequence[ServerEntry]) -> None:
+    def save(self, entries: Sequence[ServerEntry]) -> Saved:
         """Replace the file with exactly ``entries`` (each sealed afresh)."""
         names = Counter(e.name for e in entries)
         if dupes := sorted(n for n, c in names.items() if c > 1):
             raise StoreError(f"cannot save two servers named {dupes[0]!r}")
-        self._servers_for_update()  # refuse to overwrite an unreadable or newer file
-        self._write([self._sealed(e) for e in entries])
+        return self._update(lambda _servers: ([self._sealed(e) for e in entries], True))
 
-    def put(self, entry: ServerEntry) -> bool:
-        """Add ``entry``, replacing every entry of that name; True when one was replaced."""
-        servers = self._servers_for_update()
-        kept = [raw for raw in servers if _raw_name(raw) != entry.name]
-        self._write([*kept, self._sealed(entry)])
-        return len(kept) != len(servers)
+    def put(self, entry: ServerEntry) -> Saved:
+        """Add ``entry``, replacing every entry of that name; ``changed`` when one was replaced."""
 
-    def remove(self, name: str) -> bool:
-        """Remove every entry called ``name``, usable or not; False when there was none."""
-        servers = self._servers_for_update()
-        kept = [raw for raw in servers if _raw_name(raw) != name]
-        if len(kept) == len(servers):
-            return False
-        self._write(kept)
-        return True
+        def change(servers: list[object]) -> tuple[list[object], bool]:
+            kept = [raw for raw in servers if _raw_name(raw) != entry.name]
+            return [*kept, self._sealed(entry)], len(kept) != len(servers)
 
-    def _servers_for_update(self) -> list[object]:
-        try:
-            servers = self._read_servers()
-        except _Unreadable as exc:
-            if not exc.content:
-                raise StoreError(exc.warning) from None
-            # Nothing in an unparsable file can be used, but the owner may want to repair it
-            # by hand, so it is set aside rather than overwritten.
+        return self._update(change)
+
+    def remove(self, name: str) -> Saved:
+        """Remove every entry called ``name``, usable or not; ``changed`` False when there was none."""
+
+        def change(servers: list[object]) -> tuple[list[object], bool]:
+            kept = [raw for raw in servers if _raw_name(raw) != name]
+            return kept, len(kept) != len(servers)
+
+        return self._update(change, always=False)
+
+    def restore(self) -> Saved:
+        """Put back the copy of the file this store wrote last (``/mcp_restore``)."""
+        if self._private is None:
+            raise StoreError("this host keeps no copy of the server file to restore")
+        with self._locked(exclusive=True):
+            record = self._read_record()
+            copy = self._read_copy(record)
+            if record is None or copy is None:
+                raise StoreError(
+                    "there is no saved copy to restore: no server was saved here since Playa kept one"
+                )
+            notes: list[str] = []
             try:
-                os.replace(self._path, self._path.with_name(_ASIDE_NAME))
-            except OSError as err:
-                raise StoreError(f"{exc.warning}, and it cannot be moved aside: {err.strerror}") from None
+                current = self._read_bytes()
+            except _Unreadable as exc:
+                notes.append(self._set_aside(exc))
+            else:
+                if current == copy:
+                    return Saved(False, ())
+                if current is not None:
+                    notes.append(self._set_aside(None))
+            self._check_folder(create=True)
+            _atomic_write(self._path, copy)
+            return Saved(True, tuple(notes))
+
+    def _update(
+        self, change: Callable[[list[object]], tuple[list[object], bool]], *, always: bool = True
+    ) -> Saved:
+        """A locked read-modify-write: no other process's write lands in between and is lost."""
+        with self._locked(exclusive=True):
+            record = self._read_record()
+            notes: list[str] = []
+            try:
+                data = self._read_bytes()
+            except _Unreadable as exc:
+                notes.append(self._set_aside(exc))
+                data = None
+                servers: list[object] = self._trusted_copy(record, notes)
+            else:
+                if record is not None and _refusal(record, data) is not None:
+                    # Not the file this store wrote last: the owner's change starts from the copy
+                    # that was, never from a rolled-back or foreign file.
+                    if data is not None:
+                        notes.append(self._set_aside(None))
+                    servers = self._trusted_copy(record, notes)
+                elif data is None:
+                    servers = []
+                else:
+                    try:
+                        servers = _parse_document(data, _RELATIVE_PATH.as_posix())
+                    except _Unreadable as exc:
+                        notes.append(self._set_aside(exc))
+                        servers = []
+            updated, changed = change(servers)
+            if always or changed or notes:
+                self._write(updated, (record.generation if record else 0) + 1)
+            return Saved(changed, tuple(notes))
+
+    def _trusted_copy(self, record: _Record | None, notes: list[str]) -> list[object]:
+        copy = self._read_copy(record)
+        if copy is None:
             return []
-        return [] if servers is None else servers
+        try:
+            servers = _parse_document(copy, "the saved copy")
+        except _Unreadable:
+            return []
+        notes.append(f"I started from the copy Playa saved last ({_count(len(servers))})")
+        return servers
+
+    def _set_aside(self, problem: _Unreadable | None) -> str:
+        """Move what is in the file's place aside (never delete it); say so for the reply."""
+        rel = _RELATIVE_PATH.as_posix()
+        if problem is not None and not problem.movable:
+            raise StoreError(problem.warning)
+        why = problem.warning if problem is not None else f"{rel} was not the file Playa saved last"
+        for n in range(1, _MAX_ASIDE + 1):
+            aside = self._path.with_name(_ASIDE_NAME if n == 1 else f"{_ASIDE_NAME}.{n}")
+            if not os.path.lexists(aside):
+                break
+        else:
+            raise StoreError(f"{why}, and there are too many files set aside already; remove some")
+        try:
+            os.rename(self._path, aside)
+        except OSError as err:
+            raise StoreError(f"{why}, and it cannot be moved aside: {err.strerror}") from None
+        return f"{why}; I moved it aside to {_RELATIVE_PATH.parent.as_posix()}/{aside.name}"
 
     def _sealed(self, entry: ServerEntry) -> dict[str, JSONValue]:
         visible = _visible(entry)
@@ -510,11 +621,14 @@ class ServerStore:
             "seal": {"v": seal["v"], "kid": seal["kid"], "nonce": seal["nonce"], "ct": seal["ct"]},
         }
 
-    def _write(self, servers: list[object]) -> None:
+    def _write(self, servers: list[object], generation: int) -> None:
         self._check_folder(create=True)
         try:
             text = json.dumps(
-                {"version": STORE_VERSION, "servers": servers}, indent=2, ensure_ascii=True, allow_nan=False
+                {"version": STORE_VERSION, "generation": generation, "servers": servers},
+                indent=2,
+                ensure_ascii=True,
+                allow_nan=False,
             )
         except (ValueError, RecursionError):
             raise StoreError(
@@ -523,7 +637,120 @@ class ServerStore:
         data = (text + "\n").encode("ascii")
         if len(data) > MAX_FILE_BYTES:
             raise StoreError(f"the server file would exceed {MAX_FILE_BYTES // 2**20} MiB")
+        if self._private is None:
+            _atomic_write(self._path, data)
+            return
+        # The copy first, then the file, then the record naming it: a crash in between leaves a
+        # file the record does not name, which is refused until /mcp_restore puts the copy back.
+        record = _Record(generation, hashlib.sha256(data).hexdigest(), len(servers))
+        try:
+            os.makedirs(self._private, mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the server store's private folder: {exc.strerror}") from None
+        _atomic_write(self._private / _COPY_NAME, data)
         _atomic_write(self._path, data)
+        _atomic_write(self._private / _RECORD_NAME, record.encode())
+
+    # --- the private record, the copy and the lock -------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self, *, exclusive: bool) -> Iterator[None]:
+        """An OS lock shared by every process using this data dir (readers shared, writers alone)."""
+        if self._private is None:
+            yield
+            return
+        try:
+            os.makedirs(self._private, mode=0o700, exist_ok=True)
+            fd = os.open(
+                self._private / _LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
+            )
+        except OSError as exc:
+            raise StoreError(f"cannot open the server store's lock: {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _read_record(self) -> _Record | None:
+        if self._private is None:
+            return None
+        try:
+            data = (self._private / _RECORD_NAME).read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StoreError(f"cannot read the server store's record: {exc.strerror}") from None
+        return _Record.decode(data)
+
+    def _read_copy(self, record: _Record | None) -> bytes | None:
+        """The saved copy, if it is the one the record names."""
+        if self._private is None or record is None:
+            return None
+        try:
+            copy = (self._private / _COPY_NAME).read_bytes()
+        except OSError:
+            return None
+        return copy if hashlib.sha256(copy).hexdigest() == record.digest else None
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What a write did: ``changed`` (replaced, removed, restored) and notes for the owner."""
+
+    changed: bool
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Record:
+    """What the store wrote last, kept outside the workspace: the rollback and deletion check."""
+
+    generation: int
+    digest: str
+    entries: int
+
+    def encode(self) -> bytes:
+        fields = {"version": 1, "generation": self.generation, "digest": self.digest, "entries": self.entries}
+        return json.dumps(fields).encode("ascii")
+
+    @classmethod
+    def decode(cls, data: bytes) -> _Record | None:
+        # Only this store writes it, outside every workspace; a damaged one counts as none.
+        try:
+            fields = json.loads(data)
+            record = cls(int(fields["generation"]), str(fields["digest"]), int(fields["entries"]))
+        except (ValueError, TypeError, KeyError):
+            return None
+        return record
+
+
+_RESTORE_HINT: Final = "the owner can put back the copy Playa saved last with /mcp_restore"
+
+
+def _count(n: int) -> str:
+    return "1 entry" if n == 1 else f"{n} entries"
+
+
+def _refusal(record: _Record, data: bytes | None) -> str | None:
+    """Why a file is not the one the record names (count only: no name is shown), or None."""
+    rel = _RELATIVE_PATH.as_posix()
+    if data is None:
+        if record.entries == 0:
+            return None
+        return f"{rel} is missing, but Playa saved {_count(record.entries)} in it last; {_RESTORE_HINT}"
+    if hashlib.sha256(data).hexdigest() == record.digest:
+        return None
+    try:
+        doc = json.loads(data)
+        generation = doc.get("generation") if isinstance(doc, dict) else None
+        servers = doc.get("servers") if isinstance(doc, dict) else None
+    except (ValueError, RecursionError):
+        generation, servers = None, None
+    older = type(generation) is int and generation < record.generation
+    what = "an older copy of the file Playa saved" if older else "not the file Playa saved last"
+    held = f" ({_count(len(servers))})" if isinstance(servers, list) else ""
+    return f"{rel} is {what}, so it is not used{held}; {_RESTORE_HINT}"
 
 
 def _visible(entry: ServerEntry) -> dict[str, JSONValue]:
@@ -568,30 +795,30 @@ def _parse_document(data: bytes, rel: str) -> list[object]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise _Unreadable(f"{rel} is not UTF-8 text", content=True) from None
+        raise _Unreadable(f"{rel} is not UTF-8 text", movable=True) from None
     try:
         doc = json.loads(
             text, object_pairs_hook=_object_pairs, parse_constant=_refuse_constant, parse_float=_parse_float
         )
     except json.JSONDecodeError as exc:
-        raise _Unreadable(f"{rel} is not valid JSON ({exc.msg}, line {exc.lineno})", content=True) from None
+        raise _Unreadable(f"{rel} is not valid JSON ({exc.msg}, line {exc.lineno})", movable=True) from None
     except (ValueError, RecursionError):
-        raise _Unreadable(f"{rel} is not valid JSON", content=True) from None
+        raise _Unreadable(f"{rel} is not valid JSON", movable=True) from None
     if not isinstance(doc, dict):
-        raise _Unreadable(f"{rel} is not a JSON object", content=True)
+        raise _Unreadable(f"{rel} is not a JSON object", movable=True)
     if getattr(doc, "repeated", False):
-        raise _Unreadable(f"{rel} repeats a top-level key", content=True)
+        raise _Unreadable(f"{rel} repeats a top-level key", movable=True)
     version = doc.get("version")
     if type(version) is not int:
-        raise _Unreadable(f"{rel} has no format version", content=True)
+        raise _Unreadable(f"{rel} has no format version", movable=True)
     if version != STORE_VERSION:
-        # Not content=True: a newer Playa wrote it, and an older one must not overwrite it.
+        # Set aside, never overwritten, by an owner's write: a newer Playa may have written it.
         raise _Unreadable(
-            f"{rel} has unknown format version; this Playa reads version {STORE_VERSION}", content=False
+            f"{rel} has unknown format version; this Playa reads version {STORE_VERSION}", movable=True
         )
     servers = doc.get("servers")
     if not isinstance(servers, list):
-        raise _Unreadable(f"{rel} has no 'servers' list", content=True)
+        raise _Unreadable(f"{rel} has no 'servers' list", movable=True)
     return servers
 
 
