@@ -102,6 +102,12 @@ async def say(host: Host, session: ChatSession, text: str, ui: ScriptedUI | None
     return reply
 
 
+def extension_of(host: Host) -> RemoteMcpExtension:
+    (extension,) = host.extensions
+    assert isinstance(extension, RemoteMcpExtension)
+    return extension
+
+
 def payload(reply: Reply) -> str:
     """What the offline model reports a tool returned (after its first line)."""
     head, _, rest = reply.text.partition("\n")
@@ -691,3 +697,28 @@ async def test_junk_entries_are_counted_in_the_prompt_never_named_and_shown_safe
             assert len(listed) < 5_000
             assert "\x1b" not in listed and "\u202e" not in listed and "\x00" not in listed
             assert token not in listed
+
+
+async def test_a_key_in_the_url_connects_but_is_shown_masked_and_redacted_from_results(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    token = "demo-" + uuid.uuid4().hex
+    key = "k" + uuid.uuid4().hex
+    model = RecordingModel()
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with demo_server(token) as demo, remote_host(data_dir, host_secret, model) as host:
+            session = await host.session(SCOPE, owner="owner")
+            ui = ScriptedUI()
+            added = await host.handle(
+                session, msg(f"/mcp_add demo {demo.url}?api_key={key} --bearer {token}", ref=5), ui
+            )
+            assert added is not None and added.text.startswith("Added demo: connected")
+            assert ui.deleted == [5]  # the message held a key
+            assert key not in store_path(session.workspace).read_text()
+            assert f"{demo.url}?api_key=[redacted]" in store_path(session.workspace).read_text()
+
+            listed = await say(host, session, "/mcp_list")
+            assert f"  url: {demo.url}?api_key=[redacted]" in listed.text
+            echoed = await host.call_tool(session, "demo__echo", {"text": f"the key is {key}"})
+            assert "the key is [redacted]" in echoed.text and key not in echoed.text
+            assert key in extension_of(host).chat(session).credentials

@@ -18,10 +18,11 @@ from support.chat import Script, ScriptedUI, msg
 
 NAME_RULE = "the name must be 1-32 characters: a lowercase letter, then lowercase letters, digits or '-'"
 URL_SCHEME_RULE = "url must be http:// or https:// with a host"
-URL_CREDENTIALS_RULE = "url must not contain credentials; use a header instead"
+SHORT_PASSWORD = "the password in the URL is shorter than 8 characters, too short to be hidden safely; it holds a credential"
+SHORT_USER = "the user part of the URL is shorter than 8 characters, too short to be hidden safely; it holds a credential"
 SHORT_BEARER = "the bearer token is shorter than 8 characters, too short to be hidden safely in tool results"
 USAGE_LINE = "usage: /mcp_add <name> <url> [options]; /mcp_add --help explains them"
-OPTIONS = "Options: --transport, --tools, --bearer, --header"
+OPTIONS = "Options: --transport, --tools, --bearer, --header, --secret-url"
 
 # Written out rather than read from RESERVED_HEADERS, so that dropping one from the set fails a test.
 TRANSPORT_HEADERS = [
@@ -61,10 +62,22 @@ TRANSPORT_HEADERS = [
         pytest.param("demo file:///etc/passwd", "url", URL_SCHEME_RULE, id="file url"),
         pytest.param("demo example.com/mcp", "url", URL_SCHEME_RULE, id="url without scheme"),
         pytest.param("demo http:///mcp", "url", URL_SCHEME_RULE, id="url without host"),
+        pytest.param("demo https://user:pass123@example.com/mcp", "url", SHORT_PASSWORD, id="short password"),
+        pytest.param("demo https://tok1234@example.com/mcp", "url", SHORT_USER, id="short user only"),
         pytest.param(
-            "demo https://user:pass1234@example.com/mcp", "url", URL_CREDENTIALS_RULE, id="user and password"
+            "demo https://example.com/mcp?API-Key=abc",
+            "url",
+            "the value of the URL's query parameter 'api-key' is shorter than 8 characters, "
+            "too short to be hidden safely; it holds a credential",
+            id="short key by name",
         ),
-        pytest.param("demo https://token1234@example.com/mcp", "url", URL_CREDENTIALS_RULE, id="user only"),
+        pytest.param(
+            "demo https://example.com/mcp --secret-url",
+            "url",
+            "--secret-url: no path segment or query value of the URL is 8 characters or longer, "
+            "so none could be hidden safely; send the key in a header instead",
+            id="secret url with nothing long enough",
+        ),
         pytest.param(
             'demo http://x --header "Bad Name: value12345"',
             "header",
@@ -269,6 +282,11 @@ def test_transport_names(word: str, transport: str) -> None:
         "demo http://x Zq7Xw3KpL9mN2bV4cX8dR1",  # a key anywhere
         "demo http://x --tools ghp_abcdefghijklmnop",
         '"demo http://x ghp_abcdefghijklmnop',  # unreadable, with a key-shaped word
+        "demo https://example.com/mcp?api_key=abcdefgh12",
+        "demo https://example.com/mcp?key=abc",  # refused as too short, but a key all the same
+        "demo https://user:pass12345@example.com/mcp",
+        "demo https://example.com/Zq7Xw3KpL9mN2bV4cX8dR1/mcp",
+        "demo https://example.com/s/abcdefghij/mcp --secret-url",
     ],
 )
 def test_arguments_holding_a_credential_carry_a_secret(args: str) -> None:
@@ -286,7 +304,8 @@ def test_arguments_holding_a_credential_carry_a_secret(args: str) -> None:
         "demo http://x --header=X-Key",
         "demo http://x --transport sse --tools a",
         '"unbalanced',
-        "demo http://127.0.0.1:8000/mcp --header Mcp-Custom-Header-Name",
+        "demo http://127.0.0.1:8000/mcp --header X-Custom-Header-Name",
+        "demo https://example.com/v1/mcp?format=json&limit=20",
         "docs https://example.com/mcp --tools search_documents,fetch_page",
     ],
 )
@@ -324,7 +343,7 @@ async def test_a_mistyped_add_with_a_key_is_deleted_and_never_reaches_the_model(
     ("text", "expected"),
     [
         ("/mcp_add demo ftp://example.com/mcp --bearer", URL_SCHEME_RULE),
-        ("/mcp_add demo https://me:pw123456@example.com/mcp --bearer", URL_CREDENTIALS_RULE),
+        ("/mcp_add demo https://me:pw12345@example.com/mcp --bearer", SHORT_PASSWORD),
         ("/mcp_add demo http://x --header Host", "Host is set by the transport itself and cannot be given"),
         ("/mcp_add demo http://x --tools a,a --bearer", "a tool is listed twice"),
         ("/mcp_add mcp http://x --bearer", "the name 'mcp' is reserved; choose another"),

@@ -953,3 +953,94 @@ def test_three_processes_adding_twenty_servers_each_lose_none(tmp_path: Path) ->
     result = ServerStore(workspace, "console:shared", Sealer(resolved.value), state_dir=state_dir).load()
     assert result.warning is None and result.rejected == ()
     assert {entry.name for entry in result.entries} == added
+
+
+# --- credentials in the URL -------------------------------------------------------------------
+
+URL_KEY = "Zq7Xw3KpL9mN2bV4cX8dR1"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (f"https://h.example/mcp?api_key={URL_KEY}", "https://h.example/mcp?api_key=[redacted]"),
+        ("https://h.example/mcp?TOKEN=abcdefgh&x=1", "https://h.example/mcp?TOKEN=[redacted]&x=1"),
+        (f"https://h.example/v1/{URL_KEY}/mcp", "https://h.example/v1/[redacted]/mcp"),
+        (f"https://{URL_KEY}@h.example/mcp", "https://[redacted]@h.example/mcp"),
+        ("https://user:pass12345@h.example:8443/mcp", "https://[redacted]@h.example:8443/mcp"),
+        (f"https://h.example/mcp?{URL_KEY}", "https://h.example/mcp?[redacted]"),
+    ],
+)
+def test_a_url_secret_is_sealed_and_the_file_shows_the_url_masked(
+    tmp_path: Path, url: str, shown: str
+) -> None:
+    entry = ServerEntry("keyed", url)
+    assert entry.shown_url == shown
+    s = _store(tmp_path)
+    s.save([entry])
+    text = s.path.read_text()
+    assert _doc(s)["servers"][0]["url"] == shown
+    for secret in entry.secrets:
+        assert secret not in text
+    assert entry.secrets and all(secret not in repr(entry) for secret in entry.secrets)
+    loaded = s.load().entries
+    assert loaded == (entry,) and loaded[0].url == url
+
+
+def test_the_owners_secret_url_masks_every_segment_and_value_and_is_sealed(tmp_path: Path) -> None:
+    entry = ServerEntry("marked", "https://h.example/s/abcdefghij/mcp?team=42", secret_url=True)
+    assert entry.shown_url == "https://h.example/[redacted]/[redacted]/[redacted]?team=[redacted]"
+    assert entry.secrets == {"abcdefghij"}  # the short parts are masked, not redacted everywhere
+    s = _store(tmp_path)
+    s.save([entry])
+    assert s.load().entries == (entry,)
+    assert s.load().entries[0].secret_url
+
+
+def test_a_sealed_url_that_does_not_match_the_shown_one_is_rejected(tmp_path: Path) -> None:
+    s = _store(tmp_path)
+    s.save([ServerEntry("keyed", f"https://h.example/mcp?api_key={URL_KEY}")])
+    doc = _doc(s)
+    # Shown URL and seal agree, but the seal was made (by the key holder) for another real URL:
+    # only possible for a bug or a stolen key, and still refused.
+    raw = doc["servers"][0]
+    context = {
+        "scope": SCOPE,
+        "name": "keyed",
+        "url": raw["url"],
+        "transport": "auto",
+        "tools": None,
+        "auth": {"kind": "none", "headers": []},
+    }
+    raw["seal"] = dict(SEALER.seal(context, {":url": "https://evil.example/mcp"}))
+    _write_doc(s, doc)
+    assert _reasons(s.load()) == {
+        "keyed": "seal does not verify: the sealed URL does not match the shown one"
+    }
+
+
+def test_editing_the_masked_url_breaks_the_seal(tmp_path: Path) -> None:
+    s = _store(tmp_path)
+    s.save([ServerEntry("keyed", f"https://h.example/mcp?api_key={URL_KEY}")])
+    _edit(s, lambda servers: servers[0].update(url="https://evil.example/mcp?api_key=[redacted]"))
+    assert _reasons(s.load()) == {"keyed": FORGED}
+
+
+def test_an_entry_from_before_urls_were_sealed_keeps_working_and_is_shown_masked(tmp_path: Path) -> None:
+    url = f"https://h.example/mcp?api_key={URL_KEY}"
+    context = {
+        "scope": SCOPE,
+        "name": "old",
+        "url": url,
+        "transport": "auto",
+        "tools": None,
+        "auth": {"kind": "none", "headers": []},
+    }
+    raw = {**{k: v for k, v in context.items() if k != "scope"}, "seal": dict(SEALER.seal(context, {}))}
+    s = _store(tmp_path)
+    s.path.parent.mkdir(parents=True)
+    _write_doc(s, {"version": 1, "servers": [raw]})
+    (entry,) = s.load().entries
+    assert entry.url == url
+    assert entry.shown_url == "https://h.example/mcp?api_key=[redacted]"
+    assert URL_KEY in entry.secrets

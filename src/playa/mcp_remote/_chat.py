@@ -124,12 +124,17 @@ class ChatServers:
 
     def _remember_secrets(self, entries: tuple[ServerEntry, ...]) -> None:
         # A removed server's values stay: they may still sit in an old result or error.
-        secrets = self._secrets.union(*(entry.headers.values() for entry in entries))
+        secrets = self._secrets.union(*(entry.secrets for entry in entries))
         if secrets != self._secrets:
             self._secrets = frozenset(secrets)
             self.redactor = Redactor(self._secrets)
             # Before anything can log them: a connect error may quote them at once.
             outbound_secrets().add(self._secrets)
+
+    @property
+    def credentials(self) -> frozenset[str]:
+        """Every credential this chat has held: header values and URL secrets, removed servers' too."""
+        return self._secrets
 
     def _drop(self, name: str) -> Connection | None:
         """Forget a server and unbind its tools; the caller closes the connection returned."""
@@ -393,4 +398,10 @@ class ChatServers:
 
 
 def _endpoint(entry: ServerEntry) -> Endpoint:
-    return Endpoint(server=entry.name, url=entry.url, transport=entry.transport, headers=entry.headers)
+    return Endpoint(
+        server=entry.name,
+        url=entry.url,
+        transport=entry.transport,
+        headers=entry.headers,
+        url_secrets=entry.secrets - set(entry.headers.values()),
+    )

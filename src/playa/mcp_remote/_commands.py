@@ -14,7 +14,7 @@ from ..mcp import is_server_name
 from ._chat import ChatServers
 from ._parse import USAGE, carries_secret, check_secret, parse_add
 from ._shape import looks_like_credential
-from ._store import AuthKind, Rejected, Saved, ServerEntry
+from ._store import AuthKind, Rejected, Saved
 
 if TYPE_CHECKING:
     from ._extension import RemoteMcpExtension
@@ -103,14 +103,7 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
         kind: AuthKind = "none"
         if request.headers:
             kind = "bearer" if request.bearer and len(request.headers) == 1 else "headers"
-        entry = ServerEntry(
-            name=request.name,
-            url=request.url,
-            transport=request.transport,
-            tools=request.tools,
-            auth_kind=kind,
-            headers=request.headers,
-        )
+        entry = request.entry(kind, request.headers)
         assert chat.store is not None
         try:
             saved = await anyio.to_thread.run_sync(chat.store.put, entry)
@@ -173,7 +166,7 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
             tools = "all" if entry.tools is None else ", ".join(entry.tools)
             lines += [
                 f"{name}: {chat.state_text(state)}",
-                f"  url: {entry.url}",
+                f"  url: {entry.shown_url}",
                 f"  transport: {entry.transport}; tools: {tools}; auth headers: {auth}",
             ]
             lines += [f"  withheld from the model: {tool}: {why}" for tool, why in chat.withheld(state)]

@@ -149,14 +149,27 @@ class Endpoint:
     url: str
     transport: TransportChoice = "auto"
     headers: Mapping[str, str] = field(default_factory=dict)
+    url_secrets: frozenset[str] = frozenset()
+    """Credentials inside ``url`` (a key in the query or path, a password): redacted like headers."""
 
     def __post_init__(self) -> None:
         # A read-only copy: the caller's dict may change later, this endpoint must not.
         object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
+        object.__setattr__(self, "url_secrets", frozenset(self.url_secrets))
+
+    @property
+    def secrets(self) -> frozenset[str]:
+        """Every credential the endpoint sends: header values and URL secrets."""
+        return frozenset(self.headers.values()) | self.url_secrets
 
     def __repr__(self) -> str:
+        url = (
+            Redactor(self.url_secrets).redact(_display_url(self.url))
+            if self.url_secrets
+            else _display_url(self.url)
+        )
         return (
-            f"Endpoint(server={self.server!r}, url={_display_url(self.url)!r}, "
+            f"Endpoint(server={self.server!r}, url={url!r}, "
             f"transport={self.transport!r}, headers={sorted(self.headers)!r})"
         )
 
@@ -171,8 +184,8 @@ def _scrubbed(error: _E, endpoint: Endpoint) -> _E:
     logs, replies and the model's prompt.
     """
     reason = error.reason
-    if endpoint.headers:
-        reason = Redactor(endpoint.headers.values()).redact(reason)
+    if endpoint.secrets:
+        reason = Redactor(endpoint.secrets).redact(reason)
     if len(reason) > MAX_REASON:
         # Cut only once redacted: a cut first could keep the head of a quoted credential.
         reason = reason[: MAX_REASON - 1] + "…"
@@ -181,10 +194,10 @@ def _scrubbed(error: _E, endpoint: Endpoint) -> _E:
 
 def _cause(error: RemoteError, cause: BaseException | None, endpoint: Endpoint) -> BaseException | None:
     """The cause to chain, unless its text holds a credential (then the chain is cut)."""
-    if cause is None or not endpoint.headers:
+    if cause is None or not endpoint.secrets:
         return cause
     text = "".join(traceback.format_exception(cause))
-    return None if Redactor(endpoint.headers.values()).contains(text) else cause
+    return None if Redactor(endpoint.secrets).contains(text) else cause
 
 
 class _AttemptFailed(Exception):

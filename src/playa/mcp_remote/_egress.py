@@ -333,16 +333,15 @@ class EgressPolicy:
     def url_refusal(self, url: str) -> str | None:
         """Why ``url`` may not be reached, judged without any network (None: resolve and check again).
 
-        Credentials in the URL (``http://user@host``) are refused in every mode: they would
-        travel in the clear, and a userinfo part disguises the real host.
+        The host is judged, whatever userinfo comes before it (``http://good@127.0.0.1`` is a
+        loopback URL): the store keeps userinfo as a sealed credential and shows it masked,
+        ``[redacted]@127.0.0.1``, so it disguises nothing.
         """
         try:
             parts = urlsplit(url)
             host = parts.hostname
         except ValueError:
             return "the URL cannot be parsed"
-        if "@" in parts.netloc:
-            return "the URL carries credentials (user@host); send them in a header instead"
         if not host:
             return "the URL has no host"
         return self.host_refusal(host)

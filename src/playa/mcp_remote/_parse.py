@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
 from ..exceptions import UsageError, ValidationError
 from ._redact import MIN_SECRET_LENGTH, auth_credential
 from ._shape import looks_like_credential
-from ._store import ServerEntry, Transport
+from ._store import AuthKind, ServerEntry, Transport
 
 __all__ = ["RESERVED_HEADERS", "AddRequest", "carries_secret", "parse_add"]
 
@@ -48,17 +49,19 @@ _TRANSPORTS: Final[dict[str, Transport]] = {
 }
 _NAME = re.compile(r"[a-z][a-z0-9-]{0,31}")
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_FLAGS: Final = ("--transport", "--tools", "--bearer", "--header")
+_FLAGS: Final = ("--transport", "--tools", "--bearer", "--header", "--secret-url")
 # An unknown option is quoted back only when it looks like a mistyped option, never like a key.
 _SHOWN_OPTION = re.compile(r"--[a-z][a-z-]{0,14}")
 
 USAGE: Final = """\
-/mcp_add <name> <url> [--transport auto|http|sse] [--tools a,b] [--bearer [TOKEN]] [--header "Name: value" | --header Name]…
+/mcp_add <name> <url> [--transport auto|http|sse] [--tools a,b] [--bearer [TOKEN]] [--header "Name: value" | --header Name]… [--secret-url]
   name       1-32 characters: a lowercase letter, then lowercase letters, digits or '-'
-  url        http:// or https://, without credentials in it
+  url        http:// or https://; a key in it is kept sealed and shown as [redacted]
   --bearer   sends Authorization: Bearer TOKEN; without TOKEN I ask for it in secret
   --header   sends a header; with a name alone I ask for its value in secret
   --tools    exposes only these tools of the server
+  --secret-url  every path segment and query value of the URL is a secret (keys by name or
+             shape, and user:password@, are found without it)
 Adding a name that exists replaces it. A message that holds a credential is deleted."""
 
 
@@ -73,9 +76,22 @@ class AddRequest:
     headers: dict[str, str] = field(default_factory=dict)
     bearer: bool = False
     ask: list[str] = field(default_factory=list)
+    secret_url: bool = False
 
     def __repr__(self) -> str:
         return f"AddRequest({self.name!r}, headers={sorted(self.headers)!r}, ask={self.ask!r})"
+
+    def entry(self, auth_kind: AuthKind = "none", headers: Mapping[str, str] | None = None) -> ServerEntry:
+        """The entry this request saves (raises ``ValidationError`` like any entry)."""
+        return ServerEntry(
+            name=self.name,
+            url=self.url,
+            transport=self.transport,
+            tools=self.tools,
+            auth_kind=auth_kind,
+            headers=headers or {},
+            secret_url=self.secret_url,
+        )
 
 
 def _split(args: str) -> list[str]:
@@ -104,12 +120,24 @@ def carries_secret(args: str) -> bool:
             return True
         if word == "--header" and following is not None and _header_holds_value(following):
             return True
-        if not word.startswith(("http://", "https://")) and looks_like_credential(word):
+        if word.partition("=")[0] == "--secret-url":
+            return True
+        is_url = word.startswith(("http://", "https://"))
+        if _url_holds_secret(word) if is_url else looks_like_credential(word):
             return True
     # A flag inside another word (after an escaped space, in quotes) is no flag to the parser,
     # but what follows it may still be a key.
     flags = sum(word.partition("=")[0] in ("--bearer", "--header") for word in words)
     return args.count("--bearer") + args.count("--header") > flags
+
+
+def _url_holds_secret(word: str) -> bool:
+    try:
+        entry = ServerEntry(name="x", url=word)
+    except ValidationError as exc:
+        # A URL refused for a short credential still held one; any other refusal says nothing.
+        return exc.field == "url" and "credential" in str(exc)
+    return entry.shown_url != entry.url
 
 
 def _header_holds_value(text: str) -> bool:
@@ -146,7 +174,9 @@ def parse_add(args: str) -> AddRequest:
             position = i + 1
             value: str | None = inline if eq else None
             # `--bearer` before the name and URL takes no value: `--bearer demo URL` asks.
-            takes_next = flag != "--bearer" or len(positional) >= 2
+            takes_next = flag not in ("--bearer", "--secret-url") or (
+                flag == "--bearer" and len(positional) >= 2
+            )
             following = words[i + 1] if i + 1 < len(words) else None
             # A token may itself start with "--" (base64url ones can): only a real flag ends --bearer.
             ends = _is_flag if flag == "--bearer" else _looks_like_flag
@@ -172,12 +202,22 @@ def parse_add(args: str) -> AddRequest:
         _apply(request, flag, value, position)
     # The rules every stored entry obeys (the URL's among them) are checked now, so the owner
     # is never asked for a secret for an entry that could not be saved.
-    ServerEntry(name=request.name, url=request.url, transport=request.transport, tools=request.tools)
+    entry = request.entry()
+    if request.secret_url and not entry.secrets:
+        raise ValidationError(
+            "url",
+            f"--secret-url: no path segment or query value of the URL is {MIN_SECRET_LENGTH} characters "
+            "or longer, so none could be hidden safely; send the key in a header instead",
+        )
     return request
 
 
 def _apply(request: AddRequest, flag: str, value: str | None, position: int) -> None:
-    if flag == "--transport":
+    if flag == "--secret-url":
+        if value is not None:
+            raise ValidationError("url", f"the --secret-url at word {position} takes no value")
+        request.secret_url = True
+    elif flag == "--transport":
         if value not in _TRANSPORTS:
             raise ValidationError("transport", "--transport takes auto, http or sse")
         request.transport = _TRANSPORTS[value]

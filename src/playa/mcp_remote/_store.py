@@ -50,6 +50,7 @@ from urllib.parse import urlsplit
 
 from playa.exceptions import StoreError, ValidationError
 from playa.mcp_remote._seal import SEAL_VERSION, JSONValue, Sealer, SealError
+from playa.mcp_remote._url import MaskedUrl, mask_url
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -80,6 +81,11 @@ _LOCK_NAME: Final = "servers.lock"
 _COPY_NAME: Final = "servers.json"
 _RECORD_NAME: Final = "servers.record.json"
 
+# Keys inside a seal that can never be header names (an HTTP token has no ':'): the real URL,
+# and the owner's --secret-url mark.
+_SEALED_URL: Final = ":url"
+_SECRET_URL: Final = ":secret-url"
+
 _TRANSPORTS: Final[tuple[str, ...]] = get_args(Transport)
 _AUTH_KINDS: Final[tuple[str, ...]] = get_args(AuthKind)
 _NAME_RE: Final = re.compile(r"[a-z][a-z0-9-]{0,31}")
@@ -108,10 +114,14 @@ class ServerEntry:
     tools: tuple[str, ...] | None = None
     auth_kind: AuthKind = "none"
     headers: Mapping[str, str] = field(default_factory=dict, hash=False)
+    secret_url: bool = False
+    """The owner marked every path segment and query value of the URL as secret."""
+    _masked: MaskedUrl = field(init=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         _check_name(self.name)
         _check_url(self.url)
+        object.__setattr__(self, "_masked", mask_url(self.url, secret_url=self.secret_url))
         if self.transport not in _TRANSPORTS:
             raise ValidationError("transport", f"transport must be one of {', '.join(_TRANSPORTS)}")
         if self.tools is not None:
@@ -136,9 +146,19 @@ class ServerEntry:
         """The names of the headers sent to the server (safe to show)."""
         return tuple(self.headers)
 
+    @property
+    def shown_url(self) -> str:
+        """The URL with its credentials masked: what the file, replies and the prompt show."""
+        return self._masked.shown
+
+    @property
+    def secrets(self) -> frozenset[str]:
+        """Every credential of the entry: its header values and the secret parts of its URL."""
+        return frozenset(self.headers.values()) | self._masked.secrets
+
     def __repr__(self) -> str:
         return (
-            f"ServerEntry(name={self.name!r}, url={self.url!r}, transport={self.transport!r}, "
+            f"ServerEntry(name={self.name!r}, url={self.shown_url!r}, transport={self.transport!r}, "
             f"tools={self.tools!r}, auth_kind={self.auth_kind!r}, header_names={self.header_names!r})"
         )
 
@@ -158,14 +178,11 @@ def _check_url(url: object) -> None:
     try:
         parts = urlsplit(url)
         hostname = parts.hostname
-        credentials = parts.username is not None or parts.password is not None
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError:
         raise ValidationError("url", "url is not a valid URL") from None
     if parts.scheme not in ("http", "https") or not hostname:
         raise ValidationError("url", "url must be http:// or https:// with a host")
-    if credentials:
-        raise ValidationError("url", "url must not contain credentials; use a header instead")
 
 
 def _check_tools(tools: tuple[object, ...]) -> None:
@@ -420,23 +437,31 @@ class ServerStore:
             raise _Reject("malformed: seal repeats a field")
         context = _context(self._scope, name, url, transport, tools, kind, header_names)
         try:
-            headers = self._sealer.open(seal, context)
+            sealed = self._sealer.open(seal, context)
         except SealError as exc:
             raise _Reject(exc.reason) from None
+        headers = {k: v for k, v in sealed.items() if not k.startswith(":")}
+        extras = {k: v for k, v in sealed.items() if k.startswith(":")}
         if sorted(headers) != sorted(header_names):
             raise _Reject("seal does not verify: sealed headers differ from the listed header names")
+        if not set(extras) <= {_SEALED_URL, _SECRET_URL}:
+            raise _Reject("unknown version: the seal holds fields this Playa does not know")
         try:
             # Validated types above; the literals are checked by ServerEntry itself.
-            return ServerEntry(
+            entry = ServerEntry(
                 name,
-                url,
+                extras.get(_SEALED_URL, url),  # an entry from before URLs were sealed shows its own
                 cast(Transport, transport),
                 None if tools is None else tuple(tools),
                 cast(AuthKind, kind),
                 headers,
+                secret_url=_SECRET_URL in extras,
             )
         except ValidationError as exc:
             raise _Reject(f"malformed: {exc}") from None
+        if _SEALED_URL in extras and entry.shown_url != url:
+            raise _Reject("seal does not verify: the sealed URL does not match the shown one")
+        return entry
 
     def _read_bytes(self) -> bytes | None:
         """The file's bytes, None when there is no file; raises ``_Unreadable``."""
@@ -609,13 +634,20 @@ class ServerStore:
         context = _context(
             self._scope,
             entry.name,
-            entry.url,
+            entry.shown_url,
             entry.transport,
             entry.tools,
             entry.auth_kind,
             sorted(entry.headers),
         )
-        seal = self._sealer.seal(context, entry.headers)
+        sealed = dict(entry.headers)
+        # The real URL goes inside the seal only when it differs from the shown one, so an entry
+        # without URL secrets is sealed exactly as before (and an older Playa still opens it).
+        if entry.url != entry.shown_url:
+            sealed[_SEALED_URL] = entry.url
+        if entry.secret_url:
+            sealed[_SECRET_URL] = "yes"
+        seal = self._sealer.seal(context, sealed)
         return {
             **visible,
             "seal": {"v": seal["v"], "kid": seal["kid"], "nonce": seal["nonce"], "ct": seal["ct"]},
@@ -756,7 +788,7 @@ def _refusal(record: _Record, data: bytes | None) -> str | None:
 def _visible(entry: ServerEntry) -> dict[str, JSONValue]:
     return {
         "name": entry.name,
-        "url": entry.url,
+        "url": entry.shown_url,
         "transport": entry.transport,
         "tools": None if entry.tools is None else list(entry.tools),
         "auth": {"kind": entry.auth_kind, "headers": sorted(entry.headers)},
