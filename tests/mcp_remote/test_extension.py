@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 import uuid
@@ -722,3 +723,31 @@ async def test_a_key_in_the_url_connects_but_is_shown_masked_and_redacted_from_r
             echoed = await host.call_tool(session, "demo__echo", {"text": f"the key is {key}"})
             assert "the key is [redacted]" in echoed.text and key not in echoed.text
             assert key in extension_of(host).chat(session).credentials
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "version", "json"])
+async def test_an_owner_command_moves_a_file_in_the_way_aside_and_says_so(
+    data_dir: Path, host_secret: HostSecret, kind: str
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with closed_port() as url, remote_host(data_dir, host_secret) as host:
+            session = await host.session(SCOPE, owner="owner")
+            path = store_path(session.workspace)
+            path.parent.mkdir(parents=True)
+            if kind == "folder":
+                (path / "x").mkdir(parents=True)
+            elif kind == "fifo":
+                os.mkfifo(path)
+            elif kind == "version":
+                path.write_text('{"version": 2, "servers": []}')
+            else:
+                path.write_text("{not json")
+            listed = await say(host, session, "/mcp_list")
+            assert listed.text.startswith("servers.json cannot be used: ")
+            added = await say(host, session, f"/mcp_add down {url}")
+            first, second = added.text.split("\n")
+            assert first.startswith("Note: .volcanic/mcp/servers.json ")
+            assert first.endswith("; I moved it aside to .volcanic/mcp/servers.json.unreadable.")
+            assert second.startswith("Added down, but it is unavailable")
+            assert (path.parent / "servers.json.unreadable").exists()
+            assert (await say(host, session, "/mcp_list")).text.startswith("down: unavailable")

@@ -1,16 +1,20 @@
 """The per-chat file of remote MCP servers: sealed entries in ``.volcanic/mcp/servers.json``.
 
-The file lives in the chat's workspace, which the agent can write. So nothing in it is
-trusted until its seal opens: the seal binds the header values to the chat's scope and to
-every visible field, which means the agent can delete the file or put back an older copy
-(a known limit), but it cannot add, edit, redirect, rename or move an entry.
+The file lives in the chat's workspace. The agent's file tools are fenced off ``.volcanic/``,
+but other writers may reach it, so nothing in it is trusted until its seal opens: the seal
+binds the header values to the chat's scope and to every visible field, so no one without the
+host secret can add, edit, redirect, rename or move an entry.
 
 File format (version 1)::
 
-    {"version": 1, "servers": [
-      {"name": "docs", "url": "https://…", "transport": "auto", "tools": null,
+    {"version": 1, "generation": 7, "servers": [
+      {"name": "docs", "url": "https://…/mcp?api_key=[redacted]", "transport": "auto", "tools": null,
        "auth": {"kind": "bearer", "headers": ["Authorization"]},
        "seal": {"v": 1, "kid": "…", "nonce": "…", "ct": "…"}}]}
+
+The visible ``url`` is masked (``_url.py``); when it differs from the real one, the real URL is
+sealed with the headers under ``:url`` (never a header name), and opening checks that masking
+it gives the visible one. An entry written before URLs were sealed shows its own ``url``.
 
 Writes replace only what they touch: ``put`` and ``remove`` keep every other raw entry as it
 is, including entries that fail to verify, so the owner keeps seeing those in ``/mcp_list``
