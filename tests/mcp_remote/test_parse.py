@@ -287,6 +287,8 @@ def test_transport_names(word: str, transport: str) -> None:
         "demo https://user:pass12345@example.com/mcp",
         "demo https://example.com/Zq7Xw3KpL9mN2bV4cX8dR1/mcp",
         "demo https://example.com/s/abcdefghij/mcp --secret-url",
+        "demo https://example.com/" + "x" * 3000 + "?api_key=abcdefgh12",  # too long to be a URL
+        "demo http://[::1/mcp?token=Zq7Xw3KpL9mN2bV4cX8dR1",  # does not split
     ],
 )
 def test_arguments_holding_a_credential_carry_a_secret(args: str) -> None:

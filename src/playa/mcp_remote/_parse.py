@@ -12,6 +12,7 @@ from ..exceptions import UsageError, ValidationError
 from ._redact import MIN_SECRET_LENGTH, auth_credential
 from ._shape import looks_like_credential
 from ._store import AuthKind, ServerEntry, Transport
+from ._url import mask_url
 
 __all__ = ["RESERVED_HEADERS", "AddRequest", "carries_secret", "parse_add"]
 
@@ -133,11 +134,12 @@ def carries_secret(args: str) -> bool:
 
 def _url_holds_secret(word: str) -> bool:
     try:
-        entry = ServerEntry(name="x", url=word)
-    except ValidationError as exc:
-        # A URL refused for a short credential still held one; any other refusal says nothing.
-        return exc.field == "url" and "credential" in str(exc)
-    return entry.shown_url != entry.url
+        return mask_url(word).shown != word
+    except ValidationError:
+        return True  # refused for a credential too short to hide: a credential all the same
+    except ValueError:
+        # Not a URL that splits: judge its pieces by shape.
+        return any(looks_like_credential(piece) for piece in re.split(r"[/?&=@:#;]", word))
 
 
 def _header_holds_value(text: str) -> bool:
