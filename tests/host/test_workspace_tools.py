@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from playa.exceptions import WorkspaceError
-from playa.host import ToolResult, resolve_in_workspace, workspace_tools
+from playa.host import Host, ToolResult, resolve_in_workspace, scope_folder, workspace_tools
 
 pytestmark = pytest.mark.anyio
 
@@ -151,3 +151,10 @@ async def test_other_dot_folders_stay_usable(workspace: Path) -> None:
     assert not (await run(workspace, "write_file", path=".volcanicx/a", content="ok")).is_error
     assert not (await run(workspace, "write_file", path=".config/a", content="ok")).is_error
     assert (await run(workspace, "list_files")).text == ".config/\n.volcanicx/"
+
+
+async def test_a_chats_private_folder_is_outside_its_workspace(offline_host: Host, data_dir: Path) -> None:
+    session = await offline_host.session("console:private", owner="me")
+    assert session.state_dir == data_dir / "sessions" / scope_folder("console:private")
+    assert session.history.path.parent == session.state_dir
+    assert not session.state_dir.resolve().is_relative_to(session.workspace.resolve())

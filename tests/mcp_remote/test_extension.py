@@ -722,7 +722,7 @@ async def test_a_key_in_the_url_connects_but_is_shown_masked_and_redacted_from_r
             assert f"  url: {demo.url}?api_key=[redacted]" in listed.text
             echoed = await host.call_tool(session, "demo__echo", {"text": f"the key is {key}"})
             assert "the key is [redacted]" in echoed.text and key not in echoed.text
-            assert key in extension_of(host).chat(session).credentials
+            assert {key, f"Bearer {token}"} <= extension_of(host).credentials(session)
 
 
 @pytest.mark.parametrize("kind", ["folder", "fifo", "version", "json"])

@@ -131,11 +131,6 @@ class ChatServers:
             # Before anything can log them: a connect error may quote them at once.
             outbound_secrets().add(self._secrets)
 
-    @property
-    def credentials(self) -> frozenset[str]:
-        """Every credential this chat has held: header values and URL secrets, removed servers' too."""
-        return self._secrets
-
     def _drop(self, name: str) -> Connection | None:
         """Forget a server and unbind its tools; the caller closes the connection returned."""
         state = self.servers.pop(name)

@@ -102,6 +102,7 @@ class RemoteMcpExtension(Extension):
         await self.chat(session).before_turn()
 
     def credentials(self, session: ChatSession) -> Collection[str]:
+        """Every credential the chat's servers hold or held: header values and URL secrets."""
         chat = self._chats.get(session.scope)
         return chat.secrets if chat is not None else frozenset()
 
