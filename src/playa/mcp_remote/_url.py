@@ -134,7 +134,9 @@ def mask_url(url: str, *, secret_url: bool = False) -> MaskedUrl:
             continue
         decoded = unquote_plus(value)
         if is_secret_name(name):
-            secret(value, decoded, f"the value of the URL's query parameter {unquote_plus(name).lower()!r}")
+            shown = unquote_plus(name).lower()
+            what = repr(shown) if len(shown) <= 32 else "named like a key"
+            secret(value, decoded, f"the value of the URL's query parameter {what}")
         elif looks_like_credential(decoded):
             secret(value, decoded, f"query parameter {index + 1} of the URL")
         elif secret_url:
