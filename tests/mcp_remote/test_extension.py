@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import anyio
 import pytest
 from mcp.server.mcpserver import MCPServer
-from pydantic_ai.messages import ModelResponse, TextPart
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from playa.demo_server import build_app
@@ -101,12 +101,6 @@ async def say(host: Host, session: ChatSession, text: str, ui: ScriptedUI | None
     reply = await host.handle(session, msg(text), ui or ScriptedUI())
     assert reply is not None
     return reply
-
-
-def extension_of(host: Host) -> RemoteMcpExtension:
-    (extension,) = host.extensions
-    assert isinstance(extension, RemoteMcpExtension)
-    return extension
 
 
 def payload(reply: Reply) -> str:
@@ -700,14 +694,25 @@ async def test_junk_entries_are_counted_in_the_prompt_never_named_and_shown_safe
             assert token not in listed
 
 
-async def test_a_key_in_the_url_connects_but_is_shown_masked_and_redacted_from_results(
+async def test_a_key_in_the_url_connects_but_is_shown_masked_and_never_reaches_the_model(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
     token = "demo-" + uuid.uuid4().hex
     key = "k" + uuid.uuid4().hex
-    model = RecordingModel()
+
+    def call_echo(messages: object, info: object) -> ModelResponse:
+        return ModelResponse(parts=[ToolCallPart("demo__echo", {"text": f"the key is {key}"})])
+
+    def done(messages: object, info: object) -> ModelResponse:
+        return ModelResponse(parts=[TextPart("done")])
+
+    script = Script([call_echo, done])
+    extension = RemoteMcpExtension(host_secret, settings=RemoteMcpSettings(connection=FAST))
     with anyio.fail_after(TEST_TIMEOUT):
-        async with demo_server(token) as demo, remote_host(data_dir, host_secret, model) as host:
+        async with (
+            demo_server(token) as demo,
+            Host(HostConfig(data_dir=data_dir, model=script.model()), [extension]) as host,
+        ):
             session = await host.session(SCOPE, owner="owner")
             ui = ScriptedUI()
             added = await host.handle(
@@ -717,12 +722,16 @@ async def test_a_key_in_the_url_connects_but_is_shown_masked_and_redacted_from_r
             assert ui.deleted == [5]  # the message held a key
             assert key not in store_path(session.workspace).read_text()
             assert f"{demo.url}?api_key=[redacted]" in store_path(session.workspace).read_text()
+            assert {key, f"Bearer {token}"} <= set(extension.credentials(session))
 
             listed = await say(host, session, "/mcp_list")
             assert f"  url: {demo.url}?api_key=[redacted]" in listed.text
-            echoed = await host.call_tool(session, "demo__echo", {"text": f"the key is {key}"})
-            assert "the key is [redacted]" in echoed.text and key not in echoed.text
-            assert {key, f"Bearer {token}"} <= extension_of(host).credentials(session)
+            assert key not in listed.text
+
+            await say(host, session, "echo it")
+            returned = repr(script.seen[1][0][-1])
+            assert "the key is [redacted]" in returned
+            assert key not in repr(script.seen)
 
 
 @pytest.mark.parametrize("kind", ["folder", "fifo", "version", "json"])

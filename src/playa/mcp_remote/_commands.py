@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 
 from ..exceptions import StoreError, UsageError, ValidationError
-from ..host import Command, CommandContext
+from ..host import Command, CommandContext, looks_like_credential
 from ..mcp import is_server_name
 from ._chat import ChatServers
 from ._parse import USAGE, carries_secret, check_secret, parse_add
-from ._shape import looks_like_credential
 from ._store import AuthKind, Rejected, Saved
 
 if TYPE_CHECKING:

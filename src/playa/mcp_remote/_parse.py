@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from ..exceptions import UsageError, ValidationError
-from ._redact import MIN_SECRET_LENGTH, auth_credential
-from ._shape import looks_like_credential
+from ..host import MIN_SECRET_LENGTH, auth_credential, looks_like_credential
 from ._store import AuthKind, ServerEntry, Transport
 from ._url import mask_url
 

@@ -28,8 +28,7 @@ from typing import Final
 from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
 from ..exceptions import ValidationError
-from ._redact import MIN_SECRET_LENGTH, REDACTED
-from ._shape import looks_like_credential
+from ..host import MIN_SECRET_LENGTH, REDACTED, looks_like_credential
 
 __all__ = ["MaskedUrl", "mask_url"]
 
