@@ -48,7 +48,8 @@ pytestmark = pytest.mark.anyio
 
 KEY = "sk-canary-" + uuid.uuid4().hex  # the bearer token: key-shaped, so a bare one is caught too
 OTHER = "q/" + base64.b64encode(uuid.uuid4().bytes).decode().rstrip("=") + "+z/9"  # X-Api-Key, with / and +
-CREDENTIALS = (KEY, OTHER)
+URL_KEY = "uk_" + uuid.uuid4().hex  # a key inside a server's URL
+CREDENTIALS = (KEY, OTHER, URL_KEY)
 PIECE = 12
 
 
@@ -222,6 +223,8 @@ def owner_lines(url: str) -> list[str]:
         f"/mcp_remove {KEY}",
         f"/mcp_tools {KEY}",
         f"/mcp_whatever {KEY}",
+        # A key in the URL: sealed, shown masked, redacted like a header value.
+        f"/mcp_add urlkey http://127.0.0.1:9/mcp?api_key={URL_KEY}",
         "/mcp_list",
         "/mcp_tools",
     ]
@@ -305,3 +308,7 @@ async def test_no_credential_reaches_the_model_a_log_a_reply_or_a_file(tmp_path:
     assert out.count("looks like a key, so it was not sent to the agent") == 2
     at = bodies.find(b"127.0.0.1:9/mcp")
     assert at < 0, bodies[max(0, at - 400) : at + 100]
+    # The host's files were out of the model's reach, and are as the owner left them.
+    assert bodies.count(b"holds the host's own files; the workspace tools cannot use it") >= 4
+    assert b'"kid"' not in bodies and b"nonce" not in bodies
+    assert "urlkey" in out and "api_key=[redacted]" in out
