@@ -80,3 +80,31 @@ def test_any_pydantic_ai_model_string_is_taken_from_the_flag_or_the_environment(
         assert done.returncode == 0, done.stderr
         assert '"write_file":"wrote 1 bytes to a"' in done.stdout
         assert "[offline model]" not in done.stdout
+
+
+@pytest.mark.anyio
+async def test_what_servers_and_the_model_write_cannot_drive_the_terminal() -> None:
+    import io
+
+    from playa.console import ConsoleUI, printable
+
+    hostile = "result\x1b[2J\x1b[H(hidden) \x1b]0;title\x07\r\x08\u202eevil\x9b31m\tend\nnext"
+    assert printable(hostile) == "result[2J[H(hidden) ]0;titleevil31m\tend\nnext"
+    out = io.StringIO()
+    ui = ConsoleUI(io.StringIO(), out, interactive=False)
+    await ui.send(hostile)
+    assert "\x1b" not in out.getvalue() and "\r" not in out.getvalue() and "\u202e" not in out.getvalue()
+
+
+@pytest.mark.anyio
+async def test_a_command_is_never_a_secret_answer_and_cancel_ends_the_question() -> None:
+    import io
+
+    from playa.console import ConsoleUI
+
+    out = io.StringIO()
+    ui = ConsoleUI(io.StringIO("/mcp_list\n\u200b/mcp_add x y\nthe-answer-1234\n"), out, interactive=False)
+    assert await ui.ask("Send the token", secret=True) == "the-answer-1234"
+    assert out.getvalue().count("A command is not an answer") == 2
+    ui = ConsoleUI(io.StringIO("/cancel\nlater-text-12345\n"), io.StringIO(), interactive=False)
+    assert await ui.ask("Send the token", secret=True) is None
