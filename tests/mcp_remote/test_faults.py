@@ -135,9 +135,10 @@ async def chat_with_healthy_server(data_dir: Path, settings: RemoteMcpSettings =
         yield chat
 
 
-async def assert_healthy_server_still_works(chat: Chat) -> None:
+async def assert_healthy_server_still_works(chat: Chat, *, within: float | None = None) -> None:
     reply = await chat.say(
-        'healthy__echo {"text": "still here"}', within=chat.settings.connection.call_timeout + MARGIN
+        'healthy__echo {"text": "still here"}',
+        within=within or chat.settings.connection.call_timeout + MARGIN,
     )
     assert reply.text == "[offline model] healthy__echo returned:\nstill here"
     assert "- healthy: available, 5 tools" in chat.section
@@ -307,8 +308,9 @@ async def test_ten_thousand_oddly_named_tools_get_valid_unique_names_and_the_cha
         deep = chat.session.tools.get("faulty__deep_schema")
         assert deep.parameters["type"] == "object"
 
-        # Every turn costs pydantic-ai about a second with 10,000 tools: one turn only.
-        await assert_healthy_server_still_works(chat)
+        # Every turn costs pydantic-ai about a second with 10,000 tools (many on a busy machine):
+        # one turn only, with a bound that is no test of speed.
+        await assert_healthy_server_still_works(chat, within=60.0)
         # The 2,000-property schema is too large to send: withheld, and not counted as available.
         assert f"- faulty: available, {len(distinct) - 1} tools" in chat.section
         listed = await chat.say("/mcp_list", within=15.0 + MARGIN)

@@ -50,7 +50,7 @@ from pydantic_ai.tools import RunContext, ToolDefinition
 from ..exceptions import ConfigError
 from ._redact import Redactor
 
-__all__ = ["GateLimits", "GatedModel", "gate_messages"]
+__all__ = ["DefinitionVerdicts", "GateLimits", "GatedModel", "gate_messages"]
 
 logger = logging.getLogger(__name__)
 
@@ -194,7 +194,41 @@ def gate_messages(messages: list[ModelMessage], redactor: Redactor, limits: Gate
 
 
 def _definition_text(tool: ToolDefinition) -> str:
-    return json.dumps(dataclasses.asdict(tool), default=str, ensure_ascii=False)
+    # Every field a provider may send; asdict would deep-copy the schema first.
+    fields = [getattr(tool, item.name) for item in dataclasses.fields(tool)]
+    return json.dumps(fields, default=str, ensure_ascii=False)
+
+
+class DefinitionVerdicts:
+    """The gate's verdict on each tool definition, kept across a chat's turns.
+
+    Definitions are reused while their tool does not change, so a chat of thousands of tools
+    pays for the scan once per definition and redactor, not once per model request.
+    """
+
+    def __init__(self) -> None:
+        self._verdicts: dict[int, tuple[ToolDefinition, Redactor, ToolDefinition | None]] = {}
+
+    def passed(self, tool: ToolDefinition, redactor: Redactor, limits: GateLimits) -> ToolDefinition | None:
+        """``tool`` as the model may see it (its description cut), or None when it holds a credential."""
+        known = self._verdicts.get(id(tool))
+        if known is not None and known[0] is tool and known[1] is redactor:
+            return known[2]
+        verdict: ToolDefinition | None = tool
+        if redactor and redactor.contains(_definition_text(tool)):
+            verdict = None
+        elif tool.description is not None and len(tool.description) > limits.max_description_chars:
+            verdict = dataclasses.replace(
+                tool, description=tool.description[: limits.max_description_chars - 1] + "…"
+            )
+        self._verdicts[id(tool)] = (tool, redactor, verdict)
+        return verdict
+
+    def keep_only(self, tools: list[ToolDefinition]) -> None:
+        """Forget the verdicts on definitions no longer offered, once they outnumber those offered."""
+        if len(self._verdicts) > 2 * len(tools) + 64:
+            current = {id(tool) for tool in tools}
+            self._verdicts = {key: value for key, value in self._verdicts.items() if key in current}
 
 
 class GatedModel(WrapperModel):
@@ -205,11 +239,17 @@ class GatedModel(WrapperModel):
     """
 
     def __init__(
-        self, wrapped: Model, redactor: Callable[[], Redactor], *, limits: GateLimits | None = None
+        self,
+        wrapped: Model,
+        redactor: Callable[[], Redactor],
+        *,
+        limits: GateLimits | None = None,
+        verdicts: DefinitionVerdicts | None = None,
     ) -> None:
         super().__init__(wrapped)
         self._redactor = redactor
         self.limits = limits or GateLimits()
+        self._verdicts = verdicts or DefinitionVerdicts()
 
     def gate(
         self, messages: list[ModelMessage], parameters: ModelRequestParameters
@@ -223,15 +263,12 @@ class GatedModel(WrapperModel):
         tools: list[ToolDefinition] = []
         withheld: list[str] = []
         for tool in parameters.function_tools:
-            if walker.redactor and walker.redactor.contains(_definition_text(tool)):
+            passed = self._verdicts.passed(tool, walker.redactor, self.limits)
+            if passed is None:
                 withheld.append(walker.redactor.redact(tool.name))
-                continue
-            description = tool.description
-            if description is not None and len(description) > self.limits.max_description_chars:
-                tool = dataclasses.replace(
-                    tool, description=description[: self.limits.max_description_chars - 1] + "…"
-                )
-            tools.append(tool)
+            else:
+                tools.append(passed)
+        self._verdicts.keep_only(parameters.function_tools)
         if withheld:
             logger.warning("tool definitions withheld from the model, they hold a credential: %s", withheld)
         rest: ModelRequestParameters = walker(dataclasses.replace(parameters, function_tools=[]))

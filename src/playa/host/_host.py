@@ -20,7 +20,7 @@ from ._agent import SessionToolset, build_agent
 from ._commands import Command, CommandContext, CommandRouter
 from ._env import EnvPolicy
 from ._extension import Extension, ToolResultEvent
-from ._gate import GatedModel, GateLimits, gate_messages
+from ._gate import DefinitionVerdicts, GatedModel, GateLimits, gate_messages
 from ._history import History
 from ._inbound import Inbound, classify
 from ._offline import offline_model
@@ -120,6 +120,7 @@ class Host:
         self._env_secrets = frozenset(config.env.denied_values())
         outbound_secrets().add(self._env_secrets)
         self._redactors: dict[str, tuple[tuple[Collection[str], ...], Redactor]] = {}
+        self._verdicts: dict[str, DefinitionVerdicts] = {}
         self._sessions: dict[str, ChatSession] = {}
         self._closing: dict[str, ChatSession] = {}
         self._session_lock = anyio.Lock()
@@ -246,6 +247,7 @@ class Host:
         finally:
             session.closed.set()
             self._redactors.pop(session.scope, None)
+            self._verdicts.pop(session.scope, None)
             if self._closing.get(session.scope) is session:
                 del self._closing[session.scope]
 
@@ -316,7 +318,10 @@ class Host:
             toolset = SessionToolset(session, self.call_tool)
             limits = self.config.model_limits
             # The gate is the only model the agent has: no request can bypass it.
-            model = GatedModel(self._model, lambda: self.redactor(session), limits=self.config.limits)
+            verdicts = self._verdicts.setdefault(session.scope, DefinitionVerdicts())
+            model = GatedModel(
+                self._model, lambda: self.redactor(session), limits=self.config.limits, verdicts=verdicts
+            )
             try:
                 with self._running.run(session.scope) as running:
                     result = await self._agent.run(
