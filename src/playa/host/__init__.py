@@ -4,6 +4,7 @@ Front ends (console, Telegram) and extensions (``mcp_remote``) use only what is 
 """
 
 from ._commands import Command, CommandContext, CommandRouter, ParsedCommand, parse_command
+from ._context import ContextBudget
 from ._env import DEFAULT_DENIED, EnvPolicy
 from ._extension import Extension, ToolResultEvent
 from ._gate import GatedModel, GateLimits, gate_messages
@@ -34,6 +35,7 @@ __all__ = [
     "Command",
     "CommandContext",
     "CommandRouter",
+    "ContextBudget",
     "EnvPolicy",
     "Extension",
     "GateLimits",

@@ -10,7 +10,7 @@ import pydantic_ai
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.messages import BinaryContent
-from pydantic_ai.tools import RunContext
+from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
@@ -39,18 +39,26 @@ class SessionToolset(AbstractToolset[None]):
     def id(self) -> str:
         return "playa-session"
 
-    async def get_tools(self, ctx: RunContext[None]) -> dict[str, ToolsetTool[None]]:
-        # Sorted by name: the tool list is part of the prompt's cacheable prefix, and must not
-        # move when a server reconnects and its tools are activated in another order.
-        tools: dict[str, ToolsetTool[None]] = {}
+    def definitions(self) -> list[ToolDefinition]:
+        """The definitions the model is offered, sorted by name.
+
+        Sorted: the tool list is part of the prompt's cacheable prefix, and must not move when a
+        server reconnects and its tools are activated in another order.
+        """
+        definitions: list[ToolDefinition] = []
         for tool in sorted(self.session.tools.active(), key=lambda tool: tool.name):
             definition = self.session.tool_rules.definition(tool)
-            if isinstance(definition, Withheld):
-                continue
-            tools[tool.name] = ToolsetTool(
+            if not isinstance(definition, Withheld):
+                definitions.append(definition)
+        return definitions
+
+    async def get_tools(self, ctx: RunContext[None]) -> dict[str, ToolsetTool[None]]:
+        return {
+            definition.name: ToolsetTool(
                 toolset=self, tool_def=definition, max_retries=1, args_validator=_ANY_OBJECT
             )
-        return tools
+            for definition in self.definitions()
+        }
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[None], tool: ToolsetTool[None]

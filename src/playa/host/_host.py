@@ -13,11 +13,13 @@ from typing import Any, Literal, Self
 
 import anyio
 from pydantic_ai.exceptions import ModelAuthenticationError, ModelRequestTimeout, UserError
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model, infer_model
 
 from ..exceptions import ConfigError, ToolError, UsageError
 from ._agent import SessionToolset, build_agent
 from ._commands import Command, CommandContext, CommandRouter
+from ._context import ContextBudget, definition_tokens, estimate_tokens, latest_turns
 from ._env import EnvPolicy
 from ._extension import Extension, ToolResultEvent
 from ._gate import GatedModel, GateLimits, gate_messages
@@ -71,6 +73,9 @@ class HostConfig:
     """How much of a tool's result and description the model receives (cut after redaction)."""
     model_limits: ModelLimits = field(default_factory=ModelLimits)
     """How long one model request may take (``PLAYA_MODEL_TIMEOUT``)."""
+    context_tokens: int | None = None
+    """The most tokens one request may hold (``PLAYA_CONTEXT_TOKENS``); the model's context window
+    caps it. None: the window, where it is known."""
     session_idle: float = 1800.0
     """Seconds without a message after which a chat's session is closed, letting go of its
     history and connections; the chat's next message reopens it. ``math.inf``: never."""
@@ -80,6 +85,8 @@ class HostConfig:
             value: float = getattr(self, name)
             if not value > 0 or math.isnan(value) or (name == "hook_timeout" and math.isinf(value)):
                 raise ConfigError(f"HostConfig.{name} must be a positive number of seconds, got {value!r}")
+        if self.context_tokens is not None:
+            ContextBudget(self.context_tokens)  # raises ConfigError when it is too small
         if not self.base_prompt.strip():
             raise ConfigError("HostConfig.base_prompt is empty: give the agent a prompt, or keep the default")
 
@@ -116,6 +123,7 @@ class Host:
         self.commands = CommandRouter()
         install_outbound_gate()
         self._model = resolve_model(config.model)
+        self.context = ContextBudget.for_model(self._model, config.context_tokens)
         self._agent = build_agent()
         self._env_secrets = frozenset(config.env.denied_values())
         outbound_secrets().add(self._env_secrets)
@@ -314,6 +322,8 @@ class Host:
                     session, extension, "BeforeAgentStart", extension.on_before_agent_start(session)
                 )
             toolset = SessionToolset(session, self.call_tool)
+            instructions = self.instructions(session)
+            history = self._window(session, text, instructions, toolset)
             limits = self.config.model_limits
             # The gate is the only model the agent has: no request can bypass it.
             model = GatedModel(self._model, lambda: self.redactor(session), limits=self.config.limits)
@@ -322,8 +332,8 @@ class Host:
                     result = await self._agent.run(
                         text,
                         model=model,
-                        message_history=session.history.messages,
-                        instructions=self.instructions(session),
+                        message_history=history,
+                        instructions=instructions,
                         toolsets=[toolset],
                         model_settings=limits.request_settings(),
                     )
@@ -351,6 +361,19 @@ class Host:
                 logger.error("saving the history of %s failed: %s", session.scope, exc.strerror)
                 output += f"\n\n(This turn could not be saved to the chat's history: {exc.strerror}.)"
             return Reply(self.redact(session, output), "agent")
+
+    def _window(
+        self, session: ChatSession, text: str, instructions: str, toolset: SessionToolset
+    ) -> list[ModelMessage]:
+        """The latest turns of the chat's history that fit the context with this turn's prompt."""
+        fixed = (
+            estimate_tokens(instructions) + estimate_tokens(text) + definition_tokens(toolset.definitions())
+        )
+        messages, sizes = session.history.sized()
+        window = latest_turns(messages, sizes, self.context.history_tokens(fixed))
+        if window.left_out:
+            logger.debug("%s: %d older messages left out of the request", session.scope, window.left_out)
+        return window.messages
 
     def instructions(self, session: ChatSession) -> str:
         """The base prompt and the chat's prompt sections (the gate redacts them on their way)."""
