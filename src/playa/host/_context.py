@@ -54,7 +54,8 @@ def estimate_tokens(text: str | bytes) -> int:
 
 
 def definition_tokens(definitions: Iterable[ToolDefinition]) -> int:
-    """An upper estimate of the tokens tool definitions take in a request."""
+    """An upper estimate of the tokens tool definitions take in the model's context (deferred
+    ones are not there until found)."""
     return sum(
         estimate_tokens(
             json.dumps(
@@ -63,6 +64,7 @@ def definition_tokens(definitions: Iterable[ToolDefinition]) -> int:
         )
         + _PER_TOOL_TOKENS
         for d in definitions
+        if not d.defer_loading
     )
 
 

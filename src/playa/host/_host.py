@@ -25,12 +25,13 @@ from ._extension import Extension, ToolResultEvent
 from ._gate import GatedModel, GateLimits, gate_messages
 from ._history import History
 from ._inbound import Inbound, classify
-from ._offline import offline_model
+from ._offline import is_offline, offline_model
 from ._outbound import install_outbound_gate, outbound_secrets
 from ._redact import Redactor
 from ._schemas import ToolRules
 from ._scope import scope_folder
 from ._session import ChatSession
+from ._tool_search import ToolSearchLimits
 from ._tools import ToolResult
 from ._turns import NOT_KEPT, ModelLimits, RunningTurns, key_refused
 from ._ui import UI, IncomingMessage
@@ -73,6 +74,8 @@ class HostConfig:
     """How much of a tool's result and description the model receives (cut after redaction)."""
     model_limits: ModelLimits = field(default_factory=ModelLimits)
     """How long one model request may take (``PLAYA_MODEL_TIMEOUT``)."""
+    tool_search: ToolSearchLimits = field(default_factory=ToolSearchLimits)
+    """When a chat's tools are offered through a search rather than each in every request."""
     context_tokens: int | None = None
     """The most tokens one request may hold (``PLAYA_CONTEXT_TOKENS``); the model's context window
     caps it. None: the window, where it is known."""
@@ -124,7 +127,7 @@ class Host:
         install_outbound_gate()
         self._model = resolve_model(config.model)
         self.context = ContextBudget.for_model(self._model, config.context_tokens)
-        self._agent = build_agent()
+        self._agent = build_agent(config.tool_search)
         self._env_secrets = frozenset(config.env.denied_values())
         outbound_secrets().add(self._env_secrets)
         self._redactors: dict[str, tuple[tuple[Collection[str], ...], Redactor]] = {}
@@ -187,15 +190,17 @@ class Host:
             await anyio.to_thread.run_sync(lambda: workspace.mkdir(parents=True, exist_ok=True))
             state_dir = self.config.data_dir / "sessions" / folder
             history = await History.open(state_dir)
+            core = workspace_tools(workspace)
             session = ChatSession(
                 scope=scope,
                 owner=owner,
                 workspace=workspace,
                 history=history,
                 state_dir=state_dir,
+                core_tools=frozenset(tool.name for tool in core),
                 tool_rules=ToolRules.for_model(self._model),
             )
-            for tool in workspace_tools(workspace):
+            for tool in core:
                 session.tools.register(tool)
             self._sessions[scope] = session
         for extension in self.extensions:
@@ -321,7 +326,13 @@ class Host:
                 await self._hook(
                     session, extension, "BeforeAgentStart", extension.on_before_agent_start(session)
                 )
-            toolset = SessionToolset(session, self.call_tool)
+            toolset = SessionToolset(
+                session,
+                self.call_tool,
+                # The offline model calls the tool the person names: it must be offered them all.
+                search=None if is_offline(self._model) else self.config.tool_search,
+                context_tokens=self.context.tokens,
+            )
             instructions = self.instructions(session)
             history = self._window(session, text, instructions, toolset)
             limits = self.config.model_limits
