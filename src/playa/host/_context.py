@@ -8,15 +8,15 @@ out whole, so a tool call always arrives with its result.
 
 This runs before ``Agent.run``, not as a history processor: pydantic-ai does per-request work
 over the whole ``message_history`` before processors run, and a turn's cost must not grow with
-the history. Sizes are the JSON bytes the history stores each message in, counted when it is
-stored, so picking the window walks back over the kept turns only.
+the history. Each message's size is counted once, when the history stores or loads it, so
+picking the window walks back over the kept turns only.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -43,8 +43,53 @@ DEFAULT_CONTEXT_TOKENS: Final = 32_000
 """The budget of a model whose window is unknown (a local model behind an OpenAI-compatible URL)."""
 
 _MIN_TOKENS: Final = 1_000
+_PER_PART_BYTES: Final = 48
+"""The JSON around one part on the wire (``{"role": "tool", "tool_call_id": "…", "content": …}``)."""
+_NOT_SENT: Final = frozenset(
+    {
+        "timestamp",
+        "part_kind",
+        "provider_name",
+        "provider_details",
+        "provider_response_id",
+        "metadata",
+        "usage",
+    }
+)
 _PER_TOOL_TOKENS: Final = 16
 """The wrapping each provider puts around a definition (``{"type": "function", "function": …}``)."""
+
+
+def message_bytes(message: ModelMessage) -> int:
+    """The bytes of what ``message`` gives the model: every string and number of its parts
+    (binary data as base64), and room for the wrapping each part gets on the wire.
+
+    Not the stored JSON: its timestamps, kinds and ids are four times the text of a short turn,
+    and counting them would leave most of a context unused.
+    """
+    return sum(_PER_PART_BYTES + _content_bytes(part, 0) for part in message.parts)
+
+
+def _content_bytes(value: object, depth: int) -> int:
+    if isinstance(value, str):
+        return len(value.encode())
+    if isinstance(value, bytes):
+        return -(-len(value) // 3) * 4
+    if value is None or isinstance(value, bool) or depth > 32:
+        return 0
+    if isinstance(value, int | float):
+        return 8
+    if isinstance(value, Mapping):
+        return sum(_content_bytes(k, depth + 1) + _content_bytes(v, depth + 1) + 4 for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return sum(_content_bytes(item, depth + 1) + 2 for item in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sum(
+            _content_bytes(getattr(value, f.name, None), depth + 1)
+            for f in dataclasses.fields(value)
+            if f.name not in _NOT_SENT
+        )
+    return 0
 
 
 def estimate_tokens(text: str | bytes) -> int:
@@ -127,7 +172,7 @@ def _starts_turn(message: ModelMessage) -> bool:
 
 
 def latest_turns(messages: Sequence[ModelMessage], sizes: Sequence[int], max_tokens: int) -> Window:
-    """The latest whole turns of ``messages`` whose stored ``sizes`` (bytes) fit ``max_tokens``.
+    """The latest whole turns of ``messages`` whose ``sizes`` (:func:`message_bytes`) fit ``max_tokens``.
 
     A turn starts at a request that carries the person's message and runs to the next one, so
     its tool calls and their results stay together. When older turns are left out, the first

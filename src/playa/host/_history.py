@@ -14,6 +14,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from .._files import append_durably, atomic_write
+from ._context import message_bytes
 
 __all__ = ["HISTORY_FILE", "History"]
 
@@ -65,7 +66,7 @@ class History:
         return len(self._messages)
 
     def sized(self) -> tuple[Sequence[ModelMessage], Sequence[int]]:
-        """The messages and the bytes each takes in the file, without copying either.
+        """The messages and the bytes each gives the model (``message_bytes``), without copying either.
 
         For reading at once (picking the turns a request can hold): a later ``extend`` or
         ``clear`` changes what they hold.
@@ -81,10 +82,9 @@ class History:
         if not new:
             return
         async with self._lock:
-            lines = await anyio.to_thread.run_sync(_encode, new)
             self._messages.extend(new)
-            self._sizes.extend(len(line) for line in lines)
-            await anyio.to_thread.run_sync(_append, self.path, lines)
+            self._sizes.extend(message_bytes(message) for message in new)
+            await anyio.to_thread.run_sync(_append, self.path, new)
 
     async def clear(self) -> None:
         """Forget every message; the file is replaced by an empty one atomically."""
@@ -98,9 +98,9 @@ def _encode(messages: Sequence[ModelMessage]) -> list[bytes]:
     return [_MESSAGE.dump_json(message) for message in messages]
 
 
-def _append(path: Path, lines: list[bytes]) -> None:
+def _append(path: Path, messages: list[ModelMessage]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    append_durably(path, b"".join(line + b"\n" for line in lines))
+    append_durably(path, b"".join(line + b"\n" for line in _encode(messages)))
 
 
 def _truncate(path: Path) -> None:
@@ -114,7 +114,7 @@ def _load(path: Path) -> tuple[list[ModelMessage], list[int]]:
         data = path.read_bytes()
     except FileNotFoundError:
         messages = _migrate(path)
-        return messages, [len(line) for line in _encode(messages)]
+        return messages, [message_bytes(m) for m in messages]
     lines = data.split(b"\n")
     # Everything before the last newline was written whole; after it, at most a torn append.
     whole, tail = [line for line in lines[:-1] if line.strip()], lines[-1]
@@ -128,7 +128,7 @@ def _load(path: Path) -> tuple[list[ModelMessage], list[int]]:
         with open(path, "r+b") as file:
             file.truncate(len(data) - len(tail))
             os.fsync(file.fileno())
-    return messages, [len(line) for line in whole]
+    return messages, [message_bytes(m) for m in messages]
 
 
 def _migrate(path: Path) -> list[ModelMessage]:
