@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "history": ("bench.bench_life", "run_history"),
     "shutdown": ("bench.bench_life", "run_shutdown"),
     "memory": ("bench.bench_life", "run_memory"),
+    "model": ("bench.bench_model", "run"),
 }
 
 

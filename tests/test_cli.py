@@ -123,3 +123,15 @@ def test_the_model_timeout_comes_from_the_environment_and_bad_values_are_clear_e
     assert _host_config(args, {"PLAYA_MODEL_TIMEOUT": "7.5"}).model_limits.timeout == 7.5
     with pytest.raises(ConfigError, match="PLAYA_MODEL_TIMEOUT must be a positive number of seconds"):
         _host_config(args, {"PLAYA_MODEL_TIMEOUT": "0"})
+
+
+def test_the_context_budget_comes_from_the_environment_and_bad_values_are_clear_errors(
+    tmp_path: Path,
+) -> None:
+    args = argparse.Namespace(data_dir=tmp_path, model=None)
+    assert _host_config(args, {}).context_tokens is None
+    assert _host_config(args, {"PLAYA_CONTEXT_TOKENS": "8000"}).context_tokens == 8000
+    assert _host_config(args, {"PLAYA_CONTEXT_TOKENS": "128_000"}).context_tokens == 128_000
+    for bad in ("999", "lots", "-5000", "1e6", "８０００"):
+        with pytest.raises(ConfigError, match="PLAYA_CONTEXT_TOKENS must be a whole number of tokens"):
+            _host_config(args, {"PLAYA_CONTEXT_TOKENS": bad})

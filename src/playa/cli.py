@@ -107,7 +107,21 @@ def _host_config(args: argparse.Namespace, environ: Mapping[str, str]) -> HostCo
         env=EnvPolicy(extra, environ=environ),
         session_idle=_seconds(environ, "PLAYA_SESSION_IDLE", 1800.0, never="never"),
         model_limits=ModelLimits(timeout=_seconds(environ, "PLAYA_MODEL_TIMEOUT", 120.0)),
+        context_tokens=_tokens(environ, "PLAYA_CONTEXT_TOKENS"),
     )
+
+
+def _tokens(environ: Mapping[str, str], name: str) -> int | None:
+    """A number of tokens from the environment, at least 1,000; None when unset."""
+    text = environ.get(name, "").strip()
+    if not text:
+        return None
+    digits = text.replace("_", "").replace(",", "")
+    if not digits.isascii() or not digits.isdigit() or int(digits) < 1000:
+        raise ConfigError(
+            f"{name} must be a whole number of tokens, at least 1000, got {text!r}: fix or unset it"
+        )
+    return int(digits)
 
 
 def _seconds(environ: Mapping[str, str], name: str, default: float, *, never: str | None = None) -> float:

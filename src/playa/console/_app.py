@@ -8,6 +8,7 @@ import itertools
 import re
 import sys
 import threading
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TextIO
@@ -16,7 +17,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from ..host import Host, IncomingMessage, MessageRef, Sender, normalize
+from ..host import ChatSession, Host, IncomingMessage, MessageRef, Reply, Sender, classify, normalize
 
 __all__ = ["ConsoleUI", "printable", "run_console"]
 
@@ -47,6 +48,7 @@ class ConsoleUI:
         self._answered = anyio.Event()
         self._answered.set()
         """Unset while a question waits for its answer: the status line stays off the prompt."""
+        self._lines = _LineReader(self._input if interactive else self._readline)
 
     async def send(self, text: str) -> MessageRef | None:
         # What servers and the model wrote reaches the terminal: ANSI sequences could clear the
@@ -97,8 +99,11 @@ class ConsoleUI:
         return True
 
     async def read_message(self) -> str | None:
-        """The next message, or ``None`` at end of input."""
-        return await _in_daemon_thread(self._input if self.interactive else self._readline)
+        """The next message, or ``None`` at end of input.
+
+        Cancelling the wait does not lose the line: the read goes on, and the next call gets it.
+        """
+        return await self._lines.next()
 
     def _readline(self) -> str | None:
         line = self._stdin.readline()
@@ -133,30 +138,65 @@ class ConsoleUI:
             await anyio.sleep(0.1)
 
 
+class _LineReader:
+    """Reads lines one at a time in a daemon thread; a read outlives a cancelled wait for it.
+
+    While a turn runs the console reads on, to catch ``/stop``; when the turn ends first, the
+    read still waiting on the terminal must be the next message, not a line lost.
+    """
+
+    def __init__(self, read: Callable[[], str | None]) -> None:
+        self._read = read
+        self._pending: _Pending | None = None
+
+    async def next(self) -> str | None:
+        if self._pending is None:
+            self._pending = _Pending.start(self._read)
+        pending = self._pending
+        await pending.done.wait()
+        self._pending = None
+        return pending.result()
+
+
+class _Pending:
+    """One blocking read running in a daemon thread."""
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.outcome: list[str | BaseException | None] = []
+
+    @classmethod
+    def start(cls, read: Callable[[], str | None]) -> _Pending:
+        pending = cls()
+        token = anyio.lowlevel.current_token()
+
+        def run() -> None:
+            try:
+                pending.outcome.append(read())
+            except BaseException as exc:  # boundary: handed back to the waiting task
+                pending.outcome.append(exc)
+            with contextlib.suppress(RuntimeError):  # the event loop may be gone by now
+                anyio.from_thread.run_sync(pending.done.set, token=token)
+
+        threading.Thread(target=run, name="playa-console-input", daemon=True).start()
+        return pending
+
+    def result(self) -> str | None:
+        result = self.outcome[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+
 async def _in_daemon_thread(read: Callable[[], str | None]) -> str | None:
     """Run a blocking read in a daemon thread.
 
     A thread blocked on the terminal cannot be interrupted; in the worker pool it would keep
     the process alive after Ctrl-C until the user pressed Enter. A daemon thread does not.
     """
-    done = anyio.Event()
-    token = anyio.lowlevel.current_token()
-    outcome: list[str | BaseException | None] = []
-
-    def run() -> None:
-        try:
-            outcome.append(read())
-        except BaseException as exc:  # boundary: handed back to the waiting task
-            outcome.append(exc)
-        with contextlib.suppress(RuntimeError):  # the event loop may be gone by now
-            anyio.from_thread.run_sync(done.set, token=token)
-
-    threading.Thread(target=run, name="playa-console-input", daemon=True).start()
-    await done.wait()
-    result = outcome[0]
-    if isinstance(result, BaseException):
-        raise result
-    return result
+    pending = _Pending.start(read)
+    await pending.done.wait()
+    return pending.result()
 
 
 async def run_console(
@@ -176,9 +216,41 @@ async def run_console(
     sender = Sender(id=user, name=user, is_owner=True)
     if banner and ui.interactive:
         await ui.send(banner)
-    while (text := await ui.read_message()) is not None:
+    typed: deque[str | None] = deque()
+    while (text := typed.popleft() if typed else await ui.read_message()) is not None:
         message = IncomingMessage(text=text, sender=sender, ref=None)
         async with ui.working():
-            reply = await host.handle(session, message, ui)
+            if classify(text, host.commands).command is None:
+                reply = await _turn(host, session, message, ui, typed)
+            else:
+                # A command may ask a question, which reads the next line itself.
+                reply = await host.handle(session, message, ui)
         if reply is not None:
             await ui.send(reply.text)
+
+
+async def _turn(
+    host: Host, session: ChatSession, message: IncomingMessage, ui: ConsoleUI, typed: deque[str | None]
+) -> Reply | None:
+    """Run an agent turn while reading on: ``/stop`` goes to the host at once, other lines wait
+    their turn in ``typed`` (end of input too), in the order they came."""
+    replies: list[Reply | None] = []
+    async with anyio.create_task_group() as tg:
+
+        async def run() -> None:
+            replies.append(await host.handle(session, message, ui))
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(run)
+        while True:
+            line = await ui.read_message()
+            command = None if line is None else classify(line, host.commands).command
+            if line is not None and command is not None and command.name == "stop":
+                stopped = await host.handle(session, IncomingMessage(line, message.sender, None), ui)
+                if stopped is not None:
+                    await ui.send(stopped.text)
+                continue
+            typed.append(line)
+            if line is None:
+                break
+    return replies[0] if replies else None

@@ -4,6 +4,7 @@ Front ends (console, Telegram) and extensions (``mcp_remote``) use only what is 
 """
 
 from ._commands import Command, CommandContext, CommandRouter, ParsedCommand, parse_command
+from ._context import ContextBudget
 from ._env import DEFAULT_DENIED, EnvPolicy
 from ._extension import Extension, ToolResultEvent
 from ._gate import GatedModel, GateLimits, gate_messages
@@ -18,6 +19,7 @@ from ._registry import ToolRegistry
 from ._schemas import ToolRules, Withheld, repair_schema
 from ._scope import scope_folder
 from ._session import ChatSession
+from ._tool_search import ToolSearchLimits, rank_tools
 from ._tools import Media, Tool, ToolResult
 from ._turns import ModelLimits
 from ._ui import UI, IncomingMessage, MessageRef, Sender
@@ -34,6 +36,7 @@ __all__ = [
     "Command",
     "CommandContext",
     "CommandRouter",
+    "ContextBudget",
     "EnvPolicy",
     "Extension",
     "GateLimits",
@@ -57,6 +60,7 @@ __all__ = [
     "ToolResult",
     "ToolResultEvent",
     "ToolRules",
+    "ToolSearchLimits",
     "Withheld",
     "auth_credential",
     "classify",
@@ -68,6 +72,7 @@ __all__ = [
     "offline_model",
     "outbound_secrets",
     "parse_command",
+    "rank_tools",
     "repair_schema",
     "resolve_in_workspace",
     "resolve_model",

@@ -14,6 +14,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from .._files import append_durably, atomic_write
+from ._context import message_bytes
 
 __all__ = ["HISTORY_FILE", "History"]
 
@@ -37,17 +38,24 @@ class History:
     starts afresh. Use ``await History.open(folder)``.
     """
 
-    def __init__(self, path: Path, messages: Sequence[ModelMessage] = ()) -> None:
+    def __init__(
+        self, path: Path, messages: Sequence[ModelMessage] = (), sizes: Sequence[int] | None = None
+    ) -> None:
         self.path = path
         self._messages: list[ModelMessage] = list(messages)
+        self._sizes: list[int] = (
+            list(sizes) if sizes is not None else [len(line) for line in _encode(messages)]
+        )
+        if len(self._sizes) != len(self._messages):
+            raise ValueError(f"{len(self._messages)} messages but {len(self._sizes)} sizes")
         self._lock = anyio.Lock()
 
     @classmethod
     async def open(cls, folder: Path) -> History:
         """The history kept in ``folder``, read in a worker thread (an older file is migrated)."""
         path = folder / HISTORY_FILE
-        messages = await anyio.to_thread.run_sync(_load, path)
-        return cls(path, messages)
+        messages, sizes = await anyio.to_thread.run_sync(_load, path)
+        return cls(path, messages, sizes)
 
     @property
     def messages(self) -> list[ModelMessage]:
@@ -56,6 +64,14 @@ class History:
 
     def __len__(self) -> int:
         return len(self._messages)
+
+    def sized(self) -> tuple[Sequence[ModelMessage], Sequence[int]]:
+        """The messages and the bytes each gives the model (``message_bytes``), without copying either.
+
+        For reading at once (picking the turns a request can hold): a later ``extend`` or
+        ``clear`` changes what they hold.
+        """
+        return self._messages, self._sizes
 
     async def extend(self, messages: Sequence[ModelMessage]) -> None:
         """Append one turn's messages: kept at once, on disk (one fsync) when this returns.
@@ -67,18 +83,24 @@ class History:
             return
         async with self._lock:
             self._messages.extend(new)
+            self._sizes.extend(message_bytes(message) for message in new)
             await anyio.to_thread.run_sync(_append, self.path, new)
 
     async def clear(self) -> None:
         """Forget every message; the file is replaced by an empty one atomically."""
         async with self._lock:
             self._messages = []
+            self._sizes = []
             await anyio.to_thread.run_sync(_truncate, self.path)
+
+
+def _encode(messages: Sequence[ModelMessage]) -> list[bytes]:
+    return [_MESSAGE.dump_json(message) for message in messages]
 
 
 def _append(path: Path, messages: list[ModelMessage]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    append_durably(path, b"".join(_MESSAGE.dump_json(message) + b"\n" for message in messages))
+    append_durably(path, b"".join(line + b"\n" for line in _encode(messages)))
 
 
 def _truncate(path: Path) -> None:
@@ -87,11 +109,12 @@ def _truncate(path: Path) -> None:
         atomic_write(path, b"")
 
 
-def _load(path: Path) -> list[ModelMessage]:
+def _load(path: Path) -> tuple[list[ModelMessage], list[int]]:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        return _migrate(path)
+        messages = _migrate(path)
+        return messages, [message_bytes(m) for m in messages]
     lines = data.split(b"\n")
     # Everything before the last newline was written whole; after it, at most a torn append.
     whole, tail = [line for line in lines[:-1] if line.strip()], lines[-1]
@@ -99,13 +122,13 @@ def _load(path: Path) -> list[ModelMessage]:
         messages = list(ModelMessagesTypeAdapter.validate_json(b"[" + b",".join(whole) + b"]"))
     except ValidationError:
         _move_aside(path)
-        return []
+        return [], []
     if tail:
         logger.warning("history file %s ends in a torn line (%d bytes); it is dropped", path, len(tail))
         with open(path, "r+b") as file:
             file.truncate(len(data) - len(tail))
             os.fsync(file.fileno())
-    return messages
+    return messages, [message_bytes(m) for m in messages]
 
 
 def _migrate(path: Path) -> list[ModelMessage]:
@@ -120,7 +143,7 @@ def _migrate(path: Path) -> list[ModelMessage]:
     except ValidationError:
         _move_aside(old)
         return []
-    atomic_write(path, b"".join(_MESSAGE.dump_json(message) + b"\n" for message in messages))
+    atomic_write(path, b"".join(line + b"\n" for line in _encode(messages)))
     old.unlink()
     logger.info("history %s migrated to %s", old, path)
     return messages

@@ -13,22 +13,25 @@ from typing import Any, Literal, Self
 
 import anyio
 from pydantic_ai.exceptions import ModelAuthenticationError, ModelRequestTimeout, UserError
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model, infer_model
 
 from ..exceptions import ConfigError, ToolError, UsageError
 from ._agent import SessionToolset, build_agent
 from ._commands import Command, CommandContext, CommandRouter
+from ._context import ContextBudget, definition_tokens, estimate_tokens, latest_turns
 from ._env import EnvPolicy
 from ._extension import Extension, ToolResultEvent
 from ._gate import DefinitionVerdicts, GatedModel, GateLimits, gate_messages
 from ._history import History
 from ._inbound import Inbound, classify
-from ._offline import offline_model
+from ._offline import is_offline, offline_model
 from ._outbound import install_outbound_gate, outbound_secrets
 from ._redact import Redactor
 from ._schemas import ToolRules
 from ._scope import scope_folder
 from ._session import ChatSession
+from ._tool_search import ToolSearchLimits
 from ._tools import ToolResult
 from ._turns import NOT_KEPT, ModelLimits, RunningTurns, key_refused
 from ._ui import UI, IncomingMessage
@@ -71,6 +74,11 @@ class HostConfig:
     """How much of a tool's result and description the model receives (cut after redaction)."""
     model_limits: ModelLimits = field(default_factory=ModelLimits)
     """How long one model request may take (``PLAYA_MODEL_TIMEOUT``)."""
+    tool_search: ToolSearchLimits = field(default_factory=ToolSearchLimits)
+    """When a chat's tools are offered through a search rather than each in every request."""
+    context_tokens: int | None = None
+    """The most tokens one request may hold (``PLAYA_CONTEXT_TOKENS``); the model's context window
+    caps it. None: the window, where it is known."""
     session_idle: float = 1800.0
     """Seconds without a message after which a chat's session is closed, letting go of its
     history and connections; the chat's next message reopens it. ``math.inf``: never."""
@@ -80,6 +88,8 @@ class HostConfig:
             value: float = getattr(self, name)
             if not value > 0 or math.isnan(value) or (name == "hook_timeout" and math.isinf(value)):
                 raise ConfigError(f"HostConfig.{name} must be a positive number of seconds, got {value!r}")
+        if self.context_tokens is not None:
+            ContextBudget(self.context_tokens)  # raises ConfigError when it is too small
         if not self.base_prompt.strip():
             raise ConfigError("HostConfig.base_prompt is empty: give the agent a prompt, or keep the default")
 
@@ -116,7 +126,8 @@ class Host:
         self.commands = CommandRouter()
         install_outbound_gate()
         self._model = resolve_model(config.model)
-        self._agent = build_agent()
+        self.context = ContextBudget.for_model(self._model, config.context_tokens)
+        self._agent = build_agent(config.tool_search)
         self._env_secrets = frozenset(config.env.denied_values())
         outbound_secrets().add(self._env_secrets)
         self._redactors: dict[str, tuple[tuple[Collection[str], ...], Redactor]] = {}
@@ -180,15 +191,17 @@ class Host:
             await anyio.to_thread.run_sync(lambda: workspace.mkdir(parents=True, exist_ok=True))
             state_dir = self.config.data_dir / "sessions" / folder
             history = await History.open(state_dir)
+            core = workspace_tools(workspace)
             session = ChatSession(
                 scope=scope,
                 owner=owner,
                 workspace=workspace,
                 history=history,
                 state_dir=state_dir,
+                core_tools=frozenset(tool.name for tool in core),
                 tool_rules=ToolRules.for_model(self._model),
             )
-            for tool in workspace_tools(workspace):
+            for tool in core:
                 session.tools.register(tool)
             self._sessions[scope] = session
         for extension in self.extensions:
@@ -315,7 +328,15 @@ class Host:
                 await self._hook(
                     session, extension, "BeforeAgentStart", extension.on_before_agent_start(session)
                 )
-            toolset = SessionToolset(session, self.call_tool)
+            toolset = SessionToolset(
+                session,
+                self.call_tool,
+                # The offline model calls the tool the person names: it must be offered them all.
+                search=None if is_offline(self._model) else self.config.tool_search,
+                context_tokens=self.context.tokens,
+            )
+            instructions = self.instructions(session)
+            history = self._window(session, text, instructions, toolset)
             limits = self.config.model_limits
             # The gate is the only model the agent has: no request can bypass it.
             verdicts = self._verdicts.setdefault(session.scope, DefinitionVerdicts())
@@ -327,8 +348,8 @@ class Host:
                     result = await self._agent.run(
                         text,
                         model=model,
-                        message_history=session.history.messages,
-                        instructions=self.instructions(session),
+                        message_history=history,
+                        instructions=instructions,
                         toolsets=[toolset],
                         model_settings=limits.request_settings(),
                     )
@@ -356,6 +377,19 @@ class Host:
                 logger.error("saving the history of %s failed: %s", session.scope, exc.strerror)
                 output += f"\n\n(This turn could not be saved to the chat's history: {exc.strerror}.)"
             return Reply(self.redact(session, output), "agent")
+
+    def _window(
+        self, session: ChatSession, text: str, instructions: str, toolset: SessionToolset
+    ) -> list[ModelMessage]:
+        """The latest turns of the chat's history that fit the context with this turn's prompt."""
+        fixed = (
+            estimate_tokens(instructions) + estimate_tokens(text) + definition_tokens(toolset.definitions())
+        )
+        messages, sizes = session.history.sized()
+        window = latest_turns(messages, sizes, self.context.history_tokens(fixed))
+        if window.left_out:
+            logger.debug("%s: %d older messages left out of the request", session.scope, window.left_out)
+        return window.messages
 
     def instructions(self, session: ChatSession) -> str:
         """The base prompt and the chat's prompt sections (the gate redacts them on their way)."""

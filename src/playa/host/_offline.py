@@ -17,7 +17,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-__all__ = ["LABEL", "offline_model"]
+__all__ = ["LABEL", "is_offline", "offline_model"]
 
 LABEL = "[offline model]"
 
@@ -30,6 +30,11 @@ def offline_model() -> FunctionModel:
     the active tools and the prompt sections.
     """
     return FunctionModel(_respond, model_name="offline")
+
+
+def is_offline(model: object) -> bool:
+    """Whether ``model`` is the offline model, which calls tools by name and so is offered all of them."""
+    return isinstance(model, FunctionModel) and model.function is _respond
 
 
 def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

@@ -31,6 +31,9 @@ class ChatSession:
     where the host and extensions keep what the agent must not reach; None when the host has none."""
     tools: ToolRegistry = field(default_factory=ToolRegistry)
     prompt: PromptSections = field(default_factory=PromptSections)
+    core_tools: frozenset[str] = frozenset()
+    """The host's own tools (the workspace's): always offered whole, also when the others are
+    offered through a tool search."""
     tool_rules: ToolRules = field(default_factory=ToolRules)
     """Which tools the model in use can take, and how they are sent to it."""
     turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
