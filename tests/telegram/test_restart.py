@@ -25,6 +25,7 @@ from .fake_bot_api import FakeBotApi, private_chat, user
 
 TOKEN = "123456789:AAHfakeTokenForTestsOnly0123456789abcd"
 SECRET_KEY = "sk-live-7Hq2Zx9Lm4Vb8Nc1Rt6Yw3Pd"
+BEARER_KEY = "Zq7Xw3KpL9mN2vB8cR4tY6uI0oPa"
 
 
 def slow_server(started: anyio.Event) -> MCPServer:
@@ -93,6 +94,9 @@ async def test_replies_survive_a_sigterm_mid_turn_and_behind_flood_control_exact
             # A secret answer that arrives with nothing asking must not reach the model, a log or a file.
             fake.send(waiting, SECRET_KEY, sender=user(13))
             await fake.wait_reply(13, "looks like a key")
+            # A key inside a command: python-telegram-bot's DEBUG records would quote the update.
+            fake.send(waiting, f"/mcp_add keyed {mcp.url} --bearer {BEARER_KEY}", sender=user(13))
+            await fake.wait_reply(13, "Added keyed", timeout=30)
 
             fake.flood[12] = 30
             fake.send(flooded, "/help", sender=user(12))
@@ -121,6 +125,8 @@ async def test_replies_survive_a_sigterm_mid_turn_and_behind_flood_control_exact
     assert "DEBUG httpcore" in log  # the libraries did log at DEBUG
     assert TOKEN not in log
     assert SECRET_KEY not in log
+    assert BEARER_KEY not in log
     for path in (tmp_path / "data").rglob("*"):
         if path.is_file():
             assert SECRET_KEY.encode() not in path.read_bytes(), path
+            assert BEARER_KEY.encode() not in path.read_bytes(), path

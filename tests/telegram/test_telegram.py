@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -22,6 +22,7 @@ from playa.exceptions import ConfigError
 from playa.host import Host, HostConfig
 from playa.telegram import (
     SECRET_HEADER,
+    RetryPolicy,
     TelegramSettings,
     WebhookConfig,
     run_telegram,
@@ -531,3 +532,25 @@ async def test_start_in_a_private_chat_explains_the_bot_and_the_description_is_s
         welcome = await fake.wait_reply(2001, "Hello!")
         assert "/mcp_add <name> <url> --bearer" in welcome.text
         assert "delete your answer" in welcome.text
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (lambda: TelegramSettings(poll_timeout=-1), "TelegramSettings.poll_timeout"),
+        (lambda: TelegramSettings(typing_interval=0), "TelegramSettings.typing_interval"),
+        (lambda: TelegramSettings(stop_grace=float("nan")), "TelegramSettings.stop_grace"),
+        (lambda: TelegramSettings(max_queued=0), "TelegramSettings.max_queued"),
+        (lambda: TelegramSettings(owner_ttl=float("inf")), "TelegramSettings.owner_ttl"),
+        (lambda: RetryPolicy(attempts=0), "RetryPolicy.attempts"),
+        (lambda: RetryPolicy(backoff=0), "RetryPolicy.backoff"),
+        (lambda: RetryPolicy(backoff=5, backoff_max=1), "RetryPolicy.backoff"),
+        (lambda: RetryPolicy(deadline=-1), "RetryPolicy.deadline"),
+    ],
+)
+def test_bad_telegram_settings_are_refused_at_construction_naming_the_field(
+    build: Callable[[], object], field: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        build()
+    assert str(caught.value).startswith(field + " ")

@@ -19,12 +19,20 @@ from telegram.error import Conflict, Forbidden, InvalidToken, RetryAfter, Telegr
 from telegram.request import HTTPXRequest
 
 from ..exceptions import ConfigError
-from ..host import ChatSession, Host, Inbound, IncomingMessage, classify
+from ..host import (
+    ChatSession,
+    Host,
+    Inbound,
+    IncomingMessage,
+    classify,
+    install_outbound_gate,
+    outbound_secrets,
+)
 from ._answers import Answer, PendingAnswers
 from ._buttons import Buttons
 from ._journal import Journal
-from ._logs import quiet_raw_traffic, token_filtered_logs
-from ._outbox import Outbox, RetryPolicy, retry_seconds
+from ._logs import quiet_raw_traffic
+from ._outbox import Outbox, RetryPolicy, check_seconds, retry_seconds
 from ._owner import OWNER_TTL, Owners
 from ._ui import Deletions, TelegramUI, render
 from ._webhook import WebhookConfig, serve_webhook
@@ -96,14 +104,17 @@ class TelegramSettings:
     """On a stop, how long running turns may go on; those still running are reported after the restart."""
 
     def __post_init__(self) -> None:
-        if (
-            self.poll_timeout < 0
-            or self.owner_ttl < 0
-            or self.typing_interval <= 0
-            or self.max_queued < 1
-            or self.stop_grace < 0
-        ):
-            raise ValueError("TelegramSettings: timeouts must be >= 0, typing_interval > 0, max_queued >= 1")
+        for name in ("poll_timeout", "owner_ttl", "stop_grace"):
+            check_seconds(self, name, positive=False)
+        check_seconds(self, "typing_interval", positive=True)
+        if not isinstance(self.max_queued, int) or isinstance(self.max_queued, bool) or self.max_queued < 1:
+            raise ConfigError(
+                f"TelegramSettings.max_queued must be a whole number >= 1, got {self.max_queued!r}"
+            )
+        if not isinstance(self.retry, RetryPolicy):
+            raise ConfigError(
+                f"TelegramSettings.retry must be a RetryPolicy, got {type(self.retry).__name__}"
+            )
 
 
 def _text(message: Message) -> str | None:
@@ -137,6 +148,8 @@ class TelegramBot:
         self.host = host
         self.bot = bot
         self.settings = settings or TelegramSettings()
+        install_outbound_gate()
+        outbound_secrets().add([bot.token])
         data_dir = host.config.data_dir
         self.inbox = Journal.for_bot(data_dir, bot.token, "inbox")
         self.outbox = Outbox(
@@ -168,33 +181,32 @@ class TelegramBot:
         A graceful stop takes no more updates, lets running turns finish within
         ``settings.stop_grace``, and leaves what is unfinished in the journals for the restart.
         """
-        with token_filtered_logs(self.bot.token):
-            try:
-                await self._start()
-                async with anyio.create_task_group() as tg:
-                    self._tg = tg
-                    await self.outbox.resume(tg)
-                    await self._recover()
-                    async with anyio.create_task_group() as intake:
-                        if stop is not None:
-                            intake.start_soon(self._stop_when, stop, intake.cancel_scope)
-                        if webhook is None:
-                            await self._poll()
-                        else:
-                            await serve_webhook(
-                                self.bot,
-                                webhook,
-                                self.dispatch,
-                                allowed_updates=ALLOWED_UPDATES,
-                                listening=listening,
-                            )
-                    # Only a stop ends the intake without cancelling this scope.
-                    await self._drain()
-                    tg.cancel_scope.cancel()
-            finally:
-                self._tg = None
-                with anyio.move_on_after(_SHUTDOWN_TIMEOUT, shield=True):
-                    await self._stop()
+        try:
+            await self._start()
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                await self.outbox.resume(tg)
+                await self._recover()
+                async with anyio.create_task_group() as intake:
+                    if stop is not None:
+                        intake.start_soon(self._stop_when, stop, intake.cancel_scope)
+                    if webhook is None:
+                        await self._poll()
+                    else:
+                        await serve_webhook(
+                            self.bot,
+                            webhook,
+                            self.dispatch,
+                            allowed_updates=ALLOWED_UPDATES,
+                            listening=listening,
+                        )
+                # Only a stop ends the intake without cancelling this scope.
+                await self._drain()
+                tg.cancel_scope.cancel()
+        finally:
+            self._tg = None
+            with anyio.move_on_after(_SHUTDOWN_TIMEOUT, shield=True):
+                await self._stop()
 
     async def _stop_when(self, stop: anyio.Event, intake: anyio.CancelScope) -> None:
         await stop.wait()
@@ -516,8 +528,9 @@ async def run_telegram(
 ) -> None:
     """Run ``host``'s chats as a Telegram bot until cancelled, or gracefully until ``stop`` is set."""
     settings = settings or TelegramSettings()
-    # Before the bot is built: python-telegram-bot logs its URLs, token included, at DEBUG.
+    # Before the bot is built: every Bot API URL holds the token, and httpx logs each at INFO.
+    install_outbound_gate()
+    outbound_secrets().add([token])
     quiet_raw_traffic()
-    with token_filtered_logs(token):
-        bot = build_bot(token, base_url=base_url, poll_timeout=settings.poll_timeout)
-        await TelegramBot(host, bot, settings=settings).run(webhook=webhook, listening=listening, stop=stop)
+    bot = build_bot(token, base_url=base_url, poll_timeout=settings.poll_timeout)
+    await TelegramBot(host, bot, settings=settings).run(webhook=webhook, listening=listening, stop=stop)
