@@ -554,3 +554,41 @@ def test_bad_telegram_settings_are_refused_at_construction_naming_the_field(
     with pytest.raises(ConfigError) as caught:
         build()
     assert str(caught.value).startswith(field + " ")
+
+
+@pytest.mark.anyio
+async def test_group_members_get_a_notice_naming_a_server_added_or_removed_without_its_url_or_key(
+    tmp_path: Path,
+) -> None:
+    async with running_bot(tmp_path) as bot:
+        fake, group = bot.fake, group_chat(-1006, forum=True)
+        fake.administrators[-1006] = [creator(user(601))]
+
+        mark = fake.mark()
+        fake.send(group, f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=user(601), thread_id=7)
+        added = await fake.wait_reply(-1006, "Added demo", after=mark)
+        assert added.params["message_thread_id"] == 7
+        notice = await fake.wait_reply(-1006, "The chat's owner added the remote MCP server demo", after=mark)
+        assert (
+            notice.text == "The chat's owner added the remote MCP server demo: the agent can use its 5 tools."
+        )
+        # To every member: not a reply to the owner's message, and in the General topic.
+        assert "reply_parameters" not in notice.params
+        assert "message_thread_id" not in notice.params
+
+        mark = fake.mark()
+        fake.send(group, "/mcp_remove demo", sender=user(601))
+        await fake.wait_reply(
+            -1006, "The chat's owner removed the remote MCP server demo; its 5 tools", after=mark
+        )
+
+        # In a private chat the owner is the only member: the command's reply says it all.
+        mark = fake.mark()
+        fake.send(private_chat(602), f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=user(602))
+        await fake.wait_reply(602, "Added demo", after=mark)
+
+    assert not [t for t in fake.texts(602) if "The chat's owner" in t]
+    for sent in sent_texts(fake):
+        assert DEMO_TOKEN not in sent
+        if sent.startswith("The chat's owner"):
+            assert bot.mcp_url.split("/mcp")[0] not in sent

@@ -447,7 +447,7 @@ class TelegramBot:
                 user_id=info.user_id,
                 message_id=message.message_id,
                 redact=partial(self.host.redact, session),
-                quote=chat.type != chat.PRIVATE,
+                group=chat.type != chat.PRIVATE,
             )
             text = _text(message) or ""
             incoming = IncomingMessage(text=text, sender=info.sender, ref=message.message_id)

@@ -104,7 +104,7 @@ class TelegramUI:
         user_id: int | None,
         message_id: int,
         redact: Callable[[str], str],
-        quote: bool,
+        group: bool,
     ) -> None:
         self._outbox = outbox
         self._deletions = deletions
@@ -115,7 +115,8 @@ class TelegramUI:
         self._user_id = user_id
         self._message_id = message_id
         self._redact = redact
-        self._quote = quote
+        self._group = group
+        """A group has members besides the owner: replies quote the message they answer, notices go out."""
 
     @property
     def thread_id(self) -> int | None:
@@ -132,7 +133,7 @@ class TelegramUI:
             self._chat_id,
             render(text, markdown=markdown, redact=self._redact),
             thread_id=self._thread_id,
-            reply_to=self._message_id if self._quote else None,
+            reply_to=self._message_id if self._group else None,
         )
 
     async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
@@ -169,6 +170,14 @@ class TelegramUI:
         if secret and not await self._outbox.delete(self._chat_id, answer.message_id):
             await self.send(ANSWER_NOT_DELETED)
         return answer.text.strip()
+
+    async def notify(self, text: str) -> None:
+        """In a group, tell every member: a message of its own, in a forum's General topic.
+
+        A private chat's one person is the owner, who has the command's reply.
+        """
+        if self._group:
+            await self._outbox.send(self._chat_id, render(text, markdown=False, redact=self._redact))
 
     async def delete(self, ref: MessageRef) -> bool:
         """Delete a message of this chat by its id; ``False`` when Telegram refuses."""
