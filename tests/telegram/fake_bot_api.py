@@ -96,6 +96,8 @@ class FakeBotApi:
     reject_entities: bool = False
     """Answer 400 "can't parse entities" to a sendMessage with entities, as Telegram does for bad ones."""
     max_hold: float = 2.0
+    privacy_mode: bool = False
+    """Telegram's default for bots: in groups, only commands and replies to the bot's messages reach it."""
     _updates: list[dict[str, Any]] = field(default_factory=list)
     _update_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _message_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
@@ -130,10 +132,13 @@ class FakeBotApi:
         thread_id: int | None = None,
         message_id: int | None = None,
         extra: dict[str, Any] | None = None,
+        reply_to: ApiCall | None = None,
     ) -> int:
         """A user's text message in ``chat``; returns its message id. ``kind``: message, edited_message, channel_post.
 
-        ``thread_id`` puts it in a forum topic; ``message_id`` reuses an id (an edit of that message).
+        ``thread_id`` puts it in a forum topic; ``message_id`` reuses an id (an edit of that message);
+        ``reply_to`` makes it a reply to a message the bot sent. With ``privacy_mode``, a group
+        message that is neither a command nor a reply to the bot is not given to the bot.
         """
         self._chats[chat["id"]] = chat
         message_id = message_id if message_id is not None else next(self._message_ids)
@@ -153,7 +158,19 @@ class FakeBotApi:
             message["sender_chat"] = sender_chat
         if kind == "edited_message":
             message["edit_date"] = int(time.time())
-        self.push({kind: message})
+        if reply_to is not None:
+            message["reply_to_message"] = {
+                "message_id": reply_to.result_id,
+                "date": 0,
+                "chat": chat,
+                "from": BOT_USER,
+                "text": reply_to.text,
+            }
+        seen = (
+            not self.privacy_mode or chat["type"] == "private" or text.startswith("/") or reply_to is not None
+        )
+        if seen:
+            self.push({kind: message})
         return message_id
 
     def press(self, message: ApiCall, label: str, *, sender: dict[str, Any]) -> int:

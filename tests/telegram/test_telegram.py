@@ -190,12 +190,13 @@ async def test_a_chat_waiting_for_a_secret_answer_holds_only_its_own_queue(tmp_p
 
         fake.send(group, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(601))
         await fake.wait_reply(-1002, OWNER_ANSWER_PROMPT)
+        await fake.wait_reply(-1002, "Press Cancel")
         # Another member talks meanwhile: that is not the answer, and it waits its turn.
         fake.send(group, "hello", sender=user(602))
         mark = fake.mark()
         fake.send(private_chat(700), "/help", sender=user(700))
         await fake.wait_reply(700, "Commands:", after=mark)
-        assert fake.texts(-1002) == [fake.texts(-1002)[0]]  # only the question so far
+        assert len(fake.texts(-1002)) == 2  # only the question (and its Cancel button) so far
 
         answer_id = fake.send(group, DEMO_TOKEN, sender=user(601))
         await fake.wait_call("deleteMessage", chat_id=-1002, message_id=answer_id)
@@ -465,7 +466,9 @@ async def test_in_a_forum_topic_replies_questions_and_buttons_stay_in_the_topic(
         fake.send(forum, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(1701), thread_id=78)
         question = await fake.wait_reply(-1701, OWNER_ANSWER_PROMPT)
         assert question.params["message_thread_id"] == 78
-        assert question.params["reply_markup"]["inline_keyboard"]
+        buttons = await fake.wait_reply(-1701, "Press Cancel")
+        assert buttons.params["message_thread_id"] == 78
+        assert buttons.params["reply_markup"]["inline_keyboard"]
         fake.send(forum, DEMO_TOKEN, sender=user(1701), thread_id=78)
         added = await fake.wait_reply(-1701, "Added demo")
         assert added.params["message_thread_id"] == 78
@@ -479,17 +482,19 @@ async def test_the_cancel_button_works_only_for_the_asker_and_nothing_is_saved(t
         fake, group = bot.fake, group_chat(-1801)
         fake.administrators[-1801] = [creator(user(1801))]
         fake.send(group, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(1801))
-        question = await fake.wait_reply(-1801, OWNER_ANSWER_PROMPT)
+        buttons = await fake.wait_reply(-1801, "Press Cancel")
 
         mark = fake.mark()
-        fake.press(question, "Cancel", sender=user(1802))
+        fake.press(buttons, "Cancel", sender=user(1802))
         refused = await fake.wait_call("answerCallbackQuery", after=mark)
         assert "someone else" in refused.params["text"]
-        fake.press(question, "Cancel", sender=user(1801))
+        fake.press(buttons, "Cancel", sender=user(1801))
         await fake.wait_call("answerCallbackQuery", after=mark, where=lambda c: not c.params.get("text"))
         ended = await fake.wait_reply(-1801, "nothing was saved", after=mark)
         assert ended.at > refused.at
-        await fake.wait_call("editMessageReplyMarkup", after=mark, chat_id=-1801)
+        await fake.wait_call(
+            "editMessageReplyMarkup", after=mark, chat_id=-1801, message_id=buttons.result_id
+        )
 
         # /cancel ends a question too, and a key sent after it never reaches the model.
         fake.send(group, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(1801))
@@ -592,3 +597,35 @@ async def test_group_members_get_a_notice_naming_a_server_added_or_removed_witho
         assert DEMO_TOKEN not in sent
         if sent.startswith("The chat's owner"):
             assert bot.mcp_url.split("/mcp")[0] not in sent
+
+
+@pytest.mark.anyio
+async def test_with_privacy_mode_on_the_secret_question_forces_a_reply_that_reaches_the_bot(
+    tmp_path: Path,
+) -> None:
+    async with running_bot(tmp_path) as bot:
+        fake, group = bot.fake, group_chat(-1007)
+        fake.privacy_mode = True
+        fake.administrators[-1007] = [creator(user(701))]
+        command = fake.send(group, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(701))
+        question = await fake.wait_reply(-1007, OWNER_ANSWER_PROMPT)
+        # The asker's client opens a reply to the question: with privacy mode on, only a reply
+        # to the bot's message reaches it. Selective: the question answers the asker's command.
+        assert question.params["reply_markup"] == {"force_reply": True, "selective": True}
+        assert question.params["reply_parameters"]["message_id"] == command
+        assert "replying to this message" in question.text
+        buttons = await fake.wait_reply(-1007, "Press Cancel")
+        assert [b["text"] for row in buttons.params["reply_markup"]["inline_keyboard"] for b in row] == [
+            "Cancel"
+        ]
+
+        mark = fake.mark()
+        fake.send(group, DEMO_TOKEN, sender=user(701))  # not a reply: Telegram keeps it from the bot
+        answer = fake.send(group, DEMO_TOKEN, sender=user(701), reply_to=question)
+        await fake.wait_call("deleteMessage", after=mark, chat_id=-1007, message_id=answer)
+        added = await fake.wait_reply(-1007, "Added demo", after=mark)
+        assert "demo__whoami" in added.text
+        await fake.wait_call(
+            "editMessageReplyMarkup", after=mark, chat_id=-1007, message_id=buttons.result_id
+        )
+    assert all(DEMO_TOKEN not in text for text in sent_texts(fake))

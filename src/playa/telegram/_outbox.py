@@ -28,6 +28,7 @@ from telegram import (
     Bot,
     BotCommand,
     ChatMember,
+    ForceReply,
     InlineKeyboardMarkup,
     LinkPreviewOptions,
     MessageEntity,
@@ -112,8 +113,8 @@ class Delivery:
     sent: int = 0
     created: float = 0.0
     durable: bool = True
-    markup: InlineKeyboardMarkup | None = field(default=None, repr=False)
-    """Buttons on the last part; only messages that are not kept across restarts have them."""
+    markup: InlineKeyboardMarkup | ForceReply | None = field(default=None, repr=False)
+    """Buttons (or a forced reply) on the last part; only messages that are not kept across restarts have them."""
     last_id: int | None = None
 
     def record(self) -> dict[str, Any]:
@@ -181,7 +182,7 @@ class Outbox:
         *,
         thread_id: int | None = None,
         reply_to: int | None = None,
-        markup: InlineKeyboardMarkup | None = None,
+        markup: InlineKeyboardMarkup | ForceReply | None = None,
         durable: bool = True,
     ) -> Delivery:
         """Queue a reply; a durable one is in the journal when this returns."""
@@ -214,7 +215,7 @@ class Outbox:
         *,
         thread_id: int | None = None,
         reply_to: int | None = None,
-        markup: InlineKeyboardMarkup | None = None,
+        markup: InlineKeyboardMarkup | ForceReply | None = None,
         durable: bool = True,
     ) -> int | None:
         """``post`` and ``deliver`` in one."""
