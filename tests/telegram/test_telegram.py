@@ -629,3 +629,67 @@ async def test_with_privacy_mode_on_the_secret_question_forces_a_reply_that_reac
             "editMessageReplyMarkup", after=mark, chat_id=-1007, message_id=buttons.result_id
         )
     assert all(DEMO_TOKEN not in text for text in sent_texts(fake))
+
+
+def migration(fake: FakeBotApi, chat: dict[str, Any], sender: dict[str, Any], **ids: int) -> None:
+    """The service message Telegram sends when a group becomes a supergroup (``migrate_to/from_chat_id``)."""
+    fake.push(
+        {
+            "message": {
+                "message_id": next(fake._message_ids),
+                "date": 0,
+                "chat": chat,
+                "from": sender,
+                **{f"migrate_{way}_chat_id": chat_id for way, chat_id in ids.items()},
+            }
+        }
+    )
+
+
+@pytest.mark.anyio
+async def test_a_group_upgraded_to_a_supergroup_keeps_its_servers_history_and_workspace(
+    tmp_path: Path,
+) -> None:
+    old_id, new_id = -4001, -1004001
+    old, new = {"id": old_id, "type": "group", "title": "G"}, group_chat(new_id)
+    owner = user(901)
+    async with running_bot(tmp_path) as bot:
+        fake = bot.fake
+        fake.administrators[old_id] = fake.administrators[new_id] = [creator(owner)]
+        fake.send(old, f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=owner)
+        await fake.wait_reply(old_id, "Added demo")
+        fake.send(old, "demo__whoami", sender=owner)
+        await fake.wait_reply(old_id, "demo__whoami returned")
+        old_session = await bot.host.session(f"telegram:{old_id}", owner="901")
+        (old_session.workspace / "notes.txt").write_text("kept")
+        history = len(old_session.history)
+        assert history > 0
+
+        mark = fake.mark()
+        migration(fake, old, owner, to=new_id)
+        migration(fake, new, owner, **{"from": old_id})
+        fake.send(new, "/mcp_list", sender=owner)
+        told = await fake.wait_reply(new_id, "is now a supergroup", after=mark)
+        assert "came along" in told.text
+        listed = await fake.wait_reply(new_id, "demo:", after=mark)
+        # The servers followed, re-sealed for the new id: none failing verification.
+        assert listed.text.startswith("demo: connect")  # connecting or connected
+        assert "ignored" not in listed.text
+        assert listed.at > told.at
+
+        mark = fake.mark()
+        fake.send(new, "demo__whoami", sender=owner)
+        called = await fake.wait_reply(new_id, "demo__whoami returned", after=mark)
+        assert "[redacted]" in called.text
+
+        session = await bot.host.session(f"telegram:{new_id}", owner="901")
+        assert (session.workspace / "notes.txt").read_text() == "kept"
+        assert len(session.history) > history  # the old turns, and the new one
+        # The old id holds nothing any more.
+        assert not old_session.workspace.exists()
+        assert not old_session.history.path.exists()
+
+    # Told once, though Telegram said it twice.
+    assert len([t for t in fake.texts(new_id) if "is now a supergroup" in t]) == 1
+    assert not [t for t in fake.texts(old_id) if "supergroup" in t]
+    assert all(DEMO_TOKEN not in text for text in sent_texts(fake))

@@ -82,6 +82,18 @@ _NOT_AN_ANSWER: Final = (
     "That is a command, so it is not taken as the answer; it runs once the question ends. "
     "Send the answer, or press Cancel."
 )
+_MOVED: Final = (
+    "This group is now a supergroup, with a new chat id. Its remote MCP servers, conversation "
+    "and files came along: everything works as before."
+)
+_NOT_MOVED: Final = (
+    "This group is now a supergroup, with a new chat id, and that chat already had files of its "
+    "own, so the old group's servers, conversation and files were not moved. Nothing was deleted."
+)
+_MOVE_FAILED: Final = (
+    "This group is now a supergroup, with a new chat id, and moving its servers, conversation "
+    "and files there failed. It was logged; nothing was deleted."
+)
 _NOTHING_TO_CANCEL: Final = "There is no question waiting to be cancelled."
 _BACKOFF_MAX: Final = 30.0
 _SHUTDOWN_TIMEOUT: Final = 5.0
@@ -127,12 +139,27 @@ def _thread(message: Message) -> int | None:
     return message.message_thread_id if message.is_topic_message else None
 
 
+def _migration(message: Message) -> tuple[int, int] | None:
+    """``(old id, new id)`` when ``message`` says a group became a supergroup, with a new chat id.
+
+    Telegram says it twice: ``migrate_to_chat_id`` in the old group, ``migrate_from_chat_id``
+    as the first message of the new supergroup.
+    """
+    if message.migrate_to_chat_id is not None:
+        return message.chat.id, message.migrate_to_chat_id
+    if message.migrate_from_chat_id is not None:
+        return message.migrate_from_chat_id, message.chat.id
+    return None
+
+
 @dataclass(eq=False)
 class _Queued:
     message: Message
     name: str
     """Its inbox record: kept until it is handled, so a restart handles it."""
     inbound: Inbound
+    move: tuple[int, int] | None = None
+    """For a group upgrade: the old and the new chat id."""
 
 
 class TelegramBot:
@@ -320,6 +347,12 @@ class TelegramBot:
         message = update.message  # channel posts and the rest are ignored
         if message is None or message.chat.type == message.chat.CHANNEL:
             return
+        if (move := _migration(message)) is not None:
+            # Queued in the new chat, ahead of its first messages; the second notice finds nothing to move.
+            name = f"{update.update_id:020d}"
+            await anyio.to_thread.run_sync(self.inbox.put, name, {"update": update.to_dict()})
+            self._enqueue(move[1], _Queued(message, name, classify("", self.host.commands), move))
+            return
         text = _text(message)
         if text is None:
             return
@@ -358,6 +391,11 @@ class TelegramBot:
             # /stop is for the turn at the head of the chat's queue: it cannot wait behind it.
             tg.start_soon(self._handle, queued)
             return
+        self._enqueue(chat_id, queued)
+
+    def _enqueue(self, chat_id: int, queued: _Queued) -> None:
+        tg = self._tg
+        assert tg is not None
         queue = self._queues.get(chat_id)  # again: the chat's worker may have ended meanwhile
         if queue is None:
             self._queues[chat_id] = deque([queued])
@@ -418,7 +456,39 @@ class TelegramBot:
             if not self._queues:
                 self._idle.set()
 
+    async def _move(self, queued: _Queued, old_id: int, new_id: int) -> None:
+        """Move a group's servers, history and workspace to its supergroup's id, and tell the group.
+
+        Not marked as started in the inbox: a move cut by a restart is simply done again.
+        """
+        text: str | None = None
+        try:
+            creator = await self.owners.creator(new_id)
+            outcome = await self.host.move_scope(
+                f"telegram:{old_id}",
+                f"telegram:{new_id}",
+                owner=str(creator) if creator is not None else "unknown",
+            )
+            text = {"moved": _MOVED, "occupied": _NOT_MOVED}.get(outcome)
+        except Exception as exc:  # boundary: a failed move is logged and told; the bot goes on
+            logger.error(
+                "moving chat %s to %s failed: %s",
+                old_id,
+                new_id,
+                self.host.config.env.scrub_text("".join(traceback.format_exception(exc))),
+            )
+            text = _MOVE_FAILED
+        delivery = None
+        if text is not None:
+            delivery = await self.outbox.post(new_id, render(text, markdown=False, redact=lambda t: t))
+        await anyio.to_thread.run_sync(self.inbox.delete, queued.name)
+        if delivery is not None:
+            await self.outbox.deliver(delivery)
+
     async def _handle(self, queued: _Queued) -> None:
+        if queued.move is not None:
+            await self._move(queued, *queued.move)
+            return
         message = queued.message
         chat = message.chat
         session: ChatSession | None = None
