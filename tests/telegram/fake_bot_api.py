@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import anyio
+import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -105,6 +106,8 @@ class FakeBotApi:
     _queued: anyio.Event = field(default_factory=anyio.Event)
     _recorded: anyio.Event = field(default_factory=anyio.Event)
     _closing: bool = False
+    webhook: dict[str, Any] | None = None
+    """The ``setWebhook`` parameters while a webhook is set: then ``post_to_webhook`` delivers updates."""
 
     def close(self) -> None:
         """Answer held and future polls at once, so that the server can stop without waiting."""
@@ -246,6 +249,36 @@ class FakeBotApi:
         """The texts the bot sent to ``chat_id``, successful sends only."""
         return [c.text for c in self.find("sendMessage", after=after, chat_id=chat_id) if c.status == 200]
 
+    async def post_to_webhook(self, *, retry: float = 0.05) -> None:
+        """Deliver queued updates to the webhook as Telegram does, until cancelled.
+
+        One at a time, in order, with the secret token; an update is dropped from the queue only
+        once the bot answered 200, and tried again (after ``retry`` seconds, as Telegram waits
+        too) while the bot is down or answers anything else.
+        """
+        async with httpx.AsyncClient(trust_env=False, timeout=30.0) as client:
+            while True:
+                queued, webhook = self._queued, self.webhook
+                if webhook is None or not self._updates:
+                    with anyio.move_on_after(self.max_hold):
+                        await queued.wait()  # an update, or the webhook set
+                    continue
+                update = self._updates[0]
+                try:
+                    response = await client.post(
+                        str(webhook["url"]),
+                        json=update,
+                        headers={"X-Telegram-Bot-Api-Secret-Token": str(webhook.get("secret_token", ""))},
+                    )
+                    delivered = response.status_code == 200
+                except httpx.TransportError:
+                    delivered = False
+                if delivered:
+                    if self._updates and self._updates[0] is update:
+                        self._updates.pop(0)
+                else:
+                    await anyio.sleep(retry)
+
     # Serving
 
     def app(self) -> Starlette:
@@ -310,6 +343,13 @@ class FakeBotApi:
                 {"ok": False, "error_code": 400, "description": "Bad Request: message can't be deleted"},
                 status_code=400,
             )
+        if method == "setWebhook":
+            self.webhook = params
+        elif method == "deleteWebhook":
+            self.webhook = None
+        if method in ("setWebhook", "deleteWebhook"):
+            self._queued.set()
+            self._queued = anyio.Event()
         handler = _RESULTS.get(method)
         if handler is None:
             self._record(method, params, 404)
