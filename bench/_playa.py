@@ -39,6 +39,9 @@ class QuietUI:
     async def delete(self, ref: MessageRef) -> bool:
         return True
 
+    async def notify(self, text: str) -> None:
+        return None
+
 
 def message(text: str) -> IncomingMessage:
     return IncomingMessage(text=text, sender=OWNER)

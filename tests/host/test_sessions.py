@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import pytest
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
 
 from playa.exceptions import ConfigError
 from playa.host import ChatSession, Extension, Host, HostConfig, ToolResult
@@ -150,3 +151,61 @@ def test_an_extension_that_needs_longer_hooks_than_the_host_allows_gets_them(dat
     host = Host(HostConfig(data_dir=data_dir, hook_timeout=60.0), [patient, plain])
     assert host.hook_timeout(patient) == 120.0
     assert host.hook_timeout(plain) == 60.0
+
+
+class Moves(Lifecycle):
+    """Records the session hooks and the scope moves it sees."""
+
+    async def on_scope_move(self, old_scope: str, session: ChatSession) -> None:
+        self.events.append((f"move from {old_scope}", session))
+
+
+async def test_a_chat_moves_to_a_new_scope_after_its_running_turn_with_history_and_workspace(
+    data_dir: Path,
+) -> None:
+    hooks = Moves()
+    release = anyio.Event()
+    entered = anyio.Event()
+
+    async def slow(messages: Any, info: Any) -> ModelResponse:
+        entered.set()
+        await release.wait()
+        return ModelResponse(parts=[TextPart("done")])
+
+    async with Host(HostConfig(data_dir=data_dir, model=FunctionModel(slow)), [hooks]) as host:
+        old = await host.session("telegram:-5", owner="1")
+        (old.workspace / "notes.txt").write_text("kept")
+        outcome: list[str] = []
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(host.handle, old, msg("remember PINEAPPLE"), ScriptedUI())
+                await entered.wait()
+
+                async def move() -> None:
+                    outcome.append(await host.move_scope("telegram:-5", "telegram:-1005", owner="1"))
+
+                tg.start_soon(move)
+                await anyio.wait_all_tasks_blocked()
+                assert not outcome  # the running turn ends first
+                release.set()
+        assert outcome == ["moved"]
+        assert [event for event, _ in hooks.events] == ["start", "close", "move from telegram:-5", "start"]
+        moved = hooks.events[-1][1]
+        assert moved.scope == "telegram:-1005"
+        assert (moved.workspace / "notes.txt").read_text() == "kept"
+        assert "PINEAPPLE" in repr(moved.history.messages)
+        assert await host.session("telegram:-1005", owner="1") is moved
+        assert not old.workspace.exists()
+        # Telegram says it twice: the second time there is nothing left to move.
+        assert await host.move_scope("telegram:-5", "telegram:-1005", owner="1") == "nothing"
+
+
+async def test_a_chat_is_not_moved_onto_a_scope_that_has_files_of_its_own(data_dir: Path) -> None:
+    async with Host(HostConfig(data_dir=data_dir), []) as host:
+        old = await host.session("telegram:-6", owner="1")
+        (old.workspace / "notes.txt").write_text("old")
+        new = await host.session("telegram:-1006", owner="1")
+        (new.workspace / "notes.txt").write_text("new")
+        assert await host.move_scope("telegram:-6", "telegram:-1006", owner="1") == "occupied"
+        assert (old.workspace / "notes.txt").read_text() == "old"
+        assert (new.workspace / "notes.txt").read_text() == "new"

@@ -113,6 +113,29 @@ def payload(reply: Reply) -> str:
 # Adding, using, listing and removing
 
 
+async def test_members_are_told_in_one_line_which_server_was_added_or_removed_never_its_url_or_key(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    token = "demo-" + uuid.uuid4().hex
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with demo_server(token) as demo, remote_host(data_dir, host_secret) as host:
+            session = await host.session(SCOPE, owner="owner")
+            ui = ScriptedUI()
+            await say(host, session, f"/mcp_add demo {demo.url} --bearer {token}", ui)
+            await say(host, session, f"/mcp_add demo {demo.url} --bearer {token}", ui)
+            await say(host, session, "/mcp_remove demo", ui)
+            await say(host, session, "/mcp_remove demo", ui)  # nothing to remove: nothing to tell
+            assert ui.notices == [
+                "The chat's owner added the remote MCP server demo: the agent can use its 5 tools.",
+                "The chat's owner replaced the remote MCP server demo: the agent can use its 5 tools.",
+                "The chat's owner removed the remote MCP server demo; its 5 tools are gone.",
+            ]
+            for notice in ui.notices:
+                assert "\n" not in notice
+                assert token not in notice
+                assert urlsplit(demo.url).netloc not in notice
+
+
 async def test_a_server_added_with_a_secret_bearer_offers_its_tools_and_never_shows_the_token(
     data_dir: Path, host_secret: HostSecret
 ) -> None:

@@ -23,6 +23,7 @@ class ScriptedUI:
     sent: list[str] = field(default_factory=list)
     asked: list[tuple[str, bool]] = field(default_factory=list)
     deleted: list[MessageRef] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
     can_delete: bool = True
 
     async def send(self, text: str) -> MessageRef | None:
@@ -36,6 +37,9 @@ class ScriptedUI:
     async def delete(self, ref: MessageRef) -> bool:
         self.deleted.append(ref)
         return self.can_delete
+
+    async def notify(self, text: str) -> None:
+        self.notices.append(text)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import anyio
+import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -96,6 +97,8 @@ class FakeBotApi:
     reject_entities: bool = False
     """Answer 400 "can't parse entities" to a sendMessage with entities, as Telegram does for bad ones."""
     max_hold: float = 2.0
+    privacy_mode: bool = False
+    """Telegram's default for bots: in groups, only commands and replies to the bot's messages reach it."""
     _updates: list[dict[str, Any]] = field(default_factory=list)
     _update_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _message_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
@@ -103,6 +106,8 @@ class FakeBotApi:
     _queued: anyio.Event = field(default_factory=anyio.Event)
     _recorded: anyio.Event = field(default_factory=anyio.Event)
     _closing: bool = False
+    webhook: dict[str, Any] | None = None
+    """The ``setWebhook`` parameters while a webhook is set: then ``post_to_webhook`` delivers updates."""
 
     def close(self) -> None:
         """Answer held and future polls at once, so that the server can stop without waiting."""
@@ -130,10 +135,13 @@ class FakeBotApi:
         thread_id: int | None = None,
         message_id: int | None = None,
         extra: dict[str, Any] | None = None,
+        reply_to: ApiCall | None = None,
     ) -> int:
         """A user's text message in ``chat``; returns its message id. ``kind``: message, edited_message, channel_post.
 
-        ``thread_id`` puts it in a forum topic; ``message_id`` reuses an id (an edit of that message).
+        ``thread_id`` puts it in a forum topic; ``message_id`` reuses an id (an edit of that message);
+        ``reply_to`` makes it a reply to a message the bot sent. With ``privacy_mode``, a group
+        message that is neither a command nor a reply to the bot is not given to the bot.
         """
         self._chats[chat["id"]] = chat
         message_id = message_id if message_id is not None else next(self._message_ids)
@@ -153,7 +161,19 @@ class FakeBotApi:
             message["sender_chat"] = sender_chat
         if kind == "edited_message":
             message["edit_date"] = int(time.time())
-        self.push({kind: message})
+        if reply_to is not None:
+            message["reply_to_message"] = {
+                "message_id": reply_to.result_id,
+                "date": 0,
+                "chat": chat,
+                "from": BOT_USER,
+                "text": reply_to.text,
+            }
+        seen = (
+            not self.privacy_mode or chat["type"] == "private" or text.startswith("/") or reply_to is not None
+        )
+        if seen:
+            self.push({kind: message})
         return message_id
 
     def press(self, message: ApiCall, label: str, *, sender: dict[str, Any]) -> int:
@@ -229,6 +249,36 @@ class FakeBotApi:
         """The texts the bot sent to ``chat_id``, successful sends only."""
         return [c.text for c in self.find("sendMessage", after=after, chat_id=chat_id) if c.status == 200]
 
+    async def post_to_webhook(self, *, retry: float = 0.05) -> None:
+        """Deliver queued updates to the webhook as Telegram does, until cancelled.
+
+        One at a time, in order, with the secret token; an update is dropped from the queue only
+        once the bot answered 200, and tried again (after ``retry`` seconds, as Telegram waits
+        too) while the bot is down or answers anything else.
+        """
+        async with httpx.AsyncClient(trust_env=False, timeout=30.0) as client:
+            while True:
+                queued, webhook = self._queued, self.webhook
+                if webhook is None or not self._updates:
+                    with anyio.move_on_after(self.max_hold):
+                        await queued.wait()  # an update, or the webhook set
+                    continue
+                update = self._updates[0]
+                try:
+                    response = await client.post(
+                        str(webhook["url"]),
+                        json=update,
+                        headers={"X-Telegram-Bot-Api-Secret-Token": str(webhook.get("secret_token", ""))},
+                    )
+                    delivered = response.status_code == 200
+                except httpx.TransportError:
+                    delivered = False
+                if delivered:
+                    if self._updates and self._updates[0] is update:
+                        self._updates.pop(0)
+                else:
+                    await anyio.sleep(retry)
+
     # Serving
 
     def app(self) -> Starlette:
@@ -293,6 +343,13 @@ class FakeBotApi:
                 {"ok": False, "error_code": 400, "description": "Bad Request: message can't be deleted"},
                 status_code=400,
             )
+        if method == "setWebhook":
+            self.webhook = params
+        elif method == "deleteWebhook":
+            self.webhook = None
+        if method in ("setWebhook", "deleteWebhook"):
+            self._queued.set()
+            self._queued = anyio.Event()
         handler = _RESULTS.get(method)
         if handler is None:
             self._record(method, params, 404)

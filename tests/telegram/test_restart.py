@@ -1,4 +1,5 @@
-"""No reply dropped: a real ``playa telegram`` process stopped by SIGTERM mid-turn and behind flood control.
+"""No reply dropped: a real ``playa telegram`` process stopped by SIGTERM mid-turn and behind flood control,
+receiving updates by long polling and by webhook.
 
 The process runs against the fake Bot API and an MCP server whose tool waits until the test
 lets it go, so a turn is certainly running when the signal comes.
@@ -8,10 +9,12 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -25,6 +28,7 @@ from .fake_bot_api import FakeBotApi, private_chat, user
 
 TOKEN = "123456789:AAHfakeTokenForTestsOnly0123456789abcd"
 SECRET_KEY = "sk-live-7Hq2Zx9Lm4Vb8Nc1Rt6Yw3Pd"
+BEARER_KEY = "Zq7Xw3KpL9mN2vB8cR4tY6uI0oPa"
 
 
 def slow_server(started: anyio.Event) -> MCPServer:
@@ -41,7 +45,9 @@ def slow_server(started: anyio.Event) -> MCPServer:
 
 
 @asynccontextmanager
-async def bot_process(fake_url: str, data_dir: Path, stderr: Path) -> AsyncIterator[Process]:
+async def _bot_process(
+    fake_url: str, data_dir: Path, stderr: Path, *, webhook_port: int | None = None
+) -> AsyncIterator[Process]:
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("PLAYA_", "TELEGRAM_", "MCP_"))},
         "TELEGRAM_BOT_TOKEN": TOKEN,
@@ -52,10 +58,19 @@ async def bot_process(fake_url: str, data_dir: Path, stderr: Path) -> AsyncItera
         "PLAYA_LOG_LEVEL": "DEBUG",
         "NO_PROXY": "*",
     }
+    command = [sys.executable, "-m", "playa", "telegram"]
+    if webhook_port is not None:
+        url = f"http://127.0.0.1:{webhook_port}/hook"
+        command += [
+            "--webhook-url",
+            url,
+            "--webhook-listen",
+            "127.0.0.1",
+            "--webhook-port",
+            str(webhook_port),
+        ]
     with stderr.open("ab") as err:
-        process = await anyio.open_process(
-            [sys.executable, "-m", "playa", "telegram"], env=env, stdout=subprocess.DEVNULL, stderr=err
-        )
+        process = await anyio.open_process(command, env=env, stdout=subprocess.DEVNULL, stderr=err)
     try:
         yield process
     finally:
@@ -72,16 +87,34 @@ async def stopped(process: Process) -> int:
         return await process.wait()
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
 @pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["polling", "webhook"])
 async def test_replies_survive_a_sigterm_mid_turn_and_behind_flood_control_exactly_once(
-    tmp_path: Path,
+    tmp_path: Path, mode: str
 ) -> None:
     fake = FakeBotApi(TOKEN)
     started = anyio.Event()
     stderr = tmp_path / "stderr.log"
-    async with serve_asgi(fake.app()) as api, serve_mcp(slow_server(started)) as mcp:
+    # In webhook mode the fake posts each update until the bot answers 200, as Telegram does,
+    # also while the bot is down: the restarted bot listens on the same port.
+    port = free_port() if mode == "webhook" else None
+    bot_process = partial(_bot_process, webhook_port=port)
+    async with (
+        serve_asgi(fake.app()) as api,
+        serve_mcp(slow_server(started)) as mcp,
+        anyio.create_task_group() as delivery,
+    ):
+        if port is not None:
+            delivery.start_soon(fake.post_to_webhook)
         async with bot_process(api.url, tmp_path / "data", stderr) as process:
-            await fake.wait_call("getUpdates", timeout=30)
+            await fake.wait_call("setWebhook" if port else "getUpdates", timeout=30)
             busy, flooded, waiting = private_chat(11), private_chat(12), private_chat(13)
             fake.send(busy, f"/mcp_add slow {mcp.url}", sender=user(11))
             await fake.wait_reply(11, "Added slow", timeout=30)
@@ -93,6 +126,9 @@ async def test_replies_survive_a_sigterm_mid_turn_and_behind_flood_control_exact
             # A secret answer that arrives with nothing asking must not reach the model, a log or a file.
             fake.send(waiting, SECRET_KEY, sender=user(13))
             await fake.wait_reply(13, "looks like a key")
+            # A key inside a command: python-telegram-bot's DEBUG records would quote the update.
+            fake.send(waiting, f"/mcp_add keyed {mcp.url} --bearer {BEARER_KEY}", sender=user(13))
+            await fake.wait_reply(13, "Added keyed", timeout=30)
 
             fake.flood[12] = 30
             fake.send(flooded, "/help", sender=user(12))
@@ -112,15 +148,20 @@ async def test_replies_survive_a_sigterm_mid_turn_and_behind_flood_control_exact
             fake.send(flooded, "/help", sender=user(12))
             await fake.wait_reply(12, "Commands:", after=mark)
             assert await stopped(process) == 0
+        delivery.cancel_scope.cancel()
 
     assert len([t for t in fake.texts(12) if t.startswith("Commands:")]) == 2
     assert len([t for t in fake.texts(11) if "restarted while working" in t]) == 1
     assert len([t for t in fake.texts(11) if t.startswith("Commands:")]) == 1
     assert queued_id != turn_id
+    if port is not None:
+        assert not fake.find("getUpdates")  # every update came through the webhook
     log = stderr.read_text(errors="replace")
     assert "DEBUG httpcore" in log  # the libraries did log at DEBUG
     assert TOKEN not in log
     assert SECRET_KEY not in log
+    assert BEARER_KEY not in log
     for path in (tmp_path / "data").rglob("*"):
         if path.is_file():
             assert SECRET_KEY.encode() not in path.read_bytes(), path
+            assert BEARER_KEY.encode() not in path.read_bytes(), path

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -22,6 +22,7 @@ from playa.exceptions import ConfigError
 from playa.host import Host, HostConfig
 from playa.telegram import (
     SECRET_HEADER,
+    RetryPolicy,
     TelegramSettings,
     WebhookConfig,
     run_telegram,
@@ -189,12 +190,13 @@ async def test_a_chat_waiting_for_a_secret_answer_holds_only_its_own_queue(tmp_p
 
         fake.send(group, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(601))
         await fake.wait_reply(-1002, OWNER_ANSWER_PROMPT)
+        await fake.wait_reply(-1002, "Press Cancel")
         # Another member talks meanwhile: that is not the answer, and it waits its turn.
         fake.send(group, "hello", sender=user(602))
         mark = fake.mark()
         fake.send(private_chat(700), "/help", sender=user(700))
         await fake.wait_reply(700, "Commands:", after=mark)
-        assert fake.texts(-1002) == [fake.texts(-1002)[0]]  # only the question so far
+        assert len(fake.texts(-1002)) == 2  # only the question (and its Cancel button) so far
 
         answer_id = fake.send(group, DEMO_TOKEN, sender=user(601))
         await fake.wait_call("deleteMessage", chat_id=-1002, message_id=answer_id)
@@ -464,7 +466,9 @@ async def test_in_a_forum_topic_replies_questions_and_buttons_stay_in_the_topic(
         fake.send(forum, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(1701), thread_id=78)
         question = await fake.wait_reply(-1701, OWNER_ANSWER_PROMPT)
         assert question.params["message_thread_id"] == 78
-        assert question.params["reply_markup"]["inline_keyboard"]
+        buttons = await fake.wait_reply(-1701, "Press Cancel")
+        assert buttons.params["message_thread_id"] == 78
+        assert buttons.params["reply_markup"]["inline_keyboard"]
         fake.send(forum, DEMO_TOKEN, sender=user(1701), thread_id=78)
         added = await fake.wait_reply(-1701, "Added demo")
         assert added.params["message_thread_id"] == 78
@@ -478,17 +482,19 @@ async def test_the_cancel_button_works_only_for_the_asker_and_nothing_is_saved(t
         fake, group = bot.fake, group_chat(-1801)
         fake.administrators[-1801] = [creator(user(1801))]
         fake.send(group, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(1801))
-        question = await fake.wait_reply(-1801, OWNER_ANSWER_PROMPT)
+        buttons = await fake.wait_reply(-1801, "Press Cancel")
 
         mark = fake.mark()
-        fake.press(question, "Cancel", sender=user(1802))
+        fake.press(buttons, "Cancel", sender=user(1802))
         refused = await fake.wait_call("answerCallbackQuery", after=mark)
         assert "someone else" in refused.params["text"]
-        fake.press(question, "Cancel", sender=user(1801))
+        fake.press(buttons, "Cancel", sender=user(1801))
         await fake.wait_call("answerCallbackQuery", after=mark, where=lambda c: not c.params.get("text"))
         ended = await fake.wait_reply(-1801, "nothing was saved", after=mark)
         assert ended.at > refused.at
-        await fake.wait_call("editMessageReplyMarkup", after=mark, chat_id=-1801)
+        await fake.wait_call(
+            "editMessageReplyMarkup", after=mark, chat_id=-1801, message_id=buttons.result_id
+        )
 
         # /cancel ends a question too, and a key sent after it never reaches the model.
         fake.send(group, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(1801))
@@ -531,3 +537,159 @@ async def test_start_in_a_private_chat_explains_the_bot_and_the_description_is_s
         welcome = await fake.wait_reply(2001, "Hello!")
         assert "/mcp_add <name> <url> --bearer" in welcome.text
         assert "delete your answer" in welcome.text
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (lambda: TelegramSettings(poll_timeout=-1), "TelegramSettings.poll_timeout"),
+        (lambda: TelegramSettings(typing_interval=0), "TelegramSettings.typing_interval"),
+        (lambda: TelegramSettings(stop_grace=float("nan")), "TelegramSettings.stop_grace"),
+        (lambda: TelegramSettings(max_queued=0), "TelegramSettings.max_queued"),
+        (lambda: TelegramSettings(owner_ttl=float("inf")), "TelegramSettings.owner_ttl"),
+        (lambda: RetryPolicy(attempts=0), "RetryPolicy.attempts"),
+        (lambda: RetryPolicy(backoff=0), "RetryPolicy.backoff"),
+        (lambda: RetryPolicy(backoff=5, backoff_max=1), "RetryPolicy.backoff"),
+        (lambda: RetryPolicy(deadline=-1), "RetryPolicy.deadline"),
+    ],
+)
+def test_bad_telegram_settings_are_refused_at_construction_naming_the_field(
+    build: Callable[[], object], field: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        build()
+    assert str(caught.value).startswith(field + " ")
+
+
+@pytest.mark.anyio
+async def test_group_members_get_a_notice_naming_a_server_added_or_removed_without_its_url_or_key(
+    tmp_path: Path,
+) -> None:
+    async with running_bot(tmp_path) as bot:
+        fake, group = bot.fake, group_chat(-1006, forum=True)
+        fake.administrators[-1006] = [creator(user(601))]
+
+        mark = fake.mark()
+        fake.send(group, f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=user(601), thread_id=7)
+        added = await fake.wait_reply(-1006, "Added demo", after=mark)
+        assert added.params["message_thread_id"] == 7
+        notice = await fake.wait_reply(-1006, "The chat's owner added the remote MCP server demo", after=mark)
+        assert (
+            notice.text == "The chat's owner added the remote MCP server demo: the agent can use its 5 tools."
+        )
+        # To every member: not a reply to the owner's message, and in the General topic.
+        assert "reply_parameters" not in notice.params
+        assert "message_thread_id" not in notice.params
+
+        mark = fake.mark()
+        fake.send(group, "/mcp_remove demo", sender=user(601))
+        await fake.wait_reply(
+            -1006, "The chat's owner removed the remote MCP server demo; its 5 tools", after=mark
+        )
+
+        # In a private chat the owner is the only member: the command's reply says it all.
+        mark = fake.mark()
+        fake.send(private_chat(602), f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=user(602))
+        await fake.wait_reply(602, "Added demo", after=mark)
+
+    assert not [t for t in fake.texts(602) if "The chat's owner" in t]
+    for sent in sent_texts(fake):
+        assert DEMO_TOKEN not in sent
+        if sent.startswith("The chat's owner"):
+            assert bot.mcp_url.split("/mcp")[0] not in sent
+
+
+@pytest.mark.anyio
+async def test_with_privacy_mode_on_the_secret_question_forces_a_reply_that_reaches_the_bot(
+    tmp_path: Path,
+) -> None:
+    async with running_bot(tmp_path) as bot:
+        fake, group = bot.fake, group_chat(-1007)
+        fake.privacy_mode = True
+        fake.administrators[-1007] = [creator(user(701))]
+        command = fake.send(group, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(701))
+        question = await fake.wait_reply(-1007, OWNER_ANSWER_PROMPT)
+        # The asker's client opens a reply to the question: with privacy mode on, only a reply
+        # to the bot's message reaches it. Selective: the question answers the asker's command.
+        assert question.params["reply_markup"] == {"force_reply": True, "selective": True}
+        assert question.params["reply_parameters"]["message_id"] == command
+        assert "replying to this message" in question.text
+        buttons = await fake.wait_reply(-1007, "Press Cancel")
+        assert [b["text"] for row in buttons.params["reply_markup"]["inline_keyboard"] for b in row] == [
+            "Cancel"
+        ]
+
+        mark = fake.mark()
+        fake.send(group, DEMO_TOKEN, sender=user(701))  # not a reply: Telegram keeps it from the bot
+        answer = fake.send(group, DEMO_TOKEN, sender=user(701), reply_to=question)
+        await fake.wait_call("deleteMessage", after=mark, chat_id=-1007, message_id=answer)
+        added = await fake.wait_reply(-1007, "Added demo", after=mark)
+        assert "demo__whoami" in added.text
+        await fake.wait_call(
+            "editMessageReplyMarkup", after=mark, chat_id=-1007, message_id=buttons.result_id
+        )
+    assert all(DEMO_TOKEN not in text for text in sent_texts(fake))
+
+
+def migration(fake: FakeBotApi, chat: dict[str, Any], sender: dict[str, Any], **ids: int) -> None:
+    """The service message Telegram sends when a group becomes a supergroup (``migrate_to/from_chat_id``)."""
+    fake.push(
+        {
+            "message": {
+                "message_id": next(fake._message_ids),
+                "date": 0,
+                "chat": chat,
+                "from": sender,
+                **{f"migrate_{way}_chat_id": chat_id for way, chat_id in ids.items()},
+            }
+        }
+    )
+
+
+@pytest.mark.anyio
+async def test_a_group_upgraded_to_a_supergroup_keeps_its_servers_history_and_workspace(
+    tmp_path: Path,
+) -> None:
+    old_id, new_id = -4001, -1004001
+    old, new = {"id": old_id, "type": "group", "title": "G"}, group_chat(new_id)
+    owner = user(901)
+    async with running_bot(tmp_path) as bot:
+        fake = bot.fake
+        fake.administrators[old_id] = fake.administrators[new_id] = [creator(owner)]
+        fake.send(old, f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=owner)
+        await fake.wait_reply(old_id, "Added demo")
+        fake.send(old, "demo__whoami", sender=owner)
+        await fake.wait_reply(old_id, "demo__whoami returned")
+        old_session = await bot.host.session(f"telegram:{old_id}", owner="901")
+        (old_session.workspace / "notes.txt").write_text("kept")
+        history = len(old_session.history)
+        assert history > 0
+
+        mark = fake.mark()
+        migration(fake, old, owner, to=new_id)
+        migration(fake, new, owner, **{"from": old_id})
+        fake.send(new, "/mcp_list", sender=owner)
+        told = await fake.wait_reply(new_id, "is now a supergroup", after=mark)
+        assert "came along" in told.text
+        listed = await fake.wait_reply(new_id, "demo:", after=mark)
+        # The servers followed, re-sealed for the new id: none failing verification.
+        assert listed.text.startswith("demo: connect")  # connecting or connected
+        assert "ignored" not in listed.text
+        assert listed.at > told.at
+
+        mark = fake.mark()
+        fake.send(new, "demo__whoami", sender=owner)
+        called = await fake.wait_reply(new_id, "demo__whoami returned", after=mark)
+        assert "[redacted]" in called.text
+
+        session = await bot.host.session(f"telegram:{new_id}", owner="901")
+        assert (session.workspace / "notes.txt").read_text() == "kept"
+        assert len(session.history) > history  # the old turns, and the new one
+        # The old id holds nothing any more.
+        assert not old_session.workspace.exists()
+        assert not old_session.history.path.exists()
+
+    # Told once, though Telegram said it twice.
+    assert len([t for t in fake.texts(new_id) if "is now a supergroup" in t]) == 1
+    assert not [t for t in fake.texts(old_id) if "supergroup" in t]
+    assert all(DEMO_TOKEN not in text for text in sent_texts(fake))

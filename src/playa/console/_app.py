@@ -98,6 +98,10 @@ class ConsoleUI:
         # Nothing the console shows can be taken back; in a terminal the line is the user's own.
         return True
 
+    async def notify(self, text: str) -> None:
+        # The console's one person is the owner, who just read the command's reply.
+        return None
+
     async def read_message(self) -> str | None:
         """The next message, or ``None`` at end of input.
 

@@ -9,7 +9,7 @@ from ._env import DEFAULT_DENIED, EnvPolicy
 from ._extension import Extension, ToolResultEvent
 from ._gate import GatedModel, GateLimits, gate_messages
 from ._history import HISTORY_FILE, History
-from ._host import DEFAULT_PROMPT, Host, HostConfig, Reply, resolve_model
+from ._host import DEFAULT_PROMPT, Host, HostConfig, Reply, ScopeMove, resolve_model
 from ._inbound import Inbound, classify, looks_like_credential, normalize
 from ._offline import offline_model
 from ._outbound import OutboundSecrets, install_outbound_gate, outbound_secrets
@@ -54,6 +54,7 @@ __all__ = [
     "PromptSections",
     "Redactor",
     "Reply",
+    "ScopeMove",
     "Sender",
     "Tool",
     "ToolRegistry",

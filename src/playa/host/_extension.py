@@ -75,6 +75,14 @@ class Extension:
         """
         return frozenset()
 
+    async def on_scope_move(self, old_scope: str, session: ChatSession) -> None:
+        """The chat's folders moved from ``old_scope`` to ``session.scope`` (a new chat id).
+
+        What the extension bound to the old scope (a seal, say) must be bound to the new one
+        now: the host calls this once the folders are in place and before SessionStart. The
+        chat's files are in ``session``'s workspace and private folder.
+        """
+
     async def on_session_close(self, session: ChatSession) -> None:
         """The session is closing (host shutdown, or the chat was idle); let go of its state.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import traceback
 from collections.abc import Collection, Coroutine, Sequence
 from contextlib import AsyncExitStack
@@ -37,7 +38,7 @@ from ._turns import NOT_KEPT, ModelLimits, RunningTurns, key_refused
 from ._ui import UI, IncomingMessage
 from ._workspace_tools import workspace_tools
 
-__all__ = ["DEFAULT_PROMPT", "Host", "HostConfig", "Reply", "resolve_model"]
+__all__ = ["DEFAULT_PROMPT", "Host", "HostConfig", "Reply", "ScopeMove", "resolve_model"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +95,11 @@ class HostConfig:
             raise ConfigError("HostConfig.base_prompt is empty: give the agent a prompt, or keep the default")
 
 
+ScopeMove = Literal["moved", "nothing", "occupied"]
+"""What ``Host.move_scope`` did: moved the chat; found nothing to move (never used, or moved
+already); or moved nothing because the new scope already holds a chat of its own."""
+
+
 @dataclass(frozen=True, slots=True)
 class Reply:
     """What the host answers to one message; the front end shows it."""
@@ -134,6 +140,9 @@ class Host:
         self._verdicts: dict[str, DefinitionVerdicts] = {}
         self._sessions: dict[str, ChatSession] = {}
         self._closing: dict[str, ChatSession] = {}
+        self._moving: dict[str, anyio.Event] = {}
+        """Scopes a move is under way from or to; set when it is done."""
+        self._move_lock = anyio.Lock()
         self._session_lock = anyio.Lock()
         self._hook_timeouts = {
             id(extension): max(config.hook_timeout, extension.min_hook_timeout)
@@ -177,36 +186,120 @@ class Host:
 
     async def session(self, scope: str, *, owner: str) -> ChatSession:
         """The session of a chat, started (SessionStart hooks) on first use or after it was closed."""
-        while (closing := self._closing.get(scope)) is not None:
-            # The chat's previous session is still closing: its extensions' state must be gone
-            # before a new session sets it up again.
-            await closing.closed.wait()
+        await self._settled(scope)
         async with self._session_lock:
             session = self._sessions.get(scope)
             if session is not None:
                 session.last_used = anyio.current_time()
                 return session
-            folder = scope_folder(scope)
-            workspace = self.config.data_dir / "workspaces" / folder
-            await anyio.to_thread.run_sync(lambda: workspace.mkdir(parents=True, exist_ok=True))
-            state_dir = self.config.data_dir / "sessions" / folder
-            history = await History.open(state_dir)
-            core = workspace_tools(workspace)
-            session = ChatSession(
-                scope=scope,
-                owner=owner,
-                workspace=workspace,
-                history=history,
-                state_dir=state_dir,
-                core_tools=frozenset(tool.name for tool in core),
-                tool_rules=ToolRules.for_model(self._model),
-            )
-            for tool in core:
-                session.tools.register(tool)
-            self._sessions[scope] = session
+            session = self._sessions[scope] = await self._new_session(scope, owner)
+        await self._start(session)
+        return session
+
+    async def _settled(self, scope: str) -> None:
+        """Wait until no move and no close of ``scope`` is under way."""
+        while True:
+            if (moving := self._moving.get(scope)) is not None:
+                await moving.wait()
+            elif (closing := self._closing.get(scope)) is not None:
+                # The chat's previous session is still closing: its extensions' state must be
+                # gone before a new session sets it up again.
+                await closing.closed.wait()
+            else:
+                return
+
+    async def _new_session(self, scope: str, owner: str) -> ChatSession:
+        folder = scope_folder(scope)
+        workspace = self.config.data_dir / "workspaces" / folder
+        await anyio.to_thread.run_sync(lambda: workspace.mkdir(parents=True, exist_ok=True))
+        state_dir = self.config.data_dir / "sessions" / folder
+        history = await History.open(state_dir)
+        core = workspace_tools(workspace)
+        session = ChatSession(
+            scope=scope,
+            owner=owner,
+            workspace=workspace,
+            history=history,
+            state_dir=state_dir,
+            core_tools=frozenset(tool.name for tool in core),
+            tool_rules=ToolRules.for_model(self._model),
+        )
+        for tool in core:
+            session.tools.register(tool)
+        return session
+
+    async def _start(self, session: ChatSession) -> None:
         for extension in self.extensions:
             await self._hook(session, extension, "SessionStart", extension.on_session_start(session))
-        return session
+
+    async def move_scope(self, old_scope: str, new_scope: str, *, owner: str) -> ScopeMove:
+        """Move a chat to a new scope: a Telegram group upgraded to a supergroup gets a new id.
+
+        The old scope's session closes once its running turn ends; its workspace and history
+        folders become the new scope's; every extension re-binds what it sealed for the old
+        scope (``on_scope_move``); then the new session starts. Messages for either scope wait
+        meanwhile. When the new scope already holds files of its own nothing is moved, so
+        nothing is lost: ``"occupied"``.
+        """
+        if old_scope == new_scope:
+            return "nothing"
+        async with self._move_lock:
+            done = anyio.Event()
+            self._moving[old_scope] = self._moving[new_scope] = done
+            try:
+                for scope in (old_scope, new_scope):
+                    await self._close_for_move(scope)
+                outcome = await anyio.to_thread.run_sync(self._move_folders, old_scope, new_scope)
+                if outcome != "moved":
+                    return outcome
+                session = await self._new_session(new_scope, owner)
+                for extension in self.extensions:
+                    await self._hook(
+                        session, extension, "ScopeMove", extension.on_scope_move(old_scope, session)
+                    )
+                async with self._session_lock:
+                    self._sessions[new_scope] = session
+            finally:
+                del self._moving[old_scope], self._moving[new_scope]
+                done.set()
+        logger.info("chat %s moved to %s", old_scope, new_scope)
+        await self._start(session)
+        return "moved"
+
+    async def _close_for_move(self, scope: str) -> None:
+        while (closing := self._closing.get(scope)) is not None:
+            await closing.closed.wait()
+        session = self._sessions.get(scope)
+        if session is None:
+            return
+        # The running turn ends first; later ones wait for the move.
+        async with session.turn_lock, self._session_lock:
+            if self._sessions.get(scope) is not session:
+                return
+            del self._sessions[scope]
+            self._closing[scope] = session
+        await self._close_all([session])
+
+    def _move_folders(self, old_scope: str, new_scope: str) -> ScopeMove:
+        pairs = [
+            (
+                self.config.data_dir / kind / scope_folder(old_scope),
+                self.config.data_dir / kind / scope_folder(new_scope),
+            )
+            for kind in ("workspaces", "sessions")
+        ]
+        pairs = [(old, new) for old, new in pairs if old.is_dir()]
+        if not pairs:
+            return "nothing"
+        if any(_holds_files(new) for _, new in pairs):
+            logger.warning(
+                "%s was not moved to %s: that chat already has files of its own", old_scope, new_scope
+            )
+            return "occupied"
+        for old, new in pairs:
+            _remove_empty_tree(new)
+            os.replace(old, new)
+        return "moved"
 
     @property
     def open_sessions(self) -> int:
@@ -271,8 +364,8 @@ class Host:
         inbound = classify(message.text, self.commands)
         if not inbound.text.strip():
             return None
-        if self._sessions.get(session.scope) is not session:
-            # Closed while idle (or being closed): the chat goes on in a reopened session.
+        if session.scope in self._moving or self._sessions.get(session.scope) is not session:
+            # Closed while idle (or being closed, or moved): the chat goes on in a reopened session.
             session = await self.session(session.scope, owner=session.owner)
         session.busy += 1
         try:
@@ -486,3 +579,18 @@ class Host:
         async with ctx.session.turn_lock:
             await ctx.session.history.clear()
         return "This chat's conversation is forgotten."
+
+
+def _holds_files(folder: Path) -> bool:
+    """Whether ``folder`` holds anything but empty folders (a symbolic link counts; none is followed)."""
+    for root, dirs, files in os.walk(folder):
+        if files or any((Path(root) / name).is_symlink() for name in dirs):
+            return True
+    return False
+
+
+def _remove_empty_tree(folder: Path) -> None:
+    if not folder.exists():
+        return
+    for root, _, _ in os.walk(folder, topdown=False):
+        os.rmdir(root)

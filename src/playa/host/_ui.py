@@ -1,4 +1,4 @@
-"""What the host needs from a front end: send text, ask a question, delete a message."""
+"""What the host needs from a front end: send text, ask a question, delete a message, tell the members."""
 
 from __future__ import annotations
 
@@ -53,4 +53,12 @@ class UI(Protocol):
 
     async def delete(self, ref: MessageRef) -> bool:
         """Delete a message from the chat; ``False`` if the front end could not."""
+        ...
+
+    async def notify(self, text: str) -> None:
+        """Tell everyone in the chat of a change the owner made (a server added or removed).
+
+        One line, never a URL or a credential. A front end whose chat has one person (the
+        console, a private chat) may ignore it: the command's reply already said it.
+        """
         ...

@@ -63,6 +63,19 @@ def _rejected_label(rejected: Rejected, redact: Callable[[str], str]) -> str:
     return f"{name!r} (entry #{rejected.index + 1})"
 
 
+def _notice(change: str, name: str, tools: int | None) -> str:
+    """What the chat's members are told of a change: the server's name and tool count, never its URL or auth.
+
+    ``tools`` is None for a server that is not connected (yet).
+    """
+    text = f"The chat's owner {change} the remote MCP server {name}"
+    if change == "removed":
+        return text + (f"; its {tools} tools are gone." if tools else ".")
+    if tools is not None:
+        return text + f": the agent can use its {tools} tools."
+    return text + ": the agent can use its tools once it connects."
+
+
 def build_commands(extension: RemoteMcpExtension) -> list[Command]:
     """The extension's commands; they work, and refuse clearly, even without a host secret."""
 
@@ -110,6 +123,8 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
             return f"Could not save {entry.name}: {exc}"
         state = await chat.add_now(entry)
         verb = "Replaced" if saved.changed else "Added"
+        connected = len(state.tools) if state.status == "connected" else None
+        await ctx.ui.notify(_notice(verb.lower(), entry.name, connected))
         if state.status == "connected":
             shown = ", ".join(state.tools[:_LIST_LIMIT]) or "none"
             return with_notes(f"{verb} {entry.name}: {chat.state_text(state)}: {shown}.", saved)
@@ -134,6 +149,8 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
         await chat.file_changed()
         if not saved.changed:
             return with_notes(_no_such_server(name), saved)
+        if state is not None:  # an entry that failed verification never gave the chat a tool
+            await ctx.ui.notify(_notice("removed", name, tools))
         return with_notes(
             f"Removed {_shown_name(name)}" + (f"; its {tools} tools are gone." if tools else "."), saved
         )

@@ -101,6 +101,22 @@ class RemoteMcpExtension(Extension):
     async def on_before_agent_start(self, session: ChatSession) -> None:
         await self.chat(session).before_turn()
 
+    async def on_scope_move(self, old_scope: str, session: ChatSession) -> None:
+        """Re-seal the chat's servers for its new scope: each seal binds the scope it was made for.
+
+        Each entry is opened as the old scope's and put into the new scope's store; an entry
+        that fails to open stays as it is, and the owner sees it in ``/mcp_list``.
+        """
+        if self._sealer is None:
+            return
+        # One file, read as the old scope's and written as the new one's; the private record
+        # and copy (rollback detection) moved along with it and go on describing it.
+        old = ServerStore(session.workspace, old_scope, self._sealer, state_dir=session.state_dir)
+        new = ServerStore(session.workspace, session.scope, self._sealer, state_dir=session.state_dir)
+        loaded = await anyio.to_thread.run_sync(old.load)
+        for entry in loaded.entries:
+            await anyio.to_thread.run_sync(new.put, entry)
+
     def credentials(self, session: ChatSession) -> Collection[str]:
         """Every credential the chat's servers hold or held: header values and URL secrets."""
         chat = self._chats.get(session.scope)

@@ -5,7 +5,7 @@ or the creator of a group. Long polling by default, a webhook as an option.
 """
 
 from ._bot import ALLOWED_UPDATES, TelegramBot, TelegramSettings, build_bot, run_telegram
-from ._options import TelegramOptions, add_telegram_arguments, telegram_options
+from ._options import TelegramOptions, telegram_options
 from ._outbox import RetryPolicy
 from ._owner import ANONYMOUS_ADMIN_ID
 from ._split import MESSAGE_LIMIT, split_message, utf16_len
@@ -21,7 +21,6 @@ __all__ = [
     "TelegramOptions",
     "TelegramSettings",
     "WebhookConfig",
-    "add_telegram_arguments",
     "build_bot",
     "run_telegram",
     "split_message",

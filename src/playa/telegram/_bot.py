@@ -19,12 +19,20 @@ from telegram.error import Conflict, Forbidden, InvalidToken, RetryAfter, Telegr
 from telegram.request import HTTPXRequest
 
 from ..exceptions import ConfigError
-from ..host import ChatSession, Host, Inbound, IncomingMessage, classify
+from ..host import (
+    ChatSession,
+    Host,
+    Inbound,
+    IncomingMessage,
+    classify,
+    install_outbound_gate,
+    outbound_secrets,
+)
 from ._answers import Answer, PendingAnswers
 from ._buttons import Buttons
 from ._journal import Journal
-from ._logs import quiet_raw_traffic, token_filtered_logs
-from ._outbox import Outbox, RetryPolicy, retry_seconds
+from ._logs import quiet_raw_traffic
+from ._outbox import Outbox, RetryPolicy, check_seconds, retry_seconds
 from ._owner import OWNER_TTL, Owners
 from ._ui import Deletions, TelegramUI, render
 from ._webhook import WebhookConfig, serve_webhook
@@ -74,6 +82,18 @@ _NOT_AN_ANSWER: Final = (
     "That is a command, so it is not taken as the answer; it runs once the question ends. "
     "Send the answer, or press Cancel."
 )
+_MOVED: Final = (
+    "This group is now a supergroup, with a new chat id. Its remote MCP servers, conversation "
+    "and files came along: everything works as before."
+)
+_NOT_MOVED: Final = (
+    "This group is now a supergroup, with a new chat id, and that chat already had files of its "
+    "own, so the old group's servers, conversation and files were not moved. Nothing was deleted."
+)
+_MOVE_FAILED: Final = (
+    "This group is now a supergroup, with a new chat id, and moving its servers, conversation "
+    "and files there failed. It was logged; nothing was deleted."
+)
 _NOTHING_TO_CANCEL: Final = "There is no question waiting to be cancelled."
 _BACKOFF_MAX: Final = 30.0
 _SHUTDOWN_TIMEOUT: Final = 5.0
@@ -96,14 +116,17 @@ class TelegramSettings:
     """On a stop, how long running turns may go on; those still running are reported after the restart."""
 
     def __post_init__(self) -> None:
-        if (
-            self.poll_timeout < 0
-            or self.owner_ttl < 0
-            or self.typing_interval <= 0
-            or self.max_queued < 1
-            or self.stop_grace < 0
-        ):
-            raise ValueError("TelegramSettings: timeouts must be >= 0, typing_interval > 0, max_queued >= 1")
+        for name in ("poll_timeout", "owner_ttl", "stop_grace"):
+            check_seconds(self, name, positive=False)
+        check_seconds(self, "typing_interval", positive=True)
+        if not isinstance(self.max_queued, int) or isinstance(self.max_queued, bool) or self.max_queued < 1:
+            raise ConfigError(
+                f"TelegramSettings.max_queued must be a whole number >= 1, got {self.max_queued!r}"
+            )
+        if not isinstance(self.retry, RetryPolicy):
+            raise ConfigError(
+                f"TelegramSettings.retry must be a RetryPolicy, got {type(self.retry).__name__}"
+            )
 
 
 def _text(message: Message) -> str | None:
@@ -116,12 +139,27 @@ def _thread(message: Message) -> int | None:
     return message.message_thread_id if message.is_topic_message else None
 
 
+def _migration(message: Message) -> tuple[int, int] | None:
+    """``(old id, new id)`` when ``message`` says a group became a supergroup, with a new chat id.
+
+    Telegram says it twice: ``migrate_to_chat_id`` in the old group, ``migrate_from_chat_id``
+    as the first message of the new supergroup.
+    """
+    if message.migrate_to_chat_id is not None:
+        return message.chat.id, message.migrate_to_chat_id
+    if message.migrate_from_chat_id is not None:
+        return message.migrate_from_chat_id, message.chat.id
+    return None
+
+
 @dataclass(eq=False)
 class _Queued:
     message: Message
     name: str
     """Its inbox record: kept until it is handled, so a restart handles it."""
     inbound: Inbound
+    move: tuple[int, int] | None = None
+    """For a group upgrade: the old and the new chat id."""
 
 
 class TelegramBot:
@@ -137,6 +175,8 @@ class TelegramBot:
         self.host = host
         self.bot = bot
         self.settings = settings or TelegramSettings()
+        install_outbound_gate()
+        outbound_secrets().add([bot.token])
         data_dir = host.config.data_dir
         self.inbox = Journal.for_bot(data_dir, bot.token, "inbox")
         self.outbox = Outbox(
@@ -168,33 +208,32 @@ class TelegramBot:
         A graceful stop takes no more updates, lets running turns finish within
         ``settings.stop_grace``, and leaves what is unfinished in the journals for the restart.
         """
-        with token_filtered_logs(self.bot.token):
-            try:
-                await self._start()
-                async with anyio.create_task_group() as tg:
-                    self._tg = tg
-                    await self.outbox.resume(tg)
-                    await self._recover()
-                    async with anyio.create_task_group() as intake:
-                        if stop is not None:
-                            intake.start_soon(self._stop_when, stop, intake.cancel_scope)
-                        if webhook is None:
-                            await self._poll()
-                        else:
-                            await serve_webhook(
-                                self.bot,
-                                webhook,
-                                self.dispatch,
-                                allowed_updates=ALLOWED_UPDATES,
-                                listening=listening,
-                            )
-                    # Only a stop ends the intake without cancelling this scope.
-                    await self._drain()
-                    tg.cancel_scope.cancel()
-            finally:
-                self._tg = None
-                with anyio.move_on_after(_SHUTDOWN_TIMEOUT, shield=True):
-                    await self._stop()
+        try:
+            await self._start()
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                await self.outbox.resume(tg)
+                await self._recover()
+                async with anyio.create_task_group() as intake:
+                    if stop is not None:
+                        intake.start_soon(self._stop_when, stop, intake.cancel_scope)
+                    if webhook is None:
+                        await self._poll()
+                    else:
+                        await serve_webhook(
+                            self.bot,
+                            webhook,
+                            self.dispatch,
+                            allowed_updates=ALLOWED_UPDATES,
+                            listening=listening,
+                        )
+                # Only a stop ends the intake without cancelling this scope.
+                await self._drain()
+                tg.cancel_scope.cancel()
+        finally:
+            self._tg = None
+            with anyio.move_on_after(_SHUTDOWN_TIMEOUT, shield=True):
+                await self._stop()
 
     async def _stop_when(self, stop: anyio.Event, intake: anyio.CancelScope) -> None:
         await stop.wait()
@@ -308,6 +347,12 @@ class TelegramBot:
         message = update.message  # channel posts and the rest are ignored
         if message is None or message.chat.type == message.chat.CHANNEL:
             return
+        if (move := _migration(message)) is not None:
+            # Queued in the new chat, ahead of its first messages; the second notice finds nothing to move.
+            name = f"{update.update_id:020d}"
+            await anyio.to_thread.run_sync(self.inbox.put, name, {"update": update.to_dict()})
+            self._enqueue(move[1], _Queued(message, name, classify("", self.host.commands), move))
+            return
         text = _text(message)
         if text is None:
             return
@@ -346,6 +391,11 @@ class TelegramBot:
             # /stop is for the turn at the head of the chat's queue: it cannot wait behind it.
             tg.start_soon(self._handle, queued)
             return
+        self._enqueue(chat_id, queued)
+
+    def _enqueue(self, chat_id: int, queued: _Queued) -> None:
+        tg = self._tg
+        assert tg is not None
         queue = self._queues.get(chat_id)  # again: the chat's worker may have ended meanwhile
         if queue is None:
             self._queues[chat_id] = deque([queued])
@@ -406,7 +456,39 @@ class TelegramBot:
             if not self._queues:
                 self._idle.set()
 
+    async def _move(self, queued: _Queued, old_id: int, new_id: int) -> None:
+        """Move a group's servers, history and workspace to its supergroup's id, and tell the group.
+
+        Not marked as started in the inbox: a move cut by a restart is simply done again.
+        """
+        text: str | None = None
+        try:
+            creator = await self.owners.creator(new_id)
+            outcome = await self.host.move_scope(
+                f"telegram:{old_id}",
+                f"telegram:{new_id}",
+                owner=str(creator) if creator is not None else "unknown",
+            )
+            text = {"moved": _MOVED, "occupied": _NOT_MOVED}.get(outcome)
+        except Exception as exc:  # boundary: a failed move is logged and told; the bot goes on
+            logger.error(
+                "moving chat %s to %s failed: %s",
+                old_id,
+                new_id,
+                self.host.config.env.scrub_text("".join(traceback.format_exception(exc))),
+            )
+            text = _MOVE_FAILED
+        delivery = None
+        if text is not None:
+            delivery = await self.outbox.post(new_id, render(text, markdown=False, redact=lambda t: t))
+        await anyio.to_thread.run_sync(self.inbox.delete, queued.name)
+        if delivery is not None:
+            await self.outbox.deliver(delivery)
+
     async def _handle(self, queued: _Queued) -> None:
+        if queued.move is not None:
+            await self._move(queued, *queued.move)
+            return
         message = queued.message
         chat = message.chat
         session: ChatSession | None = None
@@ -435,7 +517,7 @@ class TelegramBot:
                 user_id=info.user_id,
                 message_id=message.message_id,
                 redact=partial(self.host.redact, session),
-                quote=chat.type != chat.PRIVATE,
+                group=chat.type != chat.PRIVATE,
             )
             text = _text(message) or ""
             incoming = IncomingMessage(text=text, sender=info.sender, ref=message.message_id)
@@ -516,8 +598,9 @@ async def run_telegram(
 ) -> None:
     """Run ``host``'s chats as a Telegram bot until cancelled, or gracefully until ``stop`` is set."""
     settings = settings or TelegramSettings()
-    # Before the bot is built: python-telegram-bot logs its URLs, token included, at DEBUG.
+    # Before the bot is built: every Bot API URL holds the token, and httpx logs each at INFO.
+    install_outbound_gate()
+    outbound_secrets().add([token])
     quiet_raw_traffic()
-    with token_filtered_logs(token):
-        bot = build_bot(token, base_url=base_url, poll_timeout=settings.poll_timeout)
-        await TelegramBot(host, bot, settings=settings).run(webhook=webhook, listening=listening, stop=stop)
+    bot = build_bot(token, base_url=base_url, poll_timeout=settings.poll_timeout)
+    await TelegramBot(host, bot, settings=settings).run(webhook=webhook, listening=listening, stop=stop)

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from ..exceptions import ConfigError
 from ._webhook import WebhookConfig
 
-__all__ = ["TelegramOptions", "add_telegram_arguments", "telegram_options"]
+__all__ = ["TelegramOptions", "telegram_options"]
 
 ENV_TOKEN = "TELEGRAM_BOT_TOKEN"
 ENV_BASE_URL = "PLAYA_TELEGRAM_BASE_URL"
@@ -24,25 +24,6 @@ class TelegramOptions:
     token: str = field(repr=False)
     base_url: str | None = None
     webhook: WebhookConfig | None = None
-
-
-def add_telegram_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the ``playa telegram`` flags to ``parser``."""
-    parser.add_argument(
-        "--base-url",
-        help=f"Bot API server root, e.g. a local server http://127.0.0.1:8081 (default: ${ENV_BASE_URL} "
-        "or https://api.telegram.org)",
-    )
-    parser.add_argument(
-        "--webhook-url",
-        help=f"receive updates by webhook at this public https URL instead of long polling (default: ${ENV_WEBHOOK_URL})",
-    )
-    parser.add_argument(
-        "--webhook-listen", default="127.0.0.1", help="address the webhook listens on (default: %(default)s)"
-    )
-    parser.add_argument(
-        "--webhook-port", type=int, default=8443, help="port the webhook listens on (default: %(default)s)"
-    )
 
 
 def telegram_options(args: argparse.Namespace, environ: Mapping[str, str]) -> TelegramOptions:

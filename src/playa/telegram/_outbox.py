@@ -1,4 +1,4 @@
-"""Calls to the Bot API: the one seam where Telegram errors stop, and where no reply is dropped.
+"""The Bot API calls made for chats (replies, deletions, buttons, typing): where no reply is dropped.
 
 A reply is sealed into the outbox journal before its first attempt and removed once its last
 part is delivered. Flood control (429), server errors (5xx) and network failures are retried
@@ -6,13 +6,15 @@ with backoff until the reply's deadline (an hour by default); a restart resumes 
 Replies to one chat go out one at a time, in order, the resumed ones first.
 
 Every method here either succeeds or reports failure in its return value (``None``,
-``False``); no ``telegram.error`` exception travels further into the front end.
+``False``): the chats' code never sees a ``telegram.error`` exception. Start-up, polling and
+the webhook's registration (``_bot.py``, ``_webhook.py``) handle their own.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import math
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
@@ -26,6 +28,7 @@ from telegram import (
     Bot,
     BotCommand,
     ChatMember,
+    ForceReply,
     InlineKeyboardMarkup,
     LinkPreviewOptions,
     MessageEntity,
@@ -35,10 +38,11 @@ from telegram.constants import ChatAction
 from telegram.error import BadRequest, ChatMigrated, NetworkError, RetryAfter, TelegramError
 from telegram.warnings import PTBDeprecationWarning
 
+from ..exceptions import ConfigError
 from ._journal import Journal
 from ._split import Part
 
-__all__ = ["Delivery", "Outbox", "RetryPolicy", "retry_seconds"]
+__all__ = ["Delivery", "Outbox", "RetryPolicy", "check_seconds", "retry_seconds"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,15 +64,32 @@ class RetryPolicy:
     """For calls that are not replies: a longer flood-control wait than this gives the call up."""
 
     def __post_init__(self) -> None:
-        if (
-            self.attempts < 1
-            or self.max_wait < 0
-            or self.deadline < 0
-            or not 0 < self.backoff <= self.backoff_max
-        ):
-            raise ValueError(
-                "RetryPolicy needs attempts >= 1, max_wait >= 0, deadline >= 0 and 0 < backoff <= backoff_max"
+        for name in ("deadline", "max_wait"):
+            check_seconds(self, name, positive=False)
+        for name in ("backoff", "backoff_max"):
+            check_seconds(self, name, positive=True)
+        if self.backoff > self.backoff_max:
+            raise ConfigError(
+                f"RetryPolicy.backoff ({self.backoff}) must not exceed RetryPolicy.backoff_max ({self.backoff_max})"
             )
+        if not isinstance(self.attempts, int) or isinstance(self.attempts, bool) or self.attempts < 1:
+            raise ConfigError(f"RetryPolicy.attempts must be a whole number >= 1, got {self.attempts!r}")
+
+
+def check_seconds(settings: object, name: str, *, positive: bool) -> None:
+    """Refuse a setting that is not a finite number of seconds (``> 0`` when ``positive``), naming it."""
+    value = getattr(settings, name)
+    ok = (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and (value > 0 if positive else value >= 0)
+    )
+    if not ok:
+        bound = "> 0" if positive else ">= 0"
+        raise ConfigError(
+            f"{type(settings).__name__}.{name} must be a finite number of seconds {bound}, got {value!r}"
+        )
 
 
 def retry_seconds(exc: RetryAfter) -> float:
@@ -92,8 +113,8 @@ class Delivery:
     sent: int = 0
     created: float = 0.0
     durable: bool = True
-    markup: InlineKeyboardMarkup | None = field(default=None, repr=False)
-    """Buttons on the last part; only messages that are not kept across restarts have them."""
+    markup: InlineKeyboardMarkup | ForceReply | None = field(default=None, repr=False)
+    """Buttons (or a forced reply) on the last part; only messages that are not kept across restarts have them."""
     last_id: int | None = None
 
     def record(self) -> dict[str, Any]:
@@ -161,7 +182,7 @@ class Outbox:
         *,
         thread_id: int | None = None,
         reply_to: int | None = None,
-        markup: InlineKeyboardMarkup | None = None,
+        markup: InlineKeyboardMarkup | ForceReply | None = None,
         durable: bool = True,
     ) -> Delivery:
         """Queue a reply; a durable one is in the journal when this returns."""
@@ -194,7 +215,7 @@ class Outbox:
         *,
         thread_id: int | None = None,
         reply_to: int | None = None,
-        markup: InlineKeyboardMarkup | None = None,
+        markup: InlineKeyboardMarkup | ForceReply | None = None,
         durable: bool = True,
     ) -> int | None:
         """``post`` and ``deliver`` in one."""

@@ -9,6 +9,7 @@ from typing import Final
 
 import anyio
 from anyio.abc import TaskGroup
+from telegram import ForceReply, InlineKeyboardMarkup
 
 from ..host import MessageRef
 from ._answers import PendingAnswers
@@ -27,6 +28,8 @@ ANSWER_NOT_DELETED: Final = (
 )
 CANCEL: Final = "Cancel"
 _ASK_HINT: Final = "\n\nPress Cancel, or send /cancel, to stop."
+_REPLY_HINT: Final = "\n\nAnswer by replying to this message."
+_CANCEL_HINT: Final = "Press Cancel, or send /cancel, to stop the question."
 
 
 def render(text: str, *, markdown: bool, redact: Callable[[str], str]) -> list[Part]:
@@ -104,7 +107,7 @@ class TelegramUI:
         user_id: int | None,
         message_id: int,
         redact: Callable[[str], str],
-        quote: bool,
+        group: bool,
     ) -> None:
         self._outbox = outbox
         self._deletions = deletions
@@ -115,7 +118,8 @@ class TelegramUI:
         self._user_id = user_id
         self._message_id = message_id
         self._redact = redact
-        self._quote = quote
+        self._group = group
+        """A group has members besides the owner: replies quote the message they answer, notices go out."""
 
     @property
     def thread_id(self) -> int | None:
@@ -132,7 +136,7 @@ class TelegramUI:
             self._chat_id,
             render(text, markdown=markdown, redact=self._redact),
             thread_id=self._thread_id,
-            reply_to=self._message_id if self._quote else None,
+            reply_to=self._message_id if self._group else None,
         )
 
     async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
@@ -144,31 +148,58 @@ class TelegramUI:
         user_id = self._user_id
         if user_id is None:
             return None  # an anonymous sender cannot be told apart from the chat's other admins
-        question_id: int | None = None
         with (
             self._answers.expect(self._chat_id, user_id, thread_id=self._thread_id) as waiter,
             self._buttons.keyboard(self._chat_id, user_id, [CANCEL], lambda _: waiter.settle(None)) as markup,
         ):
-            question_id = await self._outbox.send(
-                self._chat_id,
-                render(question + _ASK_HINT, markdown=False, redact=self._redact),
-                thread_id=self._thread_id,
-                reply_to=self._message_id,
-                markup=markup,
-                durable=False,
-            )
-            if question_id is None:
+            if self._group:
+                # With privacy mode on (a group's default) the bot sees a member's plain message
+                # only when it replies to one of the bot's: ForceReply opens that reply on the
+                # asker's client (``selective``: the question replies to their message, so only
+                # theirs). A message carries one markup, so Cancel comes in a second message.
+                question_id = await self._ask_part(
+                    question + _REPLY_HINT, reply_to=self._message_id, markup=ForceReply(selective=True)
+                )
+                buttons_id = None
+                if question_id is not None:
+                    buttons_id = await self._ask_part(_CANCEL_HINT, reply_to=question_id, markup=markup)
+            else:
+                question_id = buttons_id = await self._ask_part(
+                    question + _ASK_HINT, reply_to=self._message_id, markup=markup
+                )
+            if question_id is None or buttons_id is None:
                 return None
             answer = None
             with anyio.move_on_after(timeout):
                 answer = await waiter.wait()
-        await self._outbox.drop_buttons(self._chat_id, question_id)
+        await self._outbox.drop_buttons(self._chat_id, buttons_id)
         if answer is None:
             return None
         # Not through Deletions: nothing else will ask for this message, so nothing to remember.
         if secret and not await self._outbox.delete(self._chat_id, answer.message_id):
             await self.send(ANSWER_NOT_DELETED)
         return answer.text.strip()
+
+    async def _ask_part(
+        self, text: str, *, reply_to: int, markup: InlineKeyboardMarkup | ForceReply
+    ) -> int | None:
+        # Not kept across restarts: the question's waiter does not survive one either.
+        return await self._outbox.send(
+            self._chat_id,
+            render(text, markdown=False, redact=self._redact),
+            thread_id=self._thread_id,
+            reply_to=reply_to,
+            markup=markup,
+            durable=False,
+        )
+
+    async def notify(self, text: str) -> None:
+        """In a group, tell every member: a message of its own, in a forum's General topic.
+
+        A private chat's one person is the owner, who has the command's reply.
+        """
+        if self._group:
+            await self._outbox.send(self._chat_id, render(text, markdown=False, redact=self._redact))
 
     async def delete(self, ref: MessageRef) -> bool:
         """Delete a message of this chat by its id; ``False`` when Telegram refuses."""

@@ -53,7 +53,10 @@ class WebhookConfig:
     def __post_init__(self) -> None:
         parts = urlsplit(self.url)
         if parts.scheme not in ("https", "http") or not parts.hostname:
-            raise ConfigError(f"the webhook URL must be an https:// URL, got {self.url!r}")
+            # Telegram posts only to https; http is for a local Bot API server (and tests).
+            raise ConfigError(
+                f"the webhook URL must be an http(s) URL (Telegram needs https), got {self.url!r}"
+            )
         if parts.username or parts.password:
             raise ConfigError("the webhook URL must not hold credentials")
         if not 0 <= self.port <= 65535:
