@@ -10,7 +10,7 @@ from typing import Final
 import anyio
 from anyio.abc import TaskGroup
 
-from ..host import MessageRef
+from ..host import QUESTION_TIMEOUT, Answer, MessageRef, Question
 from ._answers import PendingAnswers
 from ._buttons import Buttons
 from ._markdown import render_markdown
@@ -169,6 +169,13 @@ class TelegramUI:
         if secret and not await self._outbox.delete(self._chat_id, answer.message_id):
             await self.send(ANSWER_NOT_DELETED)
         return answer.text.strip()
+
+    async def question(self, question: Question, *, timeout: float = QUESTION_TIMEOUT) -> Answer:
+        """Not yet asked in Telegram: the chat is told, and the server gets ``cancel`` at once."""
+        await self.send(
+            f"{question.asker} asked a question that this chat cannot answer yet; it was cancelled."
+        )
+        return Answer("cancel")
 
     async def delete(self, ref: MessageRef) -> bool:
         """Delete a message of this chat by its id; ``False`` when Telegram refuses."""
