@@ -10,7 +10,17 @@ from pathlib import Path
 
 import anyio
 
-from playa.host import ChatSession, Host, HostConfig, IncomingMessage, MessageRef, Sender, scope_folder
+from playa.host import (
+    Answer,
+    ChatSession,
+    Host,
+    HostConfig,
+    IncomingMessage,
+    MessageRef,
+    Question,
+    Sender,
+    scope_folder,
+)
 from playa.mcp_remote import (
     Connector,
     HostSecret,
@@ -35,6 +45,9 @@ class QuietUI:
 
     async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
         return None
+
+    async def question(self, question: Question, *, timeout: float = 300.0) -> Answer:
+        return Answer("cancel")
 
     async def delete(self, ref: MessageRef) -> bool:
         return True

@@ -14,13 +14,60 @@ from typing import Any
 
 import pytest
 
+from servers.node import node_path
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CONFORMANCE = HERE.parent / "servers" / "node_modules" / ".bin" / "conformance"
 ADAPTER = HERE / "client.py"
 EXPECTED_FAILURES = HERE / "expected-failures.txt"
 
-SCENARIOS = ["initialize", "tools_call", "sse-retry", "elicitation-sep1034-client-defaults"]
+AUTH_SCENARIOS = [
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/authorization-server-migration",
+    "auth/iss-supported",
+    "auth/iss-not-advertised",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
+]
+# Every client scenario of 0.2.0-alpha.12 that applies to Playa. Not run: the auth/* extension
+# scenarios the OAuth issue names (client credentials, DPoP, enterprise-managed, workload identity)
+# and the sep-2640 skills extension, which a client without skills has nothing to do for.
+SCENARIOS = [
+    "initialize",
+    "tools_call",
+    "elicitation-sep1034-client-defaults",
+    "sse-retry",
+    "request-metadata",
+    "sep-2322-client-request-state",
+    "http-standard-headers",
+    "http-custom-headers",
+    "http-invalid-tool-headers",
+    "json-schema-ref-no-deref",
+    "json-schema-2020-12-preservation",
+    *AUTH_SCENARIOS,
+]
 CLIENT_TIMEOUT_MS = 30_000
 RUN_TIMEOUT_S = 60.0
 
@@ -56,6 +103,8 @@ def run_scenario(scenario: str, output_dir: Path) -> tuple[int, str, list[dict[s
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])),
+        # The suite's scripts start with `#!/usr/bin/env node`: Node 24 of the dev extra first.
+        "PATH": node_path(),
     }
     process = subprocess.Popen(
         [
@@ -92,8 +141,8 @@ def run_scenario(scenario: str, output_dir: Path) -> tuple[int, str, list[dict[s
 
 @pytest.fixture(scope="module", autouse=True)
 def _require_suite() -> None:
-    if shutil.which("node") is None:
-        pytest.skip("node is not on PATH; the conformance suite needs Node 20")
+    if shutil.which("node", path=node_path()) is None:
+        pytest.skip("node is not installed: `./dev test` installs Node 24 with the dev extra")
     if not CONFORMANCE.exists():
         pytest.skip("the MCP conformance suite is not installed: run `npm ci --prefix tests/servers`")
 

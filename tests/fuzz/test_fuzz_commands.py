@@ -6,6 +6,7 @@ import itertools
 import logging
 import shlex
 import string
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from playa.mcp_remote import (
     RemoteMcpExtension,
     resolve_host_secret,
 )
+from playa.mcp_remote._elicit import Ask
 from playa.mcp_remote._parse import carries_secret, parse_add
 from support.chat import ScriptedUI, msg
 
@@ -203,7 +205,14 @@ def test_a_parsed_request_with_a_header_value_was_seen_to_carry_a_secret(args: s
 class RefusingConnector(Connector):
     """Our own seam: every connect fails at once, so fuzzed URLs never reach a network."""
 
-    async def connect(self, endpoint: Endpoint, task_group: TaskGroup) -> Connection:
+    async def connect(
+        self,
+        endpoint: Endpoint,
+        task_group: TaskGroup,
+        *,
+        ask: Ask | None = None,
+        redact: Callable[[str], str] | None = None,
+    ) -> Connection:
         raise ConnectFailed("connection refused", server=endpoint.server)
 
 

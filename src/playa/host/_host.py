@@ -390,7 +390,7 @@ class Host:
             return Reply(self.redact(session, "\n\n".join([text, *notes])), "command")
         parsed = inbound.command
         if parsed is None:
-            return await self._turn(session, inbound.text)
+            return await self._turn(session, inbound.text, ui)
         command = self.commands.get(parsed.name)
         logger.info("command /%s in %s from %s", parsed.name, session.scope, message.sender.id)
         if command is None:
@@ -415,61 +415,66 @@ class Host:
             self._log_failure(session, f"command /{command.name}", exc)
             return f"Sorry, /{command.name} failed: {type(exc).__name__}: {exc}"
 
-    async def _turn(self, session: ChatSession, text: str) -> Reply:
+    async def _turn(self, session: ChatSession, text: str, ui: UI) -> Reply:
         async with session.turn_lock:
-            for extension in self.extensions:
-                await self._hook(
-                    session, extension, "BeforeAgentStart", extension.on_before_agent_start(session)
-                )
-            toolset = SessionToolset(
-                session,
-                self.call_tool,
-                # The offline model calls the tool the person names: it must be offered them all.
-                search=None if is_offline(self._model) else self.config.tool_search,
-                context_tokens=self.context.tokens,
-            )
-            instructions = self.instructions(session)
-            history = self._window(session, text, instructions, toolset)
-            limits = self.config.model_limits
-            # The gate is the only model the agent has: no request can bypass it.
-            verdicts = self._verdicts.setdefault(session.scope, DefinitionVerdicts())
-            model = GatedModel(
-                self._model, lambda: self.redactor(session), limits=self.config.limits, verdicts=verdicts
-            )
+            session.turn_ui = ui
             try:
-                with self._running.run(session.scope) as running:
-                    result = await self._agent.run(
-                        text,
-                        model=model,
-                        message_history=history,
-                        instructions=instructions,
-                        toolsets=[toolset],
-                        model_settings=limits.request_settings(),
-                    )
-            except ModelRequestTimeout:
-                logger.warning("the model timed out in %s after %g s", session.scope, limits.timeout)
-                return Reply(limits.timed_out(), "error")
-            except ModelAuthenticationError as exc:
-                self._log_failure(session, "agent turn", exc)
-                return Reply(self.redact(session, f"{key_refused(self._model)}\n\n{NOT_KEPT}"), "error")
-            except Exception as exc:  # boundary: a model or provider failure ends the turn, not the chat
-                self._log_failure(session, "agent turn", exc)
-                return Reply(
-                    self.redact(session, f"The model failed: {type(exc).__name__}: {exc}\n\n{NOT_KEPT}"),
-                    "error",
+                return await self._run_turn(session, text)
+            finally:
+                session.turn_ui = None
+
+    async def _run_turn(self, session: ChatSession, text: str) -> Reply:
+        for extension in self.extensions:
+            await self._hook(session, extension, "BeforeAgentStart", extension.on_before_agent_start(session))
+        toolset = SessionToolset(
+            session,
+            self.call_tool,
+            # The offline model calls the tool the person names: it must be offered them all.
+            search=None if is_offline(self._model) else self.config.tool_search,
+            context_tokens=self.context.tokens,
+        )
+        instructions = self.instructions(session)
+        history = self._window(session, text, instructions, toolset)
+        limits = self.config.model_limits
+        # The gate is the only model the agent has: no request can bypass it.
+        verdicts = self._verdicts.setdefault(session.scope, DefinitionVerdicts())
+        model = GatedModel(
+            self._model, lambda: self.redactor(session), limits=self.config.limits, verdicts=verdicts
+        )
+        try:
+            with self._running.run(session.scope) as running:
+                result = await self._agent.run(
+                    text,
+                    model=model,
+                    message_history=history,
+                    instructions=instructions,
+                    toolsets=[toolset],
+                    model_settings=limits.request_settings(),
                 )
-            if running.cancelled_caught:
-                return Reply(f"Stopped. {NOT_KEPT}", "error")
-            output = result.output
-            try:
-                # The history is written outside the sealed store: it gets what the model got.
-                await session.history.extend(
-                    gate_messages(result.new_messages(), self.redactor(session), self.config.limits)
-                )
-            except OSError as exc:
-                logger.error("saving the history of %s failed: %s", session.scope, exc.strerror)
-                output += f"\n\n(This turn could not be saved to the chat's history: {exc.strerror}.)"
-            return Reply(self.redact(session, output), "agent")
+        except ModelRequestTimeout:
+            logger.warning("the model timed out in %s after %g s", session.scope, limits.timeout)
+            return Reply(limits.timed_out(), "error")
+        except ModelAuthenticationError as exc:
+            self._log_failure(session, "agent turn", exc)
+            return Reply(self.redact(session, f"{key_refused(self._model)}\n\n{NOT_KEPT}"), "error")
+        except Exception as exc:  # boundary: a model or provider failure ends the turn, not the chat
+            self._log_failure(session, "agent turn", exc)
+            return Reply(
+                self.redact(session, f"The model failed: {type(exc).__name__}: {exc}\n\n{NOT_KEPT}"),
+                "error",
+            )
+        if running.cancelled_caught:
+            return Reply(f"Stopped. {NOT_KEPT}", "error")
+        output = result.output
+        try:
+            # The history is written outside the sealed store: it gets what the model got.
+            await session.history.extend(
+                gate_messages(result.new_messages(), self.redactor(session), self.config.limits)
+            )
+        except OSError as exc:
+            logger.error("saving the history of %s failed: %s", session.scope, exc.strerror)
+            output += f"\n\n(This turn could not be saved to the chat's history: {exc.strerror}.)"
+        return Reply(self.redact(session, output), "agent")
 
     def _window(
         self, session: ChatSession, text: str, instructions: str, toolset: SessionToolset

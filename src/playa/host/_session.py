@@ -11,6 +11,7 @@ from ._history import History
 from ._prompt import PromptSections
 from ._registry import ToolRegistry
 from ._schemas import ToolRules
+from ._ui import UI
 
 __all__ = ["ChatSession"]
 
@@ -42,6 +43,9 @@ class ChatSession:
     """When a message for the chat last arrived or was answered (the event loop's clock)."""
     busy: int = 0
     """Messages being handled now; a busy session is never evicted."""
+    turn_ui: UI | None = None
+    """While a turn runs, the front end of the message that started it: a server's questions
+    during the turn are asked of that message's sender, and of nobody else."""
     closed: anyio.Event = field(default_factory=anyio.Event)
     """Set once the host closed the session (idle, or shutdown); the host reopens the chat on its next message."""
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    # Only for annotations: _questions reads commands, whose context holds a UI.
+    from ._questions import Answer, Question
 
 __all__ = ["UI", "IncomingMessage", "MessageRef", "Sender"]
 
@@ -48,6 +52,14 @@ class UI(Protocol):
         the question with ``None``, as do a timeout and the end of input). With ``secret``, the
         answer goes only to the caller: it never enters the history, and the front end hides it
         as it is typed or deletes it from the chat.
+        """
+        ...
+
+    async def question(self, question: Question, *, timeout: float = 300.0) -> Answer:
+        """Ask the sender a server's question (``render_question`` shows it as text) and return the answer.
+
+        Only the sender answers. Unanswered within ``timeout`` (``QUESTION_TIMEOUT``), at the end of input, or when the
+        front end cannot ask, the answer is ``cancel``. The answer goes only to the caller.
         """
         ...
 

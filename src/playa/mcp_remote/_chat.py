@@ -16,7 +16,7 @@ import mcp_types
 from anyio.abc import TaskGroup
 
 from ..exceptions import CallFailed, RemoteError, RemoteTimeout, ToolError
-from ..host import ChatSession, Redactor, ToolResult, outbound_secrets
+from ..host import QUESTION_TIMEOUT, Answer, ChatSession, Question, Redactor, ToolResult, outbound_secrets
 from ..mcp import exposed_names, map_result, normalize_schema, server_name_problem
 from ._connection import Connection, Connector, Endpoint
 from ._settings import RemoteMcpSettings
@@ -86,6 +86,8 @@ class ChatServers:
         self._clock = clock
         self._tools: dict[str, RemoteMcpTool] = {}
         self._secrets: frozenset[str] = frozenset()
+        self._asking = anyio.Lock()
+        """One question at a time: the person answers them in turn."""
 
     # The file
 
@@ -131,6 +133,26 @@ class ChatServers:
             # Before anything can log them: a connect error may quote them at once.
             outbound_secrets().add(self._secrets)
 
+    def _redact(self, text: str) -> str:
+        return self.redactor.redact(text)
+
+    async def _ask(self, question: Question) -> Answer:
+        """A server's question, to the person whose message started the running turn.
+
+        Outside a turn nobody is waiting for the server, and nobody may be asked on the chat's
+        behalf: the question is cancelled at once. Unanswered in time, it is cancelled too.
+        """
+        ui = self.session.turn_ui
+        if ui is None:
+            logger.info(
+                "%s: a question from %s outside a turn was cancelled", self.session.scope, question.asker
+            )
+            return Answer("cancel")
+        with anyio.move_on_after(QUESTION_TIMEOUT):
+            async with self._asking:
+                return await ui.question(question, timeout=QUESTION_TIMEOUT)
+        return Answer("cancel")
+
     def _drop(self, name: str) -> Connection | None:
         """Forget a server and unbind its tools; the caller closes the connection returned."""
         state = self.servers.pop(name)
@@ -155,7 +177,9 @@ class ChatServers:
         # The boundary covers every step, binding included: this runs in the task group every
         # chat of the host shares, and an exception escaping it would end them all.
         try:
-            connection = await self._connector.connect(_endpoint(state.entry), self._tg)
+            connection = await self._connector.connect(
+                _endpoint(state.entry), self._tg, ask=self._ask, redact=self._redact
+            )
             if self.servers.get(name) is not state:
                 # Removed or replaced while connecting.
                 await connection.aclose()

@@ -30,7 +30,7 @@ import logging
 import math
 import ssl
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal, TypeVar
@@ -42,6 +42,7 @@ import mcp_types
 from anyio.abc import TaskGroup, TaskStatus
 from mcp.client import Client
 from mcp.client import Transport as ClientTransport
+from mcp.client.session import ClientRequestContext
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -57,6 +58,7 @@ from playa.mcp_remote._budget import (
     too_large_reason,
 )
 from playa.mcp_remote._egress import EgressPolicy, Resolver, find_refusal, guarded_transport
+from playa.mcp_remote._elicit import Ask, Refused, elicit_result, to_question
 from playa.mcp_remote._errors import (
     MAX_REASON,
     ConnectFailure,
@@ -65,7 +67,7 @@ from playa.mcp_remote._errors import (
     connect_error,
     timed_out,
 )
-from playa.mcp_remote._listening import NoListeningClient
+from playa.mcp_remote._result_type import complete_by_default
 
 __all__ = ["Connection", "ConnectionSettings", "Connector", "Endpoint", "TransportChoice", "TransportName"]
 
@@ -220,9 +222,21 @@ class Connection:
         ssl_context: ssl.SSLContext,
         resolve: Resolver | None = None,
         mode: str = HANDSHAKE,
+        ask: Ask | None = None,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
-        """``mode`` is the SDK's: NEGOTIATE, HANDSHAKE, or a modern protocol version to speak at once."""
+        """``mode`` is the SDK's: NEGOTIATE, HANDSHAKE, or a modern protocol version to speak at once.
+
+        ``ask`` puts the server's questions (elicitation) to a person; without it they are declined
+        at once, as sampling and roots always are. ``redact`` cleans what the person is shown
+        (default: the endpoint's own header values).
+        """
         self.endpoint = endpoint
+        self._ask = ask
+        self._redact = redact if redact is not None else Redactor(endpoint.headers.values()).redact
+        self._calls: dict[anyio.CancelScope, float] = {}
+        """The calls in flight, each with the seconds it had left when a question paused it."""
+        self._questions = 0
         self.transport: TransportName = transport
         self.mode = mode
         self.protocol: str | None = None
@@ -280,7 +294,13 @@ class Connection:
         cuts_before = self._cuts()
         try:
             with anyio.move_on_after(seconds) as scope:
-                return await client.call_tool(name, arguments)
+                self._calls[scope] = seconds
+                if self._questions:
+                    scope.deadline = math.inf
+                try:
+                    return await client.call_tool(name, arguments)
+                finally:
+                    del self._calls[scope]
         except Exception as exc:  # boundary: every SDK and httpx2 failure is translated at this seam
             error = self._own_call_error(exc, cuts_before) or call_error(
                 exc, server=server, trace=self._trace, errors_before=errors_before, timeout=seconds
@@ -293,6 +313,38 @@ class Connection:
         error = timed_out(seconds, server=server)
         self._break(error.reason)
         raise error
+
+    async def _elicit(
+        self, context: ClientRequestContext, params: mcp_types.ElicitRequestParams
+    ) -> mcp_types.ElicitResult | mcp_types.ErrorData:
+        """The SDK's elicitation callback: a request of the server's, or an input request of a 2026 result."""
+        assert self._ask is not None
+        try:
+            question = to_question(self.endpoint.server, params, self._redact)
+        except Refused as refused:
+            logger.info("%s: a question was refused: %s", self.endpoint.server, refused.reason)
+            return mcp_types.ErrorData(code=mcp_types.INVALID_PARAMS, message=f"refused: {refused.reason}")
+        with self._paused():
+            answer = await self._ask(question)
+        return elicit_result(params, answer)
+
+    @contextlib.contextmanager
+    def _paused(self) -> Iterator[None]:
+        """While a person answers a question, the call timeouts stand still: a person is no hung server."""
+        if self._questions == 0:
+            now = anyio.current_time()
+            for scope in self._calls:
+                self._calls[scope] = max(0.0, scope.deadline - now)
+                scope.deadline = math.inf
+        self._questions += 1
+        try:
+            yield
+        finally:
+            self._questions -= 1
+            if self._questions == 0:
+                now = anyio.current_time()
+                for scope, left in self._calls.items():
+                    scope.deadline = now + left
 
     def _cuts(self) -> int:
         """How many answers the result budget cut off: results come on POST bodies, or over SSE on its stream."""
@@ -368,8 +420,9 @@ class Connection:
             follow_redirects=False,
             event_hooks={"response": [self._trace.on_response, self._budget.on_response]},
         )
-        if self.transport == "streamable-http":
-            return NoListeningClient(endpoint=self.endpoint.url, **options)
+        # Over Streamable HTTP the SDK also opens the listening GET stream of a session: a server
+        # sends its requests outside a call there (roots/list, ping, a question), and one that
+        # gets no answer waits out its own timeout with a call of ours hanging on it.
         return httpx2.AsyncClient(**options)
 
     def _timeouts(self) -> httpx2.Timeout:
@@ -432,10 +485,20 @@ class Connection:
         try:
             with scope:
                 async with contextlib.AsyncExitStack() as stack:
-                    transport = await self._open_transport(stack)
+                    # The protocol is known once the session is entered, or up front for a
+                    # modern version spoken without a handshake.
+                    transport = complete_by_default(
+                        await self._open_transport(stack), lambda: self.protocol or self.mode
+                    )
                     # cache=None: tools are listed once here and kept; a response cache would
                     # only hold a second copy.
-                    client = Client(transport, mode=self.mode, cache=None, client_info=_CLIENT_INFO)
+                    client = Client(
+                        transport,
+                        mode=self.mode,
+                        cache=None,
+                        client_info=_CLIENT_INFO,
+                        elicitation_callback=self._elicit if self._ask is not None else None,
+                    )
                     await stack.enter_async_context(client)
                     self.protocol = client.protocol_version
                     # A modern version is spoken without a handshake: until the listing is
@@ -559,10 +622,17 @@ class Connector:
             # The server answered, but not as it did before: negotiate again.
             self._protocols.pop(url, None)
 
-    async def connect(self, endpoint: Endpoint, task_group: TaskGroup) -> Connection:
+    async def connect(
+        self,
+        endpoint: Endpoint,
+        task_group: TaskGroup,
+        *,
+        ask: Ask | None = None,
+        redact: Callable[[str], str] | None = None,
+    ) -> Connection:
         """Connect to ``endpoint`` and list its tools, within the connect timeout as a whole.
 
-        The connection's task runs in ``task_group``. With ``transport="auto"``, Streamable HTTP
+        The connection's task runs in ``task_group``. ``ask`` and ``redact``: see ``Connection``. With ``transport="auto"``, Streamable HTTP
         is tried first (or whichever transport last worked for this URL), and the other one when
         the server rejects it.
 
@@ -574,9 +644,15 @@ class Connector:
             RemoteTimeout: It did not finish within the connect timeout.
         """
         async with self._slots:
-            return await self._connect(endpoint, task_group)
+            return await self._connect(endpoint, task_group, ask, redact)
 
-    async def _connect(self, endpoint: Endpoint, task_group: TaskGroup) -> Connection:
+    async def _connect(
+        self,
+        endpoint: Endpoint,
+        task_group: TaskGroup,
+        ask: Ask | None,
+        redact: Callable[[str], str] | None,
+    ) -> Connection:
         deadline = anyio.current_time() + self.settings.connect_timeout
         if (refusal := self.settings.egress.url_refusal(endpoint.url)) is not None:
             # Judged before any network; what the name resolves to is checked when connecting.
@@ -593,6 +669,8 @@ class Connector:
                 ssl_context=ssl_context,
                 resolve=self._resolve,
                 mode=mode,
+                ask=ask,
+                redact=redact,
             )
             try:
                 await task_group.start(connection._run, deadline)

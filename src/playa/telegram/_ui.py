@@ -11,7 +11,7 @@ import anyio
 from anyio.abc import TaskGroup
 from telegram import ForceReply, InlineKeyboardMarkup
 
-from ..host import MessageRef
+from ..host import QUESTION_TIMEOUT, Answer, MessageRef, Question
 from ._answers import PendingAnswers
 from ._buttons import Buttons
 from ._markdown import render_markdown
@@ -200,6 +200,13 @@ class TelegramUI:
         """
         if self._group:
             await self._outbox.send(self._chat_id, render(text, markdown=False, redact=self._redact))
+
+    async def question(self, question: Question, *, timeout: float = QUESTION_TIMEOUT) -> Answer:
+        """Not yet asked in Telegram: the chat is told, and the server gets ``cancel`` at once."""
+        await self.send(
+            f"{question.asker} asked a question that this chat cannot answer yet; it was cancelled."
+        )
+        return Answer("cancel")
 
     async def delete(self, ref: MessageRef) -> bool:
         """Delete a message of this chat by its id; ``False`` when Telegram refuses."""

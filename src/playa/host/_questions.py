@@ -1,0 +1,183 @@
+"""Questions a tool's server asks a person during a turn: what is asked, and what the answer is.
+
+A front end shows a ``Question`` to the person whose message started the turn and returns an
+``Answer``: accept (with values), decline, or cancel. The text answer every front end takes is
+one line, parsed here so it has one home: ``/accept [field=value …]`` (fields left out take
+their defaults), ``/decline``, ``/cancel``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ._inbound import normalize
+
+__all__ = [
+    "QUESTION_TIMEOUT",
+    "Answer",
+    "Field",
+    "FieldValue",
+    "Question",
+    "answer_from_text",
+    "render_question",
+]
+
+QUESTION_TIMEOUT = 300.0
+"""Seconds a question waits for its answer; unanswered, it is cancelled."""
+
+FieldValue = str | int | float | bool | list[str]
+Action = Literal["accept", "decline", "cancel"]
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One value a question asks for."""
+
+    name: str
+    kind: Literal["string", "number", "integer", "boolean", "choice", "choices"]
+    title: str = ""
+    description: str = ""
+    required: bool = False
+    default: FieldValue | None = None
+    options: tuple[str, ...] = ()
+    """The allowed values of a ``choice`` or ``choices`` field."""
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """A server's question: a form of fields, or a link to open (``url``) and nothing to fill in."""
+
+    asker: str
+    """Who asks (the server's name in the chat), shown with the question."""
+    text: str
+    fields: tuple[Field, ...] = ()
+    url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the person answered; ``values`` only with ``accept``, already typed and complete."""
+
+    action: Action
+    values: Mapping[str, FieldValue] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        # The values are the person's: they may be private, and are for the asking server only.
+        return f"Answer({self.action!r}, {sorted(self.values)!r})"
+
+
+CANCELLED = Answer("cancel")
+
+
+def render_question(question: Question) -> str:
+    """The question as text, each field with its kind and default, and how to answer."""
+    lines = [f"{question.asker} asks: {question.text}"]
+    if question.url is not None:
+        lines.append(f"Open this link to go on: {question.url}")
+        lines.append("Answer /accept once you opened it, /decline, or /cancel.")
+        return "\n".join(lines)
+    for item in question.fields:
+        kind = f"one of {', '.join(item.options)}" if item.kind == "choice" else item.kind
+        if item.kind == "choices":
+            kind = f"some of {', '.join(item.options)}, comma separated"
+        about = " — ".join(part for part in (item.title, item.description) if part)
+        line = f"  {item.name} ({kind}{', required' if item.required else ''})"
+        if item.default is not None:
+            line += f", default {_shown(item.default)}"
+        lines.append(line + (f": {about}" if about else ""))
+    if question.fields:
+        lines.append(
+            "Answer /accept [field=value …] (fields left out take their defaults), /decline, or /cancel."
+        )
+    else:
+        lines.append("Answer /accept, /decline, or /cancel.")
+    return "\n".join(lines)
+
+
+def _shown(value: FieldValue) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ",".join(value)
+    return str(value)
+
+
+def answer_from_text(question: Question, text: str) -> Answer | str:
+    """The answer a line of text gives, or what is wrong with it (to show, then ask again)."""
+    words = normalize(text).strip()
+    command, _, rest = words.partition(" ")
+    command = command.lower()
+    if command == "/decline":
+        return Answer("decline")
+    if command == "/cancel":
+        return CANCELLED
+    if command != "/accept":
+        return "Answer /accept [field=value …], /decline or /cancel."
+    try:
+        pairs = shlex.split(rest)
+    except ValueError as exc:
+        return f"That answer cannot be read: {exc}."
+    given: dict[str, str] = {}
+    for pair in pairs:
+        name, equals, value = pair.partition("=")
+        if not equals:
+            return f"Write each value as field=value: {pair!r} has no '='."
+        given[name.strip()] = value
+    return typed_answer(question, given)
+
+
+def typed_answer(question: Question, given: Mapping[str, str]) -> Answer | str:
+    """``accept`` with every field typed (defaults for those not given), or what is wrong."""
+    known = {item.name: item for item in question.fields}
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        return f"No field is named {', '.join(unknown)}; the fields are {', '.join(known) or 'none'}."
+    values: dict[str, FieldValue] = {}
+    for item in question.fields:
+        if item.name in given:
+            value = _typed(item, given[item.name])
+            if isinstance(value, _Problem):
+                return value.text
+            values[item.name] = value
+        elif item.default is not None:
+            values[item.name] = item.default
+        elif item.required:
+            return f"{item.name} is required: /accept {item.name}=…"
+    return Answer("accept", values)
+
+
+@dataclass(frozen=True, slots=True)
+class _Problem:
+    text: str
+
+
+def _typed(item: Field, raw: str) -> FieldValue | _Problem:
+    raw = raw.strip()
+    if item.kind == "boolean":
+        lowered = raw.lower()
+        if lowered in ("yes", "true", "y", "1", "on"):
+            return True
+        if lowered in ("no", "false", "n", "0", "off"):
+            return False
+        return _Problem(f"{item.name} is yes or no, not {raw!r}.")
+    if item.kind in ("number", "integer"):
+        try:
+            return int(raw) if item.kind == "integer" else float(raw)
+        except ValueError:
+            return _Problem(
+                f"{item.name} is a{'n integer' if item.kind == 'integer' else ' number'}, not {raw!r}."
+            )
+    if item.kind == "choice":
+        if raw not in item.options:
+            return _Problem(f"{item.name} is one of {', '.join(item.options)}.")
+        return raw
+    if item.kind == "choices":
+        chosen = [part.strip() for part in raw.split(",") if part.strip()]
+        wrong = [part for part in chosen if part not in item.options]
+        if wrong:
+            return _Problem(f"{item.name} takes some of {', '.join(item.options)}; not {', '.join(wrong)}.")
+        return chosen
+    return raw

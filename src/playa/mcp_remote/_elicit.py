@@ -1,0 +1,146 @@
+"""A server's elicitation as a person's question, and the person's answer as the server's result.
+
+Form mode becomes a ``Question`` of fields (the flat schema MCP allows: strings, numbers,
+integers, booleans, single and multiple choice); URL mode a question with a link. What a server
+wrote is redacted with the chat's credentials and cut before anyone sees it. A form that asks
+for a password, a token or a key is refused without asking: the protocol reserves secrets for
+URL mode, where they never pass through the client.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import mcp_types
+
+from ..host import Answer, Field, FieldValue, Question
+
+__all__ = ["Ask", "Refused", "credential_field", "elicit_result", "to_question"]
+
+Ask = Callable[[Question], Awaitable[Answer]]
+"""Asks a person a server's question and returns the answer (``cancel`` when nobody can answer)."""
+
+MAX_TEXT = 1000
+MAX_FIELD_TEXT = 200
+MAX_FIELDS = 20
+MAX_OPTIONS = 50
+
+# Words that say a field wants a secret. Whole words only: "keyword" and "monkey" are fine.
+_SECRET_WORDS = re.compile(
+    r"(?<![a-z])(pass(word|phrase|code)?|pwd|pin|otp|token|secret|api[ _-]?key|key|credentials?|cvv|ssn)(?![a-z])",
+    re.IGNORECASE,
+)
+
+
+def _words(text: str) -> str:
+    # camelCase and snake_case names into words, so "apiKey" and "api_key" are both seen.
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", text).replace("_", " ")
+
+
+def credential_field(name: str, schema: Mapping[str, Any]) -> bool:
+    """True when a form field asks for a password, token or key (by name, title, description or format)."""
+    texts = [name, str(schema.get("title", "")), str(schema.get("description", ""))]
+    if schema.get("format") == "password" or schema.get("writeOnly") is True:
+        return True
+    return any(_SECRET_WORDS.search(_words(text)) for text in texts)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _options(schema: Mapping[str, Any]) -> tuple[str, ...]:
+    """The allowed values: ``enum``, or the titled ``oneOf``/``anyOf`` of ``const`` values."""
+    if isinstance(enum := schema.get("enum"), list):
+        return tuple(str(value) for value in enum[:MAX_OPTIONS])
+    for key in ("oneOf", "anyOf"):
+        if isinstance(choices := schema.get(key), list):
+            return tuple(
+                str(choice["const"])
+                for choice in choices[:MAX_OPTIONS]
+                if isinstance(choice, dict) and "const" in choice
+            )
+    return ()
+
+
+def _field(name: str, schema: Mapping[str, Any], *, required: bool, redact: Callable[[str], str]) -> Field:
+    kind = schema.get("type")
+    options = _options(schema)
+    default = schema.get("default")
+    if kind == "array":
+        items = schema.get("items")
+        options = _options(items) if isinstance(items, dict) else ()
+        field_kind: Any = "choices"
+        default = [str(value) for value in default] if isinstance(default, list) else None
+    elif options:
+        field_kind = "choice"
+    elif kind in ("number", "integer", "boolean"):
+        field_kind = kind
+    else:
+        field_kind = "string"
+    if default is not None and not isinstance(default, str | int | float | bool | list):
+        default = None
+    return Field(
+        name=name,
+        kind=field_kind,
+        title=redact(_cut(str(schema.get("title", "")), MAX_FIELD_TEXT)),
+        description=redact(_cut(str(schema.get("description", "")), MAX_FIELD_TEXT)),
+        required=required,
+        default=default,
+        options=options,
+    )
+
+
+class Refused(Exception):
+    """The server's question cannot be asked; ``reason`` says why, for the server and the person."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def to_question(server: str, params: mcp_types.ElicitRequestParams, redact: Callable[[str], str]) -> Question:
+    """The question to show for an elicitation, redacted and cut.
+
+    Raises:
+        Refused: The form asks for a secret, or has a shape no person could fill in.
+    """
+    text = redact(_cut(params.message, MAX_TEXT))
+    if isinstance(params, mcp_types.ElicitRequestURLParams):
+        return Question(asker=server, text=text, url=redact(params.url))
+    schema = params.requested_schema
+    properties = schema.get("properties", {})
+    if not isinstance(properties, dict) or len(properties) > MAX_FIELDS:
+        raise Refused(f"the form must have at most {MAX_FIELDS} fields")
+    required = schema.get("required", [])
+    required = set(required) if isinstance(required, list) else set()
+    for name, field in properties.items():
+        shown = [name, *_options(field if isinstance(field, dict) else {})]
+        if any(redact(text) != text for text in shown):
+            # Redacting them would change what the answer means to the server.
+            raise Refused("a field's name or choices quote a credential")
+    secrets = [
+        name
+        for name, field in properties.items()
+        if credential_field(name, field if isinstance(field, dict) else {})
+    ]
+    if secrets:
+        raise Refused(
+            f"the form asks for a secret ({', '.join(redact(_cut(name, 64)) for name in secrets)}): "
+            "secrets are asked in URL mode, never in a form"
+        )
+    fields = tuple(
+        _field(name, field if isinstance(field, dict) else {}, required=name in required, redact=redact)
+        for name, field in properties.items()
+    )
+    return Question(asker=server, text=text, fields=fields)
+
+
+def elicit_result(params: mcp_types.ElicitRequestParams, answer: Answer) -> mcp_types.ElicitResult:
+    """The server's result for the person's answer; values only for an accepted form."""
+    if answer.action != "accept" or isinstance(params, mcp_types.ElicitRequestURLParams):
+        return mcp_types.ElicitResult(action=answer.action)
+    content: dict[str, FieldValue | None] = dict(answer.values)
+    return mcp_types.ElicitResult(action="accept", content=content)
