@@ -352,11 +352,12 @@ class Redactor:
             # The sampled block can start at any of the first `stride` offsets of an occurrence.
             for offset in range(self._stride):
                 owners.setdefault(pattern[offset : offset + _BLOCK], []).append((pattern, offset))
-        # A core cut by a line break: when the first sampled block of the occurrence lies before
-        # the break, it is the core's own block, and a failed confirm of the core looks for the
-        # break (_wrapped_end). Only a break within the first `stride + 3` bytes can put that
-        # block on or after it: those few wrapped forms are patterns of their own, owned only by
-        # the blocks that hold or follow the break (the others are the core's).
+        # A core cut by a line break. When the first sampled block of the occurrence lies wholly
+        # before or after the break, it is one of the core's own blocks: a failed confirm of the
+        # core then looks for the break after, or just before, where the core would start
+        # (_wrapped_end). Only a block that holds the break itself is new: the few wrapped forms
+        # whose break falls within the first `stride + 3` bytes are patterns owned by those
+        # blocks alone, so the core's blocks keep their short lists of owners.
         self._wrappable: frozenset[bytes] = (
             frozenset(_utf8(core) for core in cores) if self._stride else frozenset()
         )
@@ -364,7 +365,7 @@ class Redactor:
             for cut in range(1, min(self._stride + _BLOCK, len(core))):
                 for newline in _NEWLINES:
                     pattern = _utf8(_wrapped(core, cut, newline))
-                    for offset in range(max(0, cut - _BLOCK + 1), self._stride):
+                    for offset in range(max(0, cut - _BLOCK + 1), min(self._stride, cut + len(newline))):
                         owners.setdefault(pattern[offset : offset + _BLOCK], []).append((pattern, offset))
         self._owners: dict[bytes, tuple[tuple[bytes, int], ...]] = {
             block: tuple(pairs) for block, pairs in owners.items()
@@ -465,8 +466,13 @@ class Redactor:
                             continue
                         if data.startswith(pattern, start):
                             found.append((offset + start, offset + start + len(pattern)))
-                        elif pattern in wrappable and (end := _wrapped_end(data, pattern, start)):
-                            found.append((offset + start, offset + end))
+                        elif pattern in wrappable:
+                            # Cut by a break after the block, or before it: then the core starts
+                            # one or two bytes (LF or CRLF) before where it would unbroken.
+                            for begin in (start, start - 1, start - 2):
+                                if begin >= 0 and (end := _wrapped_end(data, pattern, begin)):
+                                    found.append((offset + begin, offset + end))
+                                    break
                     try:
                         at = sample.index(block, at + 1)
                     except ValueError:
