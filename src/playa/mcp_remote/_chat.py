@@ -21,7 +21,7 @@ from ..host import ChatSession, Redactor, ToolResult, outbound_secrets
 from ..mcp import exposed_names, map_result, normalize_schema, server_name_problem
 from ._connection import Connection, Connector, Endpoint
 from ._grant import OAuthGrant, resource_of
-from ._oauth import Callbacks, GrantStorage, LoginExpired, PendingLogin, ServerAuth
+from ._oauth import Callbacks, GrantStorage, LoginExpired, PendingLogin, ServerAuth, duration_text
 from ._settings import RemoteMcpSettings
 from ._store import LoadResult, Rejected, ServerEntry, ServerStore
 from ._tool import Binding, RemoteMcpTool
@@ -318,12 +318,14 @@ class ChatServers:
             try:
                 redirect_uri = await self._callbacks.ensure_started(self._tg)
 
-                async def deliver(link: str) -> None:
-                    await send_link(
-                        f"Log in to {name} within {round(login.timeout / 60) if login else 10} minutes:\n{link}"
-                    )
+                timeout = self._settings.login_timeout
 
-                login = PendingLogin(self.session.scope, owner, name, deliver, self._callbacks)
+                async def deliver(link: str) -> None:
+                    await send_link(f"Log in to {name} within {duration_text(timeout)}:\n{link}")
+
+                login = PendingLogin(
+                    self.session.scope, owner, name, deliver, self._callbacks, timeout=timeout
+                )
                 previous = self._grant(state).grant
                 client = previous.client
                 if (

@@ -51,6 +51,7 @@ __all__ = [
     "PendingLogin",
     "ServerAuth",
     "client_metadata",
+    "duration_text",
 ]
 
 logger = logging.getLogger(__name__)
@@ -250,7 +251,7 @@ class PendingLogin:
                 self.callbacks.pending.pop(self.state, None)
         if self._result is None:
             raise LoginExpired(
-                f"the login link for {self.server} was not used within {round(self.timeout / 60)} minutes"
+                f"The login link for {self.server} was not used within {duration_text(self.timeout)}"
             )
         return self._result
 
@@ -374,3 +375,10 @@ async def _respond(stream: SocketStream, status: int, text: str) -> None:
     ).encode()
     with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
         await stream.send(head + body)
+
+
+def duration_text(seconds: float) -> str:
+    """``600`` → "10 minutes", ``30`` → "30 seconds" (rounded up: never shorter than it was)."""
+    if seconds >= 120:
+        return f"{math.ceil(seconds / 60)} minutes"
+    return f"{math.ceil(seconds)} seconds"
