@@ -242,3 +242,59 @@ async def test_a_link_not_used_in_time_expires_with_a_clear_message(
             assert "/mcp_auth linear" in ui.sent[-1]
             callback = await sign_in(ui.link_url())
             assert "unknown, used or expired" in callback.text
+
+
+async def test_tokens_are_refreshed_before_expiry_and_a_refused_refresh_waits_for_the_owner(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        # Tokens that live 30 s are within the 60 s refresh margin from the start: every connect
+        # refreshes first, and the refreshed token outlives the connect.
+        async with authorization_server(access_ttl=30) as auth, protected_server(auth) as mcp:
+            async with remote_host(data_dir, host_secret, RecordingModel()) as host:
+                session = await host.session(SCOPE, owner="owner")
+                ui = OwnerUI()
+                await host.handle(session, msg(f"/mcp_add linear {mcp.url}"), ui)
+                await ui.link.wait()
+                await sign_in(ui.link_url())
+                await ui.said.wait()
+                assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 1 tools."
+                workspace = session.workspace
+            store = ServerStore(workspace, SCOPE, Sealer(host_secret.value))
+            (first,) = store.load().entries
+            assert first.oauth is not None and first.oauth.tokens is not None
+
+            # A restart connects with a refreshed token: the sealed one changes.
+            async with remote_host(data_dir, host_secret, RecordingModel()) as host:
+                session = await host.session(SCOPE, owner="owner")
+                await host.handle(session, msg("hello"), ScriptedUI())
+                listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
+                assert listed is not None
+                assert listed.text.startswith("linear: connected"), listed.text
+            (second,) = store.load().entries
+            assert second.oauth is not None and second.oauth.tokens is not None
+            assert second.oauth.tokens.access_token != first.oauth.tokens.access_token
+
+            # The owner revokes the grant at the authorization server: the refresh is refused.
+            assert second.oauth.client is not None and second.oauth.tokens.refresh_token
+            async with httpx2.AsyncClient() as client:
+                revoked = await client.post(
+                    f"{auth.issuer}/token/revocation",
+                    data={
+                        "token": second.oauth.tokens.refresh_token,
+                        "client_id": second.oauth.client.client_id,
+                    },
+                )
+            assert revoked.status_code == 200
+            async with remote_host(data_dir, host_secret, RecordingModel()) as host:
+                session = await host.session(SCOPE, owner="owner")
+                await host.handle(session, msg("hello"), ScriptedUI())
+                listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
+                assert listed is not None
+                first_line = listed.text.splitlines()[0]
+                assert first_line == (
+                    "linear: unavailable: authorization expired — the owner can run /mcp_auth linear"
+                ), first_line
+                assert "next retry" not in listed.text
+                prompt = session.prompt.get("Remote MCP servers") or ""
+                assert "authorization expired — the owner can run /mcp_auth linear" in prompt

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 import pydantic
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
 from mcp.shared.auth_utils import resource_url_from_server_url
 
 from playa.exceptions import ValidationError
@@ -23,7 +23,7 @@ from playa.exceptions import ValidationError
 __all__ = ["GRANT_VERSION", "OAuthGrant", "resource_of"]
 
 GRANT_VERSION: Final = 1
-_FIELDS: Final = frozenset({"v", "resource", "issuer", "client", "tokens", "expires_at"})
+_FIELDS: Final = frozenset({"v", "resource", "issuer", "client", "tokens", "expires_at", "metadata"})
 
 
 def resource_of(url: str) -> str:
@@ -41,6 +41,9 @@ class OAuthGrant:
     tokens: OAuthToken | None = None
     expires_at: float | None = None
     """When the access token expires (Unix time), if the authorization server said."""
+    metadata: OAuthMetadata | None = None
+    """The authorization server's metadata as discovered at the login (public): its token
+    endpoint is where a refresh goes before any request has been refused."""
 
     @property
     def secrets(self) -> frozenset[str]:
@@ -89,6 +92,9 @@ class OAuthGrant:
                 if self.tokens is None
                 else self.tokens.model_dump(mode="json", exclude_none=True),
                 "expires_at": self.expires_at,
+                "metadata": None
+                if self.metadata is None
+                else self.metadata.model_dump(mode="json", exclude_none=True),
             },
             sort_keys=True,
             separators=(",", ":"),
@@ -117,7 +123,10 @@ class OAuthGrant:
                 None if raw["client"] is None else OAuthClientInformationFull.model_validate(raw["client"])
             )
             tokens = None if raw["tokens"] is None else OAuthToken.model_validate(raw["tokens"])
+            metadata = None if raw["metadata"] is None else OAuthMetadata.model_validate(raw["metadata"])
         except pydantic.ValidationError:
             # Not chained: pydantic's message quotes the input, which holds the tokens.
             raise ValidationError("oauth", "the sealed authorization has an unknown format") from None
-        return cls(resource, issuer, client, tokens, None if expires_at is None else float(expires_at))
+        return cls(
+            resource, issuer, client, tokens, None if expires_at is None else float(expires_at), metadata
+        )

@@ -22,7 +22,7 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 from urllib.parse import parse_qs, urlsplit
 
@@ -171,7 +171,13 @@ class ServerAuth(OAuthClientProvider):
         await super()._initialize()
         # The SDK learns a token's expiry only when it receives it; a stored one would be sent
         # until a server refuses it. A grant knows when its token expires.
-        expires_at = self._storage.grant.expires_at
+        grant = self._storage.grant
+        if self.context.oauth_metadata is None and grant.metadata is not None:
+            # The SDK discovers metadata only on a 401; a refresh before any request needs the
+            # token endpoint that the login found.
+            self.context.oauth_metadata = grant.metadata
+            self.context.auth_server_url = grant.issuer
+        expires_at = grant.expires_at
         if self.context.current_tokens is not None and expires_at is not None:
             self.context.token_expiry_time = expires_at - REFRESH_MARGIN
 
@@ -182,6 +188,7 @@ class ServerAuth(OAuthClientProvider):
         # shorter lifetimes): one refresh before asking a person.
         if not self._refreshed_on_401 and self.context.can_refresh_token():
             self._refreshed_on_401 = self._refreshing = True
+            self._remember_metadata()
             return await self._refresh_token()
         had_tokens = self._storage.grant.tokens is not None
         self.needs_login = "authorization expired" if had_tokens else "this server needs a login"
@@ -208,7 +215,14 @@ class ServerAuth(OAuthClientProvider):
         # Both are credentials until the exchange is done: a log line or error quoting the
         # token request must not carry them.
         _register((auth_code, code_verifier))
+        self._remember_metadata()
         return await super()._exchange_token_authorization_code(auth_code, code_verifier)
+
+    def _remember_metadata(self) -> None:
+        """Keep what discovery found with the tokens about to be stored (see ``_initialize``)."""
+        metadata = self.context.oauth_metadata
+        if metadata is not None:
+            self._storage.grant = replace(self._storage.grant, metadata=metadata, issuer=str(metadata.issuer))
 
 
 class _NeedsLogin(Exception):
