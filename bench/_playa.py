@@ -43,6 +43,9 @@ class QuietUI:
     async def send(self, text: str) -> MessageRef | None:
         return None
 
+    async def send_private(self, text: str) -> MessageRef | None:
+        return None
+
     async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
         return None
 

@@ -12,6 +12,7 @@
     ├── StoreError              the sealed server file cannot be read or written
     └── RemoteError             a remote MCP server or the network failed (``reason``)
         ├── ConnectFailed         connecting, the handshake or the tool listing failed
+        │   └── NeedsLogin          an OAuth server needs the owner's login (no retry timer)
         ├── RemoteTimeout         a connect or a call ran out of time
         └── CallFailed            a call failed in transport (the client is dropped)
 
@@ -26,6 +27,7 @@ __all__ = [
     "CallFailed",
     "ConfigError",
     "ConnectFailed",
+    "NeedsLogin",
     "PlayaError",
     "RemoteError",
     "RemoteTimeout",
@@ -116,6 +118,14 @@ class RemoteError(PlayaError):
 
 class ConnectFailed(RemoteError):
     """Connecting, the MCP handshake or the tool listing failed."""
+
+
+class NeedsLogin(ConnectFailed):
+    """An OAuth server cannot be connected until the owner logs in (``/mcp_auth``).
+
+    ``reason`` is "this server needs a login" or "authorization expired". Retrying on a
+    timer cannot help, so nothing does.
+    """
 
 
 class RemoteTimeout(RemoteError):

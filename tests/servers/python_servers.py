@@ -238,15 +238,19 @@ class RunningServer:
 
 
 @contextlib.asynccontextmanager
-async def serve_asgi(app: ASGIApp, *, port: int = 0, path: str = "/") -> AsyncIterator[RunningServer]:
+async def serve_asgi(
+    app: ASGIApp, *, port: int = 0, path: str = "/", sock: socket.socket | None = None
+) -> AsyncIterator[RunningServer]:
     """Serve an ASGI app with uvicorn in the current event loop, on 127.0.0.1.
 
     ``port=0`` picks a free port; pass a killed server's port to bring it back at the same URL.
+    ``sock`` serves on a socket bound already (an app that must know its own URL is built after).
     The app's lifespan runs (the MCP Streamable HTTP app needs it). ``path`` is appended to
     the base URL in ``RunningServer.url``. On exit the server stops and its sockets are closed.
     """
     # Playa's own binding (SO_REUSEADDR, so a killed server's port can be taken again at once).
-    sock = bind(LOOPBACK, port)
+    if sock is None:
+        sock = bind(LOOPBACK, port)
     bound_port: int = sock.getsockname()[1]
     config = uvicorn.Config(
         app,

@@ -21,6 +21,7 @@ class ScriptedUI:
 
     answers: list[str] = field(default_factory=list)
     sent: list[str] = field(default_factory=list)
+    private: list[str] = field(default_factory=list)
     asked: list[tuple[str, bool]] = field(default_factory=list)
     deleted: list[MessageRef] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
@@ -32,6 +33,10 @@ class ScriptedUI:
     async def send(self, text: str) -> MessageRef | None:
         self.sent.append(text)
         return len(self.sent)
+
+    async def send_private(self, text: str) -> MessageRef | None:
+        self.private.append(text)
+        return len(self.private)
 
     async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
         self.asked.append((question, secret))

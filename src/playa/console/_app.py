@@ -71,6 +71,10 @@ class ConsoleUI:
         self._stdout.flush()
         return next(self._counter)
 
+    async def send_private(self, text: str) -> MessageRef | None:
+        # The console has one person: its chat is private.
+        return await self.send(text)
+
     async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
         self._answered = anyio.Event()
         if self.interactive:

@@ -45,6 +45,14 @@ class UI(Protocol):
         """Show text in the chat."""
         ...
 
+    async def send_private(self, text: str) -> MessageRef | None:
+        """Show text to the sender alone (an authorization link, say); ``None`` if it could not.
+
+        The console is private already; Telegram sends it in the sender's private chat with the
+        bot, never in a group.
+        """
+        ...
+
     async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
         """Ask the sender a question and return the answer, or ``None`` if none came.
 

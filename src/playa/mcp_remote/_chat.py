@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Literal
@@ -14,11 +14,14 @@ import anyio
 import anyio.to_thread
 import mcp_types
 from anyio.abc import TaskGroup
+from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
-from ..exceptions import CallFailed, RemoteError, RemoteTimeout, ToolError
+from ..exceptions import CallFailed, NeedsLogin, RemoteError, RemoteTimeout, StoreError, ToolError
 from ..host import QUESTION_TIMEOUT, Answer, ChatSession, Question, Redactor, ToolResult, outbound_secrets
 from ..mcp import exposed_names, map_result, normalize_schema, server_name_problem
 from ._connection import Connection, Connector, Endpoint
+from ._grant import OAuthGrant, resource_of
+from ._oauth import Callbacks, GrantStorage, LoginExpired, PendingLogin, ServerAuth, duration_text
 from ._settings import RemoteMcpSettings
 from ._store import LoadResult, Rejected, ServerEntry, ServerStore
 from ._tool import Binding, RemoteMcpTool
@@ -55,6 +58,12 @@ class ServerState:
     withheld: list[str] = field(default_factory=list)
     """Tools never offered to the model, each with why (safe to show: redacted and cut)."""
     lock: anyio.Lock = field(default_factory=anyio.Lock)
+    needs_login: bool = False
+    """Unavailable until the owner logs in (``/mcp_auth``): never retried on a timer."""
+    grant: GrantStorage | None = None
+    """An ``oauth`` server's grant as held now (tokens change as they are refreshed)."""
+    login: anyio.CancelScope | None = None
+    """The owner's login in flight, if any."""
 
     @property
     def connecting(self) -> bool:
@@ -72,6 +81,7 @@ class ChatServers:
         connector: Connector,
         settings: RemoteMcpSettings,
         task_group: TaskGroup,
+        callbacks: Callbacks | None = None,
         clock: Clock = time.time,
     ) -> None:
         self.session = session
@@ -83,6 +93,7 @@ class ChatServers:
         self._connector = connector
         self._settings = settings
         self._tg = task_group
+        self._callbacks = callbacks if callbacks is not None else Callbacks()
         self._clock = clock
         self._tools: dict[str, RemoteMcpTool] = {}
         self._secrets: frozenset[str] = frozenset()
@@ -125,8 +136,11 @@ class ChatServers:
         return self._secrets
 
     def _remember_secrets(self, entries: tuple[ServerEntry, ...]) -> None:
+        self._remember(frozenset().union(*(entry.secrets for entry in entries)))
+
+    def _remember(self, values: frozenset[str]) -> None:
         # A removed server's values stay: they may still sit in an old result or error.
-        secrets = self._secrets.union(*(entry.secrets for entry in entries))
+        secrets = self._secrets | values
         if secrets != self._secrets:
             self._secrets = frozenset(secrets)
             self.redactor = Redactor(self._secrets)
@@ -170,6 +184,45 @@ class ChatServers:
         state.attempt = anyio.Event()
         self._tg.start_soon(self._connect, state)
 
+    def _grant(self, state: ServerState) -> GrantStorage:
+        """The grant of an ``oauth`` server, kept across connects (tokens refresh in place)."""
+        if state.grant is None:
+            entry = state.entry
+            grant = entry.oauth if entry.oauth is not None else OAuthGrant(resource=resource_of(entry.url))
+            name = entry.name
+            state.grant = GrantStorage(grant, lambda new: self._save_grant(name, new), clock=self._clock)
+        return state.grant
+
+    async def _save_grant(self, name: str, grant: OAuthGrant) -> None:
+        """Seal a changed grant into the entry (new tokens, a registration) before it is used."""
+        self._remember(grant.secrets)
+        state = self.servers.get(name)
+        if self.store is None or state is None:
+            return
+        entry = replace(state.entry, oauth=grant)
+        state.entry = entry
+        try:
+            await anyio.to_thread.run_sync(self.store.put, entry)
+        except StoreError as exc:
+            # The connection goes on with the tokens held; the next refresh tries again.
+            logger.warning("could not save the authorization of %s in %s: %s", name, self.session.scope, exc)
+
+    def _endpoint(self, state: ServerState) -> Endpoint:
+        entry = state.entry
+        auth = None
+        if entry.auth_kind == "oauth":
+            redirect = self._callbacks.redirect_uri_or_placeholder
+            auth = ServerAuth(entry.url, self._grant(state), redirect_uri=redirect, clock=self._clock)
+        grant = entry.oauth.secrets if entry.oauth is not None else frozenset()
+        return Endpoint(
+            server=entry.name,
+            url=entry.url,
+            transport=entry.transport,
+            headers=entry.headers,
+            url_secrets=entry.secrets - set(entry.headers.values()) - grant,
+            auth=auth,
+        )
+
     async def _connect(self, state: ServerState) -> None:
         attempt = state.attempt
         name = state.entry.name
@@ -177,8 +230,12 @@ class ChatServers:
         # The boundary covers every step, binding included: this runs in the task group every
         # chat of the host shares, and an exception escaping it would end them all.
         try:
+            if state.entry.auth_kind == "oauth" and not self._grant(state).grant.authorized:
+                # No tokens yet: only the owner's login can help, and a connect would only
+                # register clients with the authorization server for nothing.
+                raise NeedsLogin("this server needs a login", server=name)
             connection = await self._connector.connect(
-                _endpoint(state.entry), self._tg, ask=self._ask, redact=self._redact
+                self._endpoint(state), self._tg, ask=self._ask, redact=self._redact
             )
             if self.servers.get(name) is not state:
                 # Removed or replaced while connecting.
@@ -186,10 +243,10 @@ class ChatServers:
                 return
             self._bind(state, connection)
             state.connection, state.status, state.reason = connection, "connected", None
-            state.failures, state.next_retry = 0, None
+            state.failures, state.next_retry, state.needs_login = 0, None, False
         except RemoteError as exc:
             if self.servers.get(name) is state:
-                self._failed(state, exc.reason)
+                self._failed(state, exc.reason, needs_login=isinstance(exc, NeedsLogin))
         except Exception as exc:  # boundary: one server's bug must not end the chat's task group
             logger.error("connecting %s in %s failed: %s", name, self.session.scope, type(exc).__name__)
             if connection is not None:
@@ -200,14 +257,18 @@ class ChatServers:
             if attempt is not None:
                 attempt.set()
 
-    def _failed(self, state: ServerState, reason: str) -> None:
+    def _failed(self, state: ServerState, reason: str, *, needs_login: bool = False) -> None:
         # Its tools stay bound but hidden until a connect succeeds and binds them again.
         for exposed in state.tools:
             self.session.tools.deactivate(exposed)
         state.failures += 1
         state.status = "unavailable"
+        state.needs_login = needs_login
+        if needs_login:
+            # A timer cannot log in: the server waits for the owner.
+            reason = f"{reason} — the owner can run /mcp_auth {state.entry.name}"
         state.reason = self.redactor.redact(reason)
-        state.next_retry = self._clock() + self._settings.backoff(state.failures)
+        state.next_retry = None if needs_login else self._clock() + self._settings.backoff(state.failures)
         logger.info("%s in %s is unavailable: %s", state.entry.name, self.session.scope, state.reason)
 
     async def wait_for_connects(self) -> None:
@@ -222,7 +283,8 @@ class ChatServers:
         await self.reconcile()
         now = self._clock()
         for state in self.servers.values():
-            if state.status == "unavailable" and not state.connecting and (state.next_retry or 0) <= now:
+            due = state.next_retry is not None and state.next_retry <= now
+            if state.status == "unavailable" and not state.connecting and due:
                 self._start(state)
         await self.wait_for_connects()
         self.session.prompt.set(SECTION_TITLE, self.section())
@@ -244,6 +306,120 @@ class ChatServers:
                 await state.attempt.wait()
         self.session.prompt.set(SECTION_TITLE, self.section())
         return state
+
+    def start_login(
+        self,
+        name: str,
+        *,
+        owner: str,
+        send_link: Callable[[str], Awaitable[object]],
+        report: Callable[[str], Awaitable[object]],
+    ) -> None:
+        """Begin the owner's login to ``name`` in the background; the chat goes on meanwhile.
+
+        The link goes to ``send_link`` (the owner only); how it ended goes to ``report``. A
+        login already in flight for the server is cancelled: only the newest link works.
+        """
+        state = self.servers[name]
+        if state.login is not None:
+            state.login.cancel()
+        scope = state.login = anyio.CancelScope()
+        self._tg.start_soon(self._login, state, scope, owner, send_link, report)
+
+    async def _login(
+        self,
+        state: ServerState,
+        scope: anyio.CancelScope,
+        owner: str,
+        send_link: Callable[[str], Awaitable[object]],
+        report: Callable[[str], Awaitable[object]],
+    ) -> None:
+        name, url = state.entry.name, state.entry.url
+        message: str
+        login: PendingLogin | None = None
+        with scope:
+            # The boundary: this runs in the task group every chat of the host shares.
+            try:
+                redirect_uri = await self._callbacks.ensure_started(self._tg)
+
+                timeout = self._settings.login_timeout
+
+                async def deliver(link: str) -> None:
+                    await send_link(f"Log in to {name} within {duration_text(timeout)}:\n{link}")
+
+                login = PendingLogin(
+                    self.session.scope, owner, name, deliver, self._callbacks, timeout=timeout
+                )
+                previous = self._grant(state).grant
+                client = previous.client
+                if (
+                    client is not None
+                    and client.redirect_uris
+                    and redirect_uri not in {str(uri) for uri in client.redirect_uris}
+                ):
+                    client = None  # registered for another redirect address: register again
+                storage = GrantStorage(
+                    OAuthGrant(resource=previous.resource, issuer=previous.issuer, client=client),
+                    lambda grant: self._login_done(state, grant),
+                    clock=self._clock,
+                )
+                auth = ServerAuth(url, storage, redirect_uri=redirect_uri, login=login, clock=self._clock)
+                # Any request starts the flow on its 401; ping opens no session to clean up.
+                http = await self._connector.login_client(auth)
+                async with (
+                    http,
+                    http.stream(
+                        "POST",
+                        url,
+                        json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                        headers={
+                            "Accept": "application/json, text/event-stream",
+                            "MCP-Protocol-Version": "2025-11-25",
+                        },
+                    ),
+                ):
+                    pass
+                if not storage.grant.authorized:
+                    message = f"{name} did not ask for a login: it answered without one."
+                    state.grant = storage
+                else:
+                    message = ""
+            except LoginExpired as exc:
+                message = f"{exc}. Run /mcp_auth {name} for a new link."
+            except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as exc:
+                why = login.refusal if login is not None and login.refusal else str(exc)
+                message = f"The login to {name} failed: {self.redactor.redact(why)[:300]}"
+            except Exception as exc:  # boundary: one login's failure must not end the chat's task group
+                logger.warning(
+                    "the login to %s in %s failed: %s", name, self.session.scope, type(exc).__name__
+                )
+                message = (
+                    f"The login to {name} failed ({type(exc).__name__}). Run /mcp_auth {name} to try again."
+                )
+        if state.login is scope:
+            state.login = None
+        if scope.cancel_called:
+            return
+        if not message:
+            if self.servers.get(name) is not state:
+                return
+            self._start(state)
+            if state.attempt is not None:
+                with anyio.move_on_after(self._settings.connection.connect_timeout + CONNECT_WAIT_MARGIN):
+                    await state.attempt.wait()
+            self.session.prompt.set(SECTION_TITLE, self.section())
+            message = f"Logged in to {name}: {self.state_text(state)}."
+        await report(self.redactor.redact(message))
+
+    async def _login_done(self, state: ServerState, grant: OAuthGrant) -> None:
+        """A login's grant changed (registered, tokens received): it becomes the server's."""
+        if state.grant is None:
+            state.grant = GrantStorage(
+                grant, lambda new: self._save_grant(state.entry.name, new), clock=self._clock
+            )
+        else:
+            state.grant.grant = grant
+        await self._save_grant(state.entry.name, grant)
 
     async def file_changed(self) -> None:
         """After ``/mcp_remove`` or ``/mcp_restore`` changed the file."""
@@ -414,13 +590,3 @@ class ChatServers:
         async with anyio.create_task_group() as tg:
             for connection in connections:
                 tg.start_soon(connection.aclose)
-
-
-def _endpoint(entry: ServerEntry) -> Endpoint:
-    return Endpoint(
-        server=entry.name,
-        url=entry.url,
-        transport=entry.transport,
-        headers=entry.headers,
-        url_secrets=entry.secrets - set(entry.headers.values()),
-    )

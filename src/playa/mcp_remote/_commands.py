@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import anyio.to_thread
+from mcp.shared.auth import OAuthClientInformationFull
 
 from ..exceptions import StoreError, UsageError, ValidationError
 from ..host import Command, CommandContext, looks_like_credential
 from ..mcp import is_server_name
-from ._chat import ChatServers
-from ._parse import USAGE, carries_secret, check_secret, parse_add
-from ._store import AuthKind, Rejected, Saved
+from ._chat import ChatServers, ServerState
+from ._grant import OAuthGrant, resource_of
+from ._parse import USAGE, AddRequest, carries_secret, check_secret, parse_add
+from ._store import AuthKind, Rejected, Saved, ServerEntry
 
 if TYPE_CHECKING:
     from ._extension import RemoteMcpExtension
@@ -90,6 +93,17 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
         # What the write had to move out of the way, so the owner knows where it went.
         return "\n".join([*(f"Note: {note}." for note in saved.notes), text])
 
+    def login(ctx: CommandContext, chat: ChatServers, name: str) -> None:
+        """Start the owner's login; the link goes to the owner alone, the outcome to the chat."""
+        chat.start_login(name, owner=ctx.sender.id, send_link=ctx.ui.send_private, report=ctx.ui.send)
+
+    async def oauth_entry(chat: ChatServers, entry: ServerEntry) -> tuple[Saved, ServerState]:
+        """Save ``entry`` as an ``oauth`` entry without a grant yet, and pick it up."""
+        assert chat.store is not None
+        entry = replace(entry, auth_kind="oauth", oauth=OAuthGrant(resource_of(entry.url)))
+        saved = await anyio.to_thread.run_sync(chat.store.put, entry)
+        return saved, await chat.add_now(entry)
+
     async def add(ctx: CommandContext) -> str:
         chat = await servers(ctx)
         request = parse_add(ctx.args)
@@ -112,10 +126,23 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
                 # A sentence sent while the question waited is not a token.
                 return "That is not a token (it has spaces), so nothing was saved. Try /mcp_add again."
             request.headers[header] = f"Bearer {answer}" if bearer else answer
+        if request.ask_client_secret:
+            answer = await ctx.ui.ask(
+                f"Send the client secret for {request.name}. It stays out of the conversation, and I delete your message.",
+                secret=True,
+            )
+            if not answer:
+                return "No answer came, so nothing was saved."
+            check_secret("the client secret", answer)
+            request.client_secret = answer
         kind: AuthKind = "none"
-        if request.headers:
+        grant: OAuthGrant | None = None
+        if request.oauth:
+            kind = "oauth"
+            grant = OAuthGrant(resource=resource_of(request.url), client=_preregistered(request))
+        elif request.headers:
             kind = "bearer" if request.bearer and len(request.headers) == 1 else "headers"
-        entry = request.entry(kind, request.headers)
+        entry = request.entry(kind, request.headers, grant)
         assert chat.store is not None
         try:
             saved = await anyio.to_thread.run_sync(chat.store.put, entry)
@@ -125,12 +152,43 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
         verb = "Replaced" if saved.changed else "Added"
         connected = len(state.tools) if state.status == "connected" else None
         await ctx.ui.notify(_notice(verb.lower(), entry.name, connected))
+        if state.needs_login and entry.auth_kind == "none":
+            # It answered 401 with OAuth metadata: it wants a login, not headers.
+            try:
+                saved, state = await oauth_entry(chat, entry)
+            except StoreError as exc:
+                return f"Could not save {entry.name}: {exc}"
+        if state.needs_login:
+            login(ctx, chat, entry.name)
+            return with_notes(
+                f"{verb} {entry.name}: this server needs a login. I sent you the link to log in "
+                "(privately); the chat goes on meanwhile, and I say here when it is done.",
+                saved,
+            )
         if state.status == "connected":
             shown = ", ".join(state.tools[:_LIST_LIMIT]) or "none"
             return with_notes(f"{verb} {entry.name}: {chat.state_text(state)}: {shown}.", saved)
         return with_notes(
             f"{verb} {entry.name}, but it is {chat.state_text(state)}. /mcp_list shows its state.", saved
         )
+
+    async def auth(ctx: CommandContext) -> str:
+        chat = await servers(ctx)
+        name = ctx.args.strip()
+        if not name:
+            raise UsageError("usage: /mcp_auth <name>")
+        state = chat.servers.get(name)
+        if state is None:
+            return _no_such_server(name)
+        if state.entry.auth_kind != "oauth":
+            if state.entry.auth_kind != "none":
+                return f"{name} uses headers, not a login. Add it again with /mcp_add to change that."
+            try:
+                _, state = await oauth_entry(chat, state.entry)
+            except StoreError as exc:
+                return f"Could not save {name}: {exc}"
+        login(ctx, chat, name)
+        return f"I sent you the link to log in to {name} (privately); the chat goes on meanwhile."
 
     async def remove(ctx: CommandContext) -> str:
         chat = await servers(ctx)
@@ -222,6 +280,13 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
             carries_secret=carries_secret,
         ),
         Command(
+            "mcp_auth",
+            "log in to a remote MCP server that needs OAuth",
+            auth,
+            usage="/mcp_auth <name>",
+            carries_secret=not_a_name,
+        ),
+        Command(
             "mcp_remove",
             "disconnect a remote MCP server",
             remove,
@@ -244,3 +309,15 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
             carries_secret=not_a_name,
         ),
     ]
+
+
+def _preregistered(request: AddRequest) -> OAuthClientInformationFull | None:
+    """The client the owner registered with the authorization server themselves, if any."""
+    if request.client_id is None:
+        return None
+    method = "client_secret_basic" if request.client_secret else "none"
+    return OAuthClientInformationFull(
+        client_id=request.client_id,
+        client_secret=request.client_secret,
+        token_endpoint_auth_method=method,
+    )

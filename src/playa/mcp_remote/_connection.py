@@ -48,7 +48,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from playa import __version__
-from playa.exceptions import CallFailed, ConfigError, ConnectFailed, RemoteError, RemoteTimeout
+from playa.exceptions import CallFailed, ConfigError, ConnectFailed, NeedsLogin, RemoteError, RemoteTimeout
 from playa.host import Redactor
 from playa.mcp_remote._budget import (
     SSE_TRANSPORT_EVENT_LIMIT,
@@ -67,6 +67,7 @@ from playa.mcp_remote._errors import (
     connect_error,
     timed_out,
 )
+from playa.mcp_remote._oauth import ServerAuth
 from playa.mcp_remote._result_type import complete_by_default
 
 __all__ = ["Connection", "ConnectionSettings", "Connector", "Endpoint", "TransportChoice", "TransportName"]
@@ -144,7 +145,8 @@ def _display_url(url: str) -> str:
 class Endpoint:
     """What to connect to: the server's name in the chat, its URL, transport and headers.
 
-    The headers' values are credentials: ``repr`` shows their names only.
+    The headers' values are credentials: ``repr`` shows their names only. ``auth`` is the
+    OAuth provider of an ``oauth`` server (one per connect: see ``ServerAuth``).
     """
 
     server: str
@@ -153,6 +155,7 @@ class Endpoint:
     headers: Mapping[str, str] = field(default_factory=dict)
     url_secrets: frozenset[str] = frozenset()
     """Credentials inside ``url`` (a key in the query or path, a password): redacted like headers."""
+    auth: ServerAuth | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         # A read-only copy: the caller's dict may change later, this endpoint must not.
@@ -161,8 +164,10 @@ class Endpoint:
 
     @property
     def secrets(self) -> frozenset[str]:
-        """Every credential the endpoint sends: header values and URL secrets."""
-        return frozenset(self.headers.values()) | self.url_secrets
+        """Every credential the endpoint sends: header values, URL secrets, and the OAuth tokens
+        and client secret held now."""
+        grant = self.auth.grant.secrets if self.auth is not None else frozenset()
+        return frozenset(self.headers.values()) | self.url_secrets | grant
 
     def __repr__(self) -> str:
         url = (
@@ -172,7 +177,7 @@ class Endpoint:
         )
         return (
             f"Endpoint(server={self.server!r}, url={url!r}, "
-            f"transport={self.transport!r}, headers={sorted(self.headers)!r})"
+            f"transport={self.transport!r}, headers={sorted(self.headers)!r}, oauth={self.auth is not None})"
         )
 
 
@@ -186,8 +191,8 @@ def _scrubbed(error: _E, endpoint: Endpoint) -> _E:
     logs, replies and the model's prompt.
     """
     reason = error.reason
-    if endpoint.secrets:
-        reason = Redactor(endpoint.secrets).redact(reason)
+    if secrets := endpoint.secrets:
+        reason = Redactor(secrets).redact(reason)
     if len(reason) > MAX_REASON:
         # Cut only once redacted: a cut first could keep the head of a quoted credential.
         reason = reason[: MAX_REASON - 1] + "…"
@@ -196,10 +201,12 @@ def _scrubbed(error: _E, endpoint: Endpoint) -> _E:
 
 def _cause(error: RemoteError, cause: BaseException | None, endpoint: Endpoint) -> BaseException | None:
     """The cause to chain, unless its text holds a credential (then the chain is cut)."""
-    if cause is None or not endpoint.secrets:
+    if cause is None or not (secrets := endpoint.secrets):
         return cause
     text = "".join(traceback.format_exception(cause))
-    return None if Redactor(endpoint.secrets).contains(text) else cause
+    # With OAuth the chain is always cut: a refresh or token exchange may carry secrets that
+    # are known only once the flow is done.
+    return None if endpoint.auth is not None or Redactor(secrets).contains(text) else cause
 
 
 class _AttemptFailed(Exception):
@@ -366,6 +373,13 @@ class Connection:
     def _own_connect_error(self, exc: Exception) -> ConnectFailure | None:
         """A refused address or an oversized answer while connecting; never worth the other transport."""
         server = self.endpoint.server
+        if self.endpoint.auth is not None and (why := self.endpoint.auth.needs_login) is not None:
+            # Only a person can unblock it: no other transport, and no retry timer.
+            return ConnectFailure(NeedsLogin(why, server=server), try_other_transport=False)
+        if self.endpoint.auth is None and self._trace.status == 401 and self._trace.login_challenge:
+            return ConnectFailure(
+                NeedsLogin("this server needs a login", server=server), try_other_transport=False
+            )
         if (refusal := find_refusal(exc)) is not None:
             return ConnectFailure(ConnectFailed(refusal.reason, server=server), try_other_transport=False)
         if self._cuts() or oversized_event(exc):
@@ -433,7 +447,9 @@ class Connection:
         url = self.endpoint.url
         headers = dict(self.endpoint.headers)
         if self.transport == "streamable-http":
-            http = await stack.enter_async_context(self._http_client(headers=headers))
+            http = await stack.enter_async_context(
+                self._http_client(headers=headers, auth=self.endpoint.auth)
+            )
             return streamable_http_client(
                 url, http_client=http, max_sse_event_size=self._settings.max_result_bytes
             )
@@ -444,6 +460,7 @@ class Connection:
             timeout=self._settings.connect_timeout,
             sse_read_timeout=timeouts.read if timeouts.read is not None else _STREAM_READ_TIMEOUT,
             httpx_client_factory=self._http_client,
+            auth=self.endpoint.auth,
         )
         return transport
 
@@ -593,6 +610,28 @@ class Connector:
                     lambda: httpx2.create_ssl_context(trust_env=trust_env)
                 )
             return self._ssl_context
+
+    async def login_client(self, auth: httpx2.Auth) -> httpx2.AsyncClient:
+        """An HTTP client for an OAuth login's requests, under the egress policy of every connection.
+
+        The metadata a server points at (its authorization server, their endpoints) is no more
+        trusted than the server's own URL: every address is judged the same way.
+        """
+        egress = self.settings.egress
+        ssl_context = await self.ssl_context()
+        transport = (
+            guarded_transport(egress, ssl_context=ssl_context, resolve=self._resolve)
+            if egress.checks
+            else None
+        )
+        return httpx2.AsyncClient(
+            auth=auth,
+            transport=transport,
+            verify=ssl_context,
+            trust_env=self.settings.trust_env and not egress.checks,
+            follow_redirects=False,
+            timeout=httpx2.Timeout(self.settings.connect_timeout),
+        )
 
     def _order(self, endpoint: Endpoint) -> tuple[TransportName, ...]:
         if endpoint.transport != "auto":

@@ -63,11 +63,18 @@ class HttpTrace:
         self.errors = 0
         self.status: int | None = None
         self.redirect: str | None = None
+        self.login_challenge = False
+        """The last 401 was a Bearer challenge naming OAuth metadata (RFC 9728): a login helps."""
 
     async def on_response(self, response: httpx2.Response) -> None:
         if response.status_code >= 400:
             self.errors += 1
             self.status = response.status_code
+            if response.status_code == 401:
+                challenge = response.headers.get("www-authenticate", "")
+                self.login_challenge = (
+                    challenge[:7].lower() == "bearer " and "resource_metadata=" in challenge.lower()
+                )
         elif response.is_redirect and (location := response.headers.get("location")):
             try:
                 target = response.request.url.join(location)

@@ -13,6 +13,7 @@ from ..host import ChatSession, Command, Extension
 from ._chat import CONNECT_WAIT_MARGIN, ChatServers
 from ._commands import build_commands
 from ._connection import Connector
+from ._oauth import Callbacks
 from ._seal import Sealer
 from ._secret import HostSecret, NoHostSecret
 from ._settings import RemoteMcpSettings
@@ -37,12 +38,15 @@ class RemoteMcpExtension(Extension):
         settings: RemoteMcpSettings | None = None,
         connector: Connector | None = None,
         clock: Callable[[], float] = time.time,
+        callbacks: Callbacks | None = None,
     ) -> None:
+        """``callbacks`` is the OAuth redirect listener (default: loopback on a free port)."""
         self.settings = settings or RemoteMcpSettings()
         self.connector = connector or Connector(self.settings.connection)
         self.disabled_reason = secret.reason if isinstance(secret, NoHostSecret) else None
         self._sealer = Sealer(secret.value) if isinstance(secret, HostSecret) else None
         self._clock = clock
+        self.callbacks = callbacks if callbacks is not None else Callbacks()
         self._chats: dict[str, ChatServers] = {}
         self._tg: TaskGroup | None = None
 
@@ -90,6 +94,7 @@ class RemoteMcpExtension(Extension):
                 connector=self.connector,
                 settings=self.settings,
                 task_group=self._tg,
+                callbacks=self.callbacks,
                 clock=self._clock,
             )
         return chat

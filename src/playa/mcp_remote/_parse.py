@@ -10,6 +10,7 @@ from typing import Final
 
 from ..exceptions import UsageError, ValidationError
 from ..host import MIN_SECRET_LENGTH, auth_credential, looks_like_credential
+from ._grant import OAuthGrant
 from ._store import AuthKind, ServerEntry, Transport
 from ._url import mask_url
 
@@ -49,12 +50,23 @@ _TRANSPORTS: Final[dict[str, Transport]] = {
 }
 _NAME = re.compile(r"[a-z][a-z0-9-]{0,31}")
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_FLAGS: Final = ("--transport", "--tools", "--bearer", "--header", "--secret-url")
+_FLAGS: Final = (
+    "--transport",
+    "--tools",
+    "--bearer",
+    "--header",
+    "--secret-url",
+    "--oauth",
+    "--client-id",
+    "--client-secret",
+)
+# Flags whose value is a credential, and that ask for it in secret when given none.
+_SECRET_FLAGS: Final = ("--bearer", "--client-secret")
 # An unknown option is quoted back only when it looks like a mistyped option, never like a key.
 _SHOWN_OPTION = re.compile(r"--[a-z][a-z-]{0,14}")
 
 USAGE: Final = """\
-/mcp_add <name> <url> [--transport auto|http|sse] [--tools a,b] [--bearer [TOKEN]] [--header "Name: value" | --header Name]… [--secret-url]
+/mcp_add <name> <url> [--transport auto|http|sse] [--tools a,b] [--bearer [TOKEN]] [--header "Name: value" | --header Name]… [--secret-url] [--oauth] [--client-id ID [--client-secret [SECRET]]]
   name       1-32 characters: a lowercase letter, then lowercase letters, digits or '-'
   url        http:// or https://; a key in it is kept sealed and shown as [redacted]
   --bearer   sends Authorization: Bearer TOKEN; without TOKEN I ask for it in secret
@@ -62,6 +74,9 @@ USAGE: Final = """\
   --tools    exposes only these tools of the server
   --secret-url  every path segment and query value of the URL is a secret (keys by name or
              shape, and user:password@, are found without it)
+  --oauth    logs in with OAuth (also chosen by itself when the server asks for a login)
+  --client-id, --client-secret   a client the authorization server knows already; without
+             SECRET I ask for it in secret
 Adding a name that exists replaces it. A message that holds a credential is deleted."""
 
 
@@ -77,11 +92,20 @@ class AddRequest:
     bearer: bool = False
     ask: list[str] = field(default_factory=list)
     secret_url: bool = False
+    oauth: bool = False
+    client_id: str | None = None
+    client_secret: str | None = None
+    ask_client_secret: bool = False
 
     def __repr__(self) -> str:
-        return f"AddRequest({self.name!r}, headers={sorted(self.headers)!r}, ask={self.ask!r})"
+        return f"AddRequest({self.name!r}, headers={sorted(self.headers)!r}, ask={self.ask!r}, oauth={self.oauth!r})"
 
-    def entry(self, auth_kind: AuthKind = "none", headers: Mapping[str, str] | None = None) -> ServerEntry:
+    def entry(
+        self,
+        auth_kind: AuthKind = "none",
+        headers: Mapping[str, str] | None = None,
+        oauth: OAuthGrant | None = None,
+    ) -> ServerEntry:
         """The entry this request saves (raises ``ValidationError`` like any entry)."""
         return ServerEntry(
             name=self.name,
@@ -91,6 +115,7 @@ class AddRequest:
             auth_kind=auth_kind,
             headers=headers or {},
             secret_url=self.secret_url,
+            oauth=oauth,
         )
 
 
@@ -111,12 +136,16 @@ def carries_secret(args: str) -> bool:
         words = shlex.split(args)
     except ValueError:
         # Unreadable: it may still hold a key, so treat it as if it did.
-        return "--bearer" in args or "--header" in args or any(map(looks_like_credential, args.split()))
+        return any(flag in args for flag in ("--bearer", "--header", "--client-secret")) or any(
+            map(looks_like_credential, args.split())
+        )
     for i, word in enumerate(words):
         following = words[i + 1] if i + 1 < len(words) else None
-        if word.startswith("--bearer=") or (word.startswith("--header=") and _header_holds_value(word[9:])):
+        if word.startswith(("--bearer=", "--client-secret=")) or (
+            word.startswith("--header=") and _header_holds_value(word[9:])
+        ):
             return True
-        if word == "--bearer" and following is not None and not _is_flag(following):
+        if word in _SECRET_FLAGS and following is not None and not _is_flag(following):
             return True
         if word == "--header" and following is not None and _header_holds_value(following):
             return True
@@ -127,8 +156,8 @@ def carries_secret(args: str) -> bool:
             return True
     # A flag inside another word (after an escaped space, in quotes) is no flag to the parser,
     # but what follows it may still be a key.
-    flags = sum(word.partition("=")[0] in ("--bearer", "--header") for word in words)
-    return args.count("--bearer") + args.count("--header") > flags
+    flags = sum(word.partition("=")[0] in ("--bearer", "--header", "--client-secret") for word in words)
+    return args.count("--bearer") + args.count("--header") + args.count("--client-secret") > flags
 
 
 def _url_holds_secret(word: str) -> bool:
@@ -175,12 +204,12 @@ def parse_add(args: str) -> AddRequest:
             position = i + 1
             value: str | None = inline if eq else None
             # `--bearer` before the name and URL takes no value: `--bearer demo URL` asks.
-            takes_next = flag not in ("--bearer", "--secret-url") or (
-                flag == "--bearer" and len(positional) >= 2
+            takes_next = flag not in ("--secret-url", "--oauth") and (
+                flag not in _SECRET_FLAGS or len(positional) >= 2
             )
             following = words[i + 1] if i + 1 < len(words) else None
             # A token may itself start with "--" (base64url ones can): only a real flag ends --bearer.
-            ends = _is_flag if flag == "--bearer" else _looks_like_flag
+            ends = _is_flag if flag in _SECRET_FLAGS else _looks_like_flag
             if value is None and takes_next and following is not None and not ends(following):
                 value = words[i + 1]
                 i += 1
@@ -201,6 +230,12 @@ def parse_add(args: str) -> AddRequest:
     request = AddRequest(name=name, url=url)
     for flag, value, position in options:
         _apply(request, flag, value, position)
+    if (request.client_secret is not None or request.ask_client_secret) and request.client_id is None:
+        raise ValidationError("oauth", "--client-secret goes with --client-id")
+    if request.client_id is not None:
+        request.oauth = True
+    if request.oauth and (request.headers or request.ask):
+        raise ValidationError("oauth", "--oauth logs in instead of sending headers: give one or the other")
     # The rules every stored entry obeys (the URL's among them) are checked now, so the owner
     # is never asked for a secret for an entry that could not be saved.
     entry = request.entry()
@@ -218,6 +253,24 @@ def _apply(request: AddRequest, flag: str, value: str | None, position: int) -> 
         if value is not None:
             raise ValidationError("url", f"the --secret-url at word {position} takes no value")
         request.secret_url = True
+    elif flag == "--oauth":
+        if value is not None:
+            raise ValidationError("oauth", "--oauth takes no value")
+        request.oauth = True
+    elif flag == "--client-id":
+        if not value or len(value) > 256 or not value.isprintable() or any(c.isspace() for c in value):
+            raise ValidationError("oauth", "--client-id takes the client's id (printable, no spaces)")
+        if request.client_id is not None:
+            raise ValidationError("oauth", "--client-id is given twice")
+        request.client_id = value
+    elif flag == "--client-secret":
+        if request.client_secret is not None or request.ask_client_secret:
+            raise ValidationError("oauth", "--client-secret is given twice")
+        if value is None:
+            request.ask_client_secret = True
+        else:
+            check_secret("the client secret", value)
+            request.client_secret = value
     elif flag == "--transport":
         if value not in _TRANSPORTS:
             raise ValidationError("transport", "--transport takes auto, http or sse")

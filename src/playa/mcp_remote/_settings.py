@@ -26,9 +26,11 @@ class RemoteMcpSettings:
     backoff_max: float = 900.0
     max_tools_per_server: int = 100
     """Tools exposed per server; beyond it the owner chooses with ``--tools``."""
+    login_timeout: float = 600.0
+    """Seconds an OAuth authorization link stays usable."""
 
     def __post_init__(self) -> None:
-        for name in ("backoff_initial", "backoff_max"):
+        for name in ("backoff_initial", "backoff_max", "login_timeout"):
             value: float = getattr(self, name)
             if not (value > 0 and math.isfinite(value)):
                 raise ConfigError(

@@ -16,6 +16,9 @@ The visible ``url`` is masked (``_url.py``); when it differs from the real one, 
 sealed with the headers under ``:url`` (never a header name), and opening checks that masking
 it gives the visible one. An entry written before URLs were sealed shows its own ``url``.
 
+An entry of kind ``oauth`` has no headers; its ``OAuthGrant`` (client registration, tokens,
+issuer, resource) is sealed under ``:oauth``, a key that can never be a header name.
+
 Writes replace only what they touch: ``put`` and ``remove`` keep every other raw entry as it
 is, including entries that fail to verify, so the owner keeps seeing those in ``/mcp_list``
 until they remove them or add the name again. ``save`` writes exactly the entries given.
@@ -53,6 +56,7 @@ from typing import Final, Literal, cast, get_args
 from urllib.parse import urlsplit
 
 from playa.exceptions import StoreError, ValidationError
+from playa.mcp_remote._grant import OAuthGrant, resource_of
 from playa.mcp_remote._seal import SEAL_VERSION, JSONValue, Sealer, SealError
 from playa.mcp_remote._url import MaskedUrl, mask_url
 
@@ -71,7 +75,7 @@ __all__ = [
 ]
 
 Transport = Literal["auto", "streamable-http", "sse"]
-AuthKind = Literal["none", "bearer", "headers"]
+AuthKind = Literal["none", "bearer", "headers", "oauth"]
 
 STORE_VERSION: Final = 1
 MAX_FILE_BYTES: Final = 4 * 1024 * 1024
@@ -86,9 +90,10 @@ _COPY_NAME: Final = "servers.json"
 _RECORD_NAME: Final = "servers.record.json"
 
 # Keys inside a seal that can never be header names (an HTTP token has no ':'): the real URL,
-# and the owner's --secret-url mark.
+# the owner's --secret-url mark, and the OAuth grant.
 _SEALED_URL: Final = ":url"
 _SECRET_URL: Final = ":secret-url"
+_SEALED_OAUTH: Final = ":oauth"
 
 _TRANSPORTS: Final[tuple[str, ...]] = get_args(Transport)
 _AUTH_KINDS: Final[tuple[str, ...]] = get_args(AuthKind)
@@ -120,6 +125,9 @@ class ServerEntry:
     headers: Mapping[str, str] = field(default_factory=dict, hash=False)
     secret_url: bool = False
     """The owner marked every path segment and query value of the URL as secret."""
+    oauth: OAuthGrant | None = field(default=None, compare=False, hash=False)
+    """The OAuth state of an ``oauth`` entry (None until a login began). Not compared: a
+    refreshed token is the same server, and must not make the chat reconnect it."""
     _masked: MaskedUrl = field(init=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -140,8 +148,16 @@ class ServerEntry:
         _check_headers(headers)
         if self.auth_kind == "none" and headers:
             raise ValidationError("auth", "auth kind 'none' cannot carry headers")
-        if self.auth_kind != "none" and not headers:
+        if self.auth_kind == "oauth":
+            if headers:
+                raise ValidationError("auth", "auth kind 'oauth' cannot carry headers")
+            if self.oauth is not None and self.oauth.resource != resource_of(self.url):
+                # The grant was made for another server: its tokens must never be sent here.
+                raise ValidationError("oauth", "the authorization was granted for another URL")
+        elif self.auth_kind != "none" and not headers:
             raise ValidationError("auth", f"auth kind {self.auth_kind!r} needs at least one header")
+        if self.oauth is not None and self.auth_kind != "oauth":
+            raise ValidationError("oauth", f"auth kind {self.auth_kind!r} cannot carry an authorization")
         # A read-only copy: the caller's dict can change later, the entry must not.
         object.__setattr__(self, "headers", types.MappingProxyType(headers))
 
@@ -157,8 +173,10 @@ class ServerEntry:
 
     @property
     def secrets(self) -> frozenset[str]:
-        """Every credential of the entry: its header values and the secret parts of its URL."""
-        return frozenset(self.headers.values()) | self._masked.secrets
+        """Every credential of the entry: its header values, the secret parts of its URL, and its
+        OAuth tokens and client secret."""
+        grant = self.oauth.secrets if self.oauth is not None else frozenset()
+        return frozenset(self.headers.values()) | self._masked.secrets | grant
 
     def __repr__(self) -> str:
         return (
@@ -448,8 +466,14 @@ class ServerStore:
         extras = {k: v for k, v in sealed.items() if k.startswith(":")}
         if sorted(headers) != sorted(header_names):
             raise _Reject("seal does not verify: sealed headers differ from the listed header names")
-        if not set(extras) <= {_SEALED_URL, _SECRET_URL}:
+        if not set(extras) <= {_SEALED_URL, _SECRET_URL, _SEALED_OAUTH}:
             raise _Reject("unknown version: the seal holds fields this Playa does not know")
+        grant: OAuthGrant | None = None
+        if _SEALED_OAUTH in extras:
+            try:
+                grant = OAuthGrant.decode(extras[_SEALED_OAUTH])
+            except ValidationError as exc:
+                raise _Reject(f"malformed: {exc}") from None
         try:
             # Validated types above; the literals are checked by ServerEntry itself.
             entry = ServerEntry(
@@ -460,6 +484,7 @@ class ServerStore:
                 cast(AuthKind, kind),
                 headers,
                 secret_url=_SECRET_URL in extras,
+                oauth=grant,
             )
         except ValidationError as exc:
             raise _Reject(f"malformed: {exc}") from None
@@ -651,6 +676,8 @@ class ServerStore:
             sealed[_SEALED_URL] = entry.url
         if entry.secret_url:
             sealed[_SECRET_URL] = "yes"
+        if entry.oauth is not None:
+            sealed[_SEALED_OAUTH] = entry.oauth.encode()
         seal = self._sealer.seal(context, sealed)
         return {
             **visible,

@@ -139,6 +139,15 @@ class TelegramUI:
             reply_to=self._message_id if self._group else None,
         )
 
+    async def send_private(self, text: str) -> MessageRef | None:
+        """Send plain text, redacted, in the sender's private chat with the bot (never the group)."""
+        if self._user_id is None:
+            return None  # an anonymous sender has no private chat to reach
+        # Not journaled: a login link that waits out a restart has expired by then.
+        return await self._outbox.send(
+            self._user_id, render(text, markdown=False, redact=self._redact), durable=False
+        )
+
     async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
         """Ask the sender; their next plain message in this chat is the answer, deleted when secret.
 

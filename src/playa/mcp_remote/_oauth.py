@@ -1,0 +1,398 @@
+"""OAuth 2.1 for a chat's remote servers, on the ``mcp`` SDK's client (``mcp.client.auth``).
+
+The SDK speaks the protocol: discovery (RFC 9728, RFC 8414 and OpenID), registration
+(pre-registered, metadata document, dynamic), PKCE, ``state``, resource indicators, ``iss``
+(RFC 9207), refresh. Playa supplies three things here:
+
+- ``GrantStorage``: the SDK's ``TokenStorage`` over the chat's sealed entry. Every token and
+  client secret is registered with the outbound gate before it is stored or used.
+- ``ServerAuth``: the provider a *connection* uses. It never waits for a person: a token that
+  expired is refreshed before the request, a 401 is answered with one refresh, and when no
+  refresh can help the connect fails with ``needs_login`` set ("this server needs a login",
+  or "authorization expired"), which the chat shows without a retry timer.
+- ``Callbacks``: the loopback redirect listener (``http://127.0.0.1:<port>/oauth/callback``,
+  RFC 8252) and the pending logins it completes, each bound by its ``state`` to one chat and
+  owner, used once, and expired after ``LOGIN_TIMEOUT``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Final
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+import httpx2
+from anyio.abc import SocketStream, TaskGroup
+from mcp.client.auth import OAuthClientProvider
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
+
+from playa import __version__
+from playa.host import outbound_secrets
+from playa.mcp_remote._grant import OAuthGrant
+
+__all__ = [
+    "CALLBACK_PATH",
+    "LOGIN_TIMEOUT",
+    "REFRESH_MARGIN",
+    "Callbacks",
+    "GrantStorage",
+    "LoginExpired",
+    "PendingLogin",
+    "ServerAuth",
+    "client_metadata",
+    "duration_text",
+]
+
+logger = logging.getLogger(__name__)
+
+LOGIN_TIMEOUT: Final = 600.0
+"""Seconds an authorization link stays usable."""
+REFRESH_MARGIN: Final = 60.0
+"""A token is refreshed this many seconds before it expires, so no request carries a dying one."""
+CALLBACK_PATH: Final = "/oauth/callback"
+_MAX_REQUEST: Final = 16 * 1024
+
+Clock = Callable[[], float]
+
+
+def _register(values: Iterable[str | None]) -> None:
+    """Tell the outbound gate (every log record) about credentials the moment they are known."""
+    known = {value for value in values if value}
+    if known:
+        outbound_secrets().add(known)
+
+
+def client_metadata(redirect_uri: str, *, scope: str | None = None) -> OAuthClientMetadata:
+    """What Playa registers as (dynamic registration): a native client with a loopback redirect."""
+    return OAuthClientMetadata.model_validate(
+        {
+            "redirect_uris": [redirect_uri],
+            "client_name": "Playa",
+            "software_id": "playa",
+            "software_version": __version__,
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+            "application_type": "native",
+            "scope": scope,
+        }
+    )
+
+
+class GrantStorage:
+    """The SDK's ``TokenStorage`` for one server of one chat: the grant in the sealed entry.
+
+    ``persist`` writes the grant (sealed) and is awaited before the SDK goes on, so a token the
+    server accepted is never one the store lost.
+    """
+
+    def __init__(
+        self, grant: OAuthGrant, persist: Callable[[OAuthGrant], Awaitable[None]], *, clock: Clock = time.time
+    ) -> None:
+        self.grant = grant
+        self._persist = persist
+        self._clock = clock
+        _register(grant.secrets)
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.grant.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        _register((tokens.access_token, tokens.refresh_token))
+        self.grant = self.grant.with_tokens(tokens, now=self._clock())
+        await self._persist(self.grant)
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.grant.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        _register((client_info.client_secret,))
+        self.grant = self.grant.with_client(client_info)
+        await self._persist(self.grant)
+
+
+class LoginExpired(Exception):
+    """The owner did not finish the login in time (internal: becomes a message to the owner)."""
+
+
+class ServerAuth(OAuthClientProvider):
+    """The OAuth provider of one server's connections, or of one login when ``login`` is given.
+
+    Without ``login`` it never waits for a person (see the module docstring); ``needs_login``
+    then says why a connect failed for want of one. With ``login`` (the owner's ``/mcp_auth``),
+    the authorization link goes to ``login.send_link`` and the code comes from its callback.
+
+    A connection makes one per connect: it refreshes on a 401 at most once.
+    """
+
+    def __init__(
+        self,
+        server_url: str,
+        storage: GrantStorage,
+        *,
+        redirect_uri: str,
+        login: PendingLogin | None = None,
+        client_metadata_url: str | None = None,
+        clock: Clock = time.time,
+    ) -> None:
+        super().__init__(
+            server_url,
+            client_metadata(redirect_uri),
+            storage,
+            redirect_handler=login.send_link if login is not None else None,
+            callback_handler=login.result if login is not None else None,
+            client_metadata_url=client_metadata_url,
+        )
+        self._storage = storage
+        self._login = login
+        self._clock = clock
+        self._refreshing = False
+        self._refreshed_on_401 = False
+        self.needs_login: str | None = None
+        """Why the last connect failed for want of a person's login; None if it did not."""
+
+    @property
+    def grant(self) -> OAuthGrant:
+        """The grant as stored now (it changes as tokens are refreshed)."""
+        return self._storage.grant
+
+    async def _initialize(self) -> None:
+        await super()._initialize()
+        # The SDK learns a token's expiry only when it receives it; a stored one would be sent
+        # until a server refuses it. A grant knows when its token expires.
+        grant = self._storage.grant
+        if self.context.oauth_metadata is None and grant.metadata is not None:
+            # The SDK discovers metadata only on a 401; a refresh before any request needs the
+            # token endpoint that the login found.
+            self.context.oauth_metadata = grant.metadata
+            self.context.auth_server_url = grant.issuer
+        expires_at = grant.expires_at
+        if self.context.current_tokens is not None and expires_at is not None:
+            self.context.token_expiry_time = expires_at - REFRESH_MARGIN
+
+    async def _perform_authorization(self) -> httpx2.Request:
+        if self._login is not None:
+            return await super()._perform_authorization()
+        # A 401 to a token that has not expired by the clock (revoked, or a server that keeps
+        # shorter lifetimes): one refresh before asking a person.
+        if not self._refreshed_on_401 and self.context.can_refresh_token():
+            self._refreshed_on_401 = self._refreshing = True
+            self._remember_metadata()
+            return await self._refresh_token()
+        had_tokens = self._storage.grant.tokens is not None
+        self.needs_login = "authorization expired" if had_tokens else "this server needs a login"
+        raise _NeedsLogin(self.needs_login)
+
+    async def _handle_token_response(self, response: httpx2.Response) -> None:
+        if self._refreshing:
+            self._refreshing = False
+            if await self._handle_refresh_response(response):
+                return
+            self.needs_login = "authorization expired"
+            raise _NeedsLogin(self.needs_login)
+        await super()._handle_token_response(response)
+
+    async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
+        ok = await super()._handle_refresh_response(response)
+        if not ok:
+            logger.info(
+                "refreshing a token for %s failed: HTTP %s", self.context.server_url, response.status_code
+            )
+        return ok
+
+    async def _exchange_token_authorization_code(self, auth_code: str, code_verifier: str) -> httpx2.Request:
+        # Both are credentials until the exchange is done: a log line or error quoting the
+        # token request must not carry them.
+        _register((auth_code, code_verifier))
+        self._remember_metadata()
+        return await super()._exchange_token_authorization_code(auth_code, code_verifier)
+
+    def _remember_metadata(self) -> None:
+        """Keep what discovery found with the tokens about to be stored (see ``_initialize``)."""
+        metadata = self.context.oauth_metadata
+        if metadata is not None:
+            self._storage.grant = replace(self._storage.grant, metadata=metadata, issuer=str(metadata.issuer))
+
+
+class _NeedsLogin(Exception):
+    """Raised inside the SDK's auth flow to end a connect that only a person can unblock."""
+
+
+@dataclass(eq=False)
+class PendingLogin:
+    """One authorization link: which chat and owner it is for, until when, and its result."""
+
+    scope: str
+    owner: str
+    server: str
+    deliver: Callable[[str], Awaitable[None]]
+    """Sends the link to the owner only (``UI.send_private``)."""
+    callbacks: Callbacks
+    timeout: float = LOGIN_TIMEOUT
+    state: str | None = None
+    deadline: float = math.inf
+    _done: anyio.Event = field(default_factory=anyio.Event)
+    _result: AuthorizationCodeResult | None = None
+    refusal: str | None = None
+    """The authorization server's ``error`` and ``error_description``, when it refused."""
+
+    async def send_link(self, url: str) -> None:
+        states = parse_qs(urlsplit(url).query).get("state", [])
+        if len(states) != 1 or not states[0]:
+            raise LoginExpired("the authorization link has no state")
+        self.state = states[0]
+        self.deadline = anyio.current_time() + self.timeout
+        self.callbacks.pending[self.state] = self
+        await self.deliver(url)
+
+    async def result(self) -> AuthorizationCodeResult:
+        try:
+            with anyio.move_on_after(max(0.0, self.deadline - anyio.current_time())):
+                await self._done.wait()
+        finally:
+            if self.state is not None:
+                self.callbacks.pending.pop(self.state, None)
+        if self._result is None:
+            raise LoginExpired(
+                f"The login link for {self.server} was not used within {duration_text(self.timeout)}"
+            )
+        return self._result
+
+    def complete(self, result: AuthorizationCodeResult) -> None:
+        self._result = result
+        self._done.set()
+
+    @property
+    def expired(self) -> bool:
+        return anyio.current_time() > self.deadline
+
+
+class Callbacks:
+    """The loopback redirect listener of a host, and the logins waiting on it."""
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._host = host
+        self._port = port
+        self.pending: dict[str, PendingLogin] = {}
+        self._listening: anyio.Event | None = None
+        self._url: str | None = None
+
+    @property
+    def redirect_uri_or_placeholder(self) -> str:
+        """The redirect URI if listening; a connection that never logs in needs only a well-formed one."""
+        return self._url or f"http://{self._host}{CALLBACK_PATH}"
+
+    @property
+    def redirect_uri(self) -> str:
+        if self._url is None:
+            raise RuntimeError("the OAuth callback listener is not running")
+        return self._url
+
+    async def ensure_started(self, task_group: TaskGroup) -> str:
+        """Start listening (once) in ``task_group``; returns the redirect URI."""
+        if self._listening is None:
+            self._listening = anyio.Event()
+            await task_group.start(self._serve)
+        await self._listening.wait()
+        return self.redirect_uri
+
+    async def _serve(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        listener = await anyio.create_tcp_listener(local_host=self._host, local_port=self._port)
+        async with listener:
+            port = listener.extra(anyio.abc.SocketAttribute.local_port)  # noqa: S610 - anyio, not Django
+            self._url = f"http://{self._host}:{port}{CALLBACK_PATH}"
+            assert self._listening is not None
+            self._listening.set()
+            task_status.started()
+            await listener.serve(self._handle)
+
+    def complete(self, query: str, *, scope: str | None = None, owner: str | None = None) -> str:
+        """Hand a redirect's query to the login it belongs to; returns what to tell the person.
+
+        ``scope`` and ``owner`` are given when the owner pasted the redirect URL into a chat:
+        then the login must be that chat's and that owner's.
+        """
+        params = parse_qs(query, keep_blank_values=True)
+        state = _one(params, "state") or ""
+        login = self.pending.get(state)
+        if (
+            login is None
+            or login.expired
+            or (scope is not None and (login.scope, login.owner) != (scope, owner))
+        ):
+            # Unknown, used, expired or another chat's: all the same to whoever sent it.
+            return "This login link is unknown, used or expired. Run /mcp_auth again in the chat."
+        del self.pending[state]  # used once
+        if (error := _one(params, "error")) is not None:
+            description = _one(params, "error_description")
+            login.refusal = f"{error[:60]}: {description[:200]}" if description else error[:60]
+            login.complete(AuthorizationCodeResult(code="", state=state, iss=_one(params, "iss")))
+            return f"The authorization server refused the login ({error[:60]}). You can close this window."
+        code = _one(params, "code") or ""
+        _register((code,))
+        login.complete(AuthorizationCodeResult(code=code, state=state, iss=_one(params, "iss")))
+        return f"Playa received the login for {login.server}. You can close this window."
+
+    async def _handle(self, stream: SocketStream) -> None:
+        async with stream:
+            try:
+                with anyio.fail_after(10):
+                    head = await _read_head(stream)
+            except (TimeoutError, anyio.EndOfStream, anyio.BrokenResourceError, ValueError):
+                return
+            line = head.split(b"\r\n", 1)[0].decode("latin-1")
+            method, _, rest = line.partition(" ")
+            target = rest.rpartition(" ")[0]
+            parts = urlsplit(target)
+            if method != "GET" or parts.path != CALLBACK_PATH:
+                await _respond(stream, 404, "Not found.")
+                return
+            await _respond(stream, 200, self.complete(parts.query))
+
+
+def _one(params: dict[str, list[str]], name: str) -> str | None:
+    values = params.get(name)
+    return values[0] if values and len(values) == 1 else None
+
+
+async def _read_head(stream: SocketStream) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += await stream.receive()
+        if len(data) > _MAX_REQUEST:
+            raise ValueError("request too large")
+    return data
+
+
+async def _respond(stream: SocketStream, status: int, text: str) -> None:
+    body = (
+        "<!doctype html><meta charset=utf-8><title>Playa</title><p>"
+        + text.replace("&", "&amp;").replace("<", "&lt;")
+        + "</p>"
+    ).encode()
+    reason = {200: "OK", 404: "Not Found"}[status]
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; charset=utf-8\r\n"
+        f"Content-Length: {len(body)}\r\nCache-Control: no-store\r\nReferrer-Policy: no-referrer\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode()
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await stream.send(head + body)
+
+
+def duration_text(seconds: float) -> str:
+    """``600`` → "10 minutes", ``30`` → "30 seconds" (rounded up: never shorter than it was)."""
+    if seconds >= 120:
+        return f"{math.ceil(seconds / 60)} minutes"
+    return f"{math.ceil(seconds)} seconds"
