@@ -25,13 +25,8 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
-    """Replace ``path`` with ``data``: a reader sees the old file or the new one, never half.
-
-    The data goes to a temporary file beside ``path`` (created private, then given ``mode``),
-    is fsynced, renamed over ``path``, and the folder is fsynced so the rename is durable.
-    Raises ``OSError``; the temporary file is gone whatever happens.
-    """
+def _synced_temp(path: Path, data: bytes, mode: int) -> str:
+    """A temporary file beside ``path`` holding ``data``, private then given ``mode``, fsynced."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         try:
@@ -40,6 +35,22 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+    """Replace ``path`` with ``data``: a reader sees the old file or the new one, never half.
+
+    The data goes to a temporary file beside ``path`` (created private, then given ``mode``),
+    is fsynced, renamed over ``path``, and the folder is fsynced so the rename is durable.
+    Raises ``OSError``; the temporary file is gone whatever happens.
+    """
+    tmp = _synced_temp(path, data, mode)
+    try:
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -55,14 +66,8 @@ def create_durably(path: Path, data: bytes, *, mode: int = 0o600) -> None:
     like ``O_EXCL``, fails when the name exists, so two processes cannot both create it; and
     unlike an ``O_EXCL`` create-then-write, no one can ever read a half-written file.
     """
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = _synced_temp(path, data, mode)
     try:
-        try:
-            os.fchmod(fd, mode)
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
         os.link(tmp, path)
     finally:
         with contextlib.suppress(OSError):
