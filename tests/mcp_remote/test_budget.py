@@ -12,7 +12,7 @@ import sys
 import textwrap
 import tracemalloc
 import zlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Literal
 
 import anyio
@@ -104,13 +104,6 @@ def big_server() -> Iterator[dict[str, int]]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-
-@pytest.fixture
-async def task_group() -> AsyncIterator[TaskGroup]:
-    async with anyio.create_task_group() as tg:
-        yield tg
-        tg.cancel_scope.cancel()
 
 
 def target(ports: dict[str, int], variant: Variant) -> Endpoint:

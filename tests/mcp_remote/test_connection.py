@@ -8,7 +8,6 @@ import os
 import ssl
 import time
 import traceback
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -127,13 +126,6 @@ def make_server(gates: Gates | None = None, server: MCPServer | None = None) -> 
 def text_of(result: object) -> str:
     content = getattr(result, "content", [])
     return "".join(block.text for block in content if isinstance(block, TextContent))
-
-
-@pytest.fixture
-async def task_group() -> AsyncIterator[TaskGroup]:
-    async with anyio.create_task_group() as tg:
-        yield tg
-        tg.cancel_scope.cancel()
 
 
 def endpoint(url: str, **kwargs: object) -> Endpoint:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import ssl
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -312,13 +312,6 @@ def resolver(mapping: dict[str, list[str]]) -> Any:
         return mapping[host]
 
     return resolve
-
-
-@pytest.fixture
-async def task_group() -> AsyncIterator[TaskGroup]:
-    async with anyio.create_task_group() as tg:
-        yield tg
-        tg.cancel_scope.cancel()
 
 
 def settings(policy: EgressPolicy) -> ConnectionSettings:

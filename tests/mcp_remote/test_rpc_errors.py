@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Literal
 
 import anyio
@@ -34,13 +33,6 @@ def refusing_server() -> MCPServer:
         return "fine"
 
     return server
-
-
-@pytest.fixture
-async def task_group() -> AsyncIterator[TaskGroup]:
-    async with anyio.create_task_group() as tg:
-        yield tg
-        tg.cancel_scope.cancel()
 
 
 @pytest.mark.parametrize("transport", ["streamable-http", "sse"])

@@ -8,7 +8,6 @@ event stream (SSE). Each tool call sends one request and reports what came back.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -91,13 +90,6 @@ class Person:
             if isinstance(answer, Answer):
                 return answer
         return Answer("cancel")
-
-
-@pytest.fixture
-async def task_group() -> AsyncIterator[TaskGroup]:
-    async with anyio.create_task_group() as tg:
-        yield tg
-        tg.cancel_scope.cancel()
 
 
 async def _call(
