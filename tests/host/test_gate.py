@@ -165,3 +165,19 @@ def test_long_tool_descriptions_are_cut_after_redaction() -> None:
     _, gated_params = gated.gate([], params)
     description = gated_params.function_tools[0].description
     assert description is not None and len(description) == GateLimits().max_description_chars
+
+
+def test_strings_inside_tuples_named_tuples_sets_and_dict_keys_are_redacted() -> None:
+    from typing import NamedTuple
+
+    from playa.host._gate import _Walker
+
+    class Pair(NamedTuple):
+        key: str
+        value: str
+
+    walker = _Walker(REDACTOR)
+    walked = walker({"t": (1, f"a {KEY}"), "p": Pair("k", KEY), "s": {KEY, "x"}, f"k{KEY}": frozenset({KEY})})
+    assert leaks(walked) == []
+    assert isinstance(walked["p"], Pair) and walked["p"].value == "[redacted]"
+    assert walked["t"] == (1, "a [redacted]") and walked["s"] == {"[redacted]", "x"}

@@ -101,9 +101,14 @@ class _Walker:
             return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
         if isinstance(value, tuple):
             items = [self(item, depth + 1) for item in value]
-            if any(a is not b for a, b in zip(items, value, strict=True)):
-                return type(value)(items) if type(value) is tuple else value
-            return value
+            if not any(a is not b for a, b in zip(items, value, strict=True)):
+                return value
+            if hasattr(value, "_fields"):  # a named tuple
+                return type(value)(*items)
+            return tuple(items)
+        if isinstance(value, set | frozenset):
+            walked = {self(item, depth + 1) for item in value}
+            return value if walked == value else type(value)(walked)
         if isinstance(value, dict):
             pairs = [(self(k, depth + 1), self(v, depth + 1)) for k, v in value.items()]
             if any(a is not k or b is not v for (a, b), (k, v) in zip(pairs, value.items(), strict=True)):
