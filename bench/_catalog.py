@@ -7,10 +7,14 @@ worded the way a model words ``search_tools`` queries: a few words, not always t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["QUERIES", "SERVERS", "CatalogTool", "catalog"]
+from playa.host import ToolResult
+
+__all__ = ["QUERIES", "SERVERS", "CatalogCallable", "CatalogTool", "catalog"]
 
 _VERBS = {
     "list": "List, search or find {many} {where}, with filters and paging.",
@@ -174,3 +178,27 @@ QUERIES: list[tuple[str, str]] = [
     ("change my email signature", "mail__update_signature"),
     ("turn on vacation auto-reply", "mail__create_auto_reply"),
 ]
+
+
+@dataclass
+class CatalogCallable:
+    """One catalogue tool in a chat's registry; it records its calls."""
+
+    spec: CatalogTool
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def description(self) -> str:
+        return self.spec.description
+
+    @property
+    def parameters(self) -> Mapping[str, Any]:
+        return self.spec.parameters
+
+    async def call(self, arguments: dict[str, Any]) -> ToolResult:
+        self.calls.append(arguments)
+        return ToolResult(f"{self.name} done with {json.dumps(arguments)}")

@@ -27,10 +27,10 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.tools import ToolDefinition
 
-from bench._catalog import QUERIES, CatalogTool, catalog
+from bench._catalog import QUERIES, CatalogCallable, catalog
 from bench._common import Report, verdict
 from bench._playa import QuietUI, data_dir, message
-from playa.host import Host, HostConfig, ToolResult, rank_tools
+from playa.host import Host, HostConfig, rank_tools
 from playa.host._context import BYTES_PER_TOKEN
 
 Answer = Callable[[dict[str, Any]], dict[str, Any]]
@@ -81,26 +81,6 @@ def _call(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
         "function": {"name": name, "arguments": json.dumps(arguments)},
     }
     return {"role": "assistant", "content": None, "tool_calls": [call]}
-
-
-@dataclass
-class CatalogCallable:
-    spec: CatalogTool
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def description(self) -> str:
-        return self.spec.description
-
-    @property
-    def parameters(self) -> Mapping[str, Any]:
-        return self.spec.parameters
-
-    async def call(self, arguments: dict[str, Any]) -> ToolResult:
-        return ToolResult(f"{self.name}: done")
 
 
 def _prefix(body: dict[str, Any]) -> bytes:

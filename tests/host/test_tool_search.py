@@ -3,45 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from bench._catalog import QUERIES, CatalogTool, catalog
+from bench._catalog import QUERIES, CatalogCallable, catalog
 from pydantic_ai.tools import ToolDefinition
 
-from playa.host import ChatSession, Host, HostConfig, Reply, ToolResult, rank_tools
+from playa.host import ChatSession, Host, HostConfig, Reply, rank_tools
 from support.chat import ScriptedUI, msg
 from support.providers import PROTOCOLS, Protocol, ProviderRequest, serve_provider, text, tool_call
 
 pytestmark = pytest.mark.anyio
-
-
-@dataclass
-class CatalogCallable:
-    """One catalogue tool in a chat's registry; it records its calls."""
-
-    spec: CatalogTool
-    calls: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def description(self) -> str:
-        return self.spec.description
-
-    @property
-    def parameters(self) -> Mapping[str, Any]:
-        return self.spec.parameters
-
-    async def call(self, arguments: dict[str, Any]) -> ToolResult:
-        self.calls.append(arguments)
-        return ToolResult(f"{self.name} done with {json.dumps(arguments)}")
 
 
 def register_catalog(session: ChatSession) -> dict[str, CatalogCallable]:
