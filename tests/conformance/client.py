@@ -27,7 +27,7 @@ from playa.exceptions import RemoteError
 from playa.host import Answer, Question, answer_from_text
 from playa.mcp_remote._connection import ConnectionSettings, Connector, Endpoint
 
-SCENARIO_TIMEOUT = 20.0
+SCENARIO_TIMEOUT = 45.0
 
 
 @dataclass
@@ -51,7 +51,7 @@ async def connect(url: str) -> AsyncIterator[Connection]:
     """Connect to ``url`` with Playa's connection layer (transport "auto"), and close on exit."""
     async with anyio.create_task_group() as tg:
         endpoint = Endpoint(server="conformance", url=url, transport="auto", headers={})
-        connection = await Connector(ConnectionSettings(connect_timeout=10, call_timeout=10)).connect(
+        connection = await Connector(ConnectionSettings(connect_timeout=30, call_timeout=30)).connect(
             endpoint, tg, ask=_accept_defaults
         )
         try:

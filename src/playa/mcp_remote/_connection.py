@@ -85,6 +85,9 @@ HANDSHAKE: Final = "legacy"
 # A response stream (a long tool call, the SSE event stream) may stay quiet this long between
 # chunks before httpx2 gives up on it; the call timeout bounds calls on its own.
 _STREAM_READ_TIMEOUT: Final = 300.0
+_LISTENING_WAIT: Final = 5.0
+"""Seconds a new session waits for its listening stream to be answered before it is reported
+connected; a server slower than that to open it is used all the same."""
 _CLIENT_INFO: Final = mcp_types.Implementation(name="playa", version=__version__)
 
 
@@ -258,6 +261,10 @@ class Connection:
         self._broken_reason: str | None = None
         self._stop = anyio.Event()
         self._done = anyio.Event()
+        self._has_session = False
+        """The server gave a session id: the SDK then opens the session's listening GET stream."""
+        self._listening = anyio.Event()
+        """The listening stream's GET was answered (its headers, whatever the status)."""
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"broken: {self._broken_reason}" if self.broken else "open"
@@ -432,12 +439,29 @@ class Connection:
             # The SDK follows redirects itself, and only within the endpoint's origin, so headers
             # never reach another origin; httpx2's own following stays off.
             follow_redirects=False,
-            event_hooks={"response": [self._trace.on_response, self._budget.on_response]},
+            event_hooks={"response": [self._trace.on_response, self._budget.on_response, self._on_response]},
         )
         # Over Streamable HTTP the SDK also opens the listening GET stream of a session: a server
         # sends its requests outside a call there (roots/list, ping, a question), and one that
         # gets no answer waits out its own timeout with a call of ours hanging on it.
         return httpx2.AsyncClient(**options)
+
+    async def _on_response(self, response: httpx2.Response) -> None:
+        if response.request.method == "GET":
+            self._listening.set()
+        elif "mcp-session-id" in response.headers:
+            self._has_session = True
+
+    async def _listening_opened(self) -> None:
+        """Wait, briefly, until a session's listening stream is open.
+
+        The SDK opens it in a task of its own once the handshake is done. A server that sends a
+        request outside a call (a question, roots/list) sends it there, and drops it while no
+        stream is open: a first call made before then could wait out its whole timeout.
+        """
+        if self.transport == "streamable-http" and self._has_session:
+            with anyio.move_on_after(_LISTENING_WAIT):
+                await self._listening.wait()
 
     def _timeouts(self) -> httpx2.Timeout:
         read = max(_STREAM_READ_TIMEOUT, self._settings.call_timeout)
@@ -524,6 +548,7 @@ class Connection:
                     # Listing through the session also primes its output-schema cache, so the
                     # first call does not list the tools again to validate its result.
                     self.tools = await self._list_tools(client)
+                    await self._listening_opened()
                     # From here on the owner's cancellation must not reach the SDK's tasks: it
                     # would cancel them one by one and the session would end without its
                     # DELETE. ``_stop_with_owner`` turns that cancellation into a stop instead.
