@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,3 +55,43 @@ def test_each_part_imports_only_the_parts_below_it(part: str) -> None:
 def test_the_host_never_imports_an_extension_or_a_front_end() -> None:
     for path in sorted((SRC / "host").rglob("*.py")):
         assert not playa_imports(path) & {"mcp", "mcp_remote", "console", "telegram", "cli"}
+
+
+# The agent's library and the provider SDKs it drives: what an extension must never load.
+MODEL_LIBRARIES = (
+    "pydantic_ai",
+    "pydantic_graph",
+    "openai",
+    "anthropic",
+    "google.genai",
+    "groq",
+    "mistralai",
+)
+
+
+def loaded_after_import(module: str) -> set[str]:
+    """The modules a fresh interpreter holds after ``import module`` (nothing else imported first)."""
+    code = f"import sys, {module}; print('\\n'.join(sys.modules))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    return set(done.stdout.split())
+
+
+@pytest.mark.parametrize("module", ["playa.mcp_remote", "playa.host", "playa.mcp"])
+def test_the_interfaces_and_the_extension_load_no_model_library(module: str) -> None:
+    loaded = loaded_after_import(module)
+    assert module in loaded
+    models = sorted(m for m in loaded if m.startswith(MODEL_LIBRARIES))
+    assert not models, f"import {module} loads {models[:5]}"
+
+
+def test_the_agent_loads_on_first_use_of_its_names() -> None:
+    code = (
+        "import sys, playa.host as h; before = 'pydantic_ai' in sys.modules; "
+        "h.Host, h.GatedModel, h.History; print(before, 'pydantic_ai' in sys.modules, h.Host.__module__)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.split() == ["False", "True", "playa.host._host"]
