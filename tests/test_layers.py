@@ -95,3 +95,56 @@ def test_the_agent_loads_on_first_use_of_its_names() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert done.stdout.split() == ["False", "True", "playa.host._host"]
+
+
+def module_graph(part: str) -> dict[str, set[str]]:
+    """Which modules of a part import which others of it, annotations-only imports included."""
+    modules = {path.stem: path for path in (SRC / part).glob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                found |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(f"playa.{part}."):
+                found.add((node.module or "").split(".")[2])
+        graph[name] = found & modules.keys() - {name}
+    return graph
+
+
+def cycle_in(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph`` (its modules in order, the first repeated), or None."""
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        if node in path:
+            return [*path[path.index(node) :], node]
+        if node in done:
+            return None
+        for nxt in sorted(graph[node]):
+            if (cycle := visit(nxt, [*path, node])) is not None:
+                return cycle
+        done.add(node)
+        return None
+
+    for start in sorted(graph):
+        if (cycle := visit(start, [])) is not None:
+            return cycle
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert cycle_in({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert cycle_in({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+@pytest.mark.parametrize("part", ["mcp_remote", "mcp", "console", "telegram"])
+def test_no_module_of_a_part_imports_one_that_imports_it_back(part: str) -> None:
+    # Annotations-only imports count too: a cycle there is the same tangle, only hidden.
+    assert cycle_in(module_graph(part)) is None
+
+
+def test_the_commands_call_the_servers_service_and_never_the_extension() -> None:
+    graph = module_graph("mcp_remote")
+    assert "_commands" in graph["_extension"]
+    assert "_extension" not in graph["_commands"]
