@@ -148,3 +148,12 @@ def test_the_commands_call_the_servers_service_and_never_the_extension() -> None
     graph = module_graph("mcp_remote")
     assert "_commands" in graph["_extension"]
     assert "_extension" not in graph["_commands"]
+
+
+def test_the_commands_reach_through_nothing() -> None:
+    # The service's public calls only: not its file, its connector or its settings, nor anyone's
+    # private parts (each was once a rule of the service's, written again in a command).
+    tree = ast.parse((SRC / "mcp_remote" / "_commands.py").read_text())
+    touched = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    assert not touched & {"store", "connector", "settings", "egress", "extension"}
+    assert not {name for name in touched if name.startswith("_")}
