@@ -157,3 +157,20 @@ def test_the_commands_reach_through_nothing() -> None:
     touched = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
     assert not touched & {"store", "connector", "settings", "egress", "extension"}
     assert not {name for name in touched if name.startswith("_")}
+
+
+def test_whether_a_tool_is_withheld_is_answered_without_a_model_library() -> None:
+    # /mcp_list asks it of the session's rules: an extension's command must not load the agent.
+    code = """
+import sys
+from types import SimpleNamespace
+from playa.host import ToolRules
+rules = ToolRules()
+fine = SimpleNamespace(name="fine", description="ok", parameters={"type": "object"})
+bad = SimpleNamespace(name="bad name", description="ok", parameters={"type": "object"})
+print(rules.withheld(fine), "|", rules.withheld(bad), "|", "pydantic_ai" in sys.modules)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == "None | its name is not 1 to 64 letters, digits, _ or - | False"
