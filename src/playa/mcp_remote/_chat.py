@@ -269,8 +269,8 @@ class ChatServers:
         await self.wait_for_connects()
         self._write_section()
 
-    async def add_now(self, entry: ServerEntry) -> ServerState:
-        """After ``/mcp_add`` saved ``entry``: pick it up and wait for its connect."""
+    async def _pick_up(self, entry: ServerEntry) -> ServerState:
+        """After ``add`` saved ``entry``: pick it up and wait for its connect."""
         self._remember_secrets((entry,))
         # A re-add connects afresh even when the entry did not change: it is how the owner
         # retries a server in backoff, or picks up a changed tool list.
@@ -401,8 +401,8 @@ class ChatServers:
             state.grant.grant = grant
         await self._save_grant(state.entry.name, grant)
 
-    async def file_changed(self) -> None:
-        """After ``/mcp_remove`` or ``/mcp_restore`` changed the file."""
+    async def _file_changed(self) -> None:
+        """After ``remove`` or ``restore`` changed the file."""
         await self.reconcile()
         self._write_section()
 
@@ -418,7 +418,7 @@ class ChatServers:
         Raises ``StoreError`` when the file cannot take it; nothing changed then.
         """
         saved = await anyio.to_thread.run_sync(self._file().put, entry)
-        return saved, await self.add_now(entry)
+        return saved, await self._pick_up(entry)
 
     async def add_for_login(self, entry: ServerEntry) -> tuple[Saved, ServerState]:
         """Save ``entry`` as an ``oauth`` entry without a grant yet, and pick it up: a login comes next."""
@@ -432,7 +432,7 @@ class ChatServers:
         state = self.servers.get(name)
         tools = len(state.tools) if state is not None else None
         saved = await anyio.to_thread.run_sync(self._file().remove, name)
-        await self.file_changed()
+        await self._file_changed()
         return saved, tools
 
     async def restore(self) -> Saved:
@@ -441,7 +441,7 @@ class ChatServers:
         Raises ``StoreError`` when there is none to trust; nothing changed then.
         """
         saved = await anyio.to_thread.run_sync(self._file().restore)
-        await self.file_changed()
+        await self._file_changed()
         return saved
 
     def _file(self) -> ServerStore:
