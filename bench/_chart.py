@@ -61,7 +61,8 @@ def draw(reports: list[Report], facts: dict[str, str], path: Path) -> None:
         panels.append(("1. Tool call (lower is better)", "ms", by_name["calls"].chart, 1e3, None))
     if "connect" in by_name:
         chart = by_name["connect"].chart
-        panels.append(("2. Connect + handshake + list (lower is better)", "ms", chart["connect"], 1e3, None))
+        title = "2. Connect + tools/list; no handshake unless the bar names one (lower is better)"
+        panels.append((title, "ms", chart["connect"], 1e3, None))
         panels.append(
             ("2. Memory per open connection (lower is better)", "kB", chart["memory_kb"], 1.0, 150.0)
         )

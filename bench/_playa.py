@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import anyio
@@ -120,10 +121,11 @@ def write_servers(data: Path, scope: str, entries: list[ServerEntry]) -> None:
 
 @contextlib.asynccontextmanager
 async def playa_host(
-    data: Path, settings: RemoteMcpSettings
+    data: Path, settings: RemoteMcpSettings, *, clock: Callable[[], float] = time.time
 ) -> AsyncIterator[tuple[Host, RemoteMcpExtension]]:
+    """``clock``: what the extension reads the time by (when a backoff has passed)."""
     extension = RemoteMcpExtension(
-        host_secret(data), settings=settings, connector=Connector(settings.connection)
+        host_secret(data), settings=settings, connector=Connector(settings.connection), clock=clock
     )
     async with Host(HostConfig(data_dir=data), [extension]) as host:
         yield host, extension

@@ -1,11 +1,15 @@
 """Target 1: a tool call through Playa's whole path against the bare SDK's ``Client.call_tool``.
 
 Playa's path: ``Host.call_tool`` → registry → ``RemoteMcpTool`` → ``ChatServers`` → ``Connection``
-→ the SDK, then result mapping and the chat's redactor (the server was added with a bearer
-token, so the redactor is live). The baseline: ``mcp.Client(url)``, every SDK default (it
-negotiates the 2026 protocol with this server, as Playa does). Both talk to one server process,
-in alternating blocks of 20 calls. The SDK over the ``initialize`` handshake is timed after, for
-the record.
+→ the SDK (with its result byte budget), then result mapping and the ToolResultEvent hooks. The
+baseline: ``mcp.Client(url)``, every SDK default (it negotiates the 2026 protocol with this
+server, as Playa does). Both talk to one server process, in alternating blocks of 20 calls. The
+SDK over the ``initialize`` handshake is timed after, for the record.
+
+Then the same pair with 1 MB results (the ``blob`` tool), so the costs that grow with the size
+of a result are compared with the SDK's, per MB. The model-bound gate redacts a result when the
+model is sent it, not in the call: its cost per MB (the chat's redactor, live, since the server
+was added with a bearer token) is timed on the same result, on its own.
 
 Playa's own cost is the client CPU a call takes on top of the SDK's, as the median over the
 rounds of one block per side of the difference between their CPU per call. Adjacent blocks
@@ -16,6 +20,7 @@ not (this VM switches between a fast and a slow state, see docs/benchmarks.md).
 from __future__ import annotations
 
 import statistics
+import time
 
 import anyio
 from mcp import Client
@@ -27,17 +32,24 @@ from playa.mcp_remote import RemoteMcpSettings
 TARGET_RATIO = 1.10
 PER_BLOCK = 20
 ARGS = {"text": "hello from the benchmark"}
+BIG = 1_000_000
+BIG_ARGS = {"size": BIG}
+BIG_PER_BLOCK = 2
 
 
 async def run(quick: bool) -> Report:
     calls = 200 if quick else 1000
     blocks = calls // PER_BLOCK
+    big_blocks = 5 if quick else 25
     report = Report("calls", "1. Tool-call overhead (1,000 sequential echo calls, Streamable HTTP)")
     ours: list[float] = []
     sdk: list[float] = []
     conn: list[float] = []
+    big_ours: list[float] = []
+    big_sdk: list[float] = []
+    redact_cpu: list[float] = []
     # Per side, the client CPU seconds per call in each block.
-    cpu: dict[str, list[float]] = {"ours": [], "sdk": [], "conn": []}
+    cpu: dict[str, list[float]] = {"ours": [], "sdk": [], "conn": [], "big_ours": [], "big_sdk": []}
     async with bench_server() as served, playa_in_tmp(RemoteMcpSettings()) as (host, extension):
         ui = QuietUI()
         session = await host.session("console:bench", owner="owner")
@@ -74,6 +86,34 @@ async def run(quick: bool) -> Report:
                     sides.reverse()
                 for key, call, into in sides:
                     cpu[key].append(await timed_calls(call, PER_BLOCK, into) / PER_BLOCK)
+
+            # 1 MB results: the costs that grow with the result, side by side.
+            async def big_playa_call() -> object:
+                result = await host.call_tool(session, "bench__blob", BIG_ARGS)
+                assert len(result.text) == BIG and not result.is_error, result.text[:200]
+                return result
+
+            async def big_sdk_call() -> object:
+                result = await client.call_tool("blob", BIG_ARGS)
+                assert not result.is_error
+                return result
+
+            for call in (big_playa_call, big_sdk_call):
+                await call()
+            for block in range(big_blocks):
+                big_sides = [("big_ours", big_playa_call, big_ours), ("big_sdk", big_sdk_call, big_sdk)]
+                if block % 2:
+                    big_sides.reverse()
+                for key, call, into in big_sides:
+                    cpu[key].append(await timed_calls(call, BIG_PER_BLOCK, into) / BIG_PER_BLOCK)
+            # What the model-bound gate adds when the result is sent to the model: its redaction.
+            text = (await host.call_tool(session, "bench__blob", BIG_ARGS)).text
+            redactor = host.redactor(session)
+            assert redactor and redactor.redact(text) is text  # live, and nothing to remove
+            for _ in range(big_blocks * BIG_PER_BLOCK):
+                before = time.process_time()
+                redactor.redact(text)
+                redact_cpu.append(time.process_time() - before)
 
             # For the record: the SDK over the initialize handshake, which answers with event streams.
             legacy: list[float] = []
@@ -134,10 +174,30 @@ async def run(quick: bool) -> Report:
         'server, as Playa does. The `mode="legacy"` row is the SDK over the initialize handshake, '
         "for the record, not the baseline."
     )
+    big_a, big_b = Spread.of(big_ours), Spread.of(big_sdk)
+    report.add(
+        "1 MB result: call, median (p25–p75)",
+        big_a.text(),
+        big_b.text(),
+        f"{big_a.median / big_b.median:.3f}",
+    )
+    big_extra = extra("big_ours", "big_sdk")
+    big_cpu_sdk = statistics.median(cpu["big_sdk"])
+    report.add(
+        "1 MB result, client CPU per MB: Playa's own cost | the SDK's",
+        f"{big_extra * 1e3 * 1e6 / BIG:+.1f} ms",
+        f"{big_cpu_sdk * 1e3 * 1e6 / BIG:.1f} ms",
+        f"{(big_cpu_sdk + big_extra) / big_cpu_sdk:.3f}",
+    )
+    report.add(
+        "1 MB result: the gate's redaction, CPU per MB (when sent to the model)",
+        f"{statistics.median(redact_cpu) * 1e3 * 1e6 / BIG:.1f} ms",
+    )
     report.chart = {"Playa host.call_tool": a, "Playa Connection.call_tool": c, "SDK Client.call_tool": b}
     report.notes.append(
         f"{n} calls per side in {blocks} alternating blocks of {PER_BLOCK}, after 20 warm-up calls each; "
-        "CPU differences: median over the rounds of one block per side"
+        "CPU differences: median over the rounds of one block per side. "
+        f"1 MB results: {big_blocks * BIG_PER_BLOCK} calls per side in alternating blocks of {BIG_PER_BLOCK}"
     )
     return report
 

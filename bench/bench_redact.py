@@ -194,15 +194,15 @@ def measure(
         text = sprinkle(rng, filler(rng, size, non_ascii), secrets, every)[:size]
         clean = filler(rng, size, non_ascii)
         assert text.isascii() != non_ascii
-        out = redactor(text)
+        out = redactor.redact(text)
         leaked = [form for form in forms if form in out]
         assert not leaked, "the redactor left an encoded form in its output"
-        assert redactor(clean) is clean
+        assert redactor.redact(clean) is clean
         result = Measured(label, out.count(REDACTED), [], [], [], [])
         # Alternate so that drift of the machine's speed hits both sides alike.
         for run in range(runs):
-            result.ours.append(rate(redactor, text))
-            result.fast.append(rate(redactor, clean))
+            result.ours.append(rate(redactor.redact, text))
+            result.fast.append(rate(redactor.redact, clean))
             result.machine.append(seconds(reference))
             if run < naive_runs:
                 result.theirs.append(rate(naive(forms), text))

@@ -1,4 +1,4 @@
-"""The benchmarks' MCP server: an SDK ``MCPServer`` with an ``echo`` tool, in a process of its own.
+"""The benchmarks' MCP server: an SDK ``MCPServer`` with ``echo`` and ``blob`` tools, in a process of its own.
 
 ``python -m bench.server --port 0`` binds 127.0.0.1, prints ``READY <port>`` once uvicorn
 listens, and serves Streamable HTTP at ``/mcp`` (SSE responses, the SDK default; ``--json``
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -25,6 +26,15 @@ from playa._asgi import bind
 LOOPBACK = "127.0.0.1"
 
 
+@functools.lru_cache(maxsize=4)
+def _blob(size: int) -> str:
+    """Text like a document's: words and numbers, no credential, the same for every call."""
+    line = "".join(
+        f"line {n:07d}: the quick brown fox jumps over the lazy dog\n" for n in range(size // 50 + 1)
+    )
+    return line[:size]
+
+
 def build_server() -> MCPServer:
     server = MCPServer("playa-bench")
 
@@ -37,6 +47,11 @@ def build_server() -> MCPServer:
     def add(a: float, b: float) -> float:
         """Add two numbers."""
         return a + b
+
+    @server.tool()
+    def blob(size: int) -> str:
+        """Return ``size`` characters of plain text (made once per size)."""
+        return _blob(size)
 
     return server
 

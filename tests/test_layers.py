@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,3 +55,122 @@ def test_each_part_imports_only_the_parts_below_it(part: str) -> None:
 def test_the_host_never_imports_an_extension_or_a_front_end() -> None:
     for path in sorted((SRC / "host").rglob("*.py")):
         assert not playa_imports(path) & {"mcp", "mcp_remote", "console", "telegram", "cli"}
+
+
+# The agent's library and the provider SDKs it drives: what an extension must never load.
+MODEL_LIBRARIES = (
+    "pydantic_ai",
+    "pydantic_graph",
+    "openai",
+    "anthropic",
+    "google.genai",
+    "groq",
+    "mistralai",
+)
+
+
+def loaded_after_import(module: str) -> set[str]:
+    """The modules a fresh interpreter holds after ``import module`` (nothing else imported first)."""
+    code = f"import sys, {module}; print('\\n'.join(sys.modules))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    return set(done.stdout.split())
+
+
+@pytest.mark.parametrize("module", ["playa.mcp_remote", "playa.host", "playa.mcp"])
+def test_the_interfaces_and_the_extension_load_no_model_library(module: str) -> None:
+    loaded = loaded_after_import(module)
+    assert module in loaded
+    models = sorted(m for m in loaded if m.startswith(MODEL_LIBRARIES))
+    assert not models, f"import {module} loads {models[:5]}"
+
+
+def test_the_agent_loads_on_first_use_of_its_names() -> None:
+    code = (
+        "import sys, playa.host as h; before = 'pydantic_ai' in sys.modules; "
+        "h.Host, h.GatedModel, h.History; print(before, 'pydantic_ai' in sys.modules, h.Host.__module__)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.split() == ["False", "True", "playa.host._host"]
+
+
+def module_graph(part: str) -> dict[str, set[str]]:
+    """Which modules of a part import which others of it, annotations-only imports included."""
+    modules = {path.stem: path for path in (SRC / part).glob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                found |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(f"playa.{part}."):
+                found.add((node.module or "").split(".")[2])
+        graph[name] = found & modules.keys() - {name}
+    return graph
+
+
+def cycle_in(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph`` (its modules in order, the first repeated), or None."""
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        if node in path:
+            return [*path[path.index(node) :], node]
+        if node in done:
+            return None
+        for nxt in sorted(graph[node]):
+            if (cycle := visit(nxt, [*path, node])) is not None:
+                return cycle
+        done.add(node)
+        return None
+
+    for start in sorted(graph):
+        if (cycle := visit(start, [])) is not None:
+            return cycle
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert cycle_in({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert cycle_in({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+@pytest.mark.parametrize("part", ["mcp_remote", "mcp", "console", "telegram"])
+def test_no_module_of_a_part_imports_one_that_imports_it_back(part: str) -> None:
+    # Annotations-only imports count too: a cycle there is the same tangle, only hidden.
+    assert cycle_in(module_graph(part)) is None
+
+
+def test_the_commands_call_the_servers_service_and_never_the_extension() -> None:
+    graph = module_graph("mcp_remote")
+    assert "_commands" in graph["_extension"]
+    assert "_extension" not in graph["_commands"]
+
+
+def test_the_commands_reach_through_nothing() -> None:
+    # The service's public calls only: not its file, its connector or its settings, nor anyone's
+    # private parts (each was once a rule of the service's, written again in a command).
+    tree = ast.parse((SRC / "mcp_remote" / "_commands.py").read_text())
+    touched = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    assert not touched & {"store", "connector", "settings", "egress", "extension"}
+    assert not {name for name in touched if name.startswith("_")}
+
+
+def test_whether_a_tool_is_withheld_is_answered_without_a_model_library() -> None:
+    # /mcp_list asks it of the session's rules: an extension's command must not load the agent.
+    code = """
+import sys
+from types import SimpleNamespace
+from playa.host import ToolRules
+rules = ToolRules()
+fine = SimpleNamespace(name="fine", description="ok", parameters={"type": "object"})
+bad = SimpleNamespace(name="bad name", description="ok", parameters={"type": "object"})
+print(rules.withheld(fine), "|", rules.withheld(bad), "|", "pydantic_ai" in sys.modules)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == "None | its name is not 1 to 64 letters, digits, _ or - | False"

@@ -63,7 +63,7 @@ def filler(size: int, *, non_ascii: bool = False) -> str:
 @pytest.mark.parametrize("form", sorted(encoded_forms(CANARY)))
 def test_every_encoded_form_of_a_header_value_is_redacted_inside_text(form: str) -> None:
     redactor = Redactor([CANARY])
-    out = redactor(f"before {form} after")
+    out = redactor.redact(f"before {form} after")
     assert out == f"before {REDACTED} after"
 
 
@@ -96,7 +96,7 @@ def test_base64_of_a_larger_blob_holding_the_secret_is_redacted_at_every_alignme
     if not padded:
         encoded = encoded.rstrip("=")
     text = f'{{"data": "{encoded}"}}'
-    out = Redactor([CANARY])(text)
+    out = Redactor([CANARY]).redact(text)
     assert REDACTED in out
     assert leaked(TOKEN, out) == []
     # What is left of the blob is at most the bytes around the secret: two characters of
@@ -113,7 +113,7 @@ def test_percent_encoded_secret_in_a_url_query_is_redacted() -> None:
         f"https://example.test/cb?token={quote(secret, safe='')}&x=1",
         f"https://example.test/{quote(secret)}/x",
     ):
-        out = redactor(url)
+        out = redactor.redact(url)
         assert REDACTED in out
         assert leaked(secret, out) == []
         assert out.endswith("x=1") or out.endswith("/x")
@@ -123,20 +123,20 @@ def test_percent_encoded_secret_in_a_url_query_is_redacted() -> None:
 def test_json_escaped_secret_with_quotes_backslashes_and_non_ascii_is_redacted(ensure_ascii: bool) -> None:
     redactor = Redactor([AWKWARD])
     document = json.dumps({"headers": {"X-Api-Key": AWKWARD}, "n": 1}, ensure_ascii=ensure_ascii)
-    out = redactor(document)
+    out = redactor.redact(document)
     assert json.loads(out) == {"headers": {"X-Api-Key": REDACTED}, "n": 1}
 
 
 def test_non_ascii_secret_is_redacted_in_non_ascii_text() -> None:
     redactor = Redactor([AWKWARD])
     raw = base64.b64encode(AWKWARD.encode()).decode()
-    out = redactor(f"ключ 🔑 {AWKWARD} 中文 {raw} ✓")
+    out = redactor.redact(f"ключ 🔑 {AWKWARD} 中文 {raw} ✓")
     assert out == f"ключ 🔑 {REDACTED} 中文 {REDACTED} ✓"
 
 
 def test_the_bare_credential_after_an_auth_scheme_is_redacted_too() -> None:
     redactor = Redactor(["Bearer abcdefgh12345", "Token zyxwvuts9876", "X-Custom_1 q1w2e3r4t5"])
-    out = redactor("I saw abcdefgh12345, then zyxwvuts9876 and q1w2e3r4t5.")
+    out = redactor.redact("I saw abcdefgh12345, then zyxwvuts9876 and q1w2e3r4t5.")
     assert out == f"I saw {REDACTED}, then {REDACTED} and {REDACTED}."
 
 
@@ -151,18 +151,18 @@ def test_auth_credential_needs_a_token_scheme_and_exactly_one_space() -> None:
 
 def test_the_longest_match_wins_so_no_part_of_a_header_is_left_behind() -> None:
     redactor = Redactor(["Bearer abcdefgh12345"])
-    assert redactor("Authorization: Bearer abcdefgh12345\n") == f"Authorization: {REDACTED}\n"
+    assert redactor.redact("Authorization: Bearer abcdefgh12345\n") == f"Authorization: {REDACTED}\n"
 
 
 def test_overlapping_secrets_are_replaced_as_one_span() -> None:
     redactor = Redactor(["AAAABBBBCCCC", "CCCCDDDDEEEE"])
-    assert redactor("x AAAABBBBCCCCDDDDEEEE y") == f"x {REDACTED} y"
+    assert redactor.redact("x AAAABBBBCCCCDDDDEEEE y") == f"x {REDACTED} y"
 
 
 def test_text_without_secrets_is_returned_unchanged_as_the_same_object() -> None:
     redactor = Redactor([CANARY, API_KEY])
     for text in ("", "short", filler(100_000), filler(100_000, non_ascii=True)):
-        assert redactor(text) is text
+        assert redactor.redact(text) is text
         assert not redactor.contains(text)
 
 
@@ -185,14 +185,14 @@ def test_an_empty_redactor_is_false_and_returns_text_untouched() -> None:
 def test_values_shorter_than_the_minimum_are_ignored_and_counted() -> None:
     redactor = Redactor(["abc1234", "", API_KEY])
     assert redactor.skipped == 2
-    assert redactor("abc1234 and k3y-value-long") == f"abc1234 and {REDACTED}"
+    assert redactor.redact("abc1234 and k3y-value-long") == f"abc1234 and {REDACTED}"
     assert encoded_forms("abc1234") == set()
     assert not Redactor(["abc1234"])
 
 
 def test_a_short_credential_after_a_scheme_is_not_redacted_on_its_own() -> None:
     redactor = Redactor(["Bearer abc"])
-    assert redactor("Bearer abc, abc") == f"{REDACTED}, abc"
+    assert redactor.redact("Bearer abc, abc") == f"{REDACTED}, abc"
 
 
 def test_repr_shows_counts_and_never_a_secret_or_a_form() -> None:
@@ -208,8 +208,8 @@ def test_repr_shows_counts_and_never_a_secret_or_a_form() -> None:
 def test_a_question_mark_in_a_secret_does_not_match_other_non_ascii_characters() -> None:
     redactor = Redactor(["what?is?this?key?"])
     text = "what😀is😀this😀key😀 " * 3
-    assert redactor(text) is text
-    assert redactor("what?is?this?key?") == REDACTED
+    assert redactor.redact(text) is text
+    assert redactor.redact("what?is?this?key?") == REDACTED
 
 
 @pytest.mark.parametrize("non_ascii", [False, True])
@@ -222,7 +222,7 @@ def test_forms_are_found_at_every_alignment_across_a_large_text(non_ascii: bool)
     for index in range(600):
         pieces += [filler(100 + index % 97, non_ascii=non_ascii), forms[index % len(forms)]]
     text = "".join(pieces)
-    out = Redactor(secrets)(text)
+    out = Redactor(secrets).redact(text)
     assert out == reference_redact(secrets, text)
     assert not any(form in out for form in forms)
 
@@ -230,7 +230,7 @@ def test_forms_are_found_at_every_alignment_across_a_large_text(non_ascii: bool)
 def test_many_secrets_of_mixed_lengths_are_all_redacted() -> None:
     secrets = [chr(ord("A") + n) * 3 + "-" + "0123456789abcdef"[: 4 + n] for n in range(16)]
     text = filler(20_000).join(secrets + [base64.b64encode(s.encode()).decode() for s in secrets])
-    out = Redactor(secrets)(text)
+    out = Redactor(secrets).redact(text)
     assert out == reference_redact(secrets, text)
     assert not any(leaked(secret, out) for secret in secrets)
 
@@ -240,7 +240,7 @@ def test_a_long_secret_such_as_a_jwt_is_redacted_in_every_form() -> None:
     secrets = ["Bearer " + jwt]
     forms = sorted(encoded_forms(secrets[0]))
     text = filler(30_000).join(forms)
-    out = Redactor(secrets)(text)
+    out = Redactor(secrets).redact(text)
     assert out == reference_redact(secrets, text)
     assert out.count(REDACTED) == len(forms)
 
@@ -266,7 +266,7 @@ def test_no_encoded_form_survives_in_random_text(
 ) -> None:
     assume(sound(secret))
     form = data.draw(st.sampled_from(sorted(encoded_forms(secret))))
-    out = Redactor([secret])(before + form + after)
+    out = Redactor([secret]).redact(before + form + after)
     assert REDACTED in out
     assert leaked(secret, out) == []
 
@@ -286,7 +286,7 @@ def test_no_encoded_form_survives_base64_of_any_blob_holding_the_secret(
     assume(sound(secret))
     encode = base64.urlsafe_b64encode if urlsafe else base64.b64encode
     blob = encode(before + secret.encode("utf-8") + after).decode()
-    out = Redactor([secret])(text + (blob if padded else blob.rstrip("=")) + text)
+    out = Redactor([secret]).redact(text + (blob if padded else blob.rstrip("=")) + text)
     assert REDACTED in out
     assert leaked(secret, out) == []
 
@@ -308,7 +308,7 @@ def test_redaction_equals_a_naive_search_for_every_form(secrets: list[str], data
         )
     )
     text = "".join(pieces)
-    assert Redactor(secrets)(text) == reference_redact(secrets, text)
+    assert Redactor(secrets).redact(text) == reference_redact(secrets, text)
 
 
 def text_of(length: int, *, non_ascii: bool) -> str:
@@ -334,7 +334,7 @@ def test_forms_across_the_edges_of_the_scanned_chunks_are_redacted(non_ascii: bo
         length = at + len(form)
     text = "".join([*pieces, text_of(100, non_ascii=non_ascii)])
     redactor = Redactor(secrets)
-    out = redactor(text)
+    out = redactor.redact(text)
     assert out == reference_redact(secrets, text)
     assert out.count(REDACTED) == len(placed)
     edge = _redact._CHUNK
@@ -346,7 +346,7 @@ def test_forms_across_the_edges_of_the_scanned_chunks_are_redacted(non_ascii: bo
 def test_text_between_matches_that_runs_across_several_chunks_is_kept_whole(non_ascii: bool) -> None:
     middle = text_of(3 * _redact._CHUNK + 123, non_ascii=non_ascii)
     text = f"{API_KEY}{middle}{TOKEN}é{API_KEY}"
-    out = Redactor([CANARY, API_KEY])(text)
+    out = Redactor([CANARY, API_KEY]).redact(text)
     assert out == f"{REDACTED}{middle}{REDACTED}é{REDACTED}"
 
 
@@ -357,7 +357,7 @@ def test_ascii_and_non_ascii_texts_are_redacted_alike() -> None:
     ascii_forms = [form for form in forms if form.isascii()]
     for words, used in ((filler(300), ascii_forms), (filler(300, non_ascii=True), forms)):
         text = words.join(used)
-        out = Redactor(secrets)(text)
+        out = Redactor(secrets).redact(text)
         assert out == reference_redact(secrets, text)
         assert out == words.join([REDACTED] * len(used))
 
@@ -374,5 +374,5 @@ def test_base64_wrapped_across_a_line_break_is_redacted_at_every_cut_and_alignme
             wrapped = blob[:cut] + newline + blob[cut:]
             for lead in range(stride + 1):
                 text = "z" * lead + wrapped + " tail"
-                out = redactor(text)
+                out = redactor.redact(text)
                 assert leaked(CANARY, out.replace(newline, "")) == [], (pad, cut, lead)

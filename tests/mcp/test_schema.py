@@ -211,10 +211,11 @@ def test_a_schema_that_shares_subobjects_exponentially_is_normalized_quickly() -
     shared: dict[str, Any] = {"type": "string"}
     for _ in range(60):
         shared = {"type": "object", "properties": {"left": shared, "right": shared}}
-    # Unfolded, this is 2**60 nodes: only the copy budget makes it finish.
-    started = time.monotonic()
+    # Unfolded, this is 2**60 nodes: only the copy budget makes it finish. CPU time, not the
+    # clock: on a busy machine the wall time also holds other processes' turns.
+    started = time.process_time()
     result = normalize_schema(shared)
-    assert time.monotonic() - started < 5
+    assert time.process_time() - started < 5
     assert_acceptable(result)
     assert len(json.dumps(result)) < 20_000_000
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
+from ._redact import MIN_SECRET_LENGTH
+
 __all__ = ["DEFAULT_DENIED", "EnvPolicy"]
 
 DEFAULT_DENIED: frozenset[str] = frozenset(
@@ -35,40 +37,30 @@ DEFAULT_DENIED: frozenset[str] = frozenset(
 )
 """Denied by default: the host's secrets and the model providers' API keys."""
 
-_MIN_SCRUB = 8  # shorter values are too likely to be ordinary words in a prompt
-
 
 class EnvPolicy:
-    """Which environment variables the agent may see.
+    """Which environment variables the agent may never see: not in a prompt, a reply or a log.
 
     ``extra`` adds operator names (``PLAYA_ENV_DENY``, comma separated). Names ending in
-    ``*`` deny by prefix.
+    ``*`` deny by prefix. The host redacts the denied variables' values with every chat's
+    credentials, through its one redactor. (The agent starts no process; one that it started
+    would get the environment without the variables ``denies`` names.)
     """
 
     def __init__(self, extra: Iterable[str] = (), *, environ: Mapping[str, str] | None = None) -> None:
         names = {name.strip() for name in extra if name.strip()}
         self._exact = frozenset(DEFAULT_DENIED | {n for n in names if not n.endswith("*")})
         self._prefixes = tuple(n[:-1] for n in names if n.endswith("*"))
-        self._environ = os.environ if environ is None else environ
-        # Read once: scrub_text runs on every prompt and reply, and the host's environment is
-        # fixed once it runs.
-        values = {v for n, v in self._environ.items() if self.denies(n) and len(v) >= _MIN_SCRUB}
-        self._values = sorted(values, key=len, reverse=True)
+        environ = os.environ if environ is None else environ
+        # Read once: the host's environment is fixed once it runs. Shorter values are too
+        # likely to be ordinary words, and the redactor would not take them.
+        self._values = frozenset(
+            v for n, v in environ.items() if self.denies(n) and len(v) >= MIN_SECRET_LENGTH
+        )
 
     def denies(self, name: str) -> bool:
         return name in self._exact or (bool(self._prefixes) and name.startswith(self._prefixes))
 
-    def scrubbed(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-        """A copy of the environment without the denied variables, for processes the host starts."""
-        source = self._environ if environ is None else environ
-        return {name: value for name, value in source.items() if not self.denies(name)}
-
-    def denied_values(self) -> list[str]:
-        """The values of denied variables that were set when the policy was made, longest first."""
-        return list(self._values)
-
-    def scrub_text(self, text: str) -> str:
-        """Remove denied values from text that is about to become part of a prompt."""
-        for value in self._values:
-            text = text.replace(value, "[redacted]")
-        return text
+    def denied_values(self) -> frozenset[str]:
+        """The values of denied variables that were set when the policy was made."""
+        return self._values

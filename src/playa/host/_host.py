@@ -134,7 +134,7 @@ class Host:
         self._model = resolve_model(config.model)
         self.context = ContextBudget.for_model(self._model, config.context_tokens)
         self._agent = build_agent(config.tool_search)
-        self._env_secrets = frozenset(config.env.denied_values())
+        self._env_secrets = config.env.denied_values()
         outbound_secrets().add(self._env_secrets)
         self._redactors: dict[str, tuple[tuple[Collection[str], ...], Redactor]] = {}
         self._verdicts: dict[str, DefinitionVerdicts] = {}

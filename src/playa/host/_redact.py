@@ -295,8 +295,8 @@ def _sampler(stride: int, count: int) -> struct.Struct:
 class Redactor:
     """Replaces a fixed set of secrets, and their encoded forms, with :data:`REDACTED`.
 
-    Immutable and safe to share between tasks. ``redactor(text)`` and ``redactor.redact(text)``
-    are the same; a text with nothing to redact is returned as the same object.
+    Immutable and safe to share between tasks. ``redact`` is the one verb; a text with nothing
+    to redact is returned as the same object.
     """
 
     EMPTY: ClassVar[Redactor]
@@ -388,9 +388,6 @@ class Redactor:
     def skipped(self) -> int:
         """How many of the given values were ignored for being shorter than MIN_SECRET_LENGTH."""
         return self._skipped
-
-    def __call__(self, text: str) -> str:
-        return self.redact(text)
 
     def redact(self, text: str) -> str:
         """``text`` with every match replaced by REDACTED; the same object when nothing matched."""

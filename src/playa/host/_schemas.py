@@ -14,13 +14,15 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from pydantic_ai._json_schema import JsonSchemaTransformer
-from pydantic_ai.models import Model
-from pydantic_ai.tools import ToolDefinition
+from typing import TYPE_CHECKING, Any
 
 from ._tools import Tool
+
+if TYPE_CHECKING:
+    # The agent's types: the rules are part of a chat session, which loads no model library.
+    from pydantic_ai._json_schema import JsonSchemaTransformer
+    from pydantic_ai.models import Model
+    from pydantic_ai.tools import ToolDefinition
 
 __all__ = ["MAX_SCHEMA_BYTES", "ToolRules", "Withheld", "repair_schema"]
 
@@ -79,12 +81,13 @@ class ToolRules:
     """Turns a chat's tools into definitions for the model in use, or says why one is withheld.
 
     The work is cached per tool and redone only when its description or schema object changes,
-    since it runs for every tool at every model step.
+    since it runs for every tool at every model step. Whether a tool is withheld is answered
+    without pydantic-ai (``/mcp_list`` asks it); only ``definition`` makes the agent's type.
     """
 
     def __init__(self, transformer: type[JsonSchemaTransformer] | None = None) -> None:
         self._transformer = transformer
-        self._cache: dict[str, tuple[str, Mapping[str, Any], ToolDefinition | Withheld]] = {}
+        self._cache: dict[str, _Checked] = {}
 
     @classmethod
     def for_model(cls, model: Model) -> ToolRules:
@@ -93,22 +96,37 @@ class ToolRules:
 
     def definition(self, tool: Tool) -> ToolDefinition | Withheld:
         """What the model gets for ``tool``: its definition, or the reason it gets none."""
-        description, parameters = tool.description, tool.parameters
-        cached = self._cache.get(tool.name)
-        if cached is not None and cached[0] == description and cached[1] is parameters:
-            return cached[2]
-        result = self._definition(tool.name, description, parameters)
-        self._cache[tool.name] = (description, parameters, result)
-        return result
+        checked = self._checked(tool)
+        if isinstance(checked.verdict, Withheld):
+            return checked.verdict
+        if checked.definition is None:
+            # Imported here, where the agent asks for it: the session's module loads no model library.
+            from pydantic_ai.tools import ToolDefinition
+
+            # Not cut here: the model-bound gate cuts descriptions (to OpenAI's and Google's
+            # 1,024 characters) once they are redacted.
+            checked.definition = ToolDefinition(
+                name=tool.name, description=checked.description, parameters_json_schema=checked.verdict
+            )
+        return checked.definition
 
     def withheld(self, tool: Tool) -> str | None:
         """Why ``tool`` is withheld from the model, or None when it is not."""
-        result = self.definition(tool)
-        return result.reason if isinstance(result, Withheld) else None
+        verdict = self._checked(tool).verdict
+        return verdict.reason if isinstance(verdict, Withheld) else None
 
-    def _definition(
-        self, name: str, description: str, parameters: Mapping[str, Any]
-    ) -> ToolDefinition | Withheld:
+    def _checked(self, tool: Tool) -> _Checked:
+        description, parameters = tool.description, tool.parameters
+        cached = self._cache.get(tool.name)
+        if cached is not None and cached.description == description and cached.parameters is parameters:
+            return cached
+        checked = self._cache[tool.name] = _Checked(
+            description, parameters, self._schema(tool.name, parameters)
+        )
+        return checked
+
+    def _schema(self, name: str, parameters: Mapping[str, Any]) -> dict[str, Any] | Withheld:
+        """The schema to send for the tool, or why it cannot be sent."""
         if not _NAME.fullmatch(name):
             return Withheld(name, "its name is not 1 to 64 letters, digits, _ or -")
         schema = repair_schema(parameters)
@@ -129,6 +147,14 @@ class ToolRules:
                 return Withheld(
                     name, f"the model's provider cannot take its input schema ({type(exc).__name__})"
                 )
-        # Not cut here: the model-bound gate cuts descriptions (to OpenAI's and Google's 1,024
-        # characters) once they are redacted.
-        return ToolDefinition(name=name, description=description, parameters_json_schema=schema)
+        return schema
+
+
+@dataclass(slots=True)
+class _Checked:
+    """One tool as last checked: the text and schema object checked, the verdict, its definition."""
+
+    description: str
+    parameters: Mapping[str, Any]
+    verdict: dict[str, Any] | Withheld
+    definition: ToolDefinition | None = None

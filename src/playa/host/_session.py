@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
-from ._history import History
 from ._prompt import PromptSections
 from ._registry import ToolRegistry
 from ._schemas import ToolRules
 from ._ui import UI
+
+if TYPE_CHECKING:
+    # The agent's type (pydantic-ai messages): a session, and every extension, loads no model library.
+    from ._history import History
 
 __all__ = ["ChatSession"]
 

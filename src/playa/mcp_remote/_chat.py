@@ -5,10 +5,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import replace
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -16,62 +15,43 @@ import mcp_types
 from anyio.abc import TaskGroup
 from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
-from ..exceptions import CallFailed, NeedsLogin, RemoteError, RemoteTimeout, StoreError, ToolError
+from ..exceptions import (
+    CallFailed,
+    NeedsLogin,
+    RemoteError,
+    RemoteTimeout,
+    StoreError,
+    ToolError,
+    UsageError,
+)
 from ..host import QUESTION_TIMEOUT, Answer, ChatSession, Question, Redactor, ToolResult, outbound_secrets
 from ..mcp import exposed_names, map_result, normalize_schema, server_name_problem
 from ._connection import Connection, Connector, Endpoint
 from ._grant import OAuthGrant, resource_of
 from ._oauth import Callbacks, GrantStorage, LoginExpired, PendingLogin, ServerAuth, duration_text
 from ._settings import RemoteMcpSettings
-from ._store import LoadResult, Rejected, ServerEntry, ServerStore
+from ._state import ServerState
+from ._store import LoadResult, Rejected, Saved, ServerEntry, ServerStore
 from ._tool import Binding, RemoteMcpTool
+from ._views import SECTION_TITLE, section, state_text
 
-__all__ = ["CONNECT_WAIT_MARGIN", "SECTION_TITLE", "ChatServers", "ServerState"]
+__all__ = ["CONNECT_WAIT_MARGIN", "ChatServers"]
 
 logger = logging.getLogger(__name__)
 
-SECTION_TITLE = "Remote MCP servers"
 CONNECT_WAIT_MARGIN = 1.0
 """Seconds a turn waits for connects in flight beyond the connect timeout that bounds each."""
-_SECTION_TOOLS = 30  # tool names listed per server in the prompt section; the model sees all of them as tools
 
 Clock = Callable[[], float]
 
 
-@dataclass(eq=False)
-class ServerState:
-    """What the chat knows of one server now."""
-
-    entry: ServerEntry
-    status: Literal["connecting", "connected", "unavailable"] = "connecting"
-    connection: Connection | None = None
-    reason: str | None = None
-    """Why it is unavailable, or why its last call dropped the connection (redacted)."""
-    failures: int = 0
-    next_retry: float | None = None
-    attempt: anyio.Event | None = None
-    """Set when the connect attempt in flight ends; None when none is in flight."""
-    tools: list[str] = field(default_factory=list)
-    """The exposed names of the tools bound to this server."""
-    hidden: int = 0
-    """How many more tools the server offers beyond the per-server limit."""
-    withheld: list[str] = field(default_factory=list)
-    """Tools never offered to the model, each with why (safe to show: redacted and cut)."""
-    lock: anyio.Lock = field(default_factory=anyio.Lock)
-    needs_login: bool = False
-    """Unavailable until the owner logs in (``/mcp_auth``): never retried on a timer."""
-    grant: GrantStorage | None = None
-    """An ``oauth`` server's grant as held now (tokens change as they are refreshed)."""
-    login: anyio.CancelScope | None = None
-    """The owner's login in flight, if any."""
-
-    @property
-    def connecting(self) -> bool:
-        return self.attempt is not None and not self.attempt.is_set()
-
-
 class ChatServers:
-    """The remote MCP servers of one chat session."""
+    """The remote MCP servers of one chat session, and the one service the owner's commands call.
+
+    Each owner's action (``add``, ``remove``, ``restore``, ``start_login``) is one call that
+    takes it from the file to the connections and the prompt. What is shown of the servers is
+    written in ``_views``.
+    """
 
     def __init__(
         self,
@@ -287,10 +267,10 @@ class ChatServers:
             if state.status == "unavailable" and not state.connecting and due:
                 self._start(state)
         await self.wait_for_connects()
-        self.session.prompt.set(SECTION_TITLE, self.section())
+        self._write_section()
 
-    async def add_now(self, entry: ServerEntry) -> ServerState:
-        """After ``/mcp_add`` saved ``entry``: pick it up and wait for its connect."""
+    async def _pick_up(self, entry: ServerEntry) -> ServerState:
+        """After ``add`` saved ``entry``: pick it up and wait for its connect."""
         self._remember_secrets((entry,))
         # A re-add connects afresh even when the entry did not change: it is how the owner
         # retries a server in backoff, or picks up a changed tool list.
@@ -304,7 +284,7 @@ class ChatServers:
         if state.attempt is not None:
             with anyio.move_on_after(self._settings.connection.connect_timeout + CONNECT_WAIT_MARGIN):
                 await state.attempt.wait()
-        self.session.prompt.set(SECTION_TITLE, self.section())
+        self._write_section()
         return state
 
     def start_login(
@@ -407,8 +387,8 @@ class ChatServers:
             if state.attempt is not None:
                 with anyio.move_on_after(self._settings.connection.connect_timeout + CONNECT_WAIT_MARGIN):
                     await state.attempt.wait()
-            self.session.prompt.set(SECTION_TITLE, self.section())
-            message = f"Logged in to {name}: {self.state_text(state)}."
+            self._write_section()
+            message = f"Logged in to {name}: {state_text(state, self._clock())}."
         await report(self.redactor.redact(message))
 
     async def _login_done(self, state: ServerState, grant: OAuthGrant) -> None:
@@ -421,10 +401,53 @@ class ChatServers:
             state.grant.grant = grant
         await self._save_grant(state.entry.name, grant)
 
-    async def file_changed(self) -> None:
-        """After ``/mcp_remove`` or ``/mcp_restore`` changed the file."""
+    async def _file_changed(self) -> None:
+        """After ``remove`` or ``restore`` changed the file."""
         await self.reconcile()
-        self.session.prompt.set(SECTION_TITLE, self.section())
+        self._write_section()
+
+    # The owner's actions: one call each, from the file to the connections and the prompt
+
+    def url_refusal(self, url: str) -> str | None:
+        """Why this host will not connect to ``url`` (its egress policy), or None when it will."""
+        return self._connector.settings.egress.url_refusal(url)
+
+    async def add(self, entry: ServerEntry) -> tuple[Saved, ServerState]:
+        """Save ``entry`` (a new server, or one that replaces its namesake) and wait for its connect.
+
+        Raises ``StoreError`` when the file cannot take it; nothing changed then.
+        """
+        saved = await anyio.to_thread.run_sync(self._file().put, entry)
+        return saved, await self._pick_up(entry)
+
+    async def add_for_login(self, entry: ServerEntry) -> tuple[Saved, ServerState]:
+        """Save ``entry`` as an ``oauth`` entry without a grant yet, and pick it up: a login comes next."""
+        return await self.add(replace(entry, auth_kind="oauth", oauth=OAuthGrant(resource_of(entry.url))))
+
+    async def remove(self, name: str) -> tuple[Saved, int | None]:
+        """Remove ``name`` from the file and drop it; also the tool count it had (None: never picked up).
+
+        Raises ``StoreError`` when the file cannot be written; nothing changed then.
+        """
+        state = self.servers.get(name)
+        tools = len(state.tools) if state is not None else None
+        saved = await anyio.to_thread.run_sync(self._file().remove, name)
+        await self._file_changed()
+        return saved, tools
+
+    async def restore(self) -> Saved:
+        """Put back the copy of the file Playa saved last (``/mcp_restore``), and pick it up.
+
+        Raises ``StoreError`` when there is none to trust; nothing changed then.
+        """
+        saved = await anyio.to_thread.run_sync(self._file().restore)
+        await self._file_changed()
+        return saved
+
+    def _file(self) -> ServerStore:
+        if self.store is None:
+            raise UsageError("Remote MCP is disabled: this host has no secret to seal servers with.")
+        return self.store
 
     # Tools
 
@@ -534,55 +557,8 @@ class ChatServers:
                 raise ToolError(f"{state.entry.name} is unavailable: {state.reason}")
             return state.connection
 
-    # Showing
-
-    def _retry_text(self, state: ServerState) -> str:
-        if state.next_retry is None:
-            return ""
-        wait = max(0, round(state.next_retry - self._clock()))
-        at = datetime.fromtimestamp(state.next_retry, UTC).strftime("%H:%M:%S UTC")
-        return f"; next retry at {at} (in {wait} s)"
-
-    def state_text(self, state: ServerState, *, retry: bool = True) -> str:
-        """The server's state in words; ``retry=False`` leaves out when it is retried, which
-        changes every second and must not enter the prompt (it would defeat prompt caching)."""
-        if state.status == "connecting":
-            return "connecting"
-        if state.status == "unavailable":
-            return f"unavailable: {state.reason}{self._retry_text(state) if retry else ''}"
-        text = f"connected over {state.connection.transport if state.connection else 'http'}, {len(state.tools)} tools"
-        if state.hidden:
-            text += f" ({state.hidden} more not exposed: choose with --tools)"
-        if state.withheld:
-            text += f"; {len(state.withheld)} withheld: " + "; ".join(state.withheld)
-        if state.connection is None and state.reason:
-            text += f" (last call failed: {state.reason}; the next call reconnects)"
-        return text
-
-    def section(self) -> str | None:
-        """The "Remote MCP servers" prompt section, or None when there is nothing to say."""
-        if not self.servers and not self.rejected and not self.warning:
-            return None
-        lines = ["Servers the chat's owner connected (only the owner can add, change or remove them):"]
-        for name, state in sorted(self.servers.items()):
-            if state.status == "connected":
-                withheld = {tool for tool, _ in self.withheld(state)}
-                usable = [tool for tool in state.tools if tool not in withheld]
-                shown = ", ".join(usable[:_SECTION_TOOLS])
-                more = len(usable) - _SECTION_TOOLS
-                shown += f", and {more} more" if more > 0 else ""
-                lines.append(f"- {name}: available, {len(usable)} tools ({shown})")
-            else:
-                lines.append(f"- {name}: {self.state_text(state, retry=False)}")
-        if self.rejected:
-            # A count, never the names: whoever wrote the file chose them, and they would sit in
-            # the prompt every turn (a 1 MB name, or 15,000 entries, or an instruction).
-            count = len(self.rejected)
-            entries = "1 entry" if count == 1 else f"{count} entries"
-            lines.append(f"- {entries} of servers.json failed verification; the owner sees them in /mcp_list")
-        if self.warning:
-            lines.append(f"- servers.json cannot be used: {self.warning}")
-        return self.redactor.redact("\n".join(lines))
+    def _write_section(self) -> None:
+        self.session.prompt.set(SECTION_TITLE, section(self))
 
     async def close(self) -> None:
         """Close every connection at once; each close is bounded by the close timeout."""

@@ -2,31 +2,24 @@
 
 from __future__ import annotations
 
-import unicodedata
-from collections.abc import Callable
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
-import anyio.to_thread
 from mcp.shared.auth import OAuthClientInformationFull
 
 from ..exceptions import StoreError, UsageError, ValidationError
-from ..host import Command, CommandContext, looks_like_credential
+from ..host import ChatSession, Command, CommandContext, looks_like_credential
 from ..mcp import is_server_name
-from ._chat import ChatServers, ServerState
+from ._chat import ChatServers
 from ._grant import OAuthGrant, resource_of
 from ._parse import USAGE, AddRequest, carries_secret, check_secret, parse_add
-from ._store import AuthKind, Rejected, Saved, ServerEntry
+from ._store import AuthKind, Saved
+from ._views import added_text, notice, server_list, tool_list
 
-if TYPE_CHECKING:
-    from ._extension import RemoteMcpExtension
+__all__ = ["OpenServers", "build_commands"]
 
-__all__ = ["build_commands"]
-
-_LIST_LIMIT = 100
-_NAME_SHOWN = 40
-_NAME_SCAN = 4096  # of a name: enough to hold any key, bounded whatever the file holds
-_REJECTED_SHOWN = 20
+OpenServers = Callable[[ChatSession], Awaitable[ChatServers]]
+"""The chat's servers for an owner's command, picked up afresh from the file (``UsageError``
+when remote MCP is disabled): the one service the commands call."""
 
 
 def quotable(text: str) -> bool:
@@ -50,44 +43,11 @@ def _no_such_server(name: str) -> str:
     return f"There is no server {shown}. /mcp_list shows them."
 
 
-def _rejected_label(rejected: Rejected, redact: Callable[[str], str]) -> str:
-    """A rejected entry's name as whoever wrote the file chose it: made safe to show, and short.
-
-    Control and format characters go (a name could rewrite the terminal or hide text), then the
-    chat's credentials, then the rest is cut: redacting first, so a cut never leaves part of a key.
-    """
-    if rejected.name is None:
-        return f"entry #{rejected.index + 1}"
-    name = "".join(
-        c for c in rejected.name[:_NAME_SCAN] if unicodedata.category(c)[0] not in "CZ" or c == " "
-    )
-    name = redact(name)
-    name = name if len(name) <= _NAME_SHOWN else name[: _NAME_SHOWN - 1] + "…"
-    return f"{name!r} (entry #{rejected.index + 1})"
-
-
-def _notice(change: str, name: str, tools: int | None) -> str:
-    """What the chat's members are told of a change: the server's name and tool count, never its URL or auth.
-
-    ``tools`` is None for a server that is not connected (yet).
-    """
-    text = f"The chat's owner {change} the remote MCP server {name}"
-    if change == "removed":
-        return text + (f"; its {tools} tools are gone." if tools else ".")
-    if tools is not None:
-        return text + f": the agent can use its {tools} tools."
-    return text + ": the agent can use its tools once it connects."
-
-
-def build_commands(extension: RemoteMcpExtension) -> list[Command]:
+def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> list[Command]:
     """The extension's commands; they work, and refuse clearly, even without a host secret."""
 
     async def servers(ctx: CommandContext) -> ChatServers:
-        chat = extension.chat(ctx.session)
-        if chat.store is None:
-            raise UsageError(f"Remote MCP is disabled: {extension.disabled_reason}")
-        await chat.reconcile()
-        return chat
+        return await open_servers(ctx.session)
 
     def with_notes(text: str, saved: Saved) -> str:
         # What the write had to move out of the way, so the owner knows where it went.
@@ -97,18 +57,11 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
         """Start the owner's login; the link goes to the owner alone, the outcome to the chat."""
         chat.start_login(name, owner=ctx.sender.id, send_link=ctx.ui.send_private, report=ctx.ui.send)
 
-    async def oauth_entry(chat: ChatServers, entry: ServerEntry) -> tuple[Saved, ServerState]:
-        """Save ``entry`` as an ``oauth`` entry without a grant yet, and pick it up."""
-        assert chat.store is not None
-        entry = replace(entry, auth_kind="oauth", oauth=OAuthGrant(resource_of(entry.url)))
-        saved = await anyio.to_thread.run_sync(chat.store.put, entry)
-        return saved, await chat.add_now(entry)
-
     async def add(ctx: CommandContext) -> str:
         chat = await servers(ctx)
         request = parse_add(ctx.args)
         # The host's egress policy, before any secret is asked for or anything is saved.
-        if refusal := extension.connector.settings.egress.url_refusal(request.url):
+        if refusal := chat.url_refusal(request.url):
             raise ValidationError("url", f"This host will not connect to that URL: {refusal}.")
         for header in request.ask:
             bearer = header == "Authorization" and request.bearer
@@ -143,19 +96,17 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
         elif request.headers:
             kind = "bearer" if request.bearer and len(request.headers) == 1 else "headers"
         entry = request.entry(kind, request.headers, grant)
-        assert chat.store is not None
         try:
-            saved = await anyio.to_thread.run_sync(chat.store.put, entry)
+            saved, state = await chat.add(entry)
         except StoreError as exc:
             return f"Could not save {entry.name}: {exc}"
-        state = await chat.add_now(entry)
         verb = "Replaced" if saved.changed else "Added"
         connected = len(state.tools) if state.status == "connected" else None
-        await ctx.ui.notify(_notice(verb.lower(), entry.name, connected))
+        await ctx.ui.notify(notice(verb.lower(), entry.name, connected))
         if state.needs_login and entry.auth_kind == "none":
             # It answered 401 with OAuth metadata: it wants a login, not headers.
             try:
-                saved, state = await oauth_entry(chat, entry)
+                saved, state = await chat.add_for_login(entry)
             except StoreError as exc:
                 return f"Could not save {entry.name}: {exc}"
         if state.needs_login:
@@ -165,12 +116,7 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
                 "(privately); the chat goes on meanwhile, and I say here when it is done.",
                 saved,
             )
-        if state.status == "connected":
-            shown = ", ".join(state.tools[:_LIST_LIMIT]) or "none"
-            return with_notes(f"{verb} {entry.name}: {chat.state_text(state)}: {shown}.", saved)
-        return with_notes(
-            f"{verb} {entry.name}, but it is {chat.state_text(state)}. /mcp_list shows its state.", saved
-        )
+        return with_notes(added_text(verb, entry.name, state, clock()), saved)
 
     async def auth(ctx: CommandContext) -> str:
         chat = await servers(ctx)
@@ -184,7 +130,7 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
             if state.entry.auth_kind != "none":
                 return f"{name} uses headers, not a login. Add it again with /mcp_add to change that."
             try:
-                _, state = await oauth_entry(chat, state.entry)
+                _, state = await chat.add_for_login(state.entry)
             except StoreError as exc:
                 return f"Could not save {name}: {exc}"
         login(ctx, chat, name)
@@ -197,30 +143,24 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
             raise UsageError("usage: /mcp_remove <name>")
         if not is_server_name(name) and name not in {r.name for r in chat.rejected}:
             return _no_such_server(name)
-        assert chat.store is not None
-        state = chat.servers.get(name)
-        tools = len(state.tools) if state else 0
         try:
-            saved = await anyio.to_thread.run_sync(chat.store.remove, name)
+            saved, tools = await chat.remove(name)
         except StoreError as exc:
             return f"Could not remove {_shown_name(name)}: {exc}"
-        await chat.file_changed()
         if not saved.changed:
             return with_notes(_no_such_server(name), saved)
-        if state is not None:  # an entry that failed verification never gave the chat a tool
-            await ctx.ui.notify(_notice("removed", name, tools))
+        if tools is not None:  # an entry that failed verification never gave the chat a tool
+            await ctx.ui.notify(notice("removed", name, tools))
         return with_notes(
             f"Removed {_shown_name(name)}" + (f"; its {tools} tools are gone." if tools else "."), saved
         )
 
     async def restore(ctx: CommandContext) -> str:
         chat = await servers(ctx)
-        assert chat.store is not None
         try:
-            saved = await anyio.to_thread.run_sync(chat.store.restore)
+            saved = await chat.restore()
         except StoreError as exc:
             return f"Nothing was restored: {exc}."
-        await chat.file_changed()
         if not saved.changed:
             return "servers.json is already the copy Playa saved last; nothing to restore."
         count = len(chat.servers)
@@ -230,46 +170,14 @@ def build_commands(extension: RemoteMcpExtension) -> list[Command]:
         )
 
     async def list_(ctx: CommandContext) -> str:
-        chat = await servers(ctx)
-        if not chat.servers and not chat.rejected and not chat.warning:
-            return "No remote MCP servers. Add one with /mcp_add <name> <url> [--bearer]."
-        lines: list[str] = []
-        for name, state in sorted(chat.servers.items()):
-            entry = state.entry
-            auth = ", ".join(entry.header_names) if entry.header_names else "none"
-            tools = "all" if entry.tools is None else ", ".join(entry.tools)
-            lines += [
-                f"{name}: {chat.state_text(state)}",
-                f"  url: {entry.shown_url}",
-                f"  transport: {entry.transport}; tools: {tools}; auth headers: {auth}",
-            ]
-            lines += [f"  withheld from the model: {tool}: {why}" for tool, why in chat.withheld(state)]
-        for rejected in chat.rejected[:_REJECTED_SHOWN]:
-            label = _rejected_label(rejected, chat.redactor.redact)
-            lines.append(f"{label}: ignored: {rejected.reason}. Remove it, or add it again with /mcp_add.")
-        if (more := len(chat.rejected) - _REJECTED_SHOWN) > 0:
-            lines.append(f"… and {more} more ignored entries.")
-        if chat.warning:
-            lines.append(f"servers.json cannot be used: {chat.warning}")
-        return "\n".join(lines)
+        return server_list(await servers(ctx), clock())
 
     async def tools(ctx: CommandContext) -> str:
         chat = await servers(ctx)
         name = ctx.args.strip() or None
         if name is not None and name not in chat.servers:
             return _no_such_server(name)
-        lines: list[str] = []
-        for server, state in sorted(chat.servers.items()):
-            if name is not None and server != name:
-                continue
-            if not state.tools:
-                lines.append(f"{server}: no tools ({chat.state_text(state)})")
-            for exposed in state.tools:
-                tool = chat.tool(exposed)
-                # Redacted before the cut: a cut first could keep the head of a credential.
-                summary = chat.redactor.redact(tool.description).splitlines()[0][:120] if tool else ""
-                lines.append(f"{exposed} — {summary}")
-        return "\n".join(lines) or "No remote MCP servers. Add one with /mcp_add."
+        return tool_list(chat, name, clock())
 
     return [
         Command(

@@ -69,13 +69,13 @@ from playa.mcp_remote._errors import (
 )
 from playa.mcp_remote._oauth import ServerAuth
 from playa.mcp_remote._result_type import complete_by_default
+from playa.mcp_remote._store import TransportChoice
 
-__all__ = ["Connection", "ConnectionSettings", "Connector", "Endpoint", "TransportChoice", "TransportName"]
+__all__ = ["Connection", "ConnectionSettings", "Connector", "Endpoint", "TransportName"]
 
 logger = logging.getLogger(__name__)
 
 TransportName = Literal["streamable-http", "sse"]
-TransportChoice = Literal["auto", "streamable-http", "sse"]
 
 NEGOTIATE: Final = "auto"
 """The SDK's connect mode that probes ``server/discover`` and falls back to the handshake."""
@@ -187,7 +187,7 @@ class Endpoint:
 _E = TypeVar("_E", bound=RemoteError)
 
 
-def _scrubbed(error: _E, endpoint: Endpoint) -> _E:
+def _redacted(error: _E, endpoint: Endpoint) -> _E:
     """``error`` with the endpoint's header values removed from its reason.
 
     A server's error text may quote what it received, credentials included, and reasons reach
@@ -321,7 +321,7 @@ class Connection:
             )
             if isinstance(error, CallFailed | RemoteTimeout):
                 self._break(error.reason)
-            raise _scrubbed(error, self.endpoint) from _cause(error, exc, self.endpoint)
+            raise _redacted(error, self.endpoint) from _cause(error, exc, self.endpoint)
         # Only reached when the scope's deadline cancelled the call.
         assert scope.cancelled_caught
         error = timed_out(seconds, server=server)
@@ -741,7 +741,7 @@ class Connector:
             except _AttemptFailed as failed:
                 if transport == "streamable-http":
                     self._failed(endpoint.url, failed.failure)
-                error = _scrubbed(failed.failure.error, endpoint)
+                error = _redacted(failed.failure.error, endpoint)
                 logger.info("%s: connecting over %s failed: %s", endpoint.server, transport, error.reason)
                 if failed.failure.try_other_transport:
                     continue

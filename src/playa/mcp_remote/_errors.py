@@ -188,7 +188,7 @@ def _mcp_reason(exc: MCPError, trace: HttpTrace, *, http_failed: bool) -> _Failu
         return _Failure("invalid response from the server", "invalid")
     # The server answered with a JSON-RPC error of its own: its text is as trusted as a tool result.
     # Not cut here: a cut before redaction could leave the head of a quoted credential. The
-    # connection's seam redacts, then cuts (_connection._scrubbed).
+    # connection's seam redacts, then cuts (_connection._redacted).
     message = " ".join(exc.message.split())
     return _Failure(
         f"server error {exc.code}: {message}" if message else f"server error {exc.code}", "answered"

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 import anyio
 from anyio.abc import TaskGroup
 
+from ..exceptions import UsageError
 from ..host import ChatSession, Command, Extension
 from ._chat import CONNECT_WAIT_MARGIN, ChatServers
 from ._commands import build_commands
@@ -51,7 +52,18 @@ class RemoteMcpExtension(Extension):
         self._tg: TaskGroup | None = None
 
     def commands(self) -> Sequence[Command]:
-        return build_commands(self)
+        return build_commands(self.owner_servers, self._clock)
+
+    async def owner_servers(self, session: ChatSession) -> ChatServers:
+        """The chat's servers for an owner's command, picked up afresh from the file.
+
+        Raises ``UsageError`` saying why when remote MCP is disabled (no host secret).
+        """
+        if self._sealer is None:
+            raise UsageError(f"Remote MCP is disabled: {self.disabled_reason}")
+        chat = self.chat(session)
+        await chat.reconcile()
+        return chat
 
     @property
     def min_hook_timeout(self) -> float:

@@ -11,7 +11,7 @@ from typing import Final
 from ..exceptions import UsageError, ValidationError
 from ..host import MIN_SECRET_LENGTH, auth_credential, looks_like_credential
 from ._grant import OAuthGrant
-from ._store import AuthKind, ServerEntry, Transport
+from ._store import AuthKind, ServerEntry, TransportChoice
 from ._url import mask_url
 
 __all__ = ["RESERVED_HEADERS", "AddRequest", "carries_secret", "parse_add"]
@@ -42,7 +42,7 @@ RESERVED_HEADERS: Final = frozenset(
 )
 """Headers the HTTP and MCP transports set themselves; an owner's value would break or spoof them."""
 
-_TRANSPORTS: Final[dict[str, Transport]] = {
+_TRANSPORTS: Final[dict[str, TransportChoice]] = {
     "auto": "auto",
     "http": "streamable-http",
     "streamable-http": "streamable-http",
@@ -86,7 +86,7 @@ class AddRequest:
 
     name: str
     url: str
-    transport: Transport = "auto"
+    transport: TransportChoice = "auto"
     tools: tuple[str, ...] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     bearer: bool = False

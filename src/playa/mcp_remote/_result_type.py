@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Self
 
 import mcp_types
-from mcp.client import Transport
+from mcp.client import Transport as ClientTransport
 from mcp.client._transport import ReadStream, TransportStreams
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -63,7 +63,7 @@ class _DefaultingStream:
         return await self._inner.__aexit__(*exc_info)
 
 
-def complete_by_default(transport: Transport, protocol: Callable[[], str | None]) -> Transport:
+def complete_by_default(transport: ClientTransport, protocol: Callable[[], str | None]) -> ClientTransport:
     """``transport`` with results defaulting to ``resultType: "complete"`` while ``protocol()`` is modern."""
 
     @asynccontextmanager
@@ -72,5 +72,5 @@ def complete_by_default(transport: Transport, protocol: Callable[[], str | None]
             streams: TransportStreams = (_DefaultingStream(read_stream, protocol), write_stream)
             yield streams
 
-    result: Transport = wrapped()
+    result: ClientTransport = wrapped()
     return result

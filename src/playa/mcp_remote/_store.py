@@ -70,11 +70,12 @@ __all__ = [
     "Saved",
     "ServerEntry",
     "ServerStore",
-    "Transport",
+    "TransportChoice",
     "store_path",
 ]
 
-Transport = Literal["auto", "streamable-http", "sse"]
+TransportChoice = Literal["auto", "streamable-http", "sse"]
+"""The transport an entry asks for; ``auto`` tries Streamable HTTP, then SSE."""
 AuthKind = Literal["none", "bearer", "headers", "oauth"]
 
 STORE_VERSION: Final = 1
@@ -95,7 +96,7 @@ _SEALED_URL: Final = ":url"
 _SECRET_URL: Final = ":secret-url"
 _SEALED_OAUTH: Final = ":oauth"
 
-_TRANSPORTS: Final[tuple[str, ...]] = get_args(Transport)
+_TRANSPORTS: Final[tuple[str, ...]] = get_args(TransportChoice)
 _AUTH_KINDS: Final[tuple[str, ...]] = get_args(AuthKind)
 _NAME_RE: Final = re.compile(r"[a-z][a-z0-9-]{0,31}")
 _TOKEN_RE: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token
@@ -119,7 +120,7 @@ class ServerEntry:
 
     name: str
     url: str
-    transport: Transport = "auto"
+    transport: TransportChoice = "auto"
     tools: tuple[str, ...] | None = None
     auth_kind: AuthKind = "none"
     headers: Mapping[str, str] = field(default_factory=dict, hash=False)
@@ -479,7 +480,7 @@ class ServerStore:
             entry = ServerEntry(
                 name,
                 extras.get(_SEALED_URL, url),  # an entry from before URLs were sealed shows its own
-                cast(Transport, transport),
+                cast(TransportChoice, transport),
                 None if tools is None else tuple(tools),
                 cast(AuthKind, kind),
                 headers,

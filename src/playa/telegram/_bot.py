@@ -475,7 +475,7 @@ class TelegramBot:
                 "moving chat %s to %s failed: %s",
                 old_id,
                 new_id,
-                self.host.config.env.scrub_text("".join(traceback.format_exception(exc))),
+                self.host.redact(None, "".join(traceback.format_exception(exc))),
             )
             text = _MOVE_FAILED
         delivery = None
@@ -536,9 +536,7 @@ class TelegramBot:
                     delivery = await ui.post(reply.text, markdown=reply.kind == "agent")
         except Exception as exc:  # boundary: one message's failure is answered; the bot goes on
             detail = "".join(traceback.format_exception(exc))
-            redacted = (
-                self.host.redact(session, detail) if session else self.host.config.env.scrub_text(detail)
-            )
+            redacted = self.host.redact(session, detail)
             logger.error("handling a message in chat %s failed:\n%s", chat.id, redacted)
             if ui is not None:
                 delivery = await ui.post(_SORRY, markdown=False)

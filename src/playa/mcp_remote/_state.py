@@ -1,0 +1,46 @@
+"""What a chat knows of one of its servers now: the entry, the connection, why it is down, its tools."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import anyio
+
+from ._connection import Connection
+from ._oauth import GrantStorage
+from ._store import ServerEntry
+
+__all__ = ["ServerState"]
+
+
+@dataclass(eq=False)
+class ServerState:
+    """What the chat knows of one server now."""
+
+    entry: ServerEntry
+    status: Literal["connecting", "connected", "unavailable"] = "connecting"
+    connection: Connection | None = None
+    reason: str | None = None
+    """Why it is unavailable, or why its last call dropped the connection (redacted)."""
+    failures: int = 0
+    next_retry: float | None = None
+    attempt: anyio.Event | None = None
+    """Set when the connect attempt in flight ends; None when none is in flight."""
+    tools: list[str] = field(default_factory=list)
+    """The exposed names of the tools bound to this server."""
+    hidden: int = 0
+    """How many more tools the server offers beyond the per-server limit."""
+    withheld: list[str] = field(default_factory=list)
+    """Tools never offered to the model, each with why (safe to show: redacted and cut)."""
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    needs_login: bool = False
+    """Unavailable until the owner logs in (``/mcp_auth``): never retried on a timer."""
+    grant: GrantStorage | None = None
+    """An ``oauth`` server's grant as held now (tokens change as they are refreshed)."""
+    login: anyio.CancelScope | None = None
+    """The owner's login in flight, if any."""
+
+    @property
+    def connecting(self) -> bool:
+        return self.attempt is not None and not self.attempt.is_set()

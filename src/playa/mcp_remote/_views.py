@@ -1,0 +1,182 @@
+"""What people and the model are shown of a chat's servers: states, the prompt section, ``/mcp_list``, ``/mcp_tools``.
+
+Every text here is built from what the chat holds (``ServersView``) and passes the chat's
+redactor before it is cut: a cut first could keep the head of a credential.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Protocol
+
+from ..host import Redactor
+from ._state import ServerState
+from ._store import Rejected
+from ._tool import RemoteMcpTool
+
+__all__ = [
+    "SECTION_TITLE",
+    "ServersView",
+    "added_text",
+    "notice",
+    "section",
+    "server_list",
+    "state_text",
+    "tool_list",
+]
+
+SECTION_TITLE = "Remote MCP servers"
+_SECTION_TOOLS = 30  # tool names listed per server in the prompt section; the model sees all of them as tools
+_LIST_LIMIT = 100
+_NAME_SHOWN = 40
+_NAME_SCAN = 4096  # of a name: enough to hold any key, bounded whatever the file holds
+_REJECTED_SHOWN = 20
+
+
+class ServersView(Protocol):
+    """What the texts read of a chat's servers (``ChatServers`` is one)."""
+
+    @property
+    def servers(self) -> Mapping[str, ServerState]: ...
+    @property
+    def rejected(self) -> tuple[Rejected, ...]: ...
+    @property
+    def warning(self) -> str | None: ...
+    @property
+    def redactor(self) -> Redactor: ...
+    def withheld(self, state: ServerState) -> list[tuple[str, str]]: ...
+    def tool(self, exposed: str) -> RemoteMcpTool | None: ...
+
+
+def state_text(state: ServerState, now: float | None = None) -> str:
+    """The server's state in words; with ``now`` (the clock), also when it is retried next.
+
+    The prompt gets it without ``now``: the wait changes every second, and would defeat
+    prompt caching.
+    """
+    if state.status == "connecting":
+        return "connecting"
+    if state.status == "unavailable":
+        return f"unavailable: {state.reason}{_retry_text(state, now)}"
+    text = f"connected over {state.connection.transport if state.connection else 'http'}, {len(state.tools)} tools"
+    if state.hidden:
+        text += f" ({state.hidden} more not exposed: choose with --tools)"
+    if state.withheld:
+        text += f"; {len(state.withheld)} withheld: " + "; ".join(state.withheld)
+    if state.connection is None and state.reason:
+        text += f" (last call failed: {state.reason}; the next call reconnects)"
+    return text
+
+
+def _retry_text(state: ServerState, now: float | None) -> str:
+    if state.next_retry is None or now is None:
+        return ""
+    wait = max(0, round(state.next_retry - now))
+    at = datetime.fromtimestamp(state.next_retry, UTC).strftime("%H:%M:%S UTC")
+    return f"; next retry at {at} (in {wait} s)"
+
+
+def section(chat: ServersView) -> str | None:
+    """The "Remote MCP servers" prompt section, or None when there is nothing to say."""
+    if not chat.servers and not chat.rejected and not chat.warning:
+        return None
+    lines = ["Servers the chat's owner connected (only the owner can add, change or remove them):"]
+    for name, state in sorted(chat.servers.items()):
+        if state.status == "connected":
+            withheld = {tool for tool, _ in chat.withheld(state)}
+            usable = [tool for tool in state.tools if tool not in withheld]
+            shown = ", ".join(usable[:_SECTION_TOOLS])
+            more = len(usable) - _SECTION_TOOLS
+            shown += f", and {more} more" if more > 0 else ""
+            lines.append(f"- {name}: available, {len(usable)} tools ({shown})")
+        else:
+            lines.append(f"- {name}: {state_text(state)}")
+    if chat.rejected:
+        # A count, never the names: whoever wrote the file chose them, and they would sit in
+        # the prompt every turn (a 1 MB name, or 15,000 entries, or an instruction).
+        count = len(chat.rejected)
+        entries = "1 entry" if count == 1 else f"{count} entries"
+        lines.append(f"- {entries} of servers.json failed verification; the owner sees them in /mcp_list")
+    if chat.warning:
+        lines.append(f"- servers.json cannot be used: {chat.warning}")
+    return chat.redactor.redact("\n".join(lines))
+
+
+def server_list(chat: ServersView, now: float) -> str:
+    """``/mcp_list``: every server with its state, URL (secrets hidden) and headers' names; the ignored entries."""
+    if not chat.servers and not chat.rejected and not chat.warning:
+        return "No remote MCP servers. Add one with /mcp_add <name> <url> [--bearer]."
+    lines: list[str] = []
+    for name, state in sorted(chat.servers.items()):
+        entry = state.entry
+        auth = ", ".join(entry.header_names) if entry.header_names else "none"
+        tools = "all" if entry.tools is None else ", ".join(entry.tools)
+        lines += [
+            f"{name}: {state_text(state, now)}",
+            f"  url: {entry.shown_url}",
+            f"  transport: {entry.transport}; tools: {tools}; auth headers: {auth}",
+        ]
+        lines += [f"  withheld from the model: {tool}: {why}" for tool, why in chat.withheld(state)]
+    for rejected in chat.rejected[:_REJECTED_SHOWN]:
+        label = _rejected_label(rejected, chat.redactor)
+        lines.append(f"{label}: ignored: {rejected.reason}. Remove it, or add it again with /mcp_add.")
+    if (more := len(chat.rejected) - _REJECTED_SHOWN) > 0:
+        lines.append(f"… and {more} more ignored entries.")
+    if chat.warning:
+        lines.append(f"servers.json cannot be used: {chat.warning}")
+    return "\n".join(lines)
+
+
+def tool_list(chat: ServersView, name: str | None, now: float) -> str:
+    """``/mcp_tools``: each tool's exposed name and the first line of its description (of one server, or all)."""
+    lines: list[str] = []
+    for server, state in sorted(chat.servers.items()):
+        if name is not None and server != name:
+            continue
+        if not state.tools:
+            lines.append(f"{server}: no tools ({state_text(state, now)})")
+        for exposed in state.tools:
+            tool = chat.tool(exposed)
+            # Redacted before the cut: a cut first could keep the head of a credential.
+            summary = chat.redactor.redact(tool.description).splitlines()[0][:120] if tool else ""
+            lines.append(f"{exposed} — {summary}")
+    return "\n".join(lines) or "No remote MCP servers. Add one with /mcp_add."
+
+
+def added_text(verb: str, name: str, state: ServerState, now: float) -> str:
+    """The reply to an ``/mcp_add`` that saved the entry, by the state it reached."""
+    if state.status == "connected":
+        shown = ", ".join(state.tools[:_LIST_LIMIT]) or "none"
+        return f"{verb} {name}: {state_text(state, now)}: {shown}."
+    return f"{verb} {name}, but it is {state_text(state, now)}. /mcp_list shows its state."
+
+
+def _rejected_label(rejected: Rejected, redactor: Redactor) -> str:
+    """A rejected entry's name as whoever wrote the file chose it: made safe to show, and short.
+
+    Control and format characters go (a name could rewrite the terminal or hide text), then the
+    chat's credentials, then the rest is cut: redacting first, so a cut never leaves part of a key.
+    """
+    if rejected.name is None:
+        return f"entry #{rejected.index + 1}"
+    name = "".join(
+        c for c in rejected.name[:_NAME_SCAN] if unicodedata.category(c)[0] not in "CZ" or c == " "
+    )
+    name = redactor.redact(name)
+    name = name if len(name) <= _NAME_SHOWN else name[: _NAME_SHOWN - 1] + "…"
+    return f"{name!r} (entry #{rejected.index + 1})"
+
+
+def notice(change: str, name: str, tools: int | None) -> str:
+    """What the chat's members are told of a change: the server's name and tool count, never its URL or auth.
+
+    ``tools`` is None for a server that is not connected (yet).
+    """
+    text = f"The chat's owner {change} the remote MCP server {name}"
+    if change == "removed":
+        return text + (f"; its {tools} tools are gone." if tools else ".")
+    if tools is not None:
+        return text + f": the agent can use its {tools} tools."
+    return text + ": the agent can use its tools once it connects."
