@@ -29,6 +29,7 @@ from ..mcp import exposed_names, map_result, normalize_schema, server_name_probl
 from ._connection import Connection, Connector, Endpoint
 from ._grant import OAuthGrant, resource_of
 from ._oauth import Callbacks, GrantStorage, LoginExpired, PendingLogin, ServerAuth, duration_text
+from ._revoke import Revocation, revoke
 from ._settings import RemoteMcpSettings
 from ._state import ServerState
 from ._store import LoadResult, Rejected, Saved, ServerEntry, ServerStore
@@ -401,6 +402,18 @@ class ChatServers:
             state.grant.grant = grant
         await self._save_grant(state.entry.name, grant)
 
+    def _held_grant(self, name: str) -> OAuthGrant | None:
+        """The OAuth grant ``name`` holds now, refreshed tokens included; None for a header server."""
+        state = self.servers.get(name)
+        if state is None:
+            return None
+        return state.grant.grant if state.grant is not None else state.entry.oauth
+
+    async def _revoke(self, grant: OAuthGrant) -> Revocation:
+        """Revoke a removed server's tokens (RFC 7009), bounded in time; never raises for the server's failure."""
+        async with await self._connector.login_client() as http:
+            return await revoke(grant, http)
+
     async def _file_changed(self) -> None:
         """After ``remove`` or ``restore`` changed the file."""
         await self.reconcile()
@@ -424,16 +437,22 @@ class ChatServers:
         """Save ``entry`` as an ``oauth`` entry without a grant yet, and pick it up: a login comes next."""
         return await self.add(replace(entry, auth_kind="oauth", oauth=OAuthGrant(resource_of(entry.url))))
 
-    async def remove(self, name: str) -> tuple[Saved, int | None]:
-        """Remove ``name`` from the file and drop it; also the tool count it had (None: never picked up).
+    async def remove(self, name: str) -> tuple[Saved, int | None, Revocation]:
+        """Remove ``name`` from the file and drop it; also the tool count it had (None: never picked up)
+        and how revoking its OAuth tokens (RFC 7009) went, which comes after the removal and never
+        holds it up.
 
         Raises ``StoreError`` when the file cannot be written; nothing changed then.
         """
         state = self.servers.get(name)
         tools = len(state.tools) if state is not None else None
+        grant = self._held_grant(name)
         saved = await anyio.to_thread.run_sync(self._file().remove, name)
         await self._file_changed()
-        return saved, tools
+        revoked = Revocation("nothing")
+        if saved.changed and grant is not None:
+            revoked = await self._revoke(grant)
+        return saved, tools, revoked
 
     async def restore(self) -> Saved:
         """Put back the copy of the file Playa saved last (``/mcp_restore``), and pick it up.

@@ -144,16 +144,15 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
         if not is_server_name(name) and name not in {r.name for r in chat.rejected}:
             return _no_such_server(name)
         try:
-            saved, tools = await chat.remove(name)
+            saved, tools, revoked = await chat.remove(name)
         except StoreError as exc:
             return f"Could not remove {_shown_name(name)}: {exc}"
         if not saved.changed:
             return with_notes(_no_such_server(name), saved)
         if tools is not None:  # an entry that failed verification never gave the chat a tool
             await ctx.ui.notify(notice("removed", name, tools))
-        return with_notes(
-            f"Removed {_shown_name(name)}" + (f"; its {tools} tools are gone." if tools else "."), saved
-        )
+        text = f"Removed {_shown_name(name)}" + (f"; its {tools} tools are gone." if tools else ".")
+        return with_notes(f"{text} {revoked.text}" if revoked.text else text, saved)
 
     async def restore(ctx: CommandContext) -> str:
         chat = await servers(ctx)

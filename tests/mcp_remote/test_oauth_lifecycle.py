@@ -1,0 +1,123 @@
+"""An OAuth server's lifecycle after the login: revocation on removal, scopes it lacks, a pasted redirect.
+
+Against a real authorization server (npm oidc-provider) protecting an SDK MCP server, on loopback.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
+
+from playa.host import encoded_forms
+from playa.mcp_remote import HostSecret
+from playa.mcp_remote._grant import OAuthGrant
+from playa.mcp_remote._revoke import revoke
+from playa.mcp_remote._seal import Sealer
+from playa.mcp_remote._store import ServerStore
+from servers.oidc import authorization_server
+from support.chat import RecordingModel, ScriptedUI, msg
+from support.oauth import introspect, log_in, protected_server, remote_host
+
+pytestmark = [pytest.mark.anyio]
+
+SCOPE = "console:oauth"
+TEST_TIMEOUT = 60.0
+
+
+def stored_grant(workspace: Path, secret: HostSecret) -> OAuthGrant:
+    (entry,) = ServerStore(workspace, SCOPE, Sealer(secret.value)).load().entries
+    assert entry.oauth is not None and entry.oauth.tokens is not None
+    return entry.oauth
+
+
+@pytest.mark.npm
+async def test_removing_a_server_revokes_its_tokens_and_they_no_longer_work(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            authorization_server() as auth,
+            protected_server(auth) as mcp,
+            remote_host(data_dir, host_secret, RecordingModel()) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            await log_in(host, session, mcp.url)
+            grant = stored_grant(session.workspace, host_secret)
+            assert grant.tokens is not None and grant.tokens.refresh_token
+            tokens = (grant.tokens.access_token, grant.tokens.refresh_token)
+            assert [await introspect(auth, token) for token in tokens] == [True, True]
+
+            removed = await host.handle(session, msg("/mcp_remove linear"), ScriptedUI())
+            assert removed is not None
+            assert removed.text == (
+                "Removed linear; its 1 tools are gone. Its tokens were revoked at the authorization server."
+            )
+            assert [await introspect(auth, token) for token in tokens] == [False, False]
+            # And the MCP server refuses the old access token.
+            async with httpx2.AsyncClient() as client:
+                refused = await client.post(
+                    mcp.url,
+                    json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                    headers={
+                        "Authorization": f"Bearer {tokens[0]}",
+                        "Accept": "application/json, text/event-stream",
+                    },
+                )
+            assert refused.status_code == 401
+
+
+@pytest.mark.npm
+async def test_a_revocation_that_fails_never_blocks_the_removal_and_the_reply_holds_no_token(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with remote_host(data_dir, host_secret, RecordingModel()) as host:
+            session = await host.session(SCOPE, owner="owner")
+            async with authorization_server() as auth, protected_server(auth) as mcp:
+                await log_in(host, session, mcp.url)
+                grant = stored_grant(session.workspace, host_secret)
+            # The authorization server is gone: the revocation cannot reach it.
+            removed = await host.handle(session, msg("/mcp_remove linear"), ScriptedUI())
+            assert removed is not None
+            assert removed.text.startswith("Removed linear")
+            assert "Its tokens could not be revoked (the authorization server could not be reached)" in (
+                removed.text
+            )
+            listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
+            assert listed is not None and listed.text.startswith("No remote MCP servers"), listed.text
+            for value in grant.secrets:
+                for form in encoded_forms(value):
+                    assert form not in removed.text
+
+
+async def test_a_revocation_endpoint_that_never_answers_is_given_up_in_time() -> None:
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1") as silent:
+        port = silent.extra(anyio.abc.SocketAttribute.local_port)
+        issuer = f"http://127.0.0.1:{port}"
+        grant = OAuthGrant(
+            resource="http://127.0.0.1:1/mcp",
+            issuer=issuer,
+            client=OAuthClientInformationFull(client_id="playa", token_endpoint_auth_method="none"),
+            tokens=OAuthToken(access_token="access-7f3a9c", refresh_token="refresh-2b8e41"),
+            metadata=OAuthMetadata.model_validate(
+                {
+                    "issuer": issuer,
+                    "authorization_endpoint": f"{issuer}/auth",
+                    "token_endpoint": f"{issuer}/token",
+                    "revocation_endpoint": f"{issuer}/revoke",
+                }
+            ),
+        )
+        started = time.monotonic()
+        with anyio.fail_after(TEST_TIMEOUT):
+            async with httpx2.AsyncClient(timeout=30.0) as http:
+                outcome = await revoke(grant, http, timeout=0.5)
+        assert time.monotonic() - started >= 0.5
+        assert outcome.outcome == "failed"
+        assert "no answer within 0.5 s" in outcome.text
+        assert "access-7f3a9c" not in outcome.text and "refresh-2b8e41" not in outcome.text
