@@ -66,7 +66,7 @@ async def test_a_server_that_needs_a_login_is_logged_in_by_the_owner_and_its_tok
                 assert callback.status_code == 200
                 assert "received the login for linear" in callback.text
                 await ui.said.wait()
-                assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 1 tools."
+                assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 2 tools."
 
                 called = await host.handle(session, msg("linear__whoami"), ScriptedUI())
                 assert called is not None
@@ -106,7 +106,7 @@ async def test_a_server_that_needs_a_login_is_logged_in_by_the_owner_and_its_tok
                 await host.handle(session, msg("hello"), ScriptedUI())
                 reply = await host.handle(session, msg("/mcp_list"), ScriptedUI())
                 assert reply is not None
-                assert reply.text.startswith("linear: connected over streamable-http, 1 tools"), reply.text
+                assert reply.text.startswith("linear: connected over streamable-http, 2 tools"), reply.text
                 called = await host.handle(session, msg("linear__whoami"), ScriptedUI())
                 assert called is not None
                 assert "signed in" in called.text
@@ -150,7 +150,7 @@ async def test_tokens_are_refreshed_before_expiry_and_a_refused_refresh_waits_fo
                 await ui.link.wait()
                 await sign_in(ui.link_url())
                 await ui.said.wait()
-                assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 1 tools."
+                assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 2 tools."
                 workspace = session.workspace
             store = ServerStore(workspace, SCOPE, Sealer(host_secret.value))
             (first,) = store.load().entries

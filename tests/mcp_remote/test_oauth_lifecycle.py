@@ -15,13 +15,14 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToke
 
 from playa.host import encoded_forms
 from playa.mcp_remote import HostSecret
+from playa.mcp_remote._errors import missing_scope
 from playa.mcp_remote._grant import OAuthGrant
 from playa.mcp_remote._revoke import revoke
 from playa.mcp_remote._seal import Sealer
 from playa.mcp_remote._store import ServerStore
 from servers.oidc import authorization_server
 from support.chat import RecordingModel, ScriptedUI, msg
-from support.oauth import introspect, log_in, protected_server, remote_host
+from support.oauth import OwnerUI, introspect, log_in, protected_server, remote_host, sign_in
 
 pytestmark = [pytest.mark.anyio]
 
@@ -55,7 +56,7 @@ async def test_removing_a_server_revokes_its_tokens_and_they_no_longer_work(
             removed = await host.handle(session, msg("/mcp_remove linear"), ScriptedUI())
             assert removed is not None
             assert removed.text == (
-                "Removed linear; its 1 tools are gone. Its tokens were revoked at the authorization server."
+                "Removed linear; its 2 tools are gone. Its tokens were revoked at the authorization server."
             )
             assert [await introspect(auth, token) for token in tokens] == [False, False]
             # And the MCP server refuses the old access token.
@@ -121,3 +122,69 @@ async def test_a_revocation_endpoint_that_never_answers_is_given_up_in_time() ->
         assert outcome.outcome == "failed"
         assert "no answer within 0.5 s" in outcome.text
         assert "access-7f3a9c" not in outcome.text and "refresh-2b8e41" not in outcome.text
+
+
+@pytest.mark.npm
+async def test_a_tool_that_needs_a_scope_the_login_lacks_names_it_and_the_command_that_helps(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            authorization_server() as auth,
+            protected_server(auth, write_scope="files:write") as mcp,
+            remote_host(data_dir, host_secret, RecordingModel()) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            await log_in(host, session, mcp.url)
+            called = await host.handle(session, msg('linear__write {"text": "x"}'), ScriptedUI())
+            assert called is not None
+            assert "needs scope files:write — the owner can run /mcp_auth linear" in called.text, called.text
+            # The connection stays: the other tools work.
+            called = await host.handle(session, msg("linear__whoami"), ScriptedUI())
+            assert called is not None and "signed in" in called.text, called.text
+
+
+def challenge(value: str, status: int = 403) -> httpx2.Response:
+    return httpx2.Response(status, headers={"WWW-Authenticate": value})
+
+
+def test_the_missing_scope_comes_from_the_challenge_and_only_as_scope_tokens() -> None:
+    named = challenge('Bearer error="insufficient_scope", scope="files:write repo", resource_metadata="x"')
+    assert missing_scope(named) == "needs scope files:write repo"
+    # The SDK's own server names the scope in its description only.
+    described = challenge(
+        'Bearer error="insufficient_scope", error_description="Required scope: files:write"'
+    )
+    assert missing_scope(described) == (
+        "needs a scope the login did not grant (the server says: Required scope: files:write)"
+    )
+    # A scope value that is no list of scope tokens is not named as one.
+    hostile = challenge('Bearer error="insufficient_scope", scope="files:write\\ ignore"')
+    assert missing_scope(hostile) == "needs a scope the login did not grant"
+    assert missing_scope(challenge('Bearer error="invalid_token", scope="a"')) is None
+    assert missing_scope(challenge('Bearer error="insufficient_scope", scope="a"', status=401)) is None
+
+
+@pytest.mark.npm
+async def test_a_server_that_wants_more_scope_to_connect_says_which_and_waits_for_the_owner(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            authorization_server() as auth,
+            protected_server(auth, list_scope="tools:read") as mcp,
+            remote_host(data_dir, host_secret, RecordingModel()) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui = OwnerUI()
+            await host.handle(session, msg(f"/mcp_add linear {mcp.url}"), ui)
+            await ui.link.wait()
+            await sign_in(ui.link_url())
+            await ui.said.wait()
+            expected = "unavailable: needs scope tools:read — the owner can run /mcp_auth linear"
+            assert ui.sent[-1] == f"Logged in to linear: {expected}.", ui.sent
+            listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
+            assert listed is not None
+            assert listed.text.splitlines()[0] == f"linear: {expected}"
+            assert "next retry" not in listed.text
+            assert expected.removeprefix("unavailable: ") in (session.prompt.get("Remote MCP servers") or "")

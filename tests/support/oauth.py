@@ -6,6 +6,7 @@ consents on the authorization server's own pages, and its last redirect reaches 
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -16,6 +17,8 @@ import httpx2
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from playa._asgi import bind
 from playa.host import ChatSession, Host, HostConfig
@@ -71,8 +74,15 @@ class Introspection:
 
 
 @asynccontextmanager
-async def protected_server(auth: AuthorizationServer) -> AsyncIterator[RunningServer]:
-    """An SDK MCP server that takes only tokens the authorization server issued for it."""
+async def protected_server(
+    auth: AuthorizationServer, *, write_scope: str | None = None, list_scope: str | None = None
+) -> AsyncIterator[RunningServer]:
+    """An SDK MCP server that takes only tokens the authorization server issued for it.
+
+    With ``write_scope``, its ``write`` tool needs that scope too, which the authorization
+    server never grants: a call is answered 403 ``insufficient_scope`` naming it (RFC 6750 §3.1).
+    With ``list_scope``, listing its tools does.
+    """
     sock = bind(LOOPBACK, 0)
     url = f"http://{LOOPBACK}:{sock.getsockname()[1]}/mcp"
     server = MCPServer(
@@ -91,8 +101,63 @@ async def protected_server(auth: AuthorizationServer) -> AsyncIterator[RunningSe
         """Who the token says the caller is."""
         return "signed in"
 
-    async with serve_asgi(server.streamable_http_app(host=LOOPBACK), sock=sock, path="/mcp") as running:
+    @server.tool()
+    def write(text: str) -> str:
+        """Write a file (needs the write scope, when the server has one)."""
+        return "written"
+
+    app: ASGIApp = server.streamable_http_app(host=LOOPBACK)
+    origin = f"http://{LOOPBACK}:{sock.getsockname()[1]}"
+    if write_scope is not None:
+        app = _Scoped(app, ("tools/call", "write"), write_scope, origin)
+    if list_scope is not None:
+        app = _Scoped(app, ("tools/list", None), list_scope, origin)
+    async with serve_asgi(app, sock=sock, path="/mcp") as running:
         yield running
+
+
+class _Scoped:
+    """ASGI middleware: one request (a method, and a tool's name) is refused for want of a scope no token has."""
+
+    def __init__(self, app: ASGIApp, request: tuple[str, str | None], scope: str, origin: str) -> None:
+        self._app, self._request, self._scope, self._origin = app, request, scope, origin
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = None
+        if (
+            isinstance(request, dict)
+            and request.get("method") == self._request[0]
+            and (self._request[1] is None or (request.get("params") or {}).get("name") == self._request[1])
+        ):
+            challenge = (
+                f'Bearer error="insufficient_scope", scope="{self._scope}", '
+                f'resource_metadata="{self._origin}/.well-known/oauth-protected-resource/mcp", '
+                'error_description="this tool needs more access"'
+            )
+            await Response(status_code=403, headers={"WWW-Authenticate": challenge})(scope, receive, send)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self._app(scope, replay, send)
 
 
 @dataclass

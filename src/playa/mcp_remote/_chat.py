@@ -46,6 +46,10 @@ CONNECT_WAIT_MARGIN = 1.0
 Clock = Callable[[], float]
 
 
+def _login_hint(reason: str, name: str) -> str:
+    return f"{reason} — the owner can run /mcp_auth {name}"
+
+
 class ChatServers:
     """The remote MCP servers of one chat session, and the one service the owner's commands call.
 
@@ -247,7 +251,7 @@ class ChatServers:
         state.needs_login = needs_login
         if needs_login:
             # A timer cannot log in: the server waits for the owner.
-            reason = f"{reason} — the owner can run /mcp_auth {state.entry.name}"
+            reason = _login_hint(reason, state.entry.name)
         state.reason = self.redactor.redact(reason)
         state.next_retry = None if needs_login else self._clock() + self._settings.backoff(state.failures)
         logger.info("%s in %s is unavailable: %s", state.entry.name, self.session.scope, state.reason)
@@ -550,6 +554,9 @@ class ChatServers:
             return ToolResult.error(
                 f"{exposed} failed: {exc.reason}. The call was not retried; the next call reconnects."
             )
+        except NeedsLogin as exc:
+            # A scope the login did not grant: this tool waits for the owner, the others work.
+            return ToolResult.error(f"{exposed} failed: {_login_hint(exc.reason, state.entry.name)}")
         except RemoteError as exc:
             # The server answered with an error: the connection is fine and stays.
             return ToolResult.error(f"{exposed} failed: {exc.reason}")

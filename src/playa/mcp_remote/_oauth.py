@@ -21,7 +21,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Final
 from urllib.parse import parse_qs, urlsplit
@@ -39,6 +39,7 @@ from mcp.shared.auth import (
 
 from playa import __version__
 from playa.host import outbound_secrets
+from playa.mcp_remote._errors import missing_scope
 from playa.mcp_remote._grant import OAuthGrant
 
 __all__ = [
@@ -159,6 +160,7 @@ class ServerAuth(OAuthClientProvider):
         self._clock = clock
         self._refreshing = False
         self._refreshed_on_401 = False
+        self._answer: httpx2.Response | None = None
         self.needs_login: str | None = None
         """Why the last connect failed for want of a person's login; None if it did not."""
 
@@ -181,9 +183,29 @@ class ServerAuth(OAuthClientProvider):
         if self.context.current_tokens is not None and expires_at is not None:
             self.context.token_expiry_time = expires_at - REFRESH_MARGIN
 
+    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        # The SDK's flow, watched: what the server answered the request itself tells a scope
+        # it lacks (403 insufficient_scope) from a token it refused (401).
+        flow = super()._auth_flow(request)
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                response = yield outgoing
+                if outgoing is request:
+                    self._answer = response
+                outgoing = await flow.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
+
     async def _perform_authorization(self) -> httpx2.Request:
         if self._login is not None:
             return await super()._perform_authorization()
+        if self._answer is not None and (scope := missing_scope(self._answer)) is not None:
+            # A refresh grants no new scope: only the owner's login can (/mcp_auth).
+            self.needs_login = scope
+            raise _NeedsLogin(scope)
         # A 401 to a token that has not expired by the clock (revoked, or a server that keeps
         # shorter lifetimes): one refresh before asking a person.
         if not self._refreshed_on_401 and self.context.can_refresh_token():
