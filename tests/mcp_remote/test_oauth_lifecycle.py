@@ -5,15 +5,18 @@ Against a real authorization server (npm oidc-provider) protecting an SDK MCP se
 
 from __future__ import annotations
 
+import logging
 import time
+from dataclasses import replace
 from pathlib import Path
+from urllib.parse import parse_qs, quote, urlsplit
 
 import anyio
 import httpx2
 import pytest
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
 
-from playa.host import encoded_forms
+from playa.host import ChatSession, Host, encoded_forms
 from playa.mcp_remote import HostSecret
 from playa.mcp_remote._errors import missing_scope
 from playa.mcp_remote._grant import OAuthGrant
@@ -21,8 +24,18 @@ from playa.mcp_remote._revoke import revoke
 from playa.mcp_remote._seal import Sealer
 from playa.mcp_remote._store import ServerStore
 from servers.oidc import authorization_server
-from support.chat import RecordingModel, ScriptedUI, msg
-from support.oauth import OwnerUI, introspect, log_in, protected_server, remote_host, sign_in
+from support.chat import GUEST, RecordingModel, ScriptedUI, msg
+from support.oauth import (
+    SETTINGS,
+    OwnerUI,
+    every_file,
+    introspect,
+    log_in,
+    protected_server,
+    remote_host,
+    sign_in,
+    sign_in_elsewhere,
+)
 
 pytestmark = [pytest.mark.anyio]
 
@@ -188,3 +201,108 @@ async def test_a_server_that_wants_more_scope_to_connect_says_which_and_waits_fo
             assert listed.text.splitlines()[0] == f"linear: {expected}"
             assert "next retry" not in listed.text
             assert expected.removeprefix("unavailable: ") in (session.prompt.get("Remote MCP servers") or "")
+
+
+async def started_login(host: Host, session: ChatSession, url: str) -> tuple[OwnerUI, str]:
+    """``/mcp_add`` a server that needs a login; the owner signs in on a machine that cannot reach
+    the loopback callback. Returns the owner's UI and the address the browser ended at."""
+    ui = OwnerUI()
+    await host.handle(session, msg(f"/mcp_add linear {url}"), ui)
+    await ui.link.wait()
+    (text,) = ui.private
+    assert "/mcp_auth linear --paste" in text
+    return ui, await sign_in_elsewhere(ui.link_url())
+
+
+@pytest.mark.npm
+async def test_the_owner_pastes_the_address_the_login_ended_at_as_a_secret_answer(
+    data_dir: Path, host_secret: HostSecret, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    model = RecordingModel()
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            authorization_server() as auth,
+            protected_server(auth) as mcp,
+            remote_host(data_dir, host_secret, model) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui, ended_at = await started_login(host, session, mcp.url)
+            code = parse_qs(urlsplit(ended_at).query)["code"][0]
+            caplog.clear()  # the test's own browser logged the address it was sent to
+
+            # Another member of the chat cannot complete the owner's login.
+            guest = await host.handle(session, msg("/mcp_auth linear --paste", GUEST), ScriptedUI([ended_at]))
+            assert guest is not None and "Logged in" not in guest.text
+            # Nor can the owner from another chat.
+            other = await host.session("console:other", owner="owner")
+            elsewhere = await host.handle(other, msg(f"/mcp_auth linear {ended_at}"), ScriptedUI())
+            assert elsewhere is not None
+            assert elsewhere.text == "There is no server named 'linear'. /mcp_list shows them." or (
+                "unknown, used or expired" in elsewhere.text
+            ), elsewhere.text
+            # An address that is not the callback's is refused without being quoted.
+            wrong = ScriptedUI(["https://example.com/oauth/callback?code=x&state=y"])
+            refused = await host.handle(session, msg("/mcp_auth linear --paste"), wrong)
+            assert refused is not None and refused.text.startswith("That is not the address"), refused.text
+            assert "example.com" not in refused.text
+
+            answering = ScriptedUI([ended_at])
+            ui.said = anyio.Event()
+            pasted = await host.handle(session, msg("/mcp_auth linear --paste"), answering)
+            assert pasted is not None
+            assert pasted.text == "Playa received the login for linear."
+            assert answering.asked and answering.asked[0][1] is True  # asked as a secret
+            await ui.said.wait()
+            assert ui.sent[-1].startswith("Logged in to linear: connected"), ui.sent
+
+            # Used once: the same address again is refused.
+            again = await host.handle(session, msg(f"/mcp_auth linear {ended_at}"), ScriptedUI())
+            assert again is not None and "unknown, used or expired" in again.text
+
+            called = await host.handle(session, msg("linear__whoami"), ScriptedUI())
+            assert called is not None and "signed in" in called.text
+            files = every_file(data_dir)
+            assert any(name.endswith(".jsonl") for name in files)  # the history is there
+            for text in (repr(model.seen), caplog.text, pasted.text, again.text, *files.values()):
+                assert code not in text
+
+
+@pytest.mark.npm
+async def test_a_pasted_address_with_another_issuer_or_after_the_link_expired_completes_no_login(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            authorization_server() as auth,
+            protected_server(auth) as mcp,
+            remote_host(data_dir, host_secret, RecordingModel()) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui, ended_at = await started_login(host, session, mcp.url)
+            assert f"iss={quote(auth.issuer, safe='')}" in ended_at
+            forged = ended_at.replace(quote(auth.issuer, safe=""), quote("http://127.0.0.1:9/", safe=""))
+            ui.said = anyio.Event()
+            await host.handle(session, msg(f"/mcp_auth linear {forged}"), ScriptedUI())
+            await ui.said.wait()
+            assert ui.sent[-1].startswith("The login to linear failed"), ui.sent
+            listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
+            assert listed is not None and "this server needs a login" in listed.text
+
+        async with (
+            authorization_server() as auth,
+            protected_server(auth) as mcp,
+            remote_host(
+                data_dir, host_secret, RecordingModel(), replace(SETTINGS, login_timeout=0.5)
+            ) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui = OwnerUI()
+            await host.handle(session, msg(f"/mcp_add linear {mcp.url} --oauth"), ui)
+            await ui.link.wait()
+            ui.said = anyio.Event()
+            await ui.said.wait()
+            assert "was not used within" in ui.sent[-1]
+            ended_at = await sign_in_elsewhere(ui.link_url())
+            late = await host.handle(session, msg(f"/mcp_auth linear {ended_at}"), ScriptedUI())
+            assert late is not None and "unknown, used or expired" in late.text

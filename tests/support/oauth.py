@@ -33,10 +33,12 @@ __all__ = [
     "OwnerUI",
     "every_file",
     "introspect",
+    "link_in",
     "log_in",
     "protected_server",
     "remote_host",
     "sign_in",
+    "sign_in_elsewhere",
 ]
 
 SETTINGS = RemoteMcpSettings(
@@ -179,7 +181,37 @@ class OwnerUI(ScriptedUI):
 
     def link_url(self) -> str:
         (text,) = self.private
-        return text.splitlines()[-1]
+        return link_in(text)
+
+
+def link_in(text: str) -> str:
+    """The authorization link in the message that carries it: the line of its own that is a URL."""
+    (link,) = [line for line in text.splitlines() if line.startswith("http")]
+    return link
+
+
+async def sign_in_elsewhere(link: str) -> str:
+    """The owner's browser on another machine: signs in, and ends at a redirect to Playa's loopback
+    callback that it cannot reach; returns that address (what the owner pastes)."""
+    async with httpx2.AsyncClient() as browser:
+        response = await browser.get(link)
+        for _ in range(20):
+            if response.is_redirect:
+                location = str(response.request.url.join(response.headers["location"]))
+                if "/oauth/callback" in location:
+                    return location
+                response = await browser.get(location)
+            elif "/interaction/" in str(response.url):
+                prompt = "login" if 'name="login"' in response.text else "consent"
+                data = (
+                    {"prompt": prompt, "login": "owner", "password": "pw"}
+                    if prompt == "login"
+                    else {"prompt": prompt}
+                )
+                response = await browser.post(str(response.url), data=data)
+            else:
+                raise AssertionError(f"the sign-in stopped at {response.url}: {response.text[:200]}")
+    raise AssertionError("the sign-in never reached the callback")
 
 
 async def sign_in(link: str) -> httpx2.Response:

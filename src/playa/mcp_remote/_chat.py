@@ -46,6 +46,10 @@ CONNECT_WAIT_MARGIN = 1.0
 Clock = Callable[[], float]
 
 
+class _Undelivered(Exception):
+    """The owner could not be sent the authorization link privately (no private chat with the bot)."""
+
+
 def _login_hint(reason: str, name: str) -> str:
     return f"{reason} — the owner can run /mcp_auth {name}"
 
@@ -330,7 +334,15 @@ class ChatServers:
                 timeout = self._settings.login_timeout
 
                 async def deliver(link: str) -> None:
-                    await send_link(f"Log in to {name} within {duration_text(timeout)}:\n{link}")
+                    text = f"Log in to {name} within {duration_text(timeout)}:\n{link}"
+                    if not self._callbacks.public:
+                        # The redirect goes to this host's loopback: a browser elsewhere cannot reach it.
+                        text += (
+                            "\nIf the page you end at does not load, copy its address and send "
+                            f"/mcp_auth {name} --paste in the chat you started from."
+                        )
+                    if await send_link(text) is None:
+                        raise _Undelivered
 
                 login = PendingLogin(
                     self.session.scope, owner, name, deliver, self._callbacks, timeout=timeout
@@ -371,6 +383,11 @@ class ChatServers:
                     message = ""
             except LoginExpired as exc:
                 message = f"{exc}. Run /mcp_auth {name} for a new link."
+            except _Undelivered:
+                message = (
+                    f"I could not send you the link to log in to {name} privately. Start a private "
+                    f"chat with me first, then run /mcp_auth {name} again."
+                )
             except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as exc:
                 why = login.refusal if login is not None and login.refusal else str(exc)
                 message = f"The login to {name} failed: {self.redactor.redact(why)[:300]}"
@@ -405,6 +422,22 @@ class ChatServers:
         else:
             state.grant.grant = grant
         await self._save_grant(state.entry.name, grant)
+
+    @property
+    def redirect_uri(self) -> str | None:
+        """Where the authorization server sends the owner's browser; None before any login began."""
+        try:
+            return self._callbacks.redirect_uri
+        except RuntimeError:
+            return None
+
+    def paste_login(self, query: str, *, owner: str) -> str:
+        """Complete a login with the query of the address the owner pasted; returns what to tell them.
+
+        Checked as the redirect listener checks a request (state known, unused, unexpired; the
+        authorization server's ``iss`` by the SDK), and bound to this chat and this owner.
+        """
+        return self._callbacks.complete(query, scope=self.session.scope, owner=owner)
 
     def _held_grant(self, name: str) -> OAuthGrant | None:
         """The OAuth grant ``name`` holds now, refreshed tokens included; None for a header server."""

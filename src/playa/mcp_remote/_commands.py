@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
 
 from mcp.shared.auth import OAuthClientInformationFull
 
@@ -20,6 +21,11 @@ __all__ = ["OpenServers", "build_commands"]
 OpenServers = Callable[[ChatSession], Awaitable[ChatServers]]
 """The chat's servers for an owner's command, picked up afresh from the file (``UsageError``
 when remote MCP is disabled): the one service the commands call."""
+
+PASTE_FLAG = "--paste"
+_AUTH_USAGE = (
+    "usage: /mcp_auth <name> to log in; /mcp_auth <name> --paste to send the address a login ended at"
+)
 
 
 def quotable(text: str) -> bool:
@@ -120,9 +126,12 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
 
     async def auth(ctx: CommandContext) -> str:
         chat = await servers(ctx)
-        name = ctx.args.strip()
+        name, _, rest = ctx.args.strip().partition(" ")
         if not name:
-            raise UsageError("usage: /mcp_auth <name>")
+            raise UsageError(_AUTH_USAGE)
+        rest = rest.strip()
+        if rest:
+            return await paste(ctx, chat, rest)
         state = chat.servers.get(name)
         if state is None:
             return _no_such_server(name)
@@ -135,6 +144,38 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
                 return f"Could not save {name}: {exc}"
         login(ctx, chat, name)
         return f"I sent you the link to log in to {name} (privately); the chat goes on meanwhile."
+
+    async def paste(ctx: CommandContext, chat: ChatServers, rest: str) -> str:
+        """The owner pastes the address their browser ended at, where the redirect could not reach us.
+
+        Taken as a secret answer (never in the conversation; deleted or hidden by the front end),
+        and checked as the redirect listener checks a request, and more: the login must be this
+        chat's and this sender's.
+        """
+        if rest == PASTE_FLAG:
+            answer = await ctx.ui.ask(
+                "Send the address of the page your browser ended at after the login. It stays out "
+                "of the conversation, and I delete your message.",
+                secret=True,
+            )
+            if not answer:
+                return "No answer came, so no login was completed."
+        elif len(rest.split()) == 1:
+            answer = rest
+        else:
+            raise UsageError(_AUTH_USAGE)
+        redirect = chat.redirect_uri
+        given = urlsplit(answer.strip())
+        expected = urlsplit(redirect) if redirect is not None else None
+        if expected is None or (given.scheme, given.hostname, given.path) != (
+            expected.scheme,
+            expected.hostname,
+            expected.path,
+        ):
+            # Never quoted back: it may be anything, a key included.
+            shown = f": it starts with {redirect}" if redirect is not None else ""
+            return f"That is not the address of the page a login ends at{shown}. No login was completed."
+        return chat.paste_login(given.query, owner=ctx.sender.id)
 
     async def remove(ctx: CommandContext) -> str:
         chat = await servers(ctx)
@@ -190,8 +231,8 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             "mcp_auth",
             "log in to a remote MCP server that needs OAuth",
             auth,
-            usage="/mcp_auth <name>",
-            carries_secret=not_a_name,
+            usage=_AUTH_USAGE,
+            carries_secret=_auth_carries_secret,
         ),
         Command(
             "mcp_remove",
@@ -216,6 +257,12 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             carries_secret=not_a_name,
         ),
     ]
+
+
+def _auth_carries_secret(args: str) -> bool:
+    """``/mcp_auth <name>`` and ``/mcp_auth <name> --paste`` carry none; a pasted address holds a code."""
+    name, _, rest = args.strip().partition(" ")
+    return not_a_name(name) or rest.strip() not in ("", PASTE_FLAG)
 
 
 def _preregistered(request: AddRequest) -> OAuthClientInformationFull | None:

@@ -301,14 +301,23 @@ class PendingLogin:
 
 
 class Callbacks:
-    """The loopback redirect listener of a host, and the logins waiting on it."""
+    """The redirect listener of a host, and the logins waiting on it.
 
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    By default a loopback listener of its own. With ``public_url`` the redirect URI is
+    ``<public_url>/oauth/callback``, served by the front end's own listener (Telegram's webhook),
+    which hands each request's query to ``complete``.
+    """
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, public_url: str | None = None) -> None:
         self._host = host
         self._port = port
         self.pending: dict[str, PendingLogin] = {}
         self._listening: anyio.Event | None = None
         self._url: str | None = None
+        self.public = public_url is not None
+        """The redirect URI is reachable from the owner's browser wherever it runs."""
+        if public_url is not None:
+            self._url = public_url.rstrip("/") + CALLBACK_PATH
 
     @property
     def redirect_uri_or_placeholder(self) -> str:
@@ -323,6 +332,8 @@ class Callbacks:
 
     async def ensure_started(self, task_group: TaskGroup) -> str:
         """Start listening (once) in ``task_group``; returns the redirect URI."""
+        if self.public:
+            return self.redirect_uri
         if self._listening is None:
             self._listening = anyio.Event()
             await task_group.start(self._serve)
@@ -356,15 +367,16 @@ class Callbacks:
             # Unknown, used, expired or another chat's: all the same to whoever sent it.
             return "This login link is unknown, used or expired. Run /mcp_auth again in the chat."
         del self.pending[state]  # used once
+        close = "" if scope is not None else " You can close this window."
         if (error := _one(params, "error")) is not None:
             description = _one(params, "error_description")
             login.refusal = f"{error[:60]}: {description[:200]}" if description else error[:60]
             login.complete(AuthorizationCodeResult(code="", state=state, iss=_one(params, "iss")))
-            return f"The authorization server refused the login ({error[:60]}). You can close this window."
+            return f"The authorization server refused the login ({error[:60]}).{close}"
         code = _one(params, "code") or ""
         _register((code,))
         login.complete(AuthorizationCodeResult(code=code, state=state, iss=_one(params, "iss")))
-        return f"Playa received the login for {login.server}. You can close this window."
+        return f"Playa received the login for {login.server}.{close}"
 
     async def _handle(self, stream: SocketStream) -> None:
         async with stream:
