@@ -14,7 +14,7 @@ from ._chat import ChatServers
 from ._grant import OAuthGrant, resource_of
 from ._parse import USAGE, AddRequest, carries_secret, check_secret, parse_add
 from ._store import AuthKind, Saved
-from ._views import added_text, notice, server_list, tool_list
+from ._views import added_text, link_sent, notice, server_list, tool_list
 
 __all__ = ["OpenServers", "build_commands"]
 
@@ -118,8 +118,7 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
         if state.needs_login:
             login(ctx, chat, entry.name)
             return with_notes(
-                f"{verb} {entry.name}: this server needs a login. I sent you the link to log in "
-                "(privately); the chat goes on meanwhile, and I say here when it is done.",
+                f"{verb} {entry.name}: this server needs a login. {link_sent(entry.name)} I say here when it is done.",
                 saved,
             )
         return with_notes(added_text(verb, entry.name, state, clock()), saved)
@@ -143,7 +142,7 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             except StoreError as exc:
                 return f"Could not save {name}: {exc}"
         login(ctx, chat, name)
-        return f"I sent you the link to log in to {name} (privately); the chat goes on meanwhile."
+        return f"Logging in to {name}. {link_sent(name)}"
 
     async def paste(ctx: CommandContext, chat: ChatServers, rest: str) -> str:
         """The owner pastes the address their browser ended at, where the redirect could not reach us.
