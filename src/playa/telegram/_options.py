@@ -52,9 +52,8 @@ def telegram_options(args: argparse.Namespace, environ: Mapping[str, str]) -> Te
     if public_url is not None:
         parts = urlsplit(public_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(
-                f"{ENV_PUBLIC_URL} must be an http(s) URL (https on the internet), got {public_url!r}"
-            )
+            # Not quoted: it may hold credentials, checked next.
+            raise ConfigError(f"{ENV_PUBLIC_URL} must be an http(s) URL (https on the internet)")
         if parts.username or parts.password or parts.query or parts.fragment:
             raise ConfigError(f"{ENV_PUBLIC_URL} must be a plain URL: no credentials, query or fragment")
         if webhook is None:
