@@ -166,9 +166,9 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
         redirect = chat.redirect_uri
         given = urlsplit(answer.strip())
         expected = urlsplit(redirect) if redirect is not None else None
-        if expected is None or (given.scheme, given.hostname, given.path) != (
+        if expected is None or (given.scheme, given.netloc.lower(), given.path) != (
             expected.scheme,
-            expected.hostname,
+            expected.netloc.lower(),
             expected.path,
         ):
             # Never quoted back: it may be anything, a key included.

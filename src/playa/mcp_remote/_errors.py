@@ -75,7 +75,7 @@ def missing_scope(response: httpx2.Response) -> str | None:
     """
     if response.status_code != 403 or extract_field_from_www_auth(response, "error") != "insufficient_scope":
         return None
-    scopes = [token for token in (extract_field_from_www_auth(response, "scope") or "").split()]
+    scopes = (extract_field_from_www_auth(response, "scope") or "").split()
     if scopes and all(_SCOPE_TOKEN.fullmatch(token) for token in scopes):
         shown = " ".join(scopes[:_SCOPES_SHOWN]) + (" …" if len(scopes) > _SCOPES_SHOWN else "")
         return f"needs scope {shown}"
@@ -101,14 +101,13 @@ class HttpTrace:
         self.login_challenge = False
         """The last 401 was a Bearer challenge naming OAuth metadata (RFC 9728): a login helps."""
         self.missing_scope: str | None = None
-        """What the last 403 said is missing, when it was ``insufficient_scope`` (``missing_scope``)."""
+        """What the last refusal said is missing, when it was a 403 ``insufficient_scope`` (``missing_scope``)."""
 
     async def on_response(self, response: httpx2.Response) -> None:
         if response.status_code >= 400:
             self.errors += 1
             self.status = response.status_code
-            if response.status_code == 403:
-                self.missing_scope = missing_scope(response)
+            self.missing_scope = missing_scope(response)
             if response.status_code == 401:
                 challenge = response.headers.get("www-authenticate", "")
                 self.login_challenge = (
