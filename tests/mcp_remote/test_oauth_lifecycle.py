@@ -306,3 +306,26 @@ async def test_a_pasted_address_with_another_issuer_or_after_the_link_expired_co
             ended_at = await sign_in_elsewhere(ui.link_url())
             late = await host.handle(session, msg(f"/mcp_auth linear {ended_at}"), ScriptedUI())
             assert late is not None and "unknown, used or expired" in late.text
+
+
+async def test_an_authorization_server_without_revocation_is_said_to_offer_none() -> None:
+    issuer = "http://127.0.0.1:9"
+    grant = OAuthGrant(
+        resource="http://127.0.0.1:1/mcp",
+        issuer=issuer,
+        client=OAuthClientInformationFull(client_id="playa", token_endpoint_auth_method="none"),
+        tokens=OAuthToken(access_token="access-7f3a9c", refresh_token="refresh-2b8e41"),
+        metadata=OAuthMetadata.model_validate(
+            {
+                "issuer": issuer,
+                "authorization_endpoint": f"{issuer}/auth",
+                "token_endpoint": f"{issuer}/token",
+            }
+        ),
+    )
+    async with httpx2.AsyncClient() as http:
+        outcome = await revoke(grant, http)
+        nothing = await revoke(OAuthGrant(resource="http://127.0.0.1:1/mcp"), http)
+    assert outcome.outcome == "not offered"
+    assert "offers no revocation: its tokens stay valid until they expire" in outcome.text
+    assert nothing.text == ""

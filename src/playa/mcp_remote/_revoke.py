@@ -14,6 +14,7 @@ from typing import Final, Literal
 
 import anyio
 import httpx2
+from mcp.client.auth import OAuthTokenError
 from mcp.client.auth.oauth2 import OAuthContext
 
 from playa.mcp_remote._grant import OAuthGrant
@@ -62,34 +63,40 @@ async def revoke(
     if metadata is None or metadata.revocation_endpoint is None:
         return Revocation("not offered")
     endpoint = str(metadata.revocation_endpoint)
-    pending = [(tokens.refresh_token, "refresh_token"), (tokens.access_token, "access_token")]
+    # The SDK's own client authentication (none, client_secret_basic, client_secret_post).
+    context = OAuthContext(
+        grant.resource,
+        client_metadata(_NO_REDIRECT),
+        GrantStorage(grant, _keep),
+        redirect_handler=None,
+        callback_handler=None,
+        client_info=client,
+    )
+    failure: Revocation | None = None
     with anyio.move_on_after(timeout):
-        for token, hint in pending:
+        for token, hint in [(tokens.refresh_token, "refresh_token"), (tokens.access_token, "access_token")]:
             if not token:
                 continue
-            # The SDK's own client authentication (none, client_secret_basic, client_secret_post).
-            context = OAuthContext(
-                grant.resource,
-                client_metadata(_NO_REDIRECT),
-                GrantStorage(grant, _keep),
-                redirect_handler=None,
-                callback_handler=None,
-                client_info=client,
-            )
-            data, headers = context.prepare_token_auth(
-                {"token": token, "token_type_hint": hint, "client_id": client.client_id}, {}
-            )
+            try:
+                data, headers = context.prepare_token_auth(
+                    {"token": token, "token_type_hint": hint, "client_id": client.client_id}, {}
+                )
+            except OAuthTokenError:
+                return Revocation("failed", "the client's authentication method is not one Playa speaks")
             try:
                 response = await http.post(endpoint, data=data, headers=headers)
-            except httpx2.HTTPError as exc:
+            except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
                 # Not the exception's text: it may quote the request.
                 logger.info("revoking a token at %s failed: %s", endpoint, type(exc).__name__)
                 return Revocation("failed", "the authorization server could not be reached")
-            # RFC 7009 §2.2: 200 whether or not the token was valid; 503 asks to try later.
+            # RFC 7009 §2.2: 200 whether or not the token was valid. Anything else (a token type
+            # it does not revoke, 503 for later): the other token is still worth a try.
             if response.status_code != 200:
                 logger.info("revoking a token at %s failed: HTTP %s", endpoint, response.status_code)
-                return Revocation("failed", f"the authorization server answered HTTP {response.status_code}")
-        return Revocation("revoked")
+                failure = failure or Revocation(
+                    "failed", f"the authorization server answered HTTP {response.status_code}"
+                )
+        return failure or Revocation("revoked")
     return Revocation("failed", f"no answer within {timeout:g} s")
 
 
