@@ -9,133 +9,25 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
 import httpx2
 import pytest
-from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.settings import AuthSettings
-from mcp.server.mcpserver import Context, MCPServer
 
-from playa._asgi import bind
-from playa.host import Host, HostConfig, encoded_forms
-from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpExtension, RemoteMcpSettings
+from playa.host import encoded_forms
+from playa.mcp_remote import HostSecret
 from playa.mcp_remote._seal import Sealer
 from playa.mcp_remote._store import ServerStore
-from servers.oidc import AuthorizationServer, authorization_server
-from servers.python_servers import LOOPBACK, RunningServer, serve_asgi
+from servers.oidc import authorization_server
 from support.chat import RecordingModel, ScriptedUI, msg
+from support.oauth import SETTINGS, OwnerUI, every_file, protected_server, remote_host, sign_in
 
 pytestmark = [pytest.mark.anyio, pytest.mark.npm]
 
 SCOPE = "console:oauth"
-SETTINGS = RemoteMcpSettings(
-    connection=ConnectionSettings(connect_timeout=15.0, call_timeout=15.0, close_timeout=5.0)
-)
 TEST_TIMEOUT = 60.0
-
-
-class Introspection:
-    """The MCP server's token check: RFC 7662 introspection at the authorization server."""
-
-    def __init__(self, auth: AuthorizationServer, resource: str) -> None:
-        self._auth = auth
-        self._resource = resource
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        async with httpx2.AsyncClient() as client:
-            answer = await client.post(
-                f"{self._auth.issuer}/token/introspection",
-                data={"token": token},
-                auth=("mcp-server", self._auth.introspect_secret),
-            )
-        info = answer.json()
-        if not info.get("active"):
-            return None
-        audience = info.get("aud")
-        audiences = audience if isinstance(audience, list) else [audience]
-        return AccessToken(
-            token=token,
-            client_id=info["client_id"],
-            scopes=str(info.get("scope", "")).split(),
-            expires_at=info.get("exp"),
-            resource=self._resource if self._resource in audiences else None,
-            subject=info.get("sub"),
-        )
-
-
-@asynccontextmanager
-async def protected_server(auth: AuthorizationServer) -> AsyncIterator[RunningServer]:
-    """An SDK MCP server that takes only tokens the authorization server issued for it."""
-    sock = bind(LOOPBACK, 0)
-    url = f"http://{LOOPBACK}:{sock.getsockname()[1]}/mcp"
-    server = MCPServer(
-        "protected",
-        token_verifier=Introspection(auth, url),
-        auth=AuthSettings(
-            issuer_url=auth.issuer,
-            resource_server_url=url,
-            required_scopes=["mcp"],
-            validate_token_resource=True,
-        ),
-    )
-
-    @server.tool()
-    def whoami(ctx: Context) -> str:
-        """Who the token says the caller is."""
-        return "signed in"
-
-    async with serve_asgi(server.streamable_http_app(host=LOOPBACK), sock=sock, path="/mcp") as running:
-        yield running
-
-
-@dataclass
-class OwnerUI(ScriptedUI):
-    """The owner's console: events for the private link and for the chat's next message."""
-
-    link: anyio.Event = field(default_factory=anyio.Event)
-    said: anyio.Event = field(default_factory=anyio.Event)
-
-    async def send_private(self, text: str) -> object:
-        ref = await super().send_private(text)
-        self.link.set()
-        return ref
-
-    async def send(self, text: str) -> object:
-        ref = await super().send(text)
-        self.said.set()
-        return ref
-
-    def link_url(self) -> str:
-        (text,) = self.private
-        return text.splitlines()[-1]
-
-
-async def sign_in(link: str) -> httpx2.Response:
-    """The owner's browser: the authorization server's sign-in and consent, then Playa's callback."""
-    async with httpx2.AsyncClient(follow_redirects=True) as browser:
-        page = await browser.get(link)
-        assert "/interaction/" in str(page.url), page.text[:200]
-        page = await browser.post(str(page.url), data={"prompt": "login", "login": "owner", "password": "pw"})
-        if "/interaction/" in str(page.url):
-            page = await browser.post(str(page.url), data={"prompt": "consent"})
-        return page
-
-
-def remote_host(
-    data_dir: Path, secret: HostSecret, model: RecordingModel, settings: RemoteMcpSettings = SETTINGS
-) -> Host:
-    extension = RemoteMcpExtension(secret, settings=settings)
-    return Host(HostConfig(data_dir=data_dir, model=model.model()), [extension])
-
-
-def every_file(root: Path) -> dict[str, str]:
-    """Every file Playa wrote under its data dir (history, workspace, sealed store), as text."""
-    return {str(p): p.read_text(errors="replace") for p in root.rglob("*") if p.is_file()}
 
 
 def sealed_secrets(data_dir: Path, secret: HostSecret, workspace: Path) -> frozenset[str]:
@@ -174,7 +66,7 @@ async def test_a_server_that_needs_a_login_is_logged_in_by_the_owner_and_its_tok
                 assert callback.status_code == 200
                 assert "received the login for linear" in callback.text
                 await ui.said.wait()
-                assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 1 tools."
+                assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 2 tools."
 
                 called = await host.handle(session, msg("linear__whoami"), ScriptedUI())
                 assert called is not None
@@ -214,7 +106,7 @@ async def test_a_server_that_needs_a_login_is_logged_in_by_the_owner_and_its_tok
                 await host.handle(session, msg("hello"), ScriptedUI())
                 reply = await host.handle(session, msg("/mcp_list"), ScriptedUI())
                 assert reply is not None
-                assert reply.text.startswith("linear: connected over streamable-http, 1 tools"), reply.text
+                assert reply.text.startswith("linear: connected over streamable-http, 2 tools"), reply.text
                 called = await host.handle(session, msg("linear__whoami"), ScriptedUI())
                 assert called is not None
                 assert "signed in" in called.text
@@ -258,7 +150,7 @@ async def test_tokens_are_refreshed_before_expiry_and_a_refused_refresh_waits_fo
                 await ui.link.wait()
                 await sign_in(ui.link_url())
                 await ui.said.wait()
-                assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 1 tools."
+                assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 2 tools."
                 workspace = session.workspace
             store = ServerStore(workspace, SCOPE, Sealer(host_secret.value))
             (first,) = store.load().entries

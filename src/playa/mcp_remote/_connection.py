@@ -316,7 +316,7 @@ class Connection:
                 finally:
                     del self._calls[scope]
         except Exception as exc:  # boundary: every SDK and httpx2 failure is translated at this seam
-            error = self._own_call_error(exc, cuts_before) or call_error(
+            error = self._own_call_error(exc, cuts_before, errors_before) or call_error(
                 exc, server=server, trace=self._trace, errors_before=errors_before, timeout=seconds
             )
             if isinstance(error, CallFailed | RemoteTimeout):
@@ -364,9 +364,13 @@ class Connection:
         """How many answers the result budget cut off: results come on POST bodies, or over SSE on its stream."""
         return self._budget.exceeded_events if self.transport == "sse" else self._budget.exceeded
 
-    def _own_call_error(self, exc: Exception, cuts_before: int) -> RemoteError | None:
-        """The failures ``call_error`` cannot see: a refused address, a result over the budget."""
+    def _own_call_error(self, exc: Exception, cuts_before: int, errors_before: int) -> RemoteError | None:
+        """The failures ``call_error`` cannot see: a refused address, a result over the budget, a scope
+        that only the owner's login can add (the connection is fine: other tools still work)."""
         server = self.endpoint.server
+        scope = self._trace.missing_scope
+        if self.endpoint.auth is not None and self._trace.errors > errors_before and scope is not None:
+            return NeedsLogin(scope, server=server)
         if (refusal := find_refusal(exc)) is not None:
             return CallFailed(refusal.reason, server=server)
         if self._cuts() > cuts_before or oversized_event(exc):
@@ -636,8 +640,8 @@ class Connector:
                 )
             return self._ssl_context
 
-    async def login_client(self, auth: httpx2.Auth) -> httpx2.AsyncClient:
-        """An HTTP client for an OAuth login's requests, under the egress policy of every connection.
+    async def login_client(self, auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+        """An HTTP client for an OAuth login's (or revocation's) requests, under the egress policy of every connection.
 
         The metadata a server points at (its authorization server, their endpoints) is no more
         trusted than the server's own URL: every address is judged the same way.

@@ -21,7 +21,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Final
 from urllib.parse import parse_qs, urlsplit
@@ -39,6 +39,7 @@ from mcp.shared.auth import (
 
 from playa import __version__
 from playa.host import outbound_secrets
+from playa.mcp_remote._errors import missing_scope
 from playa.mcp_remote._grant import OAuthGrant
 
 __all__ = [
@@ -159,6 +160,7 @@ class ServerAuth(OAuthClientProvider):
         self._clock = clock
         self._refreshing = False
         self._refreshed_on_401 = False
+        self._answer: httpx2.Response | None = None
         self.needs_login: str | None = None
         """Why the last connect failed for want of a person's login; None if it did not."""
 
@@ -181,9 +183,29 @@ class ServerAuth(OAuthClientProvider):
         if self.context.current_tokens is not None and expires_at is not None:
             self.context.token_expiry_time = expires_at - REFRESH_MARGIN
 
+    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        # The SDK's flow, watched: what the server answered the request itself tells a scope
+        # it lacks (403 insufficient_scope) from a token it refused (401).
+        flow = super()._auth_flow(request)
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                response = yield outgoing
+                if outgoing is request:
+                    self._answer = response
+                outgoing = await flow.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
+
     async def _perform_authorization(self) -> httpx2.Request:
         if self._login is not None:
             return await super()._perform_authorization()
+        if self._answer is not None and (scope := missing_scope(self._answer)) is not None:
+            # A refresh grants no new scope: only the owner's login can (/mcp_auth).
+            self.needs_login = scope
+            raise _NeedsLogin(scope)
         # A 401 to a token that has not expired by the clock (revoked, or a server that keeps
         # shorter lifetimes): one refresh before asking a person.
         if not self._refreshed_on_401 and self.context.can_refresh_token():
@@ -279,14 +301,23 @@ class PendingLogin:
 
 
 class Callbacks:
-    """The loopback redirect listener of a host, and the logins waiting on it."""
+    """The redirect listener of a host, and the logins waiting on it.
 
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    By default a loopback listener of its own. With ``public_url`` the redirect URI is
+    ``<public_url>/oauth/callback``, served by the front end's own listener (Telegram's webhook),
+    which hands each request's query to ``complete``.
+    """
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, public_url: str | None = None) -> None:
         self._host = host
         self._port = port
         self.pending: dict[str, PendingLogin] = {}
         self._listening: anyio.Event | None = None
         self._url: str | None = None
+        self.public = public_url is not None
+        """The redirect URI is reachable from the owner's browser wherever it runs."""
+        if public_url is not None:
+            self._url = public_url.rstrip("/") + CALLBACK_PATH
 
     @property
     def redirect_uri_or_placeholder(self) -> str:
@@ -301,6 +332,8 @@ class Callbacks:
 
     async def ensure_started(self, task_group: TaskGroup) -> str:
         """Start listening (once) in ``task_group``; returns the redirect URI."""
+        if self.public:
+            return self.redirect_uri
         if self._listening is None:
             self._listening = anyio.Event()
             await task_group.start(self._serve)
@@ -334,15 +367,16 @@ class Callbacks:
             # Unknown, used, expired or another chat's: all the same to whoever sent it.
             return "This login link is unknown, used or expired. Run /mcp_auth again in the chat."
         del self.pending[state]  # used once
+        close = "" if scope is not None else " You can close this window."
         if (error := _one(params, "error")) is not None:
             description = _one(params, "error_description")
             login.refusal = f"{error[:60]}: {description[:200]}" if description else error[:60]
             login.complete(AuthorizationCodeResult(code="", state=state, iss=_one(params, "iss")))
-            return f"The authorization server refused the login ({error[:60]}). You can close this window."
+            return f"The authorization server refused the login ({error[:60]}).{close}"
         code = _one(params, "code") or ""
         _register((code,))
         login.complete(AuthorizationCodeResult(code=code, state=state, iss=_one(params, "iss")))
-        return f"Playa received the login for {login.server}. You can close this window."
+        return f"Playa received the login for {login.server}.{close}"
 
     async def _handle(self, stream: SocketStream) -> None:
         async with stream:

@@ -9,13 +9,14 @@ from ._options import TelegramOptions, telegram_options
 from ._outbox import RetryPolicy
 from ._owner import ANONYMOUS_ADMIN_ID
 from ._split import MESSAGE_LIMIT, split_message, utf16_len
-from ._webhook import SECRET_HEADER, WebhookConfig
+from ._webhook import SECRET_HEADER, RedirectRoute, WebhookConfig
 
 __all__ = [
     "ALLOWED_UPDATES",
     "ANONYMOUS_ADMIN_ID",
     "MESSAGE_LIMIT",
     "SECRET_HEADER",
+    "RedirectRoute",
     "RetryPolicy",
     "TelegramBot",
     "TelegramOptions",
