@@ -369,7 +369,10 @@ class Redactor:
         # core then looks for the break after, or just before, where the core would start
         # (_wrapped_span). Only a block that holds the break itself is new: the few wrapped forms
         # whose break falls within the first `stride + 3` bytes are patterns owned by those
-        # blocks alone, so the core's blocks keep their short lists of owners.
+        # blocks alone, so the core's blocks keep their short lists of owners. Measured and
+        # dropped (docs/benchmarks.md, section 5): a second pass that unwraps the base64 runs
+        # holding a break (finding them costs more than these blocks), and owning every block of
+        # a core so that fewer blocks must hold the break (fewer blocks, more hits, no gain).
         self._wrappable: frozenset[bytes] = (
             frozenset(_utf8(core) for core in cores) if self._stride else frozenset()
         )
