@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import base64
 import json
+import random
 from urllib.parse import quote, quote_plus, urlencode
 
 import pytest
@@ -376,3 +377,77 @@ def test_base64_wrapped_across_a_line_break_is_redacted_at_every_cut_and_alignme
                 text = "z" * lead + wrapped + " tail"
                 out = redactor.redact(text)
                 assert leaked(CANARY, out.replace(newline, "")) == [], (pad, cut, lead)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+@pytest.mark.parametrize("width", [64, 76])
+def test_a_secret_at_every_offset_of_a_wrapped_blob_is_redacted(newline: str, width: int) -> None:
+    # A blob wrapped as PEM (64 columns) or MIME (76), with the secret at every byte offset in
+    # it: every cut of its base64 by a break, at every alignment and every place in the line.
+    redactor = Redactor([CANARY])
+    secret = CANARY.encode()
+    for before in range(width):
+        blob = base64.b64encode(bytes(range(before)) + secret + b"\xfe\xfd\xfc").decode()
+        lines = [blob[at : at + width] for at in range(0, len(blob), width)]
+        text = "x = " + newline.join(lines) + newline + "end"
+        out = redactor.redact(text)
+        assert out == reference_redact([CANARY], text), before
+        # Whatever a second break of a long blob may leave, one break never leaks the secret.
+        assert leaked(CANARY, out.replace(newline, "")) == [], before
+
+
+@pytest.fixture
+def break_searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the redactor's searches for a line break (a one-item list, updated in place)."""
+    calls = [0]
+    search = _redact._wrapped_span
+
+    def counted(data: bytes, core: bytes, start: int) -> tuple[int, int] | None:
+        calls[0] += 1
+        return search(data, core, start)
+
+    monkeypatch.setattr(_redact, "_wrapped_span", counted)
+    return calls
+
+
+@pytest.mark.parametrize("newline", ["", "\n", "\r\n"])
+def test_ten_megabytes_of_base64_cost_a_break_search_only_at_rare_chance_hits(
+    break_searches: list[int], newline: str
+) -> None:
+    # An attachment: one run of base64 without a break, or wrapped at 76 columns.
+    blob = base64.b64encode(random.Random(7).randbytes(7_500_000)).decode()
+    text = newline.join(blob[at : at + 76] for at in range(0, len(blob), 76)) if newline else blob
+    redactor = Redactor([CANARY, API_KEY])
+    assert redactor.redact(text) is text
+    assert break_searches[0] <= len(text) // redactor._stride // 1000
+
+
+def test_a_hostile_base64_run_costs_at_most_a_break_search_per_sampled_block(
+    break_searches: list[int],
+) -> None:
+    # The secret's own base64 cut short, repeated: every sampled block is one of its blocks and
+    # a hit that fails to confirm. Each search looks at one core's length of bytes, so the work
+    # is linear in the text, never quadratic, with or without breaks.
+    redactor = Redactor([CANARY])
+    core = base64.b64encode(CANARY.encode()).decode()[:-6]
+    for unit in (core, core + "\n"):
+        break_searches[0] = 0
+        text = unit * (1_000_000 // len(unit))
+        assert redactor.redact(text) is text
+        assert 0 < break_searches[0] <= 2 * len(text) // redactor._stride
+
+
+def test_a_wrapped_core_across_the_edge_of_two_scanned_chunks_is_redacted() -> None:
+    redactor = Redactor([CANARY])
+    core = base64.b64encode(CANARY.encode()).decode()
+    edge = _redact._CHUNK
+    for cut in (1, len(core) // 2, len(core) - 1):
+        for newline in ("\n", "\r\n"):
+            wrapped = core[:cut] + newline + core[cut:]
+            for shift in range(-len(wrapped), 1):
+                text = "z" * (edge + shift) + wrapped + " tail"
+                assert redactor.redact(text) == "z" * (edge + shift) + REDACTED + " tail", (
+                    cut,
+                    newline,
+                    shift,
+                )

@@ -274,15 +274,27 @@ def _kept_bytes(chunks: list[bytes], spans: list[tuple[int, int]]) -> list[bytes
     return kept
 
 
-def _wrapped_end(data: bytes, core: bytes, start: int) -> int:
-    """Where ``core``, cut by one line break (LF or CRLF), ends if it starts at ``start``; else 0."""
-    newline = data.find(b"\n", start + 1, start + len(core) + 2)
-    if newline < 0:
-        return 0
-    cut = newline - start - (data[newline - 1] == 0x0D)
-    if not 0 < cut < len(core) or not data.startswith(core[:cut], start):
-        return 0
-    return newline + 1 + len(core) - cut if data.startswith(core[cut:], newline + 1) else 0
+def _wrapped_span(data: bytes, core: bytes, start: int) -> tuple[int, int] | None:
+    """Where ``core`` cut by one line break (LF or CRLF) lies, if it starts at ``start``.
+
+    Or one or two bytes before it: a sampled block after the break puts the core's start late
+    by the break's length. One search for the break serves all three starts.
+    """
+    stop = start + len(core) + 1  # a cut before the core's last byte, after a CRLF
+    newline = data.find(b"\n", max(start - 1, 1), stop)
+    while newline >= 0:
+        cut_at = newline - (data[newline - 1] == 0x0D)
+        for begin in (start, start - 1, start - 2):
+            cut = cut_at - begin
+            if (
+                0 < cut < len(core)
+                and begin >= 0
+                and data.startswith(core[:cut], begin)
+                and data.startswith(core[cut:], newline + 1)
+            ):
+                return begin, newline + 1 + len(core) - cut
+        newline = data.find(b"\n", newline + 1, stop)
+    return None
 
 
 @functools.lru_cache(maxsize=256)
@@ -341,7 +353,7 @@ class Redactor:
         self._min_length = min((len(form) for form in self._forms), default=0)
         # A wrapped core is one or two bytes longer than the core.
         self._max_length = max([*lengths, *(len(core) + 2 for core in cores)], default=0)
-        # Every wrappable core must be found by the sampled scan (see _wrapped_end).
+        # Every wrappable core must be found by the sampled scan (see _wrapped_span).
         self._stride = _choose_stride(lengths, min((len(core) for core in cores), default=None))
         owners: dict[bytes, list[tuple[bytes, int]]] = {}
         short: list[bytes] = []
@@ -355,9 +367,12 @@ class Redactor:
         # A core cut by a line break. When the first sampled block of the occurrence lies wholly
         # before or after the break, it is one of the core's own blocks: a failed confirm of the
         # core then looks for the break after, or just before, where the core would start
-        # (_wrapped_end). Only a block that holds the break itself is new: the few wrapped forms
+        # (_wrapped_span). Only a block that holds the break itself is new: the few wrapped forms
         # whose break falls within the first `stride + 3` bytes are patterns owned by those
-        # blocks alone, so the core's blocks keep their short lists of owners.
+        # blocks alone, so the core's blocks keep their short lists of owners. Measured and
+        # dropped (docs/benchmarks.md, section 5): a second pass that unwraps the base64 runs
+        # holding a break (finding them costs more than these blocks), and owning every block of
+        # a core so that fewer blocks must hold the break (fewer blocks, more hits, no gain).
         self._wrappable: frozenset[bytes] = (
             frozenset(_utf8(core) for core in cores) if self._stride else frozenset()
         )
@@ -455,6 +470,9 @@ class Redactor:
             else:
                 sample = _sampler(stride, (last_start - base) // stride + 1).unpack_from(data, base)
             for block in blocks.intersection(sample):
+                # A hit's place in the sample. tuple.index finds the very object the set took from
+                # it; `in` over the rest (no exception, unlike a failing index) rules out another.
+                # A bytes.find for the block over the span was 5-10 times slower.
                 at = sample.index(block)
                 while True:
                     for pattern, shift in owners[block]:
@@ -463,17 +481,11 @@ class Redactor:
                             continue
                         if data.startswith(pattern, start):
                             found.append((offset + start, offset + start + len(pattern)))
-                        elif pattern in wrappable:
-                            # Cut by a break after the block, or before it: then the core starts
-                            # one or two bytes (LF or CRLF) before where it would unbroken.
-                            for begin in (start, start - 1, start - 2):
-                                if begin >= 0 and (end := _wrapped_end(data, pattern, begin)):
-                                    found.append((offset + begin, offset + end))
-                                    break
-                    try:
-                        at = sample.index(block, at + 1)
-                    except ValueError:
+                        elif pattern in wrappable and (wrapped := _wrapped_span(data, pattern, start)):
+                            found.append((offset + wrapped[0], offset + wrapped[1]))
+                    if block not in sample[at + 1 :]:
                         break
+                    at = sample.index(block, at + 1)
 
 
 Redactor.EMPTY = Redactor(())
