@@ -1,0 +1,208 @@
+"""Long calls: progress keeps a call alive up to the longest a call may take, and is shown redacted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types
+import pytest
+from anyio.abc import TaskGroup
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import TextContent
+
+from playa.exceptions import ConfigError, RemoteTimeout
+from playa.host import Host, HostConfig
+from playa.mcp_remote import (
+    ConnectionSettings,
+    Connector,
+    Endpoint,
+    HostSecret,
+    RemoteMcpExtension,
+    RemoteMcpSettings,
+)
+from playa.mcp_remote._connection import Progress
+from playa.mcp_remote._tasks import poll_seconds, unrunnable_reason
+from servers.python_servers import serve_mcp
+from support.chat import ScriptedUI, msg
+
+pytestmark = pytest.mark.anyio
+
+BASE = 2.0
+"""The call timeout under test: short. Progress comes far more often than this."""
+BEAT = 0.2
+KEY = "k3y-0f-the-pr0gress-server-5ecret"
+
+
+class Clock:
+    """When the server last reported progress (the test shares the server's event loop and clock)."""
+
+    def __init__(self) -> None:
+        self.last_progress = 0.0
+        self.reports = 0
+
+
+def progress_server(clock: Clock) -> MCPServer:
+    server = MCPServer("progress")
+
+    @server.tool()
+    async def steady(seconds: float, ctx: Context) -> str:
+        """Report progress every BEAT until ``seconds`` have passed, then answer."""
+        end = anyio.current_time() + seconds
+        step = 0
+        while anyio.current_time() < end:
+            step += 1
+            await ctx.report_progress(step, None, f"step {step} for {KEY}")
+            clock.last_progress = anyio.current_time()
+            clock.reports += 1
+            await anyio.sleep(BEAT)
+        return "steady done"
+
+    @server.tool()
+    async def falls_silent(seconds: float, ctx: Context) -> str:
+        """Report progress for ``seconds``, then never again and never answer."""
+        end = anyio.current_time() + seconds
+        step = 0
+        while anyio.current_time() < end:
+            step += 1
+            await ctx.report_progress(step, 10)
+            clock.last_progress = anyio.current_time()
+            await anyio.sleep(BEAT)
+        await anyio.sleep_forever()
+        return "never"
+
+    return server
+
+
+def settings(call_max: float = 60.0) -> ConnectionSettings:
+    return ConnectionSettings(connect_timeout=15.0, call_timeout=BASE, call_max=call_max, close_timeout=5.0)
+
+
+def text_of(result: object) -> str:
+    content = getattr(result, "content", [])
+    return "".join(block.text for block in content if isinstance(block, TextContent))
+
+
+async def test_progress_keeps_a_call_alive_past_the_call_timeout(task_group: TaskGroup) -> None:
+    clock = Clock()
+    seen: list[Progress] = []
+
+    async def report(progress: Progress) -> None:
+        seen.append(progress)
+
+    with anyio.fail_after(30):
+        async with serve_mcp(progress_server(clock)) as served:
+            connection = await Connector(settings()).connect(Endpoint(server="p", url=served.url), task_group)
+            started = anyio.current_time()
+            result = await connection.call_tool("steady", {"seconds": 2.5 * BASE}, on_progress=report)
+            elapsed = anyio.current_time() - started
+            await connection.aclose()
+    assert text_of(result) == "steady done"
+    assert elapsed >= 2.5 * BASE  # well past the call timeout, which progress kept moving
+    assert not connection.broken
+    assert seen and seen[0].progress == 1 and seen[0].message == f"step 1 for {KEY}"
+    assert [p.progress for p in seen] == sorted(p.progress for p in seen if p.progress is not None)
+
+
+async def test_a_call_whose_progress_stops_is_cut_the_call_timeout_after_the_last_report(
+    task_group: TaskGroup,
+) -> None:
+    clock = Clock()
+    with anyio.fail_after(30):
+        async with serve_mcp(progress_server(clock)) as served:
+            connection = await Connector(settings()).connect(Endpoint(server="p", url=served.url), task_group)
+            started = anyio.current_time()
+            with pytest.raises(RemoteTimeout) as raised:
+                await connection.call_tool("falls_silent", {"seconds": 1.5 * BASE})
+            cut = anyio.current_time()
+    assert raised.value.reason == f"timed out after {BASE:g} s"
+    assert clock.last_progress - started >= 1.5 * BASE - BEAT  # it reported past the call timeout…
+    assert cut - clock.last_progress >= BASE  # …and was cut a whole call timeout after it fell silent
+    assert connection.broken
+
+
+async def test_progress_never_keeps_a_call_past_the_longest_a_call_may_take(task_group: TaskGroup) -> None:
+    clock = Clock()
+    call_max = 2 * BASE
+    with anyio.fail_after(30):
+        async with serve_mcp(progress_server(clock)) as served:
+            connection = await Connector(settings(call_max=call_max)).connect(
+                Endpoint(server="p", url=served.url), task_group
+            )
+            started = anyio.current_time()
+            with pytest.raises(RemoteTimeout) as raised:
+                await connection.call_tool("steady", {"seconds": 10 * BASE})
+            elapsed = anyio.current_time() - started
+    assert raised.value.reason == f"still running after {call_max:g} s, the most a call may take"
+    assert elapsed >= call_max
+    assert clock.reports >= call_max / BEAT / 2  # it did report all along
+
+
+def test_the_longest_call_is_validated_at_construction() -> None:
+    with pytest.raises(ConfigError, match=r"ConnectionSettings.call_max must be a positive number"):
+        ConnectionSettings(call_max=float("inf"))
+    with pytest.raises(
+        ConfigError, match=r"ConnectionSettings.call_max \(30.0\) is below call_timeout \(60.0\)"
+    ):
+        ConnectionSettings(call_timeout=60.0, call_max=30.0)
+
+
+async def test_progress_reaches_the_person_whose_turn_made_the_call_redacted(
+    tmp_path: Path, host_secret: HostSecret
+) -> None:
+    clock = Clock()
+    extension = RemoteMcpExtension(host_secret, settings=RemoteMcpSettings(connection=settings()))
+    ui = ScriptedUI()
+    with anyio.fail_after(60):
+        async with (
+            serve_mcp(progress_server(clock)) as served,
+            Host(HostConfig(data_dir=tmp_path), [extension]) as host,
+        ):
+            session = await host.session("console:progress", owner="owner")
+            added = await host.handle(session, msg(f'/mcp_add prog {served.url} --header "X-Key: {KEY}"'), ui)
+            assert added is not None and added.text.startswith("Added prog: connected")
+            reply = await host.handle(session, msg('prog__steady {"seconds": 1.5}'), ui)
+            assert reply is not None and "steady done" in reply.text
+            await ui.until(lambda seen: any(text.endswith(": done") for _, text in seen.progress_shown))
+    texts = [text for _, text in ui.progress_shown]
+    assert texts[0].startswith("prog__steady: 1 — step 1 for ")
+    assert all(KEY not in text for text in texts)
+    assert any("[redacted]" in text for text in texts)
+    assert texts[-1] == "prog__steady: done"
+    assert len({key for key, _ in ui.progress_shown}) == 1
+
+
+def test_poll_intervals_are_the_servers_within_bounds() -> None:
+    def task(interval: int | None) -> mcp_types.Task:
+        return mcp_types.Task(
+            task_id="t", status="working", created_at="", last_updated_at="", ttl=None, poll_interval=interval
+        )
+
+    assert poll_seconds(task(1500)) == 1.5
+    assert poll_seconds(task(0)) == 0.2  # a hostile 0 must not spin
+    assert poll_seconds(task(10**9)) == 30.0
+    assert poll_seconds(task(None)) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("protocol", "capabilities", "reason"),
+    [
+        ("2025-11-25", {"tasks": {"requests": {"tools": {"call": {}}}}}, None),
+        ("2025-11-25", {"tools": {}}, "the server does not offer tool calls as tasks"),
+        ("2026-07-28", {"tasks": {"requests": {"tools": {"call": {}}}}}, "which this host does not speak"),
+    ],
+)
+def test_a_task_only_tool_is_runnable_only_where_tasks_are_spoken(
+    protocol: str, capabilities: dict[str, Any], reason: str | None
+) -> None:
+    required = mcp_types.Tool(
+        name="research",
+        input_schema={"type": "object"},
+        execution=mcp_types.ToolExecution(task_support="required"),
+    )
+    optional = required.model_copy(update={"execution": mcp_types.ToolExecution(task_support="optional")})
+    parsed = mcp_types.ServerCapabilities.model_validate(capabilities)
+    found = unrunnable_reason(required, protocol, parsed)
+    assert (found is None) if reason is None else (found is not None and reason in found)
+    assert unrunnable_reason(optional, protocol, parsed) is None
