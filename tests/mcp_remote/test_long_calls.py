@@ -9,6 +9,7 @@ import anyio
 import mcp_types
 import pytest
 from anyio.abc import TaskGroup
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import TextContent
 
@@ -25,7 +26,7 @@ from playa.mcp_remote import (
 from playa.mcp_remote._connection import Progress
 from playa.mcp_remote._tasks import poll_seconds, unrunnable_reason
 from servers.python_servers import serve_mcp
-from support.chat import ScriptedUI, msg
+from support.chat import RecordingModel, ScriptedUI, msg
 
 pytestmark = pytest.mark.anyio
 
@@ -206,3 +207,57 @@ def test_a_task_only_tool_is_runnable_only_where_tasks_are_spoken(
     found = unrunnable_reason(required, protocol, parsed)
     assert (found is None) if reason is None else (found is not None and reason in found)
     assert unrunnable_reason(optional, protocol, parsed) is None
+
+
+class TaskOnlyServer(MCPServer):
+    """Lists its ``research`` tool as runnable only as a task, which this server cannot do."""
+
+    def __init__(self) -> None:
+        super().__init__("taskonly")
+
+        @self.tool()
+        def research(topic: str) -> str:
+            """Research a topic."""
+            return topic
+
+        @self.tool()
+        def add(a: int, b: int) -> int:
+            """Add two numbers."""
+            return a + b
+
+    async def _handle_list_tools(
+        self, ctx: ServerRequestContext[Any], params: mcp_types.PaginatedRequestParams | None
+    ) -> mcp_types.ListToolsResult:
+        tools = [
+            tool.model_copy(update={"execution": mcp_types.ToolExecution(task_support="required")})
+            if tool.name == "research"
+            else tool
+            for tool in await self.list_tools()
+        ]
+        return mcp_types.ListToolsResult(tools=tools)
+
+
+async def test_a_tool_the_host_cannot_run_is_not_offered_and_mcp_tools_says_why(
+    tmp_path: Path, host_secret: HostSecret
+) -> None:
+    # The handshake: the 2026 protocol carries no task support in a tool's definition at all.
+    why = "it runs only as a task, and the server does not offer tool calls as tasks"
+    model = RecordingModel()
+    extension = RemoteMcpExtension(host_secret, settings=RemoteMcpSettings(connection=settings()))
+    ui = ScriptedUI()
+    with anyio.fail_after(60):
+        async with (
+            serve_mcp(TaskOnlyServer(), protocols="handshake") as served,
+            Host(HostConfig(data_dir=tmp_path, model=model.model()), [extension]) as host,
+        ):
+            session = await host.session("console:taskonly", owner="owner")
+            added = await host.handle(session, msg(f"/mcp_add t {served.url}"), ui)
+            listed = await host.handle(session, msg("/mcp_tools"), ui)
+            await host.handle(session, msg("hello"), ui)
+    assert added is not None and "t__add" in added.text and "t__research" not in added.text
+    assert listed is not None
+    assert listed.text.splitlines() == [
+        "t__add — [t] Add two numbers.",
+        f"t: not offered to the agent: 'research': {why}",
+    ]
+    assert "t__add" in model.tools() and "t__research" not in model.tools()
