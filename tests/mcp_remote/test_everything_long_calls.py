@@ -93,7 +93,7 @@ async def test_a_task_that_outlives_the_turn_comes_to_the_chat_later_and_the_age
             await ui.until(lambda seen: any("Research Report: tides" in text for text in seen.sent))
             [late] = [text for text in ui.sent if "Research Report" in text]
             assert late.startswith(f"The task of {RESEARCH} (task ")
-            assert "that went on after its turn ended finished.\n# Research Report: tides" in late
+            assert "), still running when its turn ended, has finished.\n# Research Report: tides" in late
 
             await ask(host, "hello", ui)
     returned = [

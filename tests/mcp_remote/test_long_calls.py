@@ -358,7 +358,8 @@ async def test_a_late_task_result_reaches_the_chat_the_history_and_the_model_wit
             stored = b"".join(path.read_bytes() for path in history)
     [late] = [text for text in ui.sent if "the report" in text]
     assert late == (
-        "The task of h__slow (task t-1) that went on after its turn ended finished.\nthe report, signed [redacted]"
+        "The task of h__slow (task t-1), still running when its turn ended, has finished.\n"
+        "the report, signed [redacted]"
     )
     assert any("working with Bearer [redacted]" in text for _, text in ui.progress_shown)
     assert server.polls >= 2

@@ -587,12 +587,12 @@ class ChatServers:
         call_max = self._settings.connection.call_max
         if ui is None or self.session.deliver_late is None:
             return ToolResult.error(
-                f"{exposed} is still running on its server (task {pending.task_id}), and its result "
+                f"{exposed} is still running on its server (task {pending.label}), and its result "
                 "cannot be brought to this chat later"
             )
         self._tg.start_soon(self._finish_task, connection, exposed, arguments, pending, ui)
         return ToolResult(
-            f"{exposed} is still running on its server as a task (task {pending.task_id}, last state: "
+            f"{exposed} is still running on its server as a task (task {pending.label}, last state: "
             f"{pending.task.status}). Its result will be posted to the chat when it is done (at most "
             f"{call_max:g} s after the call began), and you will see it then."
         )
@@ -601,13 +601,13 @@ class ChatServers:
         self, connection: Connection, exposed: str, arguments: dict[str, Any], pending: PendingTask, ui: UI
     ) -> None:
         feed = ProgressFeed(ui, exposed, self._redact_out)
-        note = f"The task of {exposed} (task {pending.task_id}) that went on after its turn ended"
+        note = f"The task of {exposed} (task {pending.label}), still running when its turn ended,"
         # The boundary: this runs in the task group every chat of the host shares.
         async with anyio.create_task_group() as tg:
             tg.start_soon(feed.run)
             try:
                 result = map_result(await connection.finish_task(pending, on_progress=feed.report))
-                note += " finished."
+                note += " has finished."
             except RemoteError as exc:
                 result = ToolResult.error(f"{exposed} failed: {exc.reason}")
                 note += " did not finish."
@@ -616,7 +616,7 @@ class ChatServers:
                 result = ToolResult.error(f"{exposed} failed: internal error ({type(exc).__name__})")
                 note += " could not be followed."
             finally:
-                feed.close("done" if note.endswith(" finished.") else "failed")
+                feed.close("done" if note.endswith(" has finished.") else "failed")
         deliver = self.session.deliver_late
         if deliver is None:
             return

@@ -67,6 +67,12 @@ class PendingTask:
     def task_id(self) -> str:
         return self.task.task_id
 
+    @property
+    def label(self) -> str:
+        """The task's id as shown to the chat and the model: the server chose it, so it is cut."""
+        task_id = " ".join(self.task_id.split())
+        return task_id if len(task_id) <= 40 else task_id[:39] + "…"
+
 
 def task_required(tool: mcp_types.Tool | None) -> bool:
     """Whether the tool can only be called as a task (``execution.taskSupport: required``)."""
