@@ -275,8 +275,10 @@ class HostileTaskServer:
     def __init__(self) -> None:
         self.done = anyio.Event()
         self.polls = 0
+        self.methods: list[str] = []
 
     def result(self, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        self.methods.append(method)
         task = {
             "taskId": "t-1",
             "status": "completed" if self.done.is_set() else "working",
@@ -306,6 +308,8 @@ class HostileTaskServer:
             return task
         if method == "tasks/result":
             return {"content": [{"type": "text", "text": f"the report, signed {KEY}"}]}
+        if method == "tasks/cancel":
+            return {**task, "status": "cancelled"}
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -368,3 +372,33 @@ async def test_a_late_task_result_reaches_the_chat_the_history_and_the_model_wit
     assert b"the report, signed [redacted]" in stored and KEY.encode() not in stored
     seen_by_model = repr(model.seen[-1][0])
     assert "the report, signed [redacted]" in seen_by_model and KEY not in seen_by_model
+
+
+async def test_a_task_still_running_at_the_longest_a_call_may_take_is_given_up_and_cancelled(
+    tmp_path: Path, host_secret: HostSecret
+) -> None:
+    server = HostileTaskServer()  # never done
+    call_timeout, call_max = 1.0, 3.0  # under test
+    connection = ConnectionSettings(connect_timeout=15.0, call_timeout=call_timeout, call_max=call_max)
+    extension = RemoteMcpExtension(host_secret, settings=RemoteMcpSettings(connection=connection))
+    ui = ScriptedUI()
+    with anyio.fail_after(60):
+        async with (
+            serve_asgi(server, path="/mcp") as served,
+            Host(HostConfig(data_dir=tmp_path), [extension]) as host,
+        ):
+            session = await host.session("console:hostile", owner="owner")
+            await host.handle(session, msg(f"/mcp_add h {served.url}"), ui)
+            started = anyio.current_time()
+            reply = await host.handle(session, msg("h__slow"), ui)
+            assert reply is not None and "is still running on its server as a task" in reply.text
+            await ui.until(lambda seen: any("did not finish" in text for text in seen.sent))
+            given_up = anyio.current_time()
+    [late] = [text for text in ui.sent if "did not finish" in text]
+    assert late == (
+        "The task of h__slow (task t-1), still running when its turn ended, did not finish.\n"
+        f"It failed: h__slow failed: the task did not finish within {call_max:g} s"
+    )
+    assert given_up - started >= call_max
+    assert "tasks/cancel" in server.methods and "tasks/result" not in server.methods
+    assert ui.progress_shown[-1][1] == "h__slow: failed"
