@@ -36,7 +36,8 @@ class LateResult:
     result: ToolResult
     ui: UI
     note: str
-    """What it is, in a line ("The task … started earlier finished."): shown first, to the chat and the model."""
+    """What it is, in a line ("The task of …, still running when its turn ended, has finished."):
+    shown first, to the chat and the model."""
 
     def __repr__(self) -> str:
         return f"LateResult({self.tool_name!r}, error={self.result.is_error})"

@@ -18,7 +18,7 @@ from ._markdown import render_markdown
 from ._outbox import Delivery, Outbox
 from ._split import Part, split_formatted
 
-__all__ = ["ANSWER_NOT_DELETED", "CANCEL", "Deletions", "TelegramUI", "render"]
+__all__ = ["ANSWER_NOT_DELETED", "CANCEL", "PROGRESS_EVERY", "Deletions", "TelegramUI", "render"]
 
 logger = logging.getLogger(__name__)
 
