@@ -59,6 +59,9 @@ class QuietUI:
     async def notify(self, text: str) -> None:
         return None
 
+    async def progress(self, key: str, text: str) -> None:
+        return None
+
 
 def message(text: str) -> IncomingMessage:
     return IncomingMessage(text=text, sender=OWNER)

@@ -47,6 +47,11 @@ def test_only_the_console_generates_a_host_secret(tmp_path: Path) -> None:
         ({"PLAYA_CONNECT_TIMEOUT": "soon"}, "PLAYA_CONNECT_TIMEOUT must be a positive number of seconds"),
         ({"PLAYA_CALL_TIMEOUT": "-1"}, "PLAYA_CALL_TIMEOUT must be a positive number of seconds, got '-1'"),
         ({"PLAYA_CALL_TIMEOUT": "inf"}, "PLAYA_CALL_TIMEOUT must be a positive number of seconds"),
+        ({"PLAYA_CALL_MAX": "forever"}, "PLAYA_CALL_MAX must be a positive number of seconds, got 'forever'"),
+        (
+            {"PLAYA_CALL_TIMEOUT": "120", "PLAYA_CALL_MAX": "60"},
+            "PLAYA_CALL_MAX \\(60 s\\) is below PLAYA_CALL_TIMEOUT \\(120 s\\)",
+        ),
         ({"PLAYA_EGRESS": "sometimes"}, "PLAYA_EGRESS"),
     ],
 )
@@ -135,3 +140,14 @@ def test_the_context_budget_comes_from_the_environment_and_bad_values_are_clear_
     for bad in ("999", "lots", "-5000", "1e6", "８０００"):
         with pytest.raises(ConfigError, match="PLAYA_CONTEXT_TOKENS must be a whole number of tokens"):
             _host_config(args, {"PLAYA_CONTEXT_TOKENS": bad})
+
+
+def test_the_longest_call_comes_from_playa_call_max_and_is_never_below_the_call_timeout(
+    tmp_path: Path,
+) -> None:
+    config = HostConfig(data_dir=tmp_path)
+    assert remote_mcp(config, {}, console=True).settings.connection.call_max == 900.0
+    given = remote_mcp(config, {"PLAYA_CALL_MAX": "1200"}, console=True).settings.connection
+    assert (given.call_timeout, given.call_max) == (60.0, 1200.0)
+    longer = remote_mcp(config, {"PLAYA_CALL_TIMEOUT": "1000"}, console=True).settings.connection
+    assert longer.call_max == 1000.0

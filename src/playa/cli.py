@@ -165,9 +165,17 @@ def remote_mcp(
         )
     except ConfigError as exc:
         raise ConfigError(f"PLAYA_EGRESS / PLAYA_EGRESS_ALLOW: {exc}") from None
+    call_timeout = _seconds(environ, "PLAYA_CALL_TIMEOUT", 60.0)
+    call_max = _seconds(environ, "PLAYA_CALL_MAX", max(900.0, call_timeout))
+    if call_max < call_timeout:
+        raise ConfigError(
+            f"PLAYA_CALL_MAX ({call_max:g} s) is below PLAYA_CALL_TIMEOUT ({call_timeout:g} s): "
+            "raise it, or unset it"
+        )
     connection = ConnectionSettings(
         connect_timeout=_seconds(environ, "PLAYA_CONNECT_TIMEOUT", 15.0),
-        call_timeout=_seconds(environ, "PLAYA_CALL_TIMEOUT", 60.0),
+        call_timeout=call_timeout,
+        call_max=call_max,
         egress=egress,
         trust_env=environ.get("PLAYA_HTTP_TRUST_ENV", "").strip().lower() in ("1", "true", "yes"),
     )

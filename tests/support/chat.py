@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -29,10 +30,20 @@ class ScriptedUI:
     replies: list[str] = field(default_factory=list)
     """Answer lines to the servers' questions (``/accept a=1``), in order; none left: cancel."""
     questions: list[Question] = field(default_factory=list)
+    progress_shown: list[tuple[str, str]] = field(default_factory=list)
+    """Each ``progress(key, text)``, in order."""
+    _changed: anyio.Event | None = None
 
     async def send(self, text: str) -> MessageRef | None:
         self.sent.append(text)
+        self._changed_now()
         return len(self.sent)
+
+    async def until(self, seen: Callable[[ScriptedUI], bool]) -> None:
+        """Wait until ``seen`` holds of what the front end was given (bound it with ``fail_after``)."""
+        while not seen(self):
+            changed = self._changed = anyio.Event()
+            await changed.wait()
 
     async def send_private(self, text: str) -> MessageRef | None:
         self.private.append(text)
@@ -57,6 +68,14 @@ class ScriptedUI:
 
     async def notify(self, text: str) -> None:
         self.notices.append(text)
+
+    async def progress(self, key: str, text: str) -> None:
+        self.progress_shown.append((key, text))
+        self._changed_now()
+
+    def _changed_now(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
 
 
 @dataclass

@@ -418,6 +418,10 @@ _RESULTS: dict[str, Callable[[FakeBotApi, dict[str, Any]], Any]] = {
     "setMyShortDescription": lambda fake, _: True,
     "answerCallbackQuery": lambda fake, _: True,
     "editMessageReplyMarkup": lambda fake, _: True,
+    "editMessageText": lambda fake, params: {
+        **fake._sent_message(params),
+        "message_id": int(params["message_id"]),
+    },
 }
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import getpass
 import itertools
+import math
 import re
+import shutil
 import sys
 import threading
 from collections import deque
@@ -40,6 +42,8 @@ _PROMPT = "you> "
 # isolates: what a server or the model could use to redraw the terminal or disguise text.
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _NOT_AN_ANSWER = "A command is not an answer: send the value, or /cancel."
+_PIPE_PROGRESS_EVERY = 1.0
+"""Seconds between two progress lines of one call in a pipe, where no status line can be redrawn."""
 
 
 def printable(text: str) -> str:
@@ -63,6 +67,9 @@ class ConsoleUI:
         self._answered.set()
         """Unset while a question waits for its answer: the status line stays off the prompt."""
         self._lines = _LineReader(self._input if interactive else self._readline)
+        self._status: dict[str, str] = {}
+        """The progress of the calls running now, by key: the status line shows the newest."""
+        self._printed: dict[str, float] = {}
 
     async def send(self, text: str) -> MessageRef | None:
         # What servers and the model wrote reaches the terminal: ANSI sequences could clear the
@@ -131,6 +138,17 @@ class ConsoleUI:
         finally:
             self._answered.set()
 
+    async def progress(self, key: str, text: str) -> None:
+        """In a terminal, the status line under the turn shows it; in a pipe, a line at most every second."""
+        if self.interactive:
+            self._status.pop(key, None)
+            self._status[key] = printable(text)
+            return
+        now = anyio.current_time()
+        if now - self._printed.get(key, -math.inf) >= _PIPE_PROGRESS_EVERY:
+            self._printed[key] = now
+            await self.send(f"… {text}")
+
     async def delete(self, ref: MessageRef) -> bool:
         # Nothing the console shows can be taken back; in a terminal the line is the user's own.
         return True
@@ -168,13 +186,17 @@ class ConsoleUI:
                 yield
             finally:
                 tg.cancel_scope.cancel()
+                self._status.clear()
                 self._stdout.write("\r\x1b[K")
                 self._stdout.flush()
 
     async def _spin(self) -> None:
         for frame in itertools.cycle("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"):
             await self._answered.wait()
-            self._stdout.write(f"\r{frame} working…")
+            status = next(reversed(self._status.values()), "working…")
+            width = max(10, shutil.get_terminal_size().columns - 3)
+            status = status if len(status) <= width else status[: width - 1] + "…"
+            self._stdout.write(f"\r\x1b[K{frame} {status}")
             self._stdout.flush()
             await anyio.sleep(0.1)
 

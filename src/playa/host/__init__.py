@@ -34,7 +34,7 @@ from ._redact import MIN_SECRET_LENGTH, REDACTED, Redactor, auth_credential, enc
 from ._registry import ToolRegistry
 from ._schemas import ToolRules, Withheld, repair_schema
 from ._scope import scope_folder
-from ._session import ChatSession
+from ._session import ChatSession, LateResult
 from ._tools import Media, Tool, ToolResult
 from ._ui import UI, IncomingMessage, MessageRef, Sender
 from ._workspace_tools import resolve_in_workspace, workspace_tools
@@ -107,6 +107,7 @@ __all__ = [
     "HostConfig",
     "Inbound",
     "IncomingMessage",
+    "LateResult",
     "Media",
     "MessageRef",
     "ModelLimits",

@@ -6,19 +6,21 @@ import logging
 import math
 import os
 import traceback
+import uuid
 from collections.abc import Collection, Coroutine, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, Self
 
 import anyio
 from pydantic_ai.exceptions import ModelAuthenticationError, ModelRequestTimeout, UserError
-from pydantic_ai.messages import ModelMessage
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 from pydantic_ai.models import Model, infer_model
 
 from ..exceptions import ConfigError, ToolError, UsageError
-from ._agent import SessionToolset, build_agent
+from ._agent import SessionToolset, build_agent, model_content
 from ._commands import Command, CommandContext, CommandRouter
 from ._context import ContextBudget, definition_tokens, estimate_tokens, latest_turns
 from ._env import EnvPolicy
@@ -31,7 +33,7 @@ from ._outbound import install_outbound_gate, outbound_secrets
 from ._redact import Redactor
 from ._schemas import ToolRules
 from ._scope import scope_folder
-from ._session import ChatSession
+from ._session import ChatSession, LateResult
 from ._tool_search import ToolSearchLimits
 from ._tools import ToolResult
 from ._turns import NOT_KEPT, ModelLimits, RunningTurns, key_refused
@@ -224,6 +226,8 @@ class Host:
             core_tools=frozenset(tool.name for tool in core),
             tool_rules=ToolRules.for_model(self._model),
         )
+        session.redact = partial(self.redact, session)
+        session.deliver_late = partial(self._deliver_late, session)
         for tool in core:
             session.tools.register(tool)
         return session
@@ -504,6 +508,12 @@ class Host:
             result = ToolResult.error(str(exc))
         except Exception as exc:  # boundary: a failing tool is information for the model, not a crash
             result = ToolResult.error(f"{name} failed: {type(exc).__name__}: {exc}")
+        return await self._result_hooks(session, name, arguments, result)
+
+    async def _result_hooks(
+        self, session: ChatSession, name: str, arguments: dict[str, Any], result: ToolResult
+    ) -> ToolResult:
+        """``result`` as every ToolResultEvent hook leaves it."""
         event = ToolResultEvent(session=session, tool_name=name, arguments=arguments, result=result)
         for extension in self.extensions:
             # Not under hook_timeout: a result hook filters text and must not wait on anything,
@@ -514,6 +524,42 @@ class Host:
                 self._log_failure(session, f"{extension.id} ToolResultEvent hook", exc)
                 event.result = ToolResult.error(f"the result of {name} was withheld: a result filter failed")
         return event.result
+
+    async def _deliver_late(self, session: ChatSession, late: LateResult) -> None:
+        """A result that came after its turn: to the chat, and into the history for the next turn.
+
+        The result takes the path of every tool result (the ToolResultEvent hooks), and the
+        model-bound gate's: it is kept as a call of the tool and its return, redacted and cut,
+        and the chat is shown that same text. It waits for a running turn to end, so the turn's
+        messages stay together.
+        """
+        result = await self._result_hooks(session, late.tool_name, late.arguments, late.result)
+        call_id = f"late-{uuid.uuid4().hex[:16]}"
+        content = model_content(result)
+        head = f"{late.note}\n" + ("It failed: " if result.is_error else "")
+        content = head + content if isinstance(content, str) else [head + result.text, *content[1:]]
+        gated = gate_messages(
+            [
+                ModelResponse(parts=[ToolCallPart(late.tool_name, late.arguments, tool_call_id=call_id)]),
+                ModelRequest(parts=[ToolReturnPart(late.tool_name, content, tool_call_id=call_id)]),
+            ],
+            self.redactor(session),
+            self.config.limits,
+        )
+        returned = gated[-1].parts[0]
+        assert isinstance(returned, ToolReturnPart)
+        first = returned.content[0] if isinstance(returned.content, list) else returned.content
+        # The text part of what the model got (a fallback that cannot happen, redacted on its way out).
+        shown = first if isinstance(first, str) else head + result.text
+        if result.media:
+            shown += f"\n({len(result.media)} attachments, which the agent received)"
+        async with session.turn_lock:
+            try:
+                await session.history.extend(gated)
+            except OSError as exc:
+                logger.error("saving a late result in %s failed: %s", session.scope, exc.strerror)
+                shown += f"\n\n(This could not be saved to the chat's history: {exc.strerror}.)"
+        await late.ui.send(self.redact(session, shown))
 
     # Redaction and hooks
 

@@ -2,22 +2,45 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ._prompt import PromptSections
 from ._registry import ToolRegistry
 from ._schemas import ToolRules
+from ._tools import ToolResult
 from ._ui import UI
 
 if TYPE_CHECKING:
     # The agent's type (pydantic-ai messages): a session, and every extension, loads no model library.
     from ._history import History
 
-__all__ = ["ChatSession"]
+__all__ = ["ChatSession", "LateResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class LateResult:
+    """A tool's result that came after its turn ended: a task the server went on running, say.
+
+    ``ChatSession.deliver_late`` shows it in the chat through ``ui`` (the front end of the
+    message whose turn called the tool) and keeps it in the history, so the agent learns it on
+    its next turn.
+    """
+
+    tool_name: str
+    arguments: dict[str, Any]
+    result: ToolResult
+    ui: UI
+    note: str
+    """What it is, in a line ("The task of …, still running when its turn ended, has finished."):
+    shown first, to the chat and the model."""
+
+    def __repr__(self) -> str:
+        return f"LateResult({self.tool_name!r}, error={self.result.is_error})"
 
 
 @dataclass(eq=False)
@@ -50,6 +73,11 @@ class ChatSession:
     turn_ui: UI | None = None
     """While a turn runs, the front end of the message that started it: a server's questions
     during the turn are asked of that message's sender, and of nobody else."""
+    redact: Callable[[str], str] | None = None
+    """Removes every credential the chat knows (the host's, and every extension's) from text on its
+    way out of the host; set by the host. Extensions use it for what they show the chat directly."""
+    deliver_late: Callable[[LateResult], Awaitable[None]] | None = None
+    """Hands the host a result that came after its turn (see ``LateResult``); set by the host."""
     closed: anyio.Event = field(default_factory=anyio.Event)
     """Set once the host closed the session (idle, or shutdown); the host reopens the chat on its next message."""
 

@@ -1,4 +1,4 @@
-"""What the host needs from a front end: send text, ask a question, delete a message, tell the members."""
+"""What the host needs from a front end: send text, ask a question, show progress, delete a message, tell the members."""
 
 from __future__ import annotations
 
@@ -68,6 +68,16 @@ class UI(Protocol):
 
         Only the sender answers. Unanswered within ``timeout`` (``QUESTION_TIMEOUT``), at the end of input, or when the
         front end cannot ask, the answer is ``cancel``. The answer goes only to the caller.
+        """
+        ...
+
+    async def progress(self, key: str, text: str) -> None:
+        """Show how a long tool call is coming along: ``text`` replaces what ``key`` showed before.
+
+        ``key`` names one call (progress of other calls shows beside it). The text is redacted
+        already and one line. The caller sends the latest state only, one at a time per key, and
+        never waits on the answer to go on with the call: a front end may take its time (the
+        console redraws a status line; Telegram edits one message, at most every 2 s).
         """
         ...
 

@@ -24,11 +24,22 @@ from ..exceptions import (
     ToolError,
     UsageError,
 )
-from ..host import QUESTION_TIMEOUT, Answer, ChatSession, Question, Redactor, ToolResult, outbound_secrets
+from ..host import (
+    QUESTION_TIMEOUT,
+    UI,
+    Answer,
+    ChatSession,
+    LateResult,
+    Question,
+    Redactor,
+    ToolResult,
+    outbound_secrets,
+)
 from ..mcp import exposed_names, map_result, normalize_schema, server_name_problem
-from ._connection import Connection, Connector, Endpoint
+from ._connection import Connection, Connector, Endpoint, PendingTask
 from ._grant import OAuthGrant, resource_of
 from ._oauth import Callbacks, GrantStorage, LoginExpired, PendingLogin, ServerAuth, duration_text
+from ._progress import ProgressFeed
 from ._revoke import Revocation, revoke
 from ._settings import RemoteMcpSettings
 from ._state import ServerState
@@ -516,9 +527,11 @@ class ChatServers:
                 if self.redactor.contains(tool.model_dump_json(by_alias=True)):
                     # Its name, title, description or schema quotes a credential: the model must
                     # not see it, and redacting a definition would change what the tool means.
-                    shown = self.redactor.redact(tool.name)
-                    shown = shown if len(shown) <= 40 else shown[:39] + "…"
-                    state.withheld.append(f"{shown!r}: its definition holds a credential")
+                    state.withheld.append(f"{self._shown(tool.name)!r}: its definition holds a credential")
+                    continue
+                if (why := connection.unrunnable(tool)) is not None:
+                    # Offered, it could only fail: the model would call it for nothing.
+                    state.withheld.append(f"{self._shown(tool.name)!r}: {why}")
                     continue
                 allowed[tool.name] = tool
         # A server offering hundreds of tools would drown the model (and slow every step); the
@@ -557,6 +570,11 @@ class ChatServers:
             self.session.tools.deactivate(exposed)
         state.tools = bound
 
+    def _shown(self, name: str) -> str:
+        """A server's tool name fit to show: redacted, then cut."""
+        shown = self.redactor.redact(name)
+        return shown if len(shown) <= 40 else shown[:39] + "…"
+
     def withheld(self, state: ServerState) -> list[tuple[str, str]]:
         """The server's tools that the model in use cannot take, with the reason for each."""
         found: list[tuple[str, str]] = []
@@ -569,14 +587,29 @@ class ChatServers:
     def tool(self, exposed: str) -> RemoteMcpTool | None:
         return self._tools.get(exposed)
 
+    def _redact_out(self, text: str) -> str:
+        """Text this extension shows the chat itself: its own credentials and the host's removed."""
+        text = self.redactor.redact(text)
+        return self.session.redact(text) if self.session.redact is not None else text
+
     async def _call(
         self, state: ServerState, exposed: str, remote: str, arguments: dict[str, Any]
     ) -> ToolResult:
         connection = await self._connection_for_call(state)
+        ui = self.session.turn_ui
+        feed = ProgressFeed(ui, exposed, self._redact_out) if ui is not None else None
+        if feed is not None:
+            # In the chat's task group: the front end may take its time, the call never waits for it.
+            self._tg.start_soon(feed.run)
+        final = "failed"
         try:
             result = await connection.call_tool(
-                remote, arguments, timeout=self._settings.connection.call_timeout
+                remote,
+                arguments,
+                timeout=self._settings.connection.call_timeout,
+                on_progress=feed.report if feed is not None else None,
             )
+            final = "still running" if isinstance(result, PendingTask) else "done"
         except (CallFailed, RemoteTimeout) as exc:
             # The connection marked itself broken: drop it; the next call reconnects. No retry:
             # the call may have had effects on the server.
@@ -593,8 +626,65 @@ class ChatServers:
         except RemoteError as exc:
             # The server answered with an error: the connection is fine and stays.
             return ToolResult.error(f"{exposed} failed: {exc.reason}")
+        finally:
+            if feed is not None:
+                feed.close(final)
+        if isinstance(result, PendingTask):
+            return self._follow_later(connection, exposed, arguments, result, ui)
         # Not cut here: the host's model-bound gate redacts first, then cuts.
         return map_result(result)
+
+    def _follow_later(
+        self,
+        connection: Connection,
+        exposed: str,
+        arguments: dict[str, Any],
+        pending: PendingTask,
+        ui: UI | None,
+    ) -> ToolResult:
+        """A task outlived its call: follow it in the background; its result comes to the chat later."""
+        call_max = self._settings.connection.call_max
+        if ui is None or self.session.deliver_late is None:
+            return ToolResult.error(
+                f"{exposed} is still running on its server (task {pending.label}), and its result "
+                "cannot be brought to this chat later"
+            )
+        self._tg.start_soon(self._finish_task, connection, exposed, arguments, pending, ui)
+        return ToolResult(
+            f"{exposed} is still running on its server as a task (task {pending.label}, last state: "
+            f"{pending.task.status}). Its result will be posted to the chat when it is done (at most "
+            f"{call_max:g} s after the call began), and you will see it then."
+        )
+
+    async def _finish_task(
+        self, connection: Connection, exposed: str, arguments: dict[str, Any], pending: PendingTask, ui: UI
+    ) -> None:
+        feed = ProgressFeed(ui, exposed, self._redact_out)
+        note = f"The task of {exposed} (task {pending.label}), still running when its turn ended,"
+        # The boundary: this runs in the task group every chat of the host shares.
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(feed.run)
+            try:
+                result = map_result(await connection.finish_task(pending, on_progress=feed.report))
+                note += " has finished."
+            except RemoteError as exc:
+                result = ToolResult.error(f"{exposed} failed: {exc.reason}")
+                note += " did not finish."
+            except Exception as exc:  # boundary: one task's failure must not end the chat's task group
+                logger.error("following a task in %s failed: %s", self.session.scope, type(exc).__name__)
+                result = ToolResult.error(f"{exposed} failed: internal error ({type(exc).__name__})")
+                note += " could not be followed."
+            finally:
+                feed.close("done" if note.endswith(" has finished.") else "failed")
+        deliver = self.session.deliver_late
+        if deliver is None:
+            return
+        try:
+            await deliver(LateResult(tool_name=exposed, arguments=arguments, result=result, ui=ui, note=note))
+        except Exception as exc:  # boundary: the chat may be gone; nothing else depends on this
+            logger.warning(
+                "a late result in %s was not delivered: %s", self.session.scope, type(exc).__name__
+            )
 
     async def _connection_for_call(self, state: ServerState) -> Connection:
         connection = state.connection

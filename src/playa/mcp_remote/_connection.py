@@ -21,6 +21,12 @@ SSE, the older transport, always uses the handshake.
 
 A transport failure or a timeout during a call marks the connection ``broken`` and stops it; its
 owner drops it and connects again for the next call. Calls are never retried here.
+
+A call's time: ``call_timeout`` seconds, counted again from each progress notification the
+server sends for it, but never past ``call_max`` seconds from its start; a question the server
+asks a person stops the clock while the person answers. A tool that runs only as a task (see
+``_tasks``) is called as one: the call follows the task until its time is up, and then hands
+back a ``PendingTask`` that ``finish_task`` follows on, up to ``call_max``.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import logging
 import math
 import ssl
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal, TypeVar
@@ -45,6 +51,7 @@ from mcp.client import Transport as ClientTransport
 from mcp.client.session import ClientRequestContext
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.dispatcher import ProgressFnT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from playa import __version__
@@ -70,8 +77,28 @@ from playa.mcp_remote._errors import (
 from playa.mcp_remote._oauth import ServerAuth
 from playa.mcp_remote._result_type import complete_by_default
 from playa.mcp_remote._store import TransportChoice
+from playa.mcp_remote._tasks import (
+    TERMINAL,
+    PendingTask,
+    cancel_task,
+    create_task,
+    get_task,
+    poll_seconds,
+    task_required,
+    task_result,
+    unrunnable_reason,
+)
 
-__all__ = ["Connection", "ConnectionSettings", "Connector", "Endpoint", "TransportName"]
+__all__ = [
+    "Connection",
+    "ConnectionSettings",
+    "Connector",
+    "Endpoint",
+    "PendingTask",
+    "Progress",
+    "ProgressReport",
+    "TransportName",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -91,12 +118,29 @@ connected; a server slower than that to open it is used all the same."""
 _CLIENT_INFO: Final = mcp_types.Implementation(name="playa", version=__version__)
 
 
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """How far a call has come, as the server reports it: a progress notification, or a task's state."""
+
+    progress: float | None = None
+    total: float | None = None
+    message: str | None = None
+    """The server's words (not redacted: whoever shows them redacts them)."""
+
+
+ProgressReport = Callable[[Progress], Awaitable[None]]
+"""Told of each progress of one call."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ConnectionSettings:
     """The operator's settings for every remote MCP connection of a host.
 
     ``connect_timeout`` bounds connecting, the handshake and the tool listing together;
-    ``call_timeout`` is the default bound of one tool call; ``close_timeout`` bounds closing a
+    ``call_timeout`` is the default bound of one tool call, counted again from each progress
+    notification of the call, but never past ``call_max`` from its start (a task the server
+    still runs after ``call_timeout`` is followed on in the background up to ``call_max``
+    too); ``close_timeout`` bounds closing a
     connection (a frozen server must not hold up a disconnect); ``trust_env`` lets httpx2 read
     proxies, ``.netrc`` and CA bundles from the environment; ``max_tool_pages`` bounds the
     paginated tool listing.
@@ -110,6 +154,7 @@ class ConnectionSettings:
 
     connect_timeout: float = 15.0
     call_timeout: float = 60.0
+    call_max: float = 900.0
     close_timeout: float = 2.0
     trust_env: bool = False
     max_tool_pages: int = 100
@@ -121,12 +166,17 @@ class ConnectionSettings:
     on connects that all time out together."""
 
     def __post_init__(self) -> None:
-        for name in ("connect_timeout", "call_timeout", "close_timeout"):
+        for name in ("connect_timeout", "call_timeout", "call_max", "close_timeout"):
             value: float = getattr(self, name)
             if not (value > 0 and math.isfinite(value)):
                 raise ConfigError(
                     f"ConnectionSettings.{name} must be a positive number of seconds, got {value!r}"
                 )
+        if self.call_max < self.call_timeout:
+            raise ConfigError(
+                f"ConnectionSettings.call_max ({self.call_max!r}) is below call_timeout "
+                f"({self.call_timeout!r}): raise it, or lower call_timeout"
+            )
         for name, least in (
             ("max_concurrent_connects", 1),
             ("max_tool_pages", 1),
@@ -212,6 +262,46 @@ def _cause(error: RemoteError, cause: BaseException | None, endpoint: Endpoint) 
     return None if endpoint.auth is not None or Redactor(secrets).contains(text) else cause
 
 
+class _CallClock:
+    """One call's time: ``base`` seconds from its start or its last progress, never past ``limit``.
+
+    A question to a person stops it (``pause``), and the time the person took is added back.
+    """
+
+    def __init__(self, base: float, limit: float) -> None:
+        self.base = base
+        self.limit = limit
+        """The latest deadline (the event loop's clock): the call's start plus ``call_max``."""
+        self.scope = anyio.CancelScope(deadline=min(anyio.current_time() + base, limit))
+        self._left: float | None = None
+        """While paused: the seconds the call had left."""
+        self._paused_at = 0.0
+
+    @property
+    def capped(self) -> bool:
+        """Whether the deadline is the latest one (progress can no longer move it)."""
+        return self.scope.deadline >= self.limit
+
+    def progressed(self) -> None:
+        now = anyio.current_time()
+        if self._left is None:
+            self.scope.deadline = min(now + self.base, self.limit)
+        else:
+            self._left = self.base
+
+    def pause(self, now: float) -> None:
+        if self._left is None:
+            self._left = max(0.0, self.scope.deadline - now)
+            self._paused_at = now
+            self.scope.deadline = math.inf
+
+    def resume(self, now: float) -> None:
+        if self._left is not None:
+            self.limit += now - self._paused_at
+            self.scope.deadline = min(now + self._left, self.limit)
+            self._left = None
+
+
 class _AttemptFailed(Exception):
     """One transport's connect attempt failed; carries the translated failure to ``Connector.connect``."""
 
@@ -244,8 +334,8 @@ class Connection:
         self.endpoint = endpoint
         self._ask = ask
         self._redact = redact if redact is not None else Redactor(endpoint.headers.values()).redact
-        self._calls: dict[anyio.CancelScope, float] = {}
-        """The calls in flight, each with the seconds it had left when a question paused it."""
+        self._calls: set[_CallClock] = set()
+        """The calls in flight, each with its clock (stopped while a person answers a question)."""
         self._questions = 0
         self.transport: TransportName = transport
         self.mode = mode
@@ -284,9 +374,19 @@ class Connection:
         return self._done.is_set()
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], *, timeout: float | None = None
-    ) -> mcp_types.CallToolResult:
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressReport | None = None,
+    ) -> mcp_types.CallToolResult | PendingTask:
         """Call one tool, once, within ``timeout`` seconds (the settings' ``call_timeout`` if None).
+
+        Each progress notification of the call gives it ``timeout`` seconds again, up to the
+        settings' ``call_max`` from its start, and goes to ``on_progress``. A tool that runs
+        only as a task is called as one, and its states go to ``on_progress`` too; a task still
+        running when the time is up is handed back as a ``PendingTask`` for ``finish_task``.
 
         A result with ``is_error`` set is returned as it is: the tool ran and failed.
 
@@ -306,15 +406,17 @@ class Connection:
         seconds = self._settings.call_timeout if timeout is None else timeout
         errors_before = self._trace.errors
         cuts_before = self._cuts()
+        started = anyio.current_time()
+        clock = _CallClock(seconds, started + max(seconds, self._settings.call_max))
+        progressed = self._progress_callback(clock, on_progress)
+        pending: PendingTask | None = None
         try:
-            with anyio.move_on_after(seconds) as scope:
-                self._calls[scope] = seconds
-                if self._questions:
-                    scope.deadline = math.inf
-                try:
-                    return await client.call_tool(name, arguments)
-                finally:
-                    del self._calls[scope]
+            with clock.scope, self._clocked(clock):
+                if not task_required(self._tool(name)):
+                    return await client.call_tool(name, arguments, progress_callback=progressed)
+                task = await create_task(client, name, arguments, timeout=seconds, on_progress=progressed)
+                pending = PendingTask(server=server, tool=name, task=task, started=started)
+                return await self._follow(client, pending, on_progress)
         except Exception as exc:  # boundary: every SDK and httpx2 failure is translated at this seam
             error = self._own_call_error(exc, cuts_before, errors_before) or call_error(
                 exc, server=server, trace=self._trace, errors_before=errors_before, timeout=seconds
@@ -323,10 +425,96 @@ class Connection:
                 self._break(error.reason)
             raise _redacted(error, self.endpoint) from _cause(error, exc, self.endpoint)
         # Only reached when the scope's deadline cancelled the call.
-        assert scope.cancelled_caught
-        error = timed_out(seconds, server=server)
+        assert clock.scope.cancelled_caught
+        if pending is not None:
+            # The task runs on at the server, whose connection is fine: it is followed on later.
+            return pending
+        error = (
+            RemoteTimeout(
+                f"still running after {self._settings.call_max:g} s, the most a call may take", server=server
+            )
+            if clock.capped
+            else timed_out(seconds, server=server)
+        )
         self._break(error.reason)
         raise error
+
+    async def finish_task(
+        self, pending: PendingTask, *, on_progress: ProgressReport | None = None
+    ) -> mcp_types.CallToolResult:
+        """Follow a task that outlived its call until it is done, up to ``call_max`` from the call's start.
+
+        Raises:
+            RemoteTimeout: The task was not done in time (the connection still works).
+            CallFailed, RemoteError: as ``call_tool``.
+        """
+        server = self.endpoint.server
+        client = self._client
+        if self._broken_reason is not None:
+            raise CallFailed(f"connection is broken ({self._broken_reason})", server=server)
+        if client is None or self._stop.is_set():
+            raise CallFailed("connection is closed", server=server)
+        errors_before = self._trace.errors
+        cuts_before = self._cuts()
+        call_max = self._settings.call_max
+        try:
+            with anyio.move_on_after(max(0.0, pending.started + call_max - anyio.current_time())):
+                return await self._follow(client, pending, on_progress)
+        except Exception as exc:  # boundary: every SDK and httpx2 failure is translated at this seam
+            error = self._own_call_error(exc, cuts_before, errors_before) or call_error(
+                exc, server=server, trace=self._trace, errors_before=errors_before, timeout=call_max
+            )
+            if isinstance(error, CallFailed | RemoteTimeout):
+                self._break(error.reason)
+            raise _redacted(error, self.endpoint) from _cause(error, exc, self.endpoint)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(self._settings.close_timeout):
+            try:
+                await cancel_task(client, pending.task_id, timeout=self._settings.close_timeout)
+            except Exception as exc:  # boundary: a courtesy to the server; its failure changes nothing
+                logger.debug("%s: cancelling task %s failed: %s", server, pending.task_id, type(exc).__name__)
+        raise RemoteTimeout(f"the task did not finish within {call_max:g} s", server=server)
+
+    async def _follow(
+        self, client: Client, pending: PendingTask, on_progress: ProgressReport | None
+    ) -> mcp_types.CallToolResult:
+        """Poll the task until it is done (or waits for input), then fetch its result."""
+        shown: str | None = None
+        while pending.task.status not in TERMINAL and pending.task.status != "input_required":
+            if on_progress is not None and pending.task.status_message != shown:
+                shown = pending.task.status_message
+                await on_progress(Progress(message=shown))
+            await anyio.sleep(poll_seconds(pending.task))
+            pending.task = await get_task(client, pending.task_id, timeout=self._settings.call_timeout)
+        # Waits until the task is done; the server's questions come on this request's stream.
+        return await task_result(client, pending.task_id, timeout=None)
+
+    def _tool(self, name: str) -> mcp_types.Tool | None:
+        return next((tool for tool in self.tools if tool.name == name), None)
+
+    def unrunnable(self, tool: mcp_types.Tool) -> str | None:
+        """Why this host cannot call ``tool`` over this connection, or None when it can."""
+        capabilities = self._client.server_capabilities if self._client is not None else None
+        return unrunnable_reason(tool, self.protocol, capabilities)
+
+    def _progress_callback(self, clock: _CallClock, report: ProgressReport | None) -> ProgressFnT:
+        async def progressed(progress: float, total: float | None, message: str | None) -> None:
+            # The server is alive and working: the call gets its time again (up to call_max).
+            clock.progressed()
+            if report is not None:
+                await report(Progress(progress=progress, total=total, message=message))
+
+        return progressed
+
+    @contextlib.contextmanager
+    def _clocked(self, clock: _CallClock) -> Iterator[None]:
+        """Count ``clock`` among the calls in flight (which a question stops) while inside."""
+        if self._questions:
+            clock.pause(anyio.current_time())
+        self._calls.add(clock)
+        try:
+            yield
+        finally:
+            self._calls.discard(clock)
 
     async def _elicit(
         self, context: ClientRequestContext, params: mcp_types.ElicitRequestParams
@@ -347,9 +535,8 @@ class Connection:
         """While a person answers a question, the call timeouts stand still: a person is no hung server."""
         if self._questions == 0:
             now = anyio.current_time()
-            for scope in self._calls:
-                self._calls[scope] = max(0.0, scope.deadline - now)
-                scope.deadline = math.inf
+            for clock in self._calls:
+                clock.pause(now)
         self._questions += 1
         try:
             yield
@@ -357,8 +544,8 @@ class Connection:
             self._questions -= 1
             if self._questions == 0:
                 now = anyio.current_time()
-                for scope, left in self._calls.items():
-                    scope.deadline = now + left
+                for clock in self._calls:
+                    clock.resume(now)
 
     def _cuts(self) -> int:
         """How many answers the result budget cut off: results come on POST bodies, or over SSE on its stream."""

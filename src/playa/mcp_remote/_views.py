@@ -143,6 +143,7 @@ def tool_list(chat: ServersView, name: str | None, now: float) -> str:
             # Redacted before the cut: a cut first could keep the head of a credential.
             summary = chat.redactor.redact(tool.description).splitlines()[0][:120] if tool else ""
             lines.append(f"{exposed} — {summary}")
+        lines += [f"{server}: not offered to the agent: {why}" for why in state.withheld]
     return "\n".join(lines) or "No remote MCP servers. Add one with /mcp_add."
 
 

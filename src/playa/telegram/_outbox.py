@@ -379,6 +379,25 @@ class Outbox:
         except TelegramError as exc:
             logger.debug("answering a button press failed: %s", exc)
 
+    async def edit(self, chat_id: int, message_id: int, part: Part) -> bool:
+        """Replace the text of a message the bot sent; ``False`` when Telegram refuses (nothing kept)."""
+        try:
+            await self._call(
+                "editMessageText",
+                lambda: self.bot.edit_message_text(
+                    part.text,
+                    chat_id=chat_id,
+                    message_id=message_id,
+                    entities=_entities(part),
+                    link_preview_options=LinkPreviewOptions(is_disabled=True),
+                ),
+            )
+        except TelegramError as exc:
+            # "message is not modified" among them: the text shown is the one meant.
+            logger.debug("editing message %s in chat %s failed: %s", message_id, chat_id, exc)
+            return False
+        return True
+
     async def drop_buttons(self, chat_id: int, message_id: int) -> None:
         """Remove the buttons of a message once they can no longer be used."""
         try:

@@ -18,7 +18,7 @@ from ._markdown import render_markdown
 from ._outbox import Delivery, Outbox
 from ._split import Part, split_formatted
 
-__all__ = ["ANSWER_NOT_DELETED", "CANCEL", "Deletions", "TelegramUI", "render"]
+__all__ = ["ANSWER_NOT_DELETED", "CANCEL", "PROGRESS_EVERY", "Deletions", "TelegramUI", "render"]
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +30,16 @@ CANCEL: Final = "Cancel"
 _ASK_HINT: Final = "\n\nPress Cancel, or send /cancel, to stop."
 _REPLY_HINT: Final = "\n\nAnswer by replying to this message."
 _CANCEL_HINT: Final = "Press Cancel, or send /cancel, to stop the question."
+PROGRESS_EVERY: Final = 2.0
+"""Seconds between two edits of a call's progress message: Telegram limits edits, and a server may
+report a thousand times a second."""
+
+
+@dataclass(eq=False)
+class _ProgressMessage:
+    message_id: int | None
+    edited: float
+    """When it was sent or last edited (the event loop's clock)."""
 
 
 def render(text: str, *, markdown: bool, redact: Callable[[str], str]) -> list[Part]:
@@ -120,6 +130,7 @@ class TelegramUI:
         self._redact = redact
         self._group = group
         """A group has members besides the owner: replies quote the message they answer, notices go out."""
+        self._progress: dict[str, _ProgressMessage] = {}
 
     @property
     def thread_id(self) -> int | None:
@@ -216,6 +227,26 @@ class TelegramUI:
             f"{question.asker} asked a question that this chat cannot answer yet; it was cancelled."
         )
         return Answer("cancel")
+
+    async def progress(self, key: str, text: str) -> None:
+        """One message per call, sent at its first progress and edited in place at most every 2 s.
+
+        The caller passes the newest text each time this returns, so waiting here drops nothing.
+        Not kept across restarts: the call it shows does not survive one either.
+        """
+        part = render(text, markdown=False, redact=self._redact)[0]
+        shown = self._progress.get(key)
+        if shown is None:
+            shown = self._progress[key] = _ProgressMessage(None, anyio.current_time())
+            shown.message_id = await self._outbox.send(
+                self._chat_id, [part], thread_id=self._thread_id, durable=False
+            )
+            return
+        if shown.message_id is None:
+            return  # the first message was not delivered: nothing to edit
+        await anyio.sleep(max(0.0, shown.edited + PROGRESS_EVERY - anyio.current_time()))
+        shown.edited = anyio.current_time()
+        await self._outbox.edit(self._chat_id, shown.message_id, part)
 
     async def delete(self, ref: MessageRef) -> bool:
         """Delete a message of this chat by its id; ``False`` when Telegram refuses."""

@@ -1,0 +1,97 @@
+"""Long calls in Telegram: one progress message edited in place at most every 2 s; late task results (npm)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+
+import anyio
+import pytest
+
+from playa.cli import remote_mcp
+from playa.host import Host, HostConfig
+from playa.telegram import TelegramSettings, run_telegram
+from playa.telegram._ui import PROGRESS_EVERY
+from servers.node import server_everything
+from servers.python_servers import serve_asgi
+
+from .fake_bot_api import FakeBotApi, private_chat, user
+
+pytestmark = [pytest.mark.anyio, pytest.mark.npm]
+
+TOKEN = "123456789:AAHfakeTokenForTestsOnly0123456789abcd"
+CHAT = 301
+OPERATION = "everything__trigger-long-running-operation"
+RESEARCH = "everything__simulate-research-query"
+
+
+@asynccontextmanager
+async def bot_with_everything(tmp_path: Path, env: dict[str, str]) -> AsyncIterator[FakeBotApi]:
+    """The bot against a fake Bot API, its chat with server-everything added."""
+    fake = FakeBotApi(TOKEN)
+    config = HostConfig(data_dir=tmp_path)
+    extension = remote_mcp(
+        config, {"TELEGRAM_BOT_TOKEN": TOKEN, "PLAYA_EGRESS_ALLOW": "127.0.0.1/32", **env}, console=False
+    )
+    async with (
+        server_everything() as url,
+        serve_asgi(fake.app()) as api,
+        Host(config, [extension]) as host,
+        anyio.create_task_group() as tg,
+    ):
+        tg.start_soon(
+            partial(
+                run_telegram,
+                host,
+                token=TOKEN,
+                base_url=api.url,
+                settings=TelegramSettings(poll_timeout=5, typing_interval=0.5),
+            )
+        )
+        await fake.wait_call("getUpdates")
+        try:
+            mark = fake.mark()
+            fake.send(private_chat(CHAT), f"/mcp_add everything {url}", sender=user(CHAT))
+            await fake.wait_reply(CHAT, "Added everything: connected", after=mark, timeout=30)
+            yield fake
+        finally:
+            tg.cancel_scope.cancel()
+            fake.close()
+
+
+async def test_progress_is_one_message_edited_at_most_every_two_seconds(tmp_path: Path) -> None:
+    with anyio.fail_after(90):
+        async with bot_with_everything(tmp_path, {"PLAYA_CALL_TIMEOUT": "30"}) as fake:
+            mark = fake.mark()
+            fake.send(private_chat(CHAT), f'{OPERATION} {{"duration": 6, "steps": 12}}', sender=user(CHAT))
+            await fake.wait_reply(CHAT, "Long running operation completed", after=mark, timeout=30)
+            final = await fake.wait_call(
+                "editMessageText", after=mark, where=lambda call: call.text == f"{OPERATION}: done"
+            )
+    [shown] = [
+        call for call in fake.find("sendMessage", after=mark) if call.text.startswith(f"{OPERATION}: ")
+    ]
+    edits = fake.find("editMessageText", after=mark)
+    assert {call.params["message_id"] for call in edits} == {shown.result_id}
+    assert edits[-1] is final  # nothing after the final text
+    # Twelve reports in six seconds, each edit at least 2 s after the one before (or the message).
+    times = [shown.at, *(call.at for call in edits)]
+    assert all(later - earlier >= PROGRESS_EVERY - 0.1 for earlier, later in itertools.pairwise(times))
+    assert 2 <= len(edits) <= 6
+    assert any(call.text.startswith(f"{OPERATION}: ") and call.text.endswith("/12") for call in edits)
+
+
+async def test_a_task_that_outlives_the_turn_is_posted_to_the_chat_when_done(tmp_path: Path) -> None:
+    with anyio.fail_after(90):
+        async with bot_with_everything(tmp_path, {"PLAYA_CALL_TIMEOUT": "1"}) as fake:
+            mark = fake.mark()
+            fake.send(private_chat(CHAT), f'{RESEARCH} {{"topic": "tides"}}', sender=user(CHAT))
+            running = await fake.wait_reply(
+                CHAT, "is still running on its server as a task", after=mark, timeout=30
+            )
+            late = await fake.wait_reply(CHAT, "Research Report: tides", after=mark, timeout=30)
+    assert late.at > running.at
+    assert late.text.startswith(f"The task of {RESEARCH} (task ")
