@@ -117,8 +117,9 @@ def text_of(result: object) -> str:
     return "".join(b.text for b in getattr(result, "content", []) if isinstance(b, TextContent))
 
 
+# No timeout is under test: a 50 MB answer read with tracemalloc on is slow on a busy machine.
 SETTINGS = ConnectionSettings(
-    connect_timeout=10.0, call_timeout=20.0, close_timeout=1.0, max_result_bytes=BUDGET
+    connect_timeout=15.0, call_timeout=90.0, close_timeout=5.0, max_result_bytes=BUDGET
 )
 
 
@@ -139,7 +140,7 @@ async def call_big_measuring_memory(connection: Connection) -> tuple[RemoteError
 async def test_a_huge_streamable_http_result_fails_clearly_in_bounded_memory_and_the_session_lives_on(
     big_server: dict[str, int], task_group: TaskGroup, variant: Variant
 ) -> None:
-    with anyio.fail_after(30):
+    with anyio.fail_after(240):
         connection = await Connector(SETTINGS).connect(target(big_server, variant), task_group)
         try:
             error, peak = await call_big_measuring_memory(connection)
@@ -159,7 +160,7 @@ async def test_a_huge_sse_result_fails_clearly_in_bounded_memory_and_the_next_ca
     big_server: dict[str, int], task_group: TaskGroup
 ) -> None:
     connector = Connector(SETTINGS)
-    with anyio.fail_after(30):
+    with anyio.fail_after(240):
         connection = await connector.connect(target(big_server, "sse"), task_group)
         try:
             error, peak = await call_big_measuring_memory(connection)
