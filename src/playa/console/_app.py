@@ -20,6 +20,7 @@ import anyio.lowlevel
 from ..host import (
     QUESTION_TIMEOUT,
     Answer,
+    Approval,
     ChatSession,
     Host,
     IncomingMessage,
@@ -30,6 +31,7 @@ from ..host import (
     answer_from_text,
     classify,
     normalize,
+    render_approval,
     render_question,
 )
 
@@ -130,6 +132,10 @@ class ConsoleUI:
             return Answer("cancel")
         finally:
             self._answered.set()
+
+    async def approval(self, approval: Approval) -> MessageRef | None:
+        # The console's one person is the owner: the text form, answered with a typed command.
+        return await self.send(render_approval(approval))
 
     async def delete(self, ref: MessageRef) -> bool:
         # Nothing the console shows can be taken back; in a terminal the line is the user's own.
