@@ -13,6 +13,7 @@ import anyio
 
 from playa.host import (
     Answer,
+    Approval,
     ChatSession,
     Host,
     HostConfig,
@@ -52,6 +53,9 @@ class QuietUI:
 
     async def question(self, question: Question, *, timeout: float = 300.0) -> Answer:
         return Answer("cancel")
+
+    async def approval(self, approval: Approval) -> MessageRef | None:
+        return None
 
     async def delete(self, ref: MessageRef) -> bool:
         return True

@@ -14,6 +14,7 @@ import pytest
 from anyio.abc import TaskGroup
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from mcp.client.caching import ResponseCacheStore
 
 import playa
 from playa.exceptions import ConnectFailed, UsageError
@@ -27,6 +28,7 @@ from playa.mcp_remote import (
     RemoteMcpExtension,
     resolve_host_secret,
 )
+from playa.mcp_remote._connection import OnTools
 from playa.mcp_remote._elicit import Ask
 from playa.mcp_remote._parse import carries_secret, parse_add
 from support.chat import ScriptedUI, msg
@@ -212,6 +214,8 @@ class RefusingConnector(Connector):
         *,
         ask: Ask | None = None,
         redact: Callable[[str], str] | None = None,
+        on_tools: OnTools | None = None,
+        tools_cache: ResponseCacheStore | None = None,
     ) -> Connection:
         raise ConnectFailed("connection refused", server=endpoint.server)
 

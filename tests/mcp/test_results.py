@@ -381,6 +381,47 @@ def test_a_wrapped_result_that_differs_from_the_text_is_kept() -> None:
     assert '{"result":"other"}' in map_result(result).text
 
 
+@pytest.mark.parametrize(
+    ("texts", "structured"),
+    [
+        # server-filesystem: the file's text, and the same text as {"content": …}
+        (["line one\nline two\n" * 50], {"content": "line one\nline two\n" * 50}),
+        # server-memory: the array's JSON, and the array as {"entities": […]}
+        (['[\n  {\n    "name": "Ada"\n  }\n]'], {"entities": [{"name": "Ada"}]}),
+        # one text block per item of a wrapped array
+        (['{"name": "Ada"}', '{"name": "Grace"}'], {"items": [{"name": "Ada"}, {"name": "Grace"}]}),
+        (["Ada", "Grace"], {"names": ["Ada", "Grace"]}),
+        # the SDK's wrapping of a list return value
+        (['["a", 1]'], {"result": ["a", 1]}),
+    ],
+    ids=["content", "entities-array", "block-per-item", "strings-per-item", "result-list"],
+)
+def test_structured_content_is_not_sent_twice_whatever_its_wrapping(
+    texts: list[str], structured: dict[str, Any]
+) -> None:
+    result = mcp_types.CallToolResult(
+        content=[mcp_types.TextContent(type="text", text=text) for text in texts],
+        structured_content=structured,
+    )
+    assert map_result(result).text == "\n".join(texts)
+
+
+@pytest.mark.parametrize(
+    "structured",
+    [
+        {"content": "line one"},
+        {"entities": [{"name": "Ada"}, {"name": "Lovelace"}]},
+        {"entities": [{"name": "Ada"}], "count": 1},
+    ],
+)
+def test_wrapped_structured_content_that_says_more_than_the_text_is_kept(structured: dict[str, Any]) -> None:
+    result = mcp_types.CallToolResult(
+        content=[mcp_types.TextContent(type="text", text='[{"name": "Ada"}]')],
+        structured_content=structured,
+    )
+    assert "Structured content:" in map_result(result).text
+
+
 def test_a_text_longer_than_the_cap_is_cut_with_a_note() -> None:
     result = mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text="x" * 5000)])
     mapped = map_result(result, max_text=1000)

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Literal
 from urllib.parse import urlsplit
 
 import anyio
@@ -179,7 +180,8 @@ async def test_a_server_added_with_a_secret_bearer_offers_its_tools_and_never_sh
             assert listed.text == (
                 "demo: connected over streamable-http, 5 tools\n"
                 f"  url: {demo.url}\n"
-                "  transport: auto; tools: all; auth headers: Authorization"
+                "  transport: auto (in use: streamable-http, protocol 2026-07-28); tools: all; "
+                "auth headers: Authorization"
             )
             tools = await say(host, session, "/mcp_tools demo")
             assert tools.text.splitlines()[0] == (
@@ -783,3 +785,51 @@ async def test_an_owner_command_moves_a_file_in_the_way_aside_and_says_so(
             assert second.startswith("Added down, but it is unavailable")
             assert (path.parent / "servers.json.unreadable").exists()
             assert (await say(host, session, "/mcp_list")).text.startswith("down: unavailable")
+
+
+async def test_the_list_shows_the_transport_and_protocol_in_use_also_after_a_failed_call(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with serve_mcp(ping_server(), "sse") as server, remote_host(data_dir, host_secret) as host:
+            session = await host.session(SCOPE, owner="owner")
+            added = await say(host, session, f"/mcp_add back {server.url}")
+            assert added.text.startswith("Added back: connected over sse, 1 tools"), added.text
+            await server.kill()
+            failed = await host.call_tool(session, "back__ping", {})
+            assert failed.is_error
+            listed = await say(host, session, "/mcp_list")
+    first, _url, transport = listed.text.splitlines()
+    assert first.startswith("back: connected over sse, 1 tools (last call failed: ")
+    assert transport == "  transport: auto (in use: sse, protocol 2025-11-25); tools: all; auth headers: none"
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+async def test_a_servers_instructions_reach_the_model_in_its_part_of_the_section_redacted_and_cut(
+    data_dir: Path, host_secret: HostSecret, transport: Literal["streamable-http", "sse"]
+) -> None:
+    token = "tok-" + "i9X" * 8
+    words = f"Call ping first.\nYour key is {token}.\x1b[2J\n" + "More. " * 1000
+    server = MCPServer("guide", instructions=words)
+
+    @server.tool()
+    def ping() -> str:
+        """Answer pong."""
+        return "pong"
+
+    model = RecordingModel()
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with serve_mcp(server, transport) as served, remote_host(data_dir, host_secret, model) as host:
+            session = await host.session(SCOPE, owner="owner")
+            added = await say(host, session, f'/mcp_add guide {served.url} --header "X-Key: {token}"')
+            assert added.text.startswith("Added guide"), added.text
+            await say(host, session, "hello")
+    instructions = model.instructions()
+    part = instructions[instructions.index("- guide: available") :]
+    assert part.splitlines()[1:4] == [
+        "  guide's own instructions (the server's words, not the owner's):",
+        "    Call ping first.",
+        "    Your key is [redacted]. [2J",
+    ]
+    assert token not in instructions
+    assert "More. " * 300 in part and "More. " * 400 not in part

@@ -10,7 +10,16 @@ import anyio
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from playa.host import Answer, IncomingMessage, MessageRef, Question, Sender, answer_from_text, offline_model
+from playa.host import (
+    Answer,
+    Approval,
+    IncomingMessage,
+    MessageRef,
+    Question,
+    Sender,
+    answer_from_text,
+    offline_model,
+)
 
 OWNER = Sender(id="owner", name="Owner", is_owner=True)
 GUEST = Sender(id="guest", name="Guest", is_owner=False)
@@ -30,6 +39,7 @@ class ScriptedUI:
     replies: list[str] = field(default_factory=list)
     """Answer lines to the servers' questions (``/accept a=1``), in order; none left: cancel."""
     questions: list[Question] = field(default_factory=list)
+    approvals: list[Approval] = field(default_factory=list)
     progress_shown: list[tuple[str, str]] = field(default_factory=list)
     """Each ``progress(key, text)``, in order."""
     _changed: anyio.Event | None = None
@@ -61,6 +71,10 @@ class ScriptedUI:
                 return answer
             self.sent.append(answer)
         return Answer("cancel")
+
+    async def approval(self, approval: Approval) -> MessageRef | None:
+        self.approvals.append(approval)
+        return len(self.approvals)
 
     async def delete(self, ref: MessageRef) -> bool:
         self.deleted.append(ref)

@@ -22,6 +22,7 @@ import anyio.lowlevel
 from ..host import (
     QUESTION_TIMEOUT,
     Answer,
+    Approval,
     ChatSession,
     Host,
     IncomingMessage,
@@ -32,6 +33,7 @@ from ..host import (
     answer_from_text,
     classify,
     normalize,
+    render_approval,
     render_question,
 )
 
@@ -148,6 +150,10 @@ class ConsoleUI:
         if now - self._printed.get(key, -math.inf) >= _PIPE_PROGRESS_EVERY:
             self._printed[key] = now
             await self.send(f"… {text}")
+
+    async def approval(self, approval: Approval) -> MessageRef | None:
+        # The console's one person is the owner: the text form, answered with a typed command.
+        return await self.send(render_approval(approval))
 
     async def delete(self, ref: MessageRef) -> bool:
         # Nothing the console shows can be taken back; in a terminal the line is the user's own.

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._approvals import Approval, ToolChange, render_approval
 from ._commands import Command, CommandContext, CommandRouter, ParsedCommand, parse_command
 from ._env import DEFAULT_DENIED, EnvPolicy
 from ._extension import Extension, ToolResultEvent
@@ -91,6 +92,7 @@ __all__ = [
     "REDACTED",
     "UI",
     "Answer",
+    "Approval",
     "ChatSession",
     "Command",
     "CommandContext",
@@ -120,6 +122,7 @@ __all__ = [
     "ScopeMove",
     "Sender",
     "Tool",
+    "ToolChange",
     "ToolRegistry",
     "ToolResult",
     "ToolResultEvent",
@@ -138,6 +141,7 @@ __all__ = [
     "outbound_secrets",
     "parse_command",
     "rank_tools",
+    "render_approval",
     "render_question",
     "repair_schema",
     "resolve_in_workspace",

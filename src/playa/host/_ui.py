@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     # Only for annotations: _questions reads commands, whose context holds a UI.
+    from ._approvals import Approval
     from ._questions import Answer, Question
 
 __all__ = ["UI", "IncomingMessage", "MessageRef", "Sender"]
@@ -78,6 +79,16 @@ class UI(Protocol):
         already and one line. The caller sends the latest state only, one at a time per key, and
         never waits on the answer to go on with the call: a front end may take its time (the
         console redraws a status line; Telegram edits one message, at most every 2 s).
+        """
+        ...
+
+    async def approval(self, approval: Approval) -> MessageRef | None:
+        """Show the owner changes that wait for their decision (a server's changed tools).
+
+        Shown to the owner only: the console is theirs, and a Telegram front end sends it to the
+        owner's private chat with the bot. ``render_approval`` is the text form; a front end with
+        buttons offers ``approval.approve`` and ``approval.reject`` as two buttons that run
+        those commands as the owner. ``None`` if it could not be shown.
         """
         ...
 

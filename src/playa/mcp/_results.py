@@ -124,23 +124,62 @@ def _decode_base64(data: str) -> bytes | None:
 
 
 def _echoed_in_text(structured: object, blocks: list[object]) -> bool:
-    """Whether a text block already holds the structured content, as the MCP spec recommends."""
+    """Whether the text blocks already hold the structured content, as the MCP spec recommends.
+
+    Servers wrap a value beside its text in one key: the SDK's ``{"result": …}``,
+    server-filesystem's ``{"content": <the file's text>}``, server-memory's
+    ``{"entities": [...]}`` beside the array's JSON. So the structured content counts as
+    echoed when the text holds it, or its one key's value: as that very text, as the same
+    JSON, or as an array one text block per item.
+    """
     texts = [block.text for block in blocks if isinstance(block, mcp_types.TextContent)]
+    if not texts:
+        return False
     candidates = [*texts, "".join(texts)] if len(texts) > 1 else texts
-    # Servers built on the SDK wrap a plain return value as {"result": value} beside its text.
-    if isinstance(structured, dict) and structured.keys() == {"result"}:
-        wrapped = structured["result"]
-        if isinstance(wrapped, str) and wrapped in candidates:
+    values = [structured]
+    if isinstance(structured, dict) and len(structured) == 1:
+        values.append(next(iter(structured.values())))
+    parsed = [_parsed(text) for text in candidates]
+    for value in values:
+        if isinstance(value, str) and value in candidates:
             return True
-        structured = wrapped if not isinstance(wrapped, str) else structured
-    for text in candidates:
-        try:
-            if _same_json(json.loads(text), structured):
-                return True
-        except (ValueError, RecursionError):
-            # Not JSON, or nested deeper than Python recurses: not an echo we can confirm.
-            continue
+        if any(_equal(found, value) for found in parsed):
+            return True
+        if (
+            isinstance(value, list)
+            and len(texts) > 1
+            and len(value) == len(texts)
+            and all(_holds(text, item) for text, item in zip(texts, value, strict=True))
+        ):
+            return True
     return False
+
+
+_NOT_JSON = object()
+
+
+def _parsed(text: str) -> object:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        # Not JSON, or nested deeper than Python recurses: not an echo we can confirm.
+        return _NOT_JSON
+
+
+def _holds(text: str, item: object) -> bool:
+    if isinstance(item, str) and item == text:
+        return True
+    return _equal(_parsed(text), item)
+
+
+def _equal(found: object, value: object) -> bool:
+    if found is _NOT_JSON:
+        return False
+    try:
+        return _same_json(found, value)
+    except RecursionError:
+        # Nested deeper than Python recurses: not an echo we can confirm.
+        return False
 
 
 def _same_json(left: object, right: object) -> bool:

@@ -28,17 +28,20 @@ from ..host import (
     QUESTION_TIMEOUT,
     UI,
     Answer,
+    Approval,
     ChatSession,
     LateResult,
     Question,
     Redactor,
     ToolResult,
     outbound_secrets,
+    render_approval,
 )
 from ..mcp import exposed_names, map_result, normalize_schema, server_name_problem
 from ._connection import Connection, Connector, Endpoint, PendingTask
 from ._grant import OAuthGrant, resource_of
 from ._oauth import Callbacks, GrantStorage, LoginExpired, PendingLogin, ServerAuth, duration_text
+from ._pins import Pins, change_of, field_digests, pending_digest
 from ._progress import ProgressFeed
 from ._revoke import Revocation, revoke
 from ._settings import RemoteMcpSettings
@@ -99,6 +102,10 @@ class ChatServers:
         self._secrets: frozenset[str] = frozenset()
         self._asking = anyio.Lock()
         """One question at a time: the person answers them in turn."""
+        self.owner_ui: UI | None = None
+        """The front end of the owner's latest command: where tool changes are shown to them."""
+        self._untold: list[str] = []
+        """What the owner must hear once a front end of theirs is known (``owner_seen``)."""
 
     # The file
 
@@ -235,15 +242,23 @@ class ChatServers:
                 # register clients with the authorization server for nothing.
                 raise NeedsLogin("this server needs a login", server=name)
             connection = await self._connector.connect(
-                self._endpoint(state), self._tg, ask=self._ask, redact=self._redact
+                self._endpoint(state),
+                self._tg,
+                ask=self._ask,
+                redact=self._redact,
+                on_tools=partial(self._tools_changed, state),
+                tools_cache=state.tools_cache,
             )
             if self.servers.get(name) is not state:
                 # Removed or replaced while connecting.
                 await connection.aclose()
                 return
-            self._bind(state, connection)
+            adopted = self._bind(state, connection)
             state.connection, state.status, state.reason = connection, "connected", None
+            state.transport, state.protocol = connection.transport, connection.protocol
+            state.instructions = connection.instructions
             state.failures, state.next_retry, state.needs_login = 0, None, False
+            await self._settle(state, adopted)
         except RemoteError as exc:
             if self.servers.get(name) is state:
                 self._failed(state, exc.reason, needs_login=isinstance(exc, NeedsLogin))
@@ -301,6 +316,7 @@ class ChatServers:
         state = self.servers.get(entry.name)
         if state is None:
             raise ToolError(f"{entry.name} was saved but cannot be read back; see /mcp_list")
+        state.quiet_adopt = True  # the reply lists the tools the add pins
         if state.attempt is not None:
             with anyio.move_on_after(self._settings.connection.connect_timeout + CONNECT_WAIT_MARGIN):
                 await state.attempt.wait()
@@ -518,7 +534,11 @@ class ChatServers:
 
     # Tools
 
-    def _bind(self, state: ServerState, connection: Connection) -> None:
+    def _bind(self, state: ServerState, connection: Connection) -> Pins | None:
+        """Bind the server's live tools; hold back new and changed ones; unbind the rest at once.
+
+        Returns the pins to save when the entry had none: the list it adopts as approved.
+        """
         entry = state.entry
         allowed: dict[str, mcp_types.Tool] = {}
         state.withheld = []
@@ -539,6 +559,16 @@ class ChatServers:
         limit = self._settings.max_tools_per_server
         state.hidden = max(0, len(allowed) - limit)
         allowed = dict(list(allowed.items())[:limit])
+        digests = {remote: field_digests(tool) for remote, tool in allowed.items()}
+        pins, adopted = entry.pins, None
+        if pins is None:
+            pins = adopted = Pins(digests)
+        verdicts = {remote: pins.verdict(tool, digests[remote]) for remote, tool in allowed.items()}
+        # A changed definition is not the tool the owner approved: until they decide, the model
+        # gets neither the new text nor the old one (the server would run the new tool).
+        state.held = {remote: tool for remote, tool in allowed.items() if verdicts[remote] == "held"}
+        allowed = {remote: tool for remote, tool in allowed.items() if verdicts[remote] == "live"}
+        state.approved.update(allowed)
         names = exposed_names(entry.name, allowed)
         # Every binding is made before the registry changes: a step that raises leaves the
         # chat's tools as they were.
@@ -569,6 +599,143 @@ class ChatServers:
             self._tools[exposed].unbind()
             self.session.tools.deactivate(exposed)
         state.tools = bound
+        return adopted
+
+    async def _tools_changed(self, state: ServerState, connection: Connection) -> None:
+        """The server said its tool list changed, and the connection listed it again."""
+        if self.servers.get(state.entry.name) is not state or state.connection is not connection:
+            return  # dropped or replaced meanwhile; a new connection lists its own tools
+        adopted = self._bind(state, connection)
+        await self._settle(state, adopted)
+        self._write_section()
+
+    async def _settle(self, state: ServerState, adopted: Pins | None) -> None:
+        """After a bind: save an adopted list, and tell the owner of tools that wait for them."""
+        name = state.entry.name
+        if adopted is not None:
+            try:
+                await self._save_pins(state, adopted)
+            except StoreError as exc:
+                # Held in memory meanwhile; the next connect adopts and tries to save again.
+                logger.warning("could not save the tool pins of %s in %s: %s", name, self.session.scope, exc)
+            else:
+                if not state.quiet_adopt:
+                    count = len(adopted.tools)
+                    await self._tell(
+                        f"{name} was saved before Playa pinned tool definitions: its current "
+                        f"{count} tool{'' if count == 1 else 's'} are pinned now, and a change to any "
+                        "of them will wait for your approval."
+                    )
+        state.quiet_adopt = False
+        if state.held and pending_digest(state.held.values()) != state.shown:
+            await self._announce(state)
+
+    async def _save_pins(self, state: ServerState, pins: Pins) -> None:
+        """Seal new pins into the server's entry (an owner's decision, or an adopted list)."""
+        entry = replace(state.entry, pins=pins)
+        state.entry = entry
+        if self.store is not None and self.servers.get(entry.name) is state:
+            await anyio.to_thread.run_sync(self.store.put, entry)
+
+    def approval(self, state: ServerState) -> Approval | None:
+        """What the owner is shown of the server's held tools (redacted, cut), or None when none wait."""
+        if not state.held:
+            return None
+        name = state.entry.name
+        pins = state.entry.pins or Pins()
+        changes = tuple(
+            change_of(tool, pins.tools.get(remote), state.approved.get(remote), self.redactor.redact)
+            for remote, tool in sorted(state.held.items())
+        )
+        return Approval(
+            source=f"The remote MCP server {name}",
+            changes=changes,
+            approve=f"/mcp_approve {name}",
+            reject=f"/mcp_reject {name}",
+            note=f"Meanwhile the agent uses its other tools; /mcp_review {name} shows this again.",
+        )
+
+    def mark_shown(self, state: ServerState) -> None:
+        """The owner has now seen the server's held tools as they are (a review, an announcement)."""
+        state.shown = pending_digest(state.held.values()) if state.held else None
+
+    async def _announce(self, state: ServerState) -> None:
+        approval = self.approval(state)
+        ui = self.owner_ui
+        if approval is None:
+            return
+        if ui is None:
+            # No front end of the owner's known yet (after a restart): they hear it with their
+            # next command, and /mcp_list says so meanwhile.
+            logger.info("%s: tool changes of %s wait for the owner", self.session.scope, state.entry.name)
+            return
+        self.mark_shown(state)
+        try:
+            await ui.approval(approval)
+        except Exception as exc:  # boundary: a front end's failure must not stop the server's tools
+            logger.warning(
+                "could not show the owner the tool changes of %s: %s", state.entry.name, type(exc).__name__
+            )
+
+    async def _tell(self, text: str) -> None:
+        ui = self.owner_ui
+        if ui is None:
+            self._untold.append(text)
+            return
+        try:
+            await ui.send(self.redactor.redact(text))
+        except Exception as exc:  # boundary: a front end's failure must not stop the server's tools
+            logger.warning("could not tell the owner of %s: %s", self.session.scope, type(exc).__name__)
+
+    async def owner_seen(self, ui: UI, *, announce: bool = True) -> None:
+        """The owner ran a command through ``ui``: tell them what waited for them, and remember it.
+
+        With ``announce`` False, held tools are not shown (the command shows them itself).
+        """
+        self.owner_ui = ui
+        untold, self._untold = self._untold, []
+        for text in untold:
+            await self._tell(text)
+        if not announce:
+            return
+        for state in list(self.servers.values()):
+            if state.held and pending_digest(state.held.values()) != state.shown:
+                await self._announce(state)
+
+    async def decide(self, name: str, *, approve: bool) -> str:
+        """The owner's ``/mcp_approve`` or ``/mcp_reject``: of exactly the held tools they were shown."""
+        state = self.servers[name]
+        if not state.held:
+            return f"No tool changes of {name} wait for a decision."
+        if pending_digest(state.held.values()) != state.shown:
+            # A server that changes again between the review and the decision must not get its
+            # newest text approved unseen.
+            self.mark_shown(state)
+            approval = self.approval(state)
+            assert approval is not None
+            return f"The tools of {name} changed again since you were shown them. Now:\n{render_approval(approval)}"
+        held = list(state.held.values())
+        pins = state.entry.pins or Pins()
+        pins = pins.approve(held) if approve else pins.reject(held)
+        connection = state.connection
+        if connection is not None:
+            # Pins of tools the server dropped go: they would only grow with every change.
+            pins = pins.only(tool.name for tool in connection.tools)
+        await self._save_pins(state, pins)
+        if connection is not None and not connection.broken:
+            self._bind(state, connection)
+        else:
+            state.held = {}  # the next connect binds what the pins now allow
+        state.shown = None
+        self._write_section()
+        names = ", ".join(sorted(tool.name for tool in held))
+        if approve:
+            return self.redactor.redact(
+                f"Approved {len(held)} tool(s) of {name}: {names}. The agent can use them now."
+            )
+        return self.redactor.redact(
+            f"Rejected {len(held)} tool(s) of {name}: {names}. They stay hidden until the server changes them again."
+        )
 
     def _shown(self, name: str) -> str:
         """A server's tool name fit to show: redacted, then cut."""

@@ -1,18 +1,21 @@
-"""The owner's commands: ``/mcp_add``, ``/mcp_remove``, ``/mcp_list`` and ``/mcp_tools``."""
+"""The owner's commands: ``/mcp_add``, ``/mcp_remove``, ``/mcp_list``, ``/mcp_tools``, and the
+decisions on changed tools: ``/mcp_review``, ``/mcp_approve``, ``/mcp_reject``."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 from mcp.shared.auth import OAuthClientInformationFull
 
 from ..exceptions import StoreError, UsageError, ValidationError
-from ..host import ChatSession, Command, CommandContext, looks_like_credential
+from ..host import ChatSession, Command, CommandContext, looks_like_credential, render_approval
 from ..mcp import is_server_name
 from ._chat import ChatServers
 from ._grant import OAuthGrant, resource_of
 from ._parse import USAGE, AddRequest, carries_secret, check_secret, parse_add
+from ._state import ServerState
 from ._store import AuthKind, Saved
 from ._views import added_text, link_sent, notice, server_list, tool_list
 
@@ -52,8 +55,23 @@ def _no_such_server(name: str) -> str:
 def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> list[Command]:
     """The extension's commands; they work, and refuse clearly, even without a host secret."""
 
-    async def servers(ctx: CommandContext) -> ChatServers:
-        return await open_servers(ctx.session)
+    async def servers(ctx: CommandContext, *, announce: bool = True) -> ChatServers:
+        chat = await open_servers(ctx.session)
+        if ctx.is_owner:
+            # Where tool changes reach the owner from now on; and what waited for them, now.
+            # A review or a decision shows them itself (``announce`` False): a change the owner
+            # is shown by the command that approves it must not count as seen.
+            await chat.owner_seen(ctx.ui, announce=announce)
+        return chat
+
+    def server_named(chat: ChatServers, args: str, usage: str) -> ServerState:
+        name = args.strip()
+        if not name:
+            raise UsageError(f"usage: {usage}")
+        state = chat.servers.get(name)
+        if state is None:
+            raise UsageError(_no_such_server(name))
+        return state
 
     def with_notes(text: str, saved: Saved) -> str:
         # What the write had to move out of the way, so the owner knows where it went.
@@ -102,6 +120,11 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
         elif request.headers:
             kind = "bearer" if request.bearer and len(request.headers) == 1 else "headers"
         entry = request.entry(kind, request.headers, grant)
+        previous = chat.servers.get(entry.name)
+        if previous is not None and (previous.entry.url, previous.entry.tools) == (entry.url, entry.tools):
+            # The same server added again (to retry it, or to change its key) keeps its pins: a
+            # re-add must not approve, unseen, a change that waits for the owner.
+            entry = replace(entry, pins=previous.entry.pins)
         try:
             saved, state = await chat.add(entry)
         except StoreError as exc:
@@ -218,6 +241,39 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             return _no_such_server(name)
         return tool_list(chat, name, clock())
 
+    async def review(ctx: CommandContext) -> str:
+        chat = await servers(ctx, announce=False)
+        name = ctx.args.strip()
+        states = [server_named(chat, name, "/mcp_review [name]")] if name else list(chat.servers.values())
+        shown: list[str] = []
+        for state in sorted(states, key=lambda s: s.entry.name):
+            approval = chat.approval(state)
+            if approval is not None:
+                chat.mark_shown(state)
+                shown.append(render_approval(approval))
+        if not shown:
+            return (
+                f"No tool changes of {name} wait for review." if name else "No tool changes wait for review."
+            )
+        return "\n\n".join(shown)
+
+    async def decide(ctx: CommandContext, *, approve: bool) -> str:
+        chat = await servers(ctx, announce=False)
+        usage = "/mcp_approve <name>" if approve else "/mcp_reject <name>"
+        state = server_named(chat, ctx.args, usage)
+        try:
+            return await chat.decide(state.entry.name, approve=approve)
+        except StoreError as exc:
+            return f"Nothing was decided: {exc}"
+        finally:
+            await chat.owner_seen(ctx.ui)
+
+    async def approve(ctx: CommandContext) -> str:
+        return await decide(ctx, approve=True)
+
+    async def reject(ctx: CommandContext) -> str:
+        return await decide(ctx, approve=False)
+
     return [
         Command(
             "mcp_add",
@@ -246,6 +302,27 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             "put back the last server file Playa saved, when it was rolled back, replaced or deleted",
             restore,
             usage="/mcp_restore",
+            carries_secret=not_a_name,
+        ),
+        Command(
+            "mcp_review",
+            "the new or changed tools of a server that wait for your decision",
+            review,
+            usage="/mcp_review [name]",
+            carries_secret=not_a_name,
+        ),
+        Command(
+            "mcp_approve",
+            "let the agent use a server's new or changed tools, as /mcp_review shows them",
+            approve,
+            usage="/mcp_approve <name>",
+            carries_secret=not_a_name,
+        ),
+        Command(
+            "mcp_reject",
+            "keep a server's new or changed tools from the agent until they change again",
+            reject,
+            usage="/mcp_reject <name>",
             carries_secret=not_a_name,
         ),
         Command(

@@ -27,6 +27,17 @@ server sends for it, but never past ``call_max`` seconds from its start; a quest
 asks a person stops the clock while the person answers. A tool that runs only as a task (see
 ``_tasks``) is called as one: the call follows the task until its time is up, and then hands
 back a ``PendingTask`` that ``finish_task`` follows on, up to ``call_max``.
+
+Tool-list changes are followed while connected: a 2025-11-25 server sends
+``notifications/tools/list_changed`` (on the listening stream, or SSE's one stream); a 2026-07-28
+server sends it on a ``subscriptions/listen`` stream the connection opens when the server
+offers it. Either way the connection lists the tools again and hands the new list to its
+owner's ``on_tools``.
+
+A tools/list result is kept as its 2026-07-28 ``ttlMs`` and ``cacheScope`` allow, in the
+response cache its owner hands each connection of one server (``tools_cache``): a reconnect
+within the time needs no listing. A change the server announces evicts it, and the listing
+after a change always asks the server.
 """
 
 from __future__ import annotations
@@ -48,9 +59,11 @@ import mcp_types
 from anyio.abc import TaskGroup, TaskStatus
 from mcp.client import Client
 from mcp.client import Transport as ClientTransport
+from mcp.client.caching import CacheConfig, CacheMode, ResponseCacheStore
 from mcp.client.session import ClientRequestContext
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import SubscriptionLost
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -236,6 +249,13 @@ class Endpoint:
 
 _E = TypeVar("_E", bound=RemoteError)
 
+OnTools = Callable[["Connection"], Awaitable[None]]
+"""Hears that a connection listed its tools again after the server said they changed."""
+_RELIST_EVERY: Final = 1.0
+"""Seconds between two listings after changes: a burst of notifications costs one listing."""
+_RELISTEN_AFTER: Final = 30.0
+"""Seconds before a ``subscriptions/listen`` stream that dropped is opened again."""
+
 
 def _redacted(error: _E, endpoint: Endpoint) -> _E:
     """``error`` with the endpoint's header values removed from its reason.
@@ -324,14 +344,21 @@ class Connection:
         mode: str = HANDSHAKE,
         ask: Ask | None = None,
         redact: Callable[[str], str] | None = None,
+        on_tools: OnTools | None = None,
+        tools_cache: ResponseCacheStore | None = None,
     ) -> None:
         """``mode`` is the SDK's: NEGOTIATE, HANDSHAKE, or a modern protocol version to speak at once.
 
         ``ask`` puts the server's questions (elicitation) to a person; without it they are declined
         at once, as sampling and roots always are. ``redact`` cleans what the person is shown
-        (default: the endpoint's own header values).
+        (default: the endpoint's own header values). ``on_tools`` hears of every new listing
+        after a change (``tools`` holds it by then). ``tools_cache`` keeps listings as the
+        server allows, for this server's connections only (None: always list).
         """
+        self._tools_cache = tools_cache
         self.endpoint = endpoint
+        self._on_tools = on_tools
+        self._tools_changed = anyio.Event()
         self._ask = ask
         self._redact = redact if redact is not None else Redactor(endpoint.headers.values()).redact
         self._calls: set[_CallClock] = set()
@@ -341,6 +368,8 @@ class Connection:
         self.mode = mode
         self.protocol: str | None = None
         """The protocol version agreed with the server, once connected."""
+        self.instructions: str | None = None
+        """What the server says about using it (``instructions``), once connected: its words, untrusted."""
         self.tools: Sequence[mcp_types.Tool] = ()
         self._settings = settings
         self._ssl_context = ssl_context
@@ -679,11 +708,11 @@ class Connection:
         )
         return transport
 
-    async def _list_tools(self, client: Client) -> tuple[mcp_types.Tool, ...]:
+    async def _list_tools(self, client: Client, cache_mode: CacheMode = "use") -> tuple[mcp_types.Tool, ...]:
         tools: list[mcp_types.Tool] = []
         cursor: str | None = None
         for _ in range(self._settings.max_tool_pages):
-            page = await client.list_tools(cursor=cursor)
+            page = await client.list_tools(cursor=cursor, cache_mode=cache_mode)
             tools.extend(page.tools)
             cursor = page.next_cursor
             if cursor is None:
@@ -694,6 +723,68 @@ class Connection:
             self._settings.max_tool_pages,
         )
         return tuple(tools)
+
+    async def _on_message(self, message: object) -> None:
+        """The SDK's message handler: a change of the tool list (2025-11-25) is listed again."""
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self._tools_changed.set()
+
+    async def _follow_changes(self, client: Client) -> None:
+        """While connected: list the tools again whenever the server says they changed; until stopped."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._relist, client)
+            capabilities = client.server_capabilities
+            if (
+                client.protocol_version in MODERN_PROTOCOL_VERSIONS
+                and capabilities.tools is not None
+                and capabilities.tools.list_changed
+            ):
+                tg.start_soon(self._listen, client)
+            await self._stop.wait()
+            tg.cancel_scope.cancel()
+
+    async def _relist(self, client: Client) -> None:
+        server = self.endpoint.server
+        while True:
+            await self._tools_changed.wait()
+            self._tools_changed = anyio.Event()
+            try:
+                with anyio.fail_after(self._settings.connect_timeout):
+                    self.tools = await self._list_tools(client, "refresh")
+            except Exception as exc:  # boundary: a failed listing keeps the tools known
+                logger.info("%s: listing the changed tools failed: %s", server, type(exc).__name__)
+            else:
+                logger.info("%s: the tool list changed: %d tools", server, len(self.tools))
+                if self._on_tools is not None:
+                    try:
+                        await self._on_tools(self)
+                    except Exception as exc:  # boundary: the owner's handler must not end the connection
+                        logger.error(
+                            "%s: handling a changed tool list failed: %s", server, type(exc).__name__
+                        )
+            # A server that says "changed" without pause gets one listing a second, not a storm.
+            await anyio.sleep(_RELIST_EVERY)
+
+    async def _listen(self, client: Client) -> None:
+        """2026-07-28: tool-list changes come on a ``subscriptions/listen`` stream, opened again when it drops."""
+        server = self.endpoint.server
+        first = True
+        while True:
+            try:
+                async with client.listen(tools_list_changed=True) as subscription:
+                    if not first:
+                        # Changes made while no stream was open were never sent: look again.
+                        self._tools_changed.set()
+                    first = False
+                    async for _event in subscription:
+                        self._tools_changed.set()
+                return  # the server closed the subscription itself
+            except SubscriptionLost:
+                logger.info("%s: the tool-change subscription dropped; opening it again", server)
+            except Exception as exc:  # boundary: without the stream the list is still listed on reconnect
+                logger.info("%s: no tool-change subscription: %s", server, type(exc).__name__)
+                return
+            await anyio.sleep(_RELISTEN_AFTER)
 
     async def _stop_with_owner(self) -> None:
         """Runs beside ``_run`` in the owner's task group: when that group is cancelled, stop."""
@@ -722,17 +813,26 @@ class Connection:
                     transport = complete_by_default(
                         await self._open_transport(stack), lambda: self.protocol or self.mode
                     )
-                    # cache=None: tools are listed once here and kept; a response cache would
-                    # only hold a second copy.
+                    # The cache is this server's alone (one store per server of a chat, whose
+                    # credentials are fixed), so one partition serves; None lists every time.
+                    cache = (
+                        CacheConfig(
+                            store=self._tools_cache, partition="server", target_id=self.endpoint.server
+                        )
+                        if self._tools_cache is not None
+                        else None
+                    )
                     client = Client(
                         transport,
                         mode=self.mode,
-                        cache=None,
+                        cache=cache,
                         client_info=_CLIENT_INFO,
                         elicitation_callback=self._elicit if self._ask is not None else None,
+                        message_handler=self._on_message,
                     )
                     await stack.enter_async_context(client)
                     self.protocol = client.protocol_version
+                    self.instructions = client.instructions
                     # A modern version is spoken without a handshake: until the listing is
                     # answered, nothing says the server speaks this transport (or this version).
                     handshaken = self.mode in (NEGOTIATE, HANDSHAKE)
@@ -749,7 +849,7 @@ class Connection:
                     started = True
                     task_status.started()
                     try:
-                        await self._stop.wait()
+                        await self._follow_changes(client)
                     finally:
                         self._client = None
                         # Closing a session on a frozen server can wait out its read timeout
@@ -884,10 +984,12 @@ class Connector:
         *,
         ask: Ask | None = None,
         redact: Callable[[str], str] | None = None,
+        on_tools: OnTools | None = None,
+        tools_cache: ResponseCacheStore | None = None,
     ) -> Connection:
         """Connect to ``endpoint`` and list its tools, within the connect timeout as a whole.
 
-        The connection's task runs in ``task_group``. ``ask`` and ``redact``: see ``Connection``. With ``transport="auto"``, Streamable HTTP
+        The connection's task runs in ``task_group``. ``ask``, ``redact``, ``on_tools`` and ``tools_cache``: see ``Connection``. With ``transport="auto"``, Streamable HTTP
         is tried first (or whichever transport last worked for this URL), and the other one when
         the server rejects it.
 
@@ -899,7 +1001,7 @@ class Connector:
             RemoteTimeout: It did not finish within the connect timeout.
         """
         async with self._slots:
-            return await self._connect(endpoint, task_group, ask, redact)
+            return await self._connect(endpoint, task_group, ask, redact, on_tools, tools_cache)
 
     async def _connect(
         self,
@@ -907,6 +1009,8 @@ class Connector:
         task_group: TaskGroup,
         ask: Ask | None,
         redact: Callable[[str], str] | None,
+        on_tools: OnTools | None,
+        tools_cache: ResponseCacheStore | None,
     ) -> Connection:
         deadline = anyio.current_time() + self.settings.connect_timeout
         if (refusal := self.settings.egress.url_refusal(endpoint.url)) is not None:
@@ -926,6 +1030,8 @@ class Connector:
                 mode=mode,
                 ask=ask,
                 redact=redact,
+                on_tools=on_tools,
+                tools_cache=tools_cache,
             )
             try:
                 await task_group.start(connection._run, deadline)

@@ -6,7 +6,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import anyio
+import mcp_types
+from mcp.client.caching import InMemoryResponseCacheStore
 
+from ..host import Redactor
 from ._connection import Connection
 from ._oauth import GrantStorage
 from ._store import ServerEntry
@@ -40,6 +43,24 @@ class ServerState:
     """An ``oauth`` server's grant as held now (tokens change as they are refreshed)."""
     login: anyio.CancelScope | None = None
     """The owner's login in flight, if any."""
+    held: dict[str, mcp_types.Tool] = field(default_factory=dict)
+    """New or changed tools held back from the model until the owner decides, by the server's names."""
+    approved: dict[str, mcp_types.Tool] = field(default_factory=dict)
+    """The approved definitions as last seen live: what a change is shown against."""
+    shown: str | None = None
+    """The digest of the held tools as the owner was last shown them: only those can be approved."""
+    transport: str | None = None
+    """The transport of the last connection that worked (SSE after a fallback too)."""
+    protocol: str | None = None
+    """The protocol version agreed on that connection."""
+    instructions: str | None = None
+    """The server's ``instructions`` from that connection (its own words: untrusted)."""
+    instructions_shown: tuple[str | None, Redactor, str] | None = None
+    """The instructions as the prompt shows them, with what they were made from."""
+    tools_cache: InMemoryResponseCacheStore = field(default_factory=InMemoryResponseCacheStore)
+    """Its tool listings, kept as the server allows (``ttlMs``) across this entry's reconnects."""
+    quiet_adopt: bool = False
+    """Adopting the tool list needs no word to the owner (an ``/mcp_add``, whose reply lists it)."""
 
     @property
     def connecting(self) -> bool:

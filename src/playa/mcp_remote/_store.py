@@ -19,6 +19,10 @@ it gives the visible one. An entry written before URLs were sealed shows its own
 An entry of kind ``oauth`` has no headers; its ``OAuthGrant`` (client registration, tokens,
 issuer, resource) is sealed under ``:oauth``, a key that can never be a header name.
 
+The digests of the tool definitions the owner approved, and of those they rejected
+(``_pins.Pins``), are sealed under ``:pins``. An entry without them (written before Playa
+pinned tools, or just added) adopts the server's tool list on its first connect.
+
 Writes replace only what they touch: ``put`` and ``remove`` keep every other raw entry as it
 is, including entries that fail to verify, so the owner keeps seeing those in ``/mcp_list``
 until they remove them or add the name again. ``save`` writes exactly the entries given.
@@ -57,6 +61,7 @@ from urllib.parse import urlsplit
 
 from playa.exceptions import StoreError, ValidationError
 from playa.mcp_remote._grant import OAuthGrant, resource_of
+from playa.mcp_remote._pins import Pins
 from playa.mcp_remote._seal import SEAL_VERSION, JSONValue, Sealer, SealError
 from playa.mcp_remote._url import MaskedUrl, mask_url
 
@@ -95,6 +100,7 @@ _RECORD_NAME: Final = "servers.record.json"
 _SEALED_URL: Final = ":url"
 _SECRET_URL: Final = ":secret-url"
 _SEALED_OAUTH: Final = ":oauth"
+_SEALED_PINS: Final = ":pins"
 
 _TRANSPORTS: Final[tuple[str, ...]] = get_args(TransportChoice)
 _AUTH_KINDS: Final[tuple[str, ...]] = get_args(AuthKind)
@@ -129,6 +135,9 @@ class ServerEntry:
     oauth: OAuthGrant | None = field(default=None, compare=False, hash=False)
     """The OAuth state of an ``oauth`` entry (None until a login began). Not compared: a
     refreshed token is the same server, and must not make the chat reconnect it."""
+    pins: Pins | None = field(default=None, compare=False, hash=False)
+    """The tool definitions the owner approved and rejected; None until the first connect
+    adopts the server's list. Not compared: a decision must not make the chat reconnect."""
     _masked: MaskedUrl = field(init=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -467,12 +476,18 @@ class ServerStore:
         extras = {k: v for k, v in sealed.items() if k.startswith(":")}
         if sorted(headers) != sorted(header_names):
             raise _Reject("seal does not verify: sealed headers differ from the listed header names")
-        if not set(extras) <= {_SEALED_URL, _SECRET_URL, _SEALED_OAUTH}:
+        if not set(extras) <= {_SEALED_URL, _SECRET_URL, _SEALED_OAUTH, _SEALED_PINS}:
             raise _Reject("unknown version: the seal holds fields this Playa does not know")
         grant: OAuthGrant | None = None
         if _SEALED_OAUTH in extras:
             try:
                 grant = OAuthGrant.decode(extras[_SEALED_OAUTH])
+            except ValidationError as exc:
+                raise _Reject(f"malformed: {exc}") from None
+        pins: Pins | None = None
+        if _SEALED_PINS in extras:
+            try:
+                pins = Pins.decode(extras[_SEALED_PINS])
             except ValidationError as exc:
                 raise _Reject(f"malformed: {exc}") from None
         try:
@@ -486,6 +501,7 @@ class ServerStore:
                 headers,
                 secret_url=_SECRET_URL in extras,
                 oauth=grant,
+                pins=pins,
             )
         except ValidationError as exc:
             raise _Reject(f"malformed: {exc}") from None
@@ -679,6 +695,8 @@ class ServerStore:
             sealed[_SECRET_URL] = "yes"
         if entry.oauth is not None:
             sealed[_SEALED_OAUTH] = entry.oauth.encode()
+        if entry.pins is not None:
+            sealed[_SEALED_PINS] = entry.pins.encode()
         seal = self._sealer.seal(context, sealed)
         return {
             **visible,

@@ -30,6 +30,7 @@ __all__ = [
 
 SECTION_TITLE = "Remote MCP servers"
 _SECTION_TOOLS = 30  # tool names listed per server in the prompt section; the model sees all of them as tools
+_INSTRUCTIONS_SHOWN = 2000  # characters of a server's instructions in the prompt section
 _LIST_LIMIT = 100
 _NAME_SHOWN = 40
 _NAME_SCAN = 4096  # of a name: enough to hold any key, bounded whatever the file holds
@@ -61,11 +62,13 @@ def state_text(state: ServerState, now: float | None = None) -> str:
         return "connecting"
     if state.status == "unavailable":
         return f"unavailable: {state.reason}{_retry_text(state, now)}"
-    text = f"connected over {state.connection.transport if state.connection else 'http'}, {len(state.tools)} tools"
+    text = f"connected over {state.transport}, {len(state.tools)} tools"
     if state.hidden:
         text += f" ({state.hidden} more not exposed: choose with --tools)"
     if state.withheld:
         text += f"; {len(state.withheld)} withheld: " + "; ".join(state.withheld)
+    if state.held:
+        text += f"; {len(state.held)} new or changed tools wait for the owner's approval"
     if state.connection is None and state.reason:
         text += f" (last call failed: {state.reason}; the next call reconnects)"
     return text
@@ -77,6 +80,23 @@ def _retry_text(state: ServerState, now: float | None) -> str:
     wait = max(0, round(state.next_retry - now))
     at = datetime.fromtimestamp(state.next_retry, UTC).strftime("%H:%M:%S UTC")
     return f"; next retry at {at} (in {wait} s)"
+
+
+def _instructions(state: ServerState, redactor: Redactor) -> str:
+    """The server's instructions for the prompt: control characters gone, redacted, then cut.
+
+    Redacted before the cut (a cut first could keep the head of a credential); the model-bound
+    gate redacts the whole prompt again. Made once per connection and redactor, not every turn.
+    """
+    made = state.instructions_shown
+    if made is not None and made[0] is state.instructions and made[1] is redactor:
+        return made[2]
+    text = state.instructions or ""
+    text = "".join(c if c in "\n\t" or unicodedata.category(c)[0] != "C" else " " for c in text)
+    text = redactor.redact("\n".join(line.rstrip() for line in text.strip().splitlines() if line.strip()))
+    text = text if len(text) <= _INSTRUCTIONS_SHOWN else text[: _INSTRUCTIONS_SHOWN - 1] + "…"
+    state.instructions_shown = (state.instructions, redactor, text)
+    return text
 
 
 def section(chat: ServersView) -> str | None:
@@ -92,6 +112,14 @@ def section(chat: ServersView) -> str | None:
             more = len(usable) - _SECTION_TOOLS
             shown += f", and {more} more" if more > 0 else ""
             lines.append(f"- {name}: available, {len(usable)} tools ({shown})")
+            if instructions := _instructions(state, chat.redactor):
+                lines.append(f"  {name}'s own instructions (the server's words, not the owner's):")
+                lines += [f"    {line}" for line in instructions.splitlines()]
+            if state.held:
+                # A count only: a held tool's name and text are what the owner has not approved.
+                lines.append(
+                    f"  ({len(state.held)} new or changed tools of {name} wait for the owner's approval)"
+                )
         else:
             lines.append(f"- {name}: {state_text(state)}")
     if chat.rejected:
@@ -114,10 +142,14 @@ def server_list(chat: ServersView, now: float) -> str:
         entry = state.entry
         auth = ", ".join(entry.header_names) if entry.header_names else "none"
         tools = "all" if entry.tools is None else ", ".join(entry.tools)
+        transport: str = entry.transport
+        if state.transport is not None:
+            # What the last connection that worked spoke: the fallback and the version show.
+            transport += f" (in use: {state.transport}, protocol {state.protocol or 'unknown'})"
         lines += [
             f"{name}: {state_text(state, now)}",
             f"  url: {entry.shown_url}",
-            f"  transport: {entry.transport}; tools: {tools}; auth headers: {auth}",
+            f"  transport: {transport}; tools: {tools}; auth headers: {auth}",
         ]
         lines += [f"  withheld from the model: {tool}: {why}" for tool, why in chat.withheld(state)]
     for rejected in chat.rejected[:_REJECTED_SHOWN]:

@@ -11,7 +11,7 @@ import anyio
 from anyio.abc import TaskGroup
 from telegram import ForceReply, InlineKeyboardMarkup
 
-from ..host import QUESTION_TIMEOUT, Answer, MessageRef, Question
+from ..host import QUESTION_TIMEOUT, Answer, Approval, MessageRef, Question, render_approval
 from ._answers import PendingAnswers
 from ._buttons import Buttons
 from ._markdown import render_markdown
@@ -212,6 +212,15 @@ class TelegramUI:
             markup=markup,
             durable=False,
         )
+
+    async def approval(self, approval: Approval) -> MessageRef | None:
+        """The owner's decision on changed tools: in their private chat with the bot, else here.
+
+        Text for now (the owner types the command); the chat itself only when the private chat
+        cannot be reached, since a group's members need not read what a server changed.
+        """
+        text = render_approval(approval)
+        return await self.send_private(text) or await self.send(text)
 
     async def notify(self, text: str) -> None:
         """In a group, tell every member: a message of its own, in a forum's General topic.

@@ -1,0 +1,58 @@
+"""Changes an extension holds back until the chat's owner decides: what is shown, and how to answer.
+
+A remote server may change what its tools say they do after the owner added it. The changed
+tools wait; the owner is shown an ``Approval`` through ``UI.approval``. A front end with buttons
+turns ``approve`` and ``reject`` into two buttons that run those commands as the owner; every
+other front end shows ``render_approval`` and the owner types the command. Either way the
+decision is a command, so it has one home (the extension's command handler) and one rule for
+who may make it (the owner only).
+
+Every text in an ``Approval`` is safe to show: the extension redacted it with the chat's
+credentials, stripped control characters and cut it before building the value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["Approval", "ToolChange", "render_approval"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolChange:
+    """One tool that waits for the owner: new, or changed since the owner last approved it."""
+
+    tool: str
+    kind: Literal["new", "changed"]
+    diff: tuple[str, ...] = ()
+    """Short lines saying what differs (``description: "…" → "…"``), or what a new tool says."""
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """Tool changes of one source (a remote server) that wait for the owner's decision."""
+
+    source: str
+    """What changed, in words: ``the remote MCP server docs``."""
+    changes: tuple[ToolChange, ...]
+    approve: str
+    """The command that approves exactly these changes (``/mcp_approve docs``)."""
+    reject: str
+    """The command that rejects them (``/mcp_reject docs``)."""
+    note: str = ""
+    """A line after the changes: what happens meanwhile, what the commands do."""
+
+
+def render_approval(approval: Approval) -> str:
+    """The text form, for a front end without buttons (and the buttons' message text)."""
+    count = len(approval.changes)
+    what = "1 tool" if count == 1 else f"{count} tools"
+    lines = [f"{approval.source} changed {what}; the agent cannot use them until you decide:"]
+    for change in approval.changes:
+        lines.append(f"- {change.tool} ({change.kind})")
+        lines += [f"    {line}" for line in change.diff]
+    if approval.note:
+        lines.append(approval.note)
+    lines.append(f"{approval.approve} to approve, {approval.reject} to reject.")
+    return "\n".join(lines)

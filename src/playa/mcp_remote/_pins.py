@@ -1,0 +1,262 @@
+"""Tool definitions pinned by digest: what the owner approved, what changed since, and how it is shown.
+
+A server may change what a tool says it does after the owner added it (a "rug pull": a new
+description that tells the model to send the chat's files somewhere). So each exposed tool's
+definition — name, title, description, input and output schema, annotations — is pinned when
+the server is added, as one digest per field of its canonical JSON (SHA-256 cut to 128 bits,
+base64url: a second preimage stays out of reach, and a thousand tools' pins stay small), sealed
+with the entry. A tool whose definition matches its pin is live; one that does not, or a new one, is
+held back from the model until the owner approves it; one whose definition the owner
+rejected stays hidden, silently, until it changes again.
+
+Digests per field, not one per tool: after a restart the definitions the owner approved are
+gone from memory, and the field digests still say which parts changed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Final, Literal
+
+import mcp_types
+
+from ..exceptions import ValidationError
+from ..host import ToolChange
+
+__all__ = ["PIN_FIELDS", "Pins", "Verdict", "change_of", "field_digests", "pending_digest"]
+
+PIN_FIELDS: Final = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+_VERSION: Final = 1
+_TEXT_SHOWN: Final = 160
+_NAMES_SHOWN: Final = 8
+_DIGEST_BYTES: Final = 16
+_DIGEST_CHARS: Final = 22  # base64url of 16 bytes, unpadded
+_DIGEST_ALPHABET: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+Verdict = Literal["live", "held", "rejected"]
+
+
+def _canonical(value: object) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+def _definition(tool: mcp_types.Tool) -> dict[str, Any]:
+    raw = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return {name: raw.get(name) for name in PIN_FIELDS}
+
+
+def _hash(data: bytes) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()[:_DIGEST_BYTES]).decode("ascii").rstrip("=")
+
+
+_NULL: Final = _hash(b"null")
+
+
+def field_digests(tool: mcp_types.Tool) -> tuple[str, ...]:
+    """One digest per pinned field of the tool's definition, in ``PIN_FIELDS`` order (absent: null).
+
+    Read from the fields themselves rather than a dump of the whole tool: a server of ten
+    thousand tools is pinned at every listing, and most fields are absent.
+    """
+    annotations = tool.annotations
+    values = (
+        tool.name,
+        tool.title,
+        tool.description,
+        tool.input_schema,
+        tool.output_schema,
+        None
+        if annotations is None
+        else annotations.model_dump(by_alias=True, mode="json", exclude_none=True),
+    )
+    return tuple(_NULL if value is None else _hash(_canonical(value)) for value in values)
+
+
+def _digest(fields: Iterable[str]) -> str:
+    return _hash(_canonical(list(fields)))
+
+
+def pending_digest(tools: Iterable[mcp_types.Tool]) -> str:
+    """One digest of a set of definitions: what the owner was shown must be what they approve."""
+    return _hash(_canonical(sorted([tool.name, _digest(field_digests(tool))] for tool in tools)))
+
+
+@dataclass(frozen=True)
+class Pins:
+    """A server's approved definitions (tool → field digests) and rejected ones (tool → digests)."""
+
+    tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    rejected: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        tools = {name: tuple(fields) for name, fields in self.tools.items()}
+        object.__setattr__(self, "tools", MappingProxyType(tools))
+        rejected = {name: frozenset(digests) for name, digests in self.rejected.items()}
+        object.__setattr__(self, "rejected", MappingProxyType(rejected))
+
+    @classmethod
+    def of(cls, tools: Iterable[mcp_types.Tool]) -> Pins:
+        """Every definition given, approved: what an add (or an entry from before pins) adopts."""
+        return cls({tool.name: field_digests(tool) for tool in tools})
+
+    def verdict(self, tool: mcp_types.Tool, fields: tuple[str, ...] | None = None) -> Verdict:
+        """Whether the tool is as approved, rejected as it is, or waits; ``fields``: its digests, if known."""
+        fields = field_digests(tool) if fields is None else fields
+        if self.tools.get(tool.name) == fields:
+            return "live"
+        if _digest(fields) in self.rejected.get(tool.name, frozenset()):
+            return "rejected"
+        return "held"
+
+    def approve(self, tools: Iterable[mcp_types.Tool]) -> Pins:
+        approved = {tool.name: field_digests(tool) for tool in tools}
+        return Pins({**self.tools, **approved}, self.rejected)
+
+    def reject(self, tools: Iterable[mcp_types.Tool]) -> Pins:
+        rejected = dict(self.rejected)
+        for tool in tools:
+            rejected[tool.name] = rejected.get(tool.name, frozenset()) | {_digest(field_digests(tool))}
+        return Pins(self.tools, rejected)
+
+    def only(self, names: Iterable[str]) -> Pins:
+        """The pins of these tools only: a tool the server no longer lists is new if it comes back."""
+        keep = set(names)
+        return Pins(
+            {name: fields for name, fields in self.tools.items() if name in keep},
+            {name: digests for name, digests in self.rejected.items() if name in keep},
+        )
+
+    def encode(self) -> str:
+        """The pins as one JSON text, to be sealed with the entry."""
+        return json.dumps(
+            {
+                "v": _VERSION,
+                "tools": {name: list(fields) for name, fields in self.tools.items()},
+                "rejected": {name: sorted(digests) for name, digests in self.rejected.items()},
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def decode(cls, text: str) -> Pins:
+        """Read sealed pins; raises ``ValidationError`` (field ``pins``) on any other shape."""
+        problem = ValidationError("pins", "the sealed tool pins have an unknown format")
+        try:
+            raw = json.loads(text)
+        except ValueError:
+            raise problem from None
+        if not isinstance(raw, dict) or set(raw) != {"v", "tools", "rejected"} or raw["v"] != _VERSION:
+            raise problem
+        tools, rejected = raw["tools"], raw["rejected"]
+        if not isinstance(tools, dict) or not isinstance(rejected, dict):
+            raise problem
+        for fields in tools.values():
+            if not isinstance(fields, list) or len(fields) != len(PIN_FIELDS):
+                raise problem
+            if not all(_is_digest(value) for value in fields):
+                raise problem
+        for digests in rejected.values():
+            if not isinstance(digests, list) or not all(_is_digest(value) for value in digests):
+                raise problem
+        return cls(tools, {name: frozenset(digests) for name, digests in rejected.items()})
+
+
+def _is_digest(value: object) -> bool:
+    return isinstance(value, str) and len(value) == _DIGEST_CHARS and set(value) <= _DIGEST_ALPHABET
+
+
+def _visible(c: str) -> str:
+    """A format character (zero-width, bidirectional) goes; a control or a separator is a space."""
+    category = unicodedata.category(c)
+    if category == "Cf":
+        return ""
+    return " " if category[0] in "CZ" else c
+
+
+def _clean(text: str, redact: Callable[[str], str], limit: int = _TEXT_SHOWN) -> str:
+    """A server's text made safe to show: one line, no control or format characters, redacted, cut.
+
+    Stripped before redacting (a key split by a zero-width character is whole again once it
+    goes, and must be caught then), cut after it (a cut first could keep the head of a key).
+    """
+    kept = "".join(_visible(c) for c in text[: limit * 8])
+    shown = redact(" ".join(kept.split()))
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
+def _quoted(value: object, redact: Callable[[str], str]) -> str:
+    if value is None:
+        return "(none)"
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return json.dumps(_clean(text, redact), ensure_ascii=False)
+
+
+def _properties(schema: object) -> dict[str, object]:
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    return props if isinstance(props, dict) else {}
+
+
+def _names(names: Iterable[str], redact: Callable[[str], str]) -> str:
+    listed = sorted(names)
+    shown = ", ".join(_clean(name, redact, 40) for name in listed[:_NAMES_SHOWN])
+    return shown + (f" and {len(listed) - _NAMES_SHOWN} more" if len(listed) > _NAMES_SHOWN else "")
+
+
+def _schema_lines(
+    label: str, old: object, new: object, known: bool, redact: Callable[[str], str]
+) -> list[str]:
+    new_props = _properties(new)
+    if not known:
+        return [f"{label} changed; its fields now: {_names(new_props, redact) or 'none'}"]
+    old_props = _properties(old)
+    lines = []
+    if added := set(new_props) - set(old_props):
+        lines.append(f"{label}: new fields {_names(added, redact)}")
+    if removed := set(old_props) - set(new_props):
+        lines.append(f"{label}: fields gone {_names(removed, redact)}")
+    if changed := {name for name in set(old_props) & set(new_props) if old_props[name] != new_props[name]}:
+        lines.append(f"{label}: fields changed {_names(changed, redact)}")
+    return lines or [f"{label} changed"]
+
+
+def change_of(
+    tool: mcp_types.Tool,
+    pinned: Sequence[str] | None,
+    before: mcp_types.Tool | None,
+    redact: Callable[[str], str],
+) -> ToolChange:
+    """What the owner is shown of a held tool: what a new one says, or what changed in one they approved.
+
+    ``pinned`` is the tool's approved field digests (None for a new tool); ``before`` the
+    approved definition when it is still known (lost at a restart: then only which fields
+    changed, with their new values). Every text is redacted with ``redact`` and cut.
+    """
+    name = _clean(tool.name, redact, 64)
+    now = _definition(tool)
+    if pinned is None:
+        lines = []
+        if description := (tool.description or tool.title or "").strip():
+            lines.append(f"says: {_quoted(description, redact)}")
+        lines.append(f"takes: {_names(_properties(now['inputSchema']), redact) or 'nothing'}")
+        return ToolChange(name, "new", tuple(lines))
+    digests = field_digests(tool)
+    old = _definition(before) if before is not None and field_digests(before) == tuple(pinned) else None
+    lines = []
+    for key, was, digest in zip(PIN_FIELDS, pinned, digests, strict=True):
+        if was == digest:
+            continue
+        label = {"inputSchema": "input schema", "outputSchema": "output schema"}.get(key, key)
+        if key in ("inputSchema", "outputSchema"):
+            lines += _schema_lines(label, old[key] if old else None, now[key], old is not None, redact)
+        elif old is not None:
+            lines.append(f"{label}: {_quoted(old[key], redact)} → {_quoted(now[key], redact)}")
+        else:
+            lines.append(f"{label} is now {_quoted(now[key], redact)}")
+    return ToolChange(name, "changed", tuple(lines))
