@@ -396,6 +396,17 @@ class FakeBotApi:
             sent["is_topic_message"] = True
         return sent
 
+    def _edited(self, params: dict[str, Any]) -> dict[str, Any]:
+        chat_id = int(params["chat_id"])
+        return {
+            "message_id": int(params["message_id"]),
+            "date": int(time.time()),
+            "edit_date": int(time.time()),
+            "chat": self._chats.get(chat_id, {"id": chat_id, "type": "private", "first_name": "someone"}),
+            "from": BOT_USER,
+            "text": params.get("text", ""),
+        }
+
     def _administrators(self, params: dict[str, Any]) -> list[dict[str, Any]]:
         return self.administrators.get(int(params["chat_id"]), [])
 
@@ -418,6 +429,7 @@ _RESULTS: dict[str, Callable[[FakeBotApi, dict[str, Any]], Any]] = {
     "setMyShortDescription": lambda fake, _: True,
     "answerCallbackQuery": lambda fake, _: True,
     "editMessageReplyMarkup": lambda fake, _: True,
+    "editMessageText": FakeBotApi._edited,
 }
 
 

@@ -386,6 +386,32 @@ class Outbox:
         except TelegramError as exc:
             logger.debug("removing the buttons of message %s failed: %s", message_id, exc)
 
+    async def edit(
+        self, chat_id: int, message_id: int, part: Part, *, markup: InlineKeyboardMarkup | None = None
+    ) -> bool:
+        """Replace a message's text and buttons (none: they go); ``False`` when Telegram refuses."""
+        try:
+            await self._call(
+                "editMessageText",
+                lambda: self.bot.edit_message_text(
+                    part.text,
+                    chat_id=chat_id,
+                    message_id=message_id,
+                    entities=_entities(part),
+                    reply_markup=markup,
+                    link_preview_options=LinkPreviewOptions(is_disabled=True),
+                ),
+            )
+        except BadRequest as exc:
+            if "not modified" in str(exc).lower():
+                return True  # a second press of the same choice
+            logger.info("editing message %s in chat %s failed: %s", message_id, chat_id, exc)
+            return False
+        except TelegramError as exc:
+            logger.info("editing message %s in chat %s failed: %s", message_id, chat_id, exc)
+            return False
+        return True
+
     async def typing(self, chat_id: int, thread_id: int | None = None) -> None:
         """Show "typing…" for about five seconds; failures do not matter."""
         try:
