@@ -110,6 +110,8 @@ class FakeBotApi:
     _closing: bool = False
     webhook: dict[str, Any] | None = None
     """The ``setWebhook`` parameters while a webhook is set: then ``post_to_webhook`` delivers updates."""
+    proxy: str | None = None
+    """Where ``post_to_webhook`` posts instead of the registered URL, as a reverse proxy forwards."""
 
     def close(self) -> None:
         """Answer held and future polls at once, so that the server can stop without waiting."""
@@ -268,7 +270,7 @@ class FakeBotApi:
                 update = self._updates[0]
                 try:
                     response = await client.post(
-                        str(webhook["url"]),
+                        self.proxy or str(webhook["url"]),
                         json=update,
                         headers={"X-Telegram-Bot-Api-Secret-Token": str(webhook.get("secret_token", ""))},
                     )
