@@ -19,15 +19,17 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.message import ServerMessageMetadata
 
 from playa.host import Field, Question
+from playa.telegram import WebhookConfig
 from playa.telegram._answers import PendingAnswers
 from playa.telegram._bot import build_bot
 from playa.telegram._buttons import Buttons
 from playa.telegram._outbox import Outbox
 from playa.telegram._ui import Deletions, TelegramUI
+from servers.node import server_everything
 from servers.python_servers import serve_asgi, serve_mcp
 
 from .fake_bot_api import ApiCall, FakeBotApi, creator, group_chat, private_chat, user
-from .test_telegram import TOKEN, Running, running_bot
+from .test_telegram import DEMO_TOKEN, OWNER_ANSWER_PROMPT, TOKEN, Running, migration, running_bot
 
 pytestmark = pytest.mark.anyio
 
@@ -81,6 +83,11 @@ async def bot_with_asking_server(tmp_path: Path, chat: dict[str, Any], owner: in
         bot.fake.send(chat, f"/mcp_add asking {served.url}", sender=user(owner))
         await bot.fake.wait_reply(chat["id"], "Added asking")
         yield bot
+
+
+def files_holding(root: Path, text: str) -> list[Path]:
+    """Every file under ``root`` whose bytes hold ``text`` as it is."""
+    return [path for path in root.rglob("*") if path.is_file() and text.encode() in path.read_bytes()]
 
 
 def labels(call: ApiCall) -> list[str]:
@@ -292,3 +299,134 @@ async def test_an_unanswered_question_is_cancelled_after_the_timeout_and_its_but
     [final] = fake.find("editMessageText", message_id=shown.result_id)
     assert "Nobody answered in time: cancelled." in final.text
     assert "reply_markup" not in final.params
+
+
+@pytest.mark.parametrize("mode", ["polling", "webhook"])
+async def test_server_everythings_form_through_a_group_where_another_member_presses_too(
+    tmp_path: Path, mode: str
+) -> None:
+    group = group_chat(-3801)
+    owner, member, other = user(3801), user(3802), user(3803)
+    webhook = WebhookConfig(url="https://bot.example.org/hook", listen="127.0.0.1", port=0)
+    ports: list[int] = []
+    async with (
+        server_everything("streamable-http") as everything,
+        running_bot(
+            tmp_path,
+            webhook=webhook if mode == "webhook" else None,
+            listening=ports.append,
+        ) as bot,
+        anyio.create_task_group() as delivery,
+    ):
+        fake = bot.fake
+        if mode == "webhook":
+            fake.proxy = f"http://127.0.0.1:{ports[0]}/hook"  # a reverse proxy in front of the bot
+            delivery.start_soon(fake.post_to_webhook)
+        fake.administrators[-3801] = [creator(owner)]
+        fake.send(group, f"/mcp_add everything {everything}", sender=owner)
+        await fake.wait_reply(-3801, "Added everything", timeout=30)
+
+        mark = fake.mark()
+        fake.send(group, "everything__trigger-elicitation-request {}", sender=member)
+        shown = await fake.wait_reply(-3801, "everything asks: Please provide inputs", after=mark, timeout=30)
+        assert "• Integer: 42 (default)" in shown.text
+        assert "✎ String: required, not given" in labels(shown)
+
+        press(fake, shown, "Accept", sender=other)
+        refused = await fake.wait_call("answerCallbackQuery", after=mark)
+        assert refused.params["text"] == "This button is for someone else."
+
+        press(fake, shown, "☐ Boolean", sender=member)
+        shown = await edited(fake, shown, "• Boolean: yes", after=mark)
+        press(fake, shown, "▾ Untitled Single Select Enum: Monica (default)", sender=member)
+        shown = await fake.wait_call("editMessageText", after=mark, where=lambda c: "Joey" in labels(c))
+        press(fake, shown, "Joey", sender=member)
+        shown = await edited(fake, shown, "• Untitled Single Select Enum: Joey", after=mark)
+        press(fake, shown, "▾ Untitled Multiple Select Enum: Guitar (default)", sender=member)
+        shown = await fake.wait_call("editMessageText", after=mark, where=lambda c: "Done" in labels(c))
+        press(fake, shown, "Piano", sender=member)
+        shown = await fake.wait_call("editMessageText", after=mark, where=lambda c: "☑ Piano" in labels(c))
+        mark = fake.mark()
+        press(fake, shown, "Done", sender=member)
+        shown = await fake.wait_call("editMessageText", after=mark, where=lambda c: "Accept" in labels(c))
+        assert "• Untitled Multiple Select Enum: Guitar,Piano" in shown.text
+
+        press(fake, shown, "Accept", sender=member)
+        prompt = await fake.wait_reply(-3801, "String is required. Reply with String", after=mark)
+        fake.send(group, "Ada Lovelace", sender=member, reply_to=prompt)
+        result = await fake.wait_reply(-3801, "User provided the requested information", after=mark)
+        await edited(fake, shown, "Accepted.", after=mark)
+        delivery.cancel_scope.cancel()
+
+    # The server's own summary (its Markdown list shown as Telegram's bullets), then its raw result.
+    assert "Name: Ada Lovelace\n• Agreed to terms: true\n• Favorite Integer: 42" in result.text
+    assert '"untitledSingleSelectEnum": "Joey"' in result.text
+    assert '"Piano"' in result.text
+    if mode == "webhook":
+        assert not fake.find("getUpdates")
+
+
+async def test_a_secret_question_waiting_when_the_group_is_upgraded_is_answered_in_the_supergroup(
+    tmp_path: Path,
+) -> None:
+    old_id, new_id = -4101, -1004101
+    old, new = {"id": old_id, "type": "group", "title": "G"}, group_chat(new_id)
+    owner = user(4101)
+    async with running_bot(tmp_path) as bot:
+        fake = bot.fake
+        fake.privacy_mode = True
+        fake.administrators[old_id] = fake.administrators[new_id] = [creator(owner)]
+        fake.send(old, f"/mcp_add demo {bot.mcp_url} --bearer", sender=owner)
+        first = await fake.wait_reply(old_id, OWNER_ANSWER_PROMPT)
+
+        mark = fake.mark()
+        migration(fake, old, owner, to=new_id)
+        migration(fake, new, owner, **{"from": old_id})
+        asked = await fake.wait_reply(new_id, "asked again here", after=mark)
+        assert OWNER_ANSWER_PROMPT in asked.text
+        # Nothing of the asker's is in the new chat to reply to, so the reply is forced on everyone.
+        assert asked.params["reply_markup"]["force_reply"] is True
+        assert "reply_parameters" not in asked.params
+        await fake.wait_reply(new_id, "Press Cancel", after=mark)
+
+        answer = fake.send(new, DEMO_TOKEN, sender=owner, reply_to=asked)
+        await fake.wait_call("deleteMessage", after=mark, chat_id=new_id, message_id=answer)
+        added = await fake.wait_reply(new_id, "Added demo", after=mark)
+        assert "demo__whoami" in added.text
+        await fake.wait_reply(new_id, "is now a supergroup, with a new chat id", after=mark)
+        fake.send(new, "/mcp_list", sender=owner)
+        listed = await fake.wait_reply(new_id, "demo:", after=mark)
+        assert "ignored" not in listed.text
+        assert first.result_id is not None
+
+    assert all(DEMO_TOKEN not in call.text for call in fake.calls)
+    assert files_holding(tmp_path, DEMO_TOKEN) == []
+
+
+async def test_a_server_question_waiting_when_the_group_is_upgraded_is_asked_again_in_the_supergroup(
+    tmp_path: Path,
+) -> None:
+    old_id, new_id = -4201, -1004201
+    old, new = {"id": old_id, "type": "group", "title": "G"}, group_chat(new_id)
+    owner, member = user(4201), user(4202)
+    async with bot_with_asking_server(tmp_path, old, 4201) as bot:
+        fake = bot.fake
+        fake.administrators[new_id] = [creator(owner)]
+        mark = fake.mark()
+        fake.send(old, "asking__form {}", sender=member)
+        shown = await fake.wait_reply(old_id, "asking asks:", after=mark)
+        press(fake, shown, "☐ Subscribe", sender=member)
+        await edited(fake, shown, "• Subscribe: yes", after=mark)
+
+        mark = fake.mark()
+        migration(fake, old, owner, to=new_id)
+        again = await fake.wait_reply(new_id, "asked again here", after=mark)
+        assert "• Subscribe: yes" in again.text  # what was filled in came along
+        press(fake, again, "✎ Name: required, not given", sender=member)
+        prompt = await fake.wait_reply(new_id, "Reply with Name", after=mark)
+        fake.send(new, "Ada", sender=member, reply_to=prompt)
+        again = await edited(fake, again, "• Name: Ada", after=mark)
+        press(fake, again, "Accept", sender=member)
+        result = await fake.wait_reply(new_id, "asking__form returned", after=mark)
+    content = json.loads(result.text.split("answered: ", 1)[1])
+    assert content["content"] == {"name": "Ada", "colour": "green", "subscribe": True, "age": 30}
