@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import mcp_types as types
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.message import ServerMessageMetadata
+from telegram import Bot, Update
 
 from playa.host import Field, Question
 from playa.telegram import WebhookConfig
@@ -267,38 +269,100 @@ async def test_cancel_in_the_chat_ends_the_question(tmp_path: Path) -> None:
     assert result.text.endswith('answered: {"action":"cancel"}')
 
 
-async def test_an_unanswered_question_is_cancelled_after_the_timeout_and_its_buttons_removed(
-    tmp_path: Path,
-) -> None:
-    fake = FakeBotApi(TOKEN)
-    question = Question(asker="asking", text="Tell me", fields=(Field("ok", "boolean"),))
+@dataclass
+class Direct:
+    """A message's UI on its own, and the buttons it registers with, with no bot dispatching updates."""
+
+    ui: TelegramUI
+    buttons: Buttons
+    bot: Bot
+
+    async def hand_over_presses(self, fake: FakeBotApi) -> None:
+        """Give the buttons the presses queued in the fake, as the dispatcher would."""
+        while fake._updates:
+            update = Update.de_json(fake._updates.pop(0), self.bot)
+            if update.callback_query is not None:
+                await self.buttons.pressed(update.callback_query)
+
+
+@asynccontextmanager
+async def direct_ui(fake: FakeBotApi, *, chat_id: int, user_id: int, owner_id: int) -> AsyncIterator[Direct]:
     async with serve_asgi(fake.app()) as api:
         bot = build_bot(TOKEN, base_url=api.url)
         async with bot:
             outbox = Outbox(bot)
+            buttons = Buttons(outbox)
             ui = TelegramUI(
                 outbox,
                 Deletions(outbox),
                 PendingAnswers(),
-                Buttons(outbox),
-                chat_id=3701,
+                buttons,
+                chat_id=chat_id,
                 thread_id=None,
-                user_id=3701,
+                user_id=user_id,
                 message_id=1,
-                redact=lambda text: text,
-                group=False,
+                redact=lambda text: text.replace("s3cr3t-value-0123456789", "[redacted]"),
+                group=chat_id < 0,
+                owner_id=owner_id,
             )
-            started = anyio.current_time()
-            with anyio.fail_after(20):
-                answer = await ui.question(question, timeout=0.5)
-            waited = anyio.current_time() - started
+            yield Direct(ui, buttons, bot)
         fake.close()
+
+
+async def test_an_unanswered_question_is_cancelled_after_the_timeout_and_its_buttons_removed() -> None:
+    fake = FakeBotApi(TOKEN)
+    question = Question(asker="asking", text="Tell me", fields=(Field("ok", "boolean"),))
+    async with direct_ui(fake, chat_id=3701, user_id=3701, owner_id=3701) as direct:
+        started = anyio.current_time()
+        with anyio.fail_after(20):
+            answer = await direct.ui.question(question, timeout=0.5)
+        waited = anyio.current_time() - started
     assert answer.action == "cancel"
     assert waited >= 0.5
     [shown] = fake.find("sendMessage", chat_id=3701)
     [final] = fake.find("editMessageText", message_id=shown.result_id)
     assert "Nobody answered in time: cancelled." in final.text
     assert "reply_markup" not in final.params
+
+
+async def test_only_the_owner_can_approve_and_the_buttons_go_once_they_chose() -> None:
+    fake = FakeBotApi(TOKEN)
+    fake._chats[-3901] = group_chat(-3901)
+    chosen: list[str | None] = []
+    async with direct_ui(fake, chat_id=-3901, user_id=3902, owner_id=3901) as direct:
+        async with anyio.create_task_group() as tg:
+
+            async def approve() -> None:
+                text = "demo changed a tool (key s3cr3t-value-0123456789): approve it?"
+                chosen.append(await direct.ui.approval(text))
+
+            tg.start_soon(approve)
+            shown = await fake.wait_reply(-3901, "approve it?")
+            assert "s3cr3t-value" not in shown.text
+            assert labels(shown) == ["Approve", "Reject"]
+            assert "Only the chat's owner can answer." in shown.text
+
+            fake.press(shown, "Approve", sender=user(3902))  # the member whose message started the turn
+            await direct.hand_over_presses(fake)
+            refused = await fake.wait_call("answerCallbackQuery")
+            assert refused.params["text"] == "This button is for someone else."
+            fake.press(shown, "Approve", sender=user(3901))
+            await direct.hand_over_presses(fake)
+        final = await fake.wait_call("editMessageText", message_id=shown.result_id)
+    assert chosen == ["approve"]
+    assert final.text.endswith("Approved.")
+    assert "reply_markup" not in final.params
+    assert "s3cr3t-value" not in final.text
+
+
+async def test_an_approval_nobody_gives_in_time_approves_nothing() -> None:
+    fake = FakeBotApi(TOKEN)
+    async with direct_ui(fake, chat_id=4001, user_id=4001, owner_id=4001) as direct:
+        with anyio.fail_after(20):
+            chosen = await direct.ui.approval("approve?", timeout=0.3)
+        [final] = fake.find("editMessageText")
+    assert chosen is None
+    assert "nothing was approved" in final.text
 
 
 @pytest.mark.parametrize("mode", ["polling", "webhook"])

@@ -530,6 +530,7 @@ class TelegramBot:
                 message_id=message.message_id,
                 redact=partial(self.host.redact, session),
                 group=chat.type != chat.PRIVATE,
+                owner_id=info.owner_id,
             )
             text = _text(message) or ""
             incoming = IncomingMessage(text=text, sender=info.sender, ref=message.message_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Literal
 
 import anyio
 from anyio.abc import TaskGroup
@@ -20,7 +20,16 @@ from ._markdown import render_markdown
 from ._outbox import Delivery, Outbox
 from ._split import MESSAGE_LIMIT, Part, split_formatted, utf16_len
 
-__all__ = ["ANSWER_NOT_DELETED", "CANCEL", "Deletions", "TelegramUI", "render"]
+__all__ = [
+    "ANSWER_NOT_DELETED",
+    "APPROVE",
+    "CANCEL",
+    "REJECT",
+    "Approval",
+    "Deletions",
+    "TelegramUI",
+    "render",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +46,9 @@ _NO_PRIVATE_CHAT: Final = (
     "{asker} asks you to open a link, which I send only in a private chat, and I could not write to "
     "you there: open a chat with me and press Start, then try again. The question was cancelled."
 )
+APPROVE: Final = "Approve"
+REJECT: Final = "Reject"
+Approval = Literal["approve", "reject"]
 _CLOSE_TIMEOUT: Final = 10.0
 """Seconds to take a question's buttons away once it ended."""
 
@@ -117,6 +129,7 @@ class TelegramUI:
         message_id: int,
         redact: Callable[[str], str],
         group: bool,
+        owner_id: int | None = None,
     ) -> None:
         self._outbox = outbox
         self._deletions = deletions
@@ -128,6 +141,7 @@ class TelegramUI:
         self._message_id: int | None = message_id
         self._redact = redact
         self._group = group
+        self._owner_id = owner_id
         """A group has members besides the owner: replies quote the message they answer, notices go out."""
 
     @property
@@ -403,6 +417,41 @@ class TelegramUI:
             return first
         cut = first.text if utf16_len(first.text) < MESSAGE_LIMIT else first.text[:-2]
         return Part(cut + "…", [])
+
+    async def approval(self, text: str, *, timeout: float = QUESTION_TIMEOUT) -> Approval | None:
+        """Ask the chat's owner to approve something (a changed tool, say): their choice, or ``None``.
+
+        The message, redacted, carries Approve and Reject buttons that only the owner can press,
+        whoever's message started the turn. Unanswered within ``timeout``, or when the owner
+        cannot be known, nothing is chosen; the message then says so, without its buttons.
+        """
+        owner_id = self._owner_id
+        if owner_id is None:
+            return None
+        chosen: list[Approval] = []
+        pressed = anyio.Event()
+
+        def press(key: str) -> None:
+            if key in ("approve", "reject") and not chosen:
+                chosen.append("approve" if key == "approve" else "reject")
+                pressed.set()
+
+        with self._buttons.live(self._chat_id, owner_id, press) as keyboard:
+            markup = keyboard.markup([[(APPROVE, "approve"), (REJECT, "reject")]])
+            hint = "\n\nOnly the chat's owner can answer." if self._group else ""
+            shown_id = await self._show(text + hint, markup)
+            if shown_id is None:
+                return None
+            try:
+                with anyio.move_on_after(timeout):
+                    await pressed.wait()
+            finally:
+                outcome = {"approve": "Approved.", "reject": "Rejected."}.get(
+                    chosen[0] if chosen else "", "Nobody answered in time: nothing was approved."
+                )
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
+                    await self._outbox.edit(self._chat_id, shown_id, self._part(f"{text}\n\n{outcome}"))
+        return chosen[0] if chosen else None
 
     async def delete(self, ref: MessageRef) -> bool:
         """Delete a message of this chat by its id; ``False`` when Telegram refuses."""
