@@ -14,7 +14,7 @@ from telegram import ForceReply, InlineKeyboardMarkup
 from ..host import QUESTION_TIMEOUT, Answer, MessageRef, Question
 from ._answers import Answer as AnswerMessage
 from ._answers import Listener, Moved, PendingAnswers, Pressed
-from ._buttons import Buttons
+from ._buttons import Buttons, Keyboard
 from ._form import ACCEPT, CANCEL, DECLINE, Form, Prompt, url_text
 from ._markdown import render_markdown
 from ._outbox import Delivery, Outbox
@@ -284,7 +284,7 @@ class TelegramUI:
             self._buttons.live(self._chat_id, user_id, lambda key: listener.hear(Pressed(key))) as keyboard,
         ):
             try:
-                shown_id = await self._show(form.text(), keyboard.markup(form.rows()))
+                shown_id = await self._show(form.text(), self._markup(keyboard, form.rows()))
                 if shown_id is None:
                     return Answer("cancel")
                 prompt: Prompt | None = None
@@ -299,7 +299,7 @@ class TelegramUI:
                             await self._outbox.drop_buttons(self._chat_id, shown_id)
                             keyboard.chat_id = self._moved(heard)
                             shown_id = await self._show(
-                                _MOVED_HINT + form.text(), keyboard.markup(form.rows())
+                                _MOVED_HINT + form.text(), self._markup(keyboard, form.rows())
                             )
                             if shown_id is None:
                                 answer = Answer("cancel")
@@ -333,7 +333,7 @@ class TelegramUI:
                             self._chat_id,
                             shown_id,
                             self._part(form.text()),
-                            markup=keyboard.markup(form.rows()),
+                            markup=self._markup(keyboard, form.rows()),
                         )
             finally:
                 if shown_id is not None:
@@ -343,6 +343,10 @@ class TelegramUI:
                     with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
                         await self._outbox.edit(self._chat_id, shown_id, self._part(form.text(outcome_text)))
         return answer or Answer("cancel")
+
+    def _markup(self, keyboard: Keyboard, rows: list[list[tuple[str, str]]]) -> InlineKeyboardMarkup:
+        """Buttons whose labels are redacted like every text: they show the person's values too."""
+        return keyboard.markup([[(self._redact(label), key) for label, key in row] for row in rows])
 
     async def _show(self, text: str, markup: InlineKeyboardMarkup) -> int | None:
         """Send a question as one message with its buttons, in reply to the asker's message."""
