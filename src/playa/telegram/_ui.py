@@ -384,9 +384,7 @@ class TelegramUI:
         ):
             markup = keyboard.markup([[(ACCEPT, "accept"), (DECLINE, "decline"), (CANCEL, "cancel")]])
             # Not journaled: the question does not outlive a restart.
-            shown_id = await self._outbox.send(
-                user_id, render(text, markdown=False, redact=self._redact), markup=markup, durable=False
-            )
+            shown_id = await self._outbox.send(user_id, [self._part(text)], markup=markup, durable=False)
             if shown_id is None:
                 if self._group:
                     await self.send(_NO_PRIVATE_CHAT.format(asker=question.asker))
