@@ -74,6 +74,13 @@ def asking_server() -> MCPServer:
             ctx, types.ElicitRequestURLParams(message="Please log in", url=LINK, elicitation_id="e1")
         )
 
+    @server.tool()
+    async def leaky(ctx: Context) -> str:
+        """Ask a question that quotes the key the server was sent, in its text and a field's title."""
+        key = (ctx.headers or {}).get("x-key", "")
+        schema = {"type": "object", "properties": {"ok": {"type": "boolean", "title": f"Keep {key}?"}}}
+        return await ask(ctx, types.ElicitRequestFormParams(message=f"I got {key}", requested_schema=schema))
+
     return server
 
 
@@ -494,3 +501,23 @@ async def test_a_server_question_waiting_when_the_group_is_upgraded_is_asked_aga
         result = await fake.wait_reply(new_id, "asking__form returned", after=mark)
     content = json.loads(result.text.split("answered: ", 1)[1])
     assert content["content"] == {"name": "Ada", "colour": "green", "subscribe": True, "age": 30}
+
+
+async def test_a_question_that_quotes_the_chats_key_shows_it_redacted_in_the_text_and_the_buttons(
+    tmp_path: Path,
+) -> None:
+    key = "Zq8vN3mX7pL2wK9rT4yH6cB1"  # no secret word in it: the form is not refused for its title
+    chat = private_chat(4301)
+    async with serve_mcp(asking_server(), protocols="handshake") as served, running_bot(tmp_path) as bot:
+        fake, me = bot.fake, user(4301)
+        fake.send(chat, f"/mcp_add asking {served.url} --header 'X-Key: {key}'", sender=me)
+        await fake.wait_reply(4301, "Added asking")
+        mark = fake.mark()
+        fake.send(chat, "asking__leaky {}", sender=me)
+        shown = await fake.wait_reply(4301, "asking asks: I got [redacted]", after=mark)
+        assert labels(shown)[0] == "☐ Keep [redacted]?"
+        press(fake, shown, "Accept", sender=me)
+        await fake.wait_reply(4301, "asking__leaky returned", after=mark)
+        await edited(fake, shown, "Accepted.", after=mark)
+    for call in fake.calls:
+        assert key not in json.dumps(call.params)
