@@ -110,6 +110,8 @@ class FakeBotApi:
     _closing: bool = False
     webhook: dict[str, Any] | None = None
     """The ``setWebhook`` parameters while a webhook is set: then ``post_to_webhook`` delivers updates."""
+    proxy: str | None = None
+    """Where ``post_to_webhook`` posts instead of the registered URL, as a reverse proxy forwards."""
 
     def close(self) -> None:
         """Answer held and future polls at once, so that the server can stop without waiting."""
@@ -268,7 +270,7 @@ class FakeBotApi:
                 update = self._updates[0]
                 try:
                     response = await client.post(
-                        str(webhook["url"]),
+                        self.proxy or str(webhook["url"]),
                         json=update,
                         headers={"X-Telegram-Bot-Api-Secret-Token": str(webhook.get("secret_token", ""))},
                     )
@@ -396,6 +398,17 @@ class FakeBotApi:
             sent["is_topic_message"] = True
         return sent
 
+    def _edited(self, params: dict[str, Any]) -> dict[str, Any]:
+        chat_id = int(params["chat_id"])
+        return {
+            "message_id": int(params["message_id"]),
+            "date": int(time.time()),
+            "edit_date": int(time.time()),
+            "chat": self._chats.get(chat_id, {"id": chat_id, "type": "private", "first_name": "someone"}),
+            "from": BOT_USER,
+            "text": params.get("text", ""),
+        }
+
     def _administrators(self, params: dict[str, Any]) -> list[dict[str, Any]]:
         return self.administrators.get(int(params["chat_id"]), [])
 
@@ -418,10 +431,7 @@ _RESULTS: dict[str, Callable[[FakeBotApi, dict[str, Any]], Any]] = {
     "setMyShortDescription": lambda fake, _: True,
     "answerCallbackQuery": lambda fake, _: True,
     "editMessageReplyMarkup": lambda fake, _: True,
-    "editMessageText": lambda fake, params: {
-        **fake._sent_message(params),
-        "message_id": int(params["message_id"]),
-    },
+    "editMessageText": FakeBotApi._edited,
 }
 
 

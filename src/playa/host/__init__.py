@@ -28,8 +28,11 @@ from ._questions import (
     Field,
     FieldValue,
     Question,
+    accepted,
     answer_from_text,
+    field_value,
     render_question,
+    shown,
 )
 from ._redact import MIN_SECRET_LENGTH, REDACTED, Redactor, auth_credential, encoded_forms
 from ._registry import ToolRegistry
@@ -129,10 +132,12 @@ __all__ = [
     "ToolRules",
     "ToolSearchLimits",
     "Withheld",
+    "accepted",
     "answer_from_text",
     "auth_credential",
     "classify",
     "encoded_forms",
+    "field_value",
     "gate_messages",
     "install_outbound_gate",
     "looks_like_credential",
@@ -147,5 +152,6 @@ __all__ = [
     "resolve_in_workspace",
     "resolve_model",
     "scope_folder",
+    "shown",
     "workspace_tools",
 ]

@@ -21,8 +21,11 @@ __all__ = [
     "Field",
     "FieldValue",
     "Question",
+    "accepted",
     "answer_from_text",
+    "field_value",
     "render_question",
+    "shown",
 ]
 
 QUESTION_TIMEOUT = 300.0
@@ -86,7 +89,7 @@ def render_question(question: Question) -> str:
         about = " — ".join(part for part in (item.title, item.description) if part)
         line = f"  {item.name} ({kind}{', required' if item.required else ''})"
         if item.default is not None:
-            line += f", default {_shown(item.default)}"
+            line += f", default {shown(item.default)}"
         lines.append(line + (f": {about}" if about else ""))
     if question.fields:
         lines.append(
@@ -97,7 +100,8 @@ def render_question(question: Question) -> str:
     return "\n".join(lines)
 
 
-def _shown(value: FieldValue) -> str:
+def shown(value: FieldValue) -> str:
+    """A value as a person reads it: yes or no, a comma-separated list, or the text."""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, list):
@@ -138,23 +142,38 @@ def typed_answer(question: Question, given: Mapping[str, str]) -> Answer | str:
     values: dict[str, FieldValue] = {}
     for item in question.fields:
         if item.name in given:
-            value = _typed(item, given[item.name])
-            if isinstance(value, _Problem):
-                return value.text
-            values[item.name] = value
+            try:
+                values[item.name] = field_value(item, given[item.name])
+            except ValueError as problem:
+                return str(problem)
+    missing = accepted(question, values)
+    if isinstance(missing, Field):
+        return f"{missing.name} is required: /accept {missing.name}=…"
+    return missing
+
+
+def accepted(question: Question, values: Mapping[str, FieldValue]) -> Answer | Field:
+    """``accept`` with ``values`` and the defaults of the fields left out, or the first required field missing.
+
+    Left-out fields take their defaults (SEP-1034); one without a default is left out, unless it is required.
+    """
+    complete: dict[str, FieldValue] = {}
+    for item in question.fields:
+        if item.name in values:
+            complete[item.name] = values[item.name]
         elif item.default is not None:
-            values[item.name] = item.default
+            complete[item.name] = item.default
         elif item.required:
-            return f"{item.name} is required: /accept {item.name}=…"
-    return Answer("accept", values)
+            return item
+    return Answer("accept", complete)
 
 
-@dataclass(frozen=True, slots=True)
-class _Problem:
-    text: str
+def field_value(item: Field, raw: str) -> FieldValue:
+    """The value ``raw`` gives ``item``, typed.
 
-
-def _typed(item: Field, raw: str) -> FieldValue | _Problem:
+    Raises:
+        ValueError: ``raw`` is no value of the field; the message says what it takes.
+    """
     raw = raw.strip()
     if item.kind == "boolean":
         lowered = raw.lower()
@@ -162,22 +181,22 @@ def _typed(item: Field, raw: str) -> FieldValue | _Problem:
             return True
         if lowered in ("no", "false", "n", "0", "off"):
             return False
-        return _Problem(f"{item.name} is yes or no, not {raw!r}.")
+        raise ValueError(f"{item.name} is yes or no, not {raw!r}.")
     if item.kind in ("number", "integer"):
         try:
             return int(raw) if item.kind == "integer" else float(raw)
         except ValueError:
-            return _Problem(
+            raise ValueError(
                 f"{item.name} is a{'n integer' if item.kind == 'integer' else ' number'}, not {raw!r}."
-            )
+            ) from None
     if item.kind == "choice":
         if raw not in item.options:
-            return _Problem(f"{item.name} is one of {', '.join(item.options)}.")
+            raise ValueError(f"{item.name} is one of {', '.join(item.options)}.")
         return raw
     if item.kind == "choices":
         chosen = [part.strip() for part in raw.split(",") if part.strip()]
         wrong = [part for part in chosen if part not in item.options]
         if wrong:
-            return _Problem(f"{item.name} takes some of {', '.join(item.options)}; not {', '.join(wrong)}.")
+            raise ValueError(f"{item.name} takes some of {', '.join(item.options)}; not {', '.join(wrong)}.")
         return chosen
     return raw

@@ -39,12 +39,29 @@ def _words(text: str) -> str:
     return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", text).replace("_", " ")
 
 
+# In a description, a secret word after one of these in its sentence is a warning, not a request:
+# "do not give us your phone number, pin, or other sensitive info" (server-everything's form).
+_NEGATION = re.compile(r"(?<![a-z])(not|never|no|don't|dont)(?![a-z])", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.;:!?\n]|(?<![a-z])(but|however|instead)(?![a-z])", re.IGNORECASE)
+
+
 def credential_field(name: str, schema: Mapping[str, Any]) -> bool:
-    """True when a form field asks for a password, token or key (by name, title, description or format)."""
-    texts = [name, str(schema.get("title", "")), str(schema.get("description", ""))]
+    """True when a form field asks for a password, token or key (by name, title, description or format).
+
+    A name, a title or a format that says so is enough; a description must ask, not warn. No
+    wording rule stops a server bent on asking for a key under another name: this one spares
+    the person an honest server's mistake, and the answer still goes only to that server.
+    """
     if schema.get("format") == "password" or schema.get("writeOnly") is True:
         return True
-    return any(_SECRET_WORDS.search(_words(text)) for text in texts)
+    if any(_SECRET_WORDS.search(_words(text)) for text in (name, str(schema.get("title", "")))):
+        return True
+    description = _words(str(schema.get("description", "")))
+    for word in _SECRET_WORDS.finditer(description):
+        starts = [end.end() for end in _SENTENCE_END.finditer(description, 0, word.start())]
+        if not _NEGATION.search(description, starts[-1] if starts else 0, word.start()):
+            return True
+    return False
 
 
 def _cut(text: str, limit: int) -> str:

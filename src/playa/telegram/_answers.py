@@ -1,14 +1,20 @@
-"""Questions waiting for an answer: the next plain message of one user in one chat is the answer."""
+"""Questions waiting for a person: what the dispatcher hands them before any chat's queue.
+
+A question listens, by (chat, user), for that user's plain messages in that chat, for
+``/cancel``, for its own buttons, and for the group's move to a supergroup. The chat's queue
+is held by the very turn or command that asks, so these must never wait in it.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import anyio
 
-__all__ = ["Answer", "PendingAnswers", "Waiter"]
+__all__ = ["Answer", "Heard", "Listener", "Moved", "PendingAnswers", "Pressed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,68 +23,119 @@ class Answer:
 
     text: str = field(repr=False)
     message_id: int
+    chat_id: int
+    """The chat it came from: after a group's upgrade, the supergroup's new id."""
+    credential_shaped: bool = False
+    """The inbound classifier's verdict: the text is nothing but a credential-shaped token."""
 
 
-@dataclass(eq=False)
-class Waiter:
-    """One question's wait for its answer; it ends with an answer, or with none (cancelled, replaced)."""
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """The group became a supergroup: the question now lives in ``chat_id``, where its old messages are not."""
 
-    thread_id: int | None = None
-    answer: Answer | None = None
-    done: anyio.Event = field(default_factory=anyio.Event)
+    chat_id: int
 
-    def settle(self, answer: Answer | None) -> None:
-        if not self.done.is_set():
-            self.answer = answer
-            self.done.set()
 
-    async def wait(self) -> Answer | None:
-        await self.done.wait()
-        return self.answer
+@dataclass(frozen=True, slots=True)
+class Pressed:
+    """The asker pressed one of the question's buttons."""
+
+    key: str
+
+
+Heard = Answer | Moved | Pressed | None
+"""What a question hears, in order: a message, the move, a button, or ``None``: cancelled."""
+
+
+class Listener:
+    """One question's ear. ``takes_text``: whether the asker's next plain message is for it.
+
+    A plain message is taken once per ``takes_text``: the next one goes to the chat's queue
+    unless the question asks again, so nothing sent after an answer is swallowed.
+    """
+
+    def __init__(self, *, takes_text: bool) -> None:
+        self.takes_text = takes_text
+        self._send, self._receive = anyio.create_memory_object_stream[Heard](max_buffer_size=math.inf)
+        self._open = True
+
+    @property
+    def open(self) -> bool:
+        return self._open
+
+    def hear(self, heard: Heard) -> bool:
+        """Pass something on to the question; ``False`` when it does not take it."""
+        if not self._open:
+            return False
+        if isinstance(heard, Answer):
+            if not self.takes_text:
+                return False
+            self.takes_text = False
+        self._send.send_nowait(heard)
+        return True
+
+    async def next(self) -> Heard:
+        """What the question hears next, in the order it came."""
+        return await self._receive.receive()
+
+    def close(self) -> None:
+        self._open = False
+        self._send.close()
+        self._receive.close()
 
 
 class PendingAnswers:
-    """The questions of the whole bot that wait for an answer, by (chat, user).
+    """The questions of the whole bot that wait for a person, by (chat, user).
 
-    The update dispatcher offers each plain message here first, before any chat's queue: the
-    chat's queue is blocked by the very command that asked. A command is never offered.
+    The update dispatcher offers each plain message here first, before any chat's queue. A
+    command is never an answer (``/cancel`` ends the question).
     """
 
     def __init__(self) -> None:
-        self._waiting: dict[tuple[int, int], Waiter] = {}
+        self._waiting: dict[tuple[int, int], Listener] = {}
 
     @contextmanager
-    def expect(self, chat_id: int, user_id: int, *, thread_id: int | None = None) -> Iterator[Waiter]:
-        """Wait for the next message of ``user_id`` in ``chat_id`` while the block runs."""
+    def listen(self, chat_id: int, user_id: int, *, takes_text: bool = True) -> Iterator[Listener]:
+        """Listen for ``user_id`` in ``chat_id`` while the block runs; a newer question ends this one."""
         key = (chat_id, user_id)
         previous = self._waiting.get(key)
         if previous is not None:
-            previous.settle(None)  # only the newest question gets the answer
-        waiter = self._waiting[key] = Waiter(thread_id)
+            previous.hear(None)  # only the newest question gets the answer
+        listener = self._waiting[key] = Listener(takes_text=takes_text)
         try:
-            yield waiter
+            yield listener
         finally:
-            if self._waiting.get(key) is waiter:
-                del self._waiting[key]
-            waiter.settle(None)
+            # Wherever it lives now: a group's upgrade may have moved it.
+            for where, known in list(self._waiting.items()):
+                if known is listener:
+                    del self._waiting[where]
+            listener.close()
 
-    def waiting(self, chat_id: int, user_id: int) -> Waiter | None:
-        """The question waiting for ``user_id`` in ``chat_id``, if any."""
-        waiter = self._waiting.get((chat_id, user_id))
-        return None if waiter is None or waiter.done.is_set() else waiter
+    def waiting(self, chat_id: int, user_id: int) -> Listener | None:
+        """The question listening for ``user_id`` in ``chat_id``, if any."""
+        listener = self._waiting.get((chat_id, user_id))
+        return listener if listener is not None and listener.open else None
 
     def offer(self, chat_id: int, user_id: int, answer: Answer) -> bool:
-        """Give a message to the question waiting for it; ``False`` when none waits."""
-        waiter = self._waiting.pop((chat_id, user_id), None)
-        if waiter is None or waiter.done.is_set():
-            return False
-        waiter.settle(answer)
-        return True
+        """Give a plain message to the question waiting for it; ``False`` when none takes it."""
+        listener = self.waiting(chat_id, user_id)
+        return listener is not None and listener.hear(answer)
 
     def cancel(self, chat_id: int, user_id: int) -> bool:
         """End the question waiting for ``user_id`` without an answer; ``False`` when none waits."""
-        waiter = self._waiting.pop((chat_id, user_id), None)
-        if waiter is None or waiter.done.is_set():
-            return False
-        waiter.settle(None)
-        return True
+        listener = self.waiting(chat_id, user_id)
+        return listener is not None and listener.hear(None)
+
+    def move(self, old_id: int, new_id: int) -> int:
+        """A group became a supergroup: its questions now listen in the new chat, and are told; how many."""
+        moved = 0
+        for (chat_id, user_id), listener in list(self._waiting.items()):
+            if chat_id != old_id:
+                continue
+            del self._waiting[(chat_id, user_id)]
+            if (displaced := self._waiting.get((new_id, user_id))) is not None:
+                displaced.hear(None)
+            self._waiting[(new_id, user_id)] = listener
+            listener.hear(Moved(new_id))
+            moved += 1
+        return moved

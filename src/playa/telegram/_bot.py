@@ -352,6 +352,9 @@ class TelegramBot:
         if message is None or message.chat.type == message.chat.CHANNEL:
             return
         if (move := _migration(message)) is not None:
+            # A question waiting in the old group is asked again in the new one, at once: the
+            # turn that asks holds the move back until it ends.
+            self.answers.move(*move)
             # Queued in the new chat, ahead of its first messages; the second notice finds nothing to move.
             name = f"{update.update_id:020d}"
             await anyio.to_thread.run_sync(self.inbox.put, name, {"update": update.to_dict()})
@@ -369,12 +372,17 @@ class TelegramBot:
         asker = user.id if user is not None and message.sender_chat is None else None
         if asker is not None and self.answers.waiting(chat_id, asker) is not None:
             if inbound.command is None:
-                self.answers.offer(chat_id, asker, Answer(text, message.message_id))
-                return
-            if inbound.command.name == "cancel":
+                answer = Answer(
+                    text, message.message_id, chat_id, credential_shaped=inbound.credential_shaped
+                )
+                if self.answers.offer(chat_id, asker, answer):
+                    return
+                # Not asked for (the question waits for a button): the message is the chat's.
+            elif inbound.command.name == "cancel":
                 self.answers.cancel(chat_id, asker)
                 return
-            tg.start_soon(self._note, message, _NOT_AN_ANSWER)
+            else:
+                tg.start_soon(self._note, message, _NOT_AN_ANSWER)
         if inbound.command is not None and self._for_another_bot(inbound.text):
             return
         if inbound.credential_shaped:
@@ -522,6 +530,7 @@ class TelegramBot:
                 message_id=message.message_id,
                 redact=partial(self.host.redact, session),
                 group=chat.type != chat.PRIVATE,
+                owner_id=info.owner_id,
             )
             text = _text(message) or ""
             incoming = IncomingMessage(text=text, sender=info.sender, ref=message.message_id)

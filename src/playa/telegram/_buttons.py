@@ -5,25 +5,55 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from telegram import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup
 
 from ._outbox import Outbox
 
-__all__ = ["Buttons"]
+__all__ = ["Buttons", "Keyboard"]
 
 NOT_FOR_YOU: Final = "This button is for someone else."
 EXPIRED: Final = "This button no longer does anything."
+LABEL_LIMIT: Final = 60
+"""Characters of a button's label; Telegram shows a long one cut anyway."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Keyboard:
+@dataclass(eq=False)
+class Keyboard:
+    """The buttons of one question, for ``user_id`` in ``chat_id``; its layout may change as it is answered.
+
+    Each button stands for a key (``accept``, a field, an option), which the press hands to
+    ``on_press``. The callback data holds a random token and the key's number, never a label or
+    any text.
+    """
+
     chat_id: int
+    """Where its messages are; a group's upgrade moves it to the supergroup's id."""
     user_id: int
-    labels: tuple[str, ...]
-    on_press: Callable[[str], None]
+    on_press: Callable[[str], object]
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(12))
+    keys: list[str] = field(default_factory=list)
+
+    def markup(self, rows: Sequence[Sequence[tuple[str, str]]]) -> InlineKeyboardMarkup:
+        """The keyboard for rows of ``(label, key)``."""
+        return InlineKeyboardMarkup(
+            [
+                [InlineKeyboardButton(_cut(label), callback_data=self._data(key)) for label, key in row]
+                for row in rows
+            ]
+        )
+
+    def _data(self, key: str) -> str:
+        if key not in self.keys:
+            self.keys.append(key)
+        return f"{self.token}:{self.keys.index(key)}"
+
+
+def _cut(label: str) -> str:
+    label = " ".join(label.split())
+    return label if len(label) <= LABEL_LIMIT else label[: LABEL_LIMIT - 1] + "…"
 
 
 class Buttons:
@@ -31,30 +61,21 @@ class Buttons:
 
     def __init__(self, outbox: Outbox) -> None:
         self._outbox = outbox
-        self._live: dict[str, _Keyboard] = {}
+        self._live: dict[str, Keyboard] = {}
 
     @contextmanager
-    def keyboard(
-        self, chat_id: int, user_id: int, labels: Sequence[str], on_press: Callable[[str], None]
-    ) -> Iterator[InlineKeyboardMarkup]:
-        """A one-row keyboard for ``user_id`` in ``chat_id``, live while the block runs.
+    def live(self, chat_id: int, user_id: int, on_press: Callable[[str], object]) -> Iterator[Keyboard]:
+        """A keyboard for ``user_id`` in ``chat_id``, live while the block runs.
 
-        ``on_press(label)`` runs when that user presses a button; anyone else is told it is
-        not for them. The callback data holds a random token, never the label or any text.
+        ``on_press(key)`` runs when that user presses one of its buttons; anyone else is told
+        it is not for them.
         """
-        token = secrets.token_urlsafe(12)
-        self._live[token] = _Keyboard(chat_id, user_id, tuple(labels), on_press)
+        keyboard = Keyboard(chat_id, user_id, on_press)
+        self._live[keyboard.token] = keyboard
         try:
-            yield InlineKeyboardMarkup(
-                [
-                    [
-                        InlineKeyboardButton(label, callback_data=f"{token}:{i}")
-                        for i, label in enumerate(labels)
-                    ]
-                ]
-            )
+            yield keyboard
         finally:
-            del self._live[token]
+            del self._live[keyboard.token]
 
     async def pressed(self, query: CallbackQuery) -> None:
         """Handle a button press: answered at once, honoured only from the person it was meant for."""
@@ -69,8 +90,8 @@ class Buttons:
             await self._outbox.answer_button(query.id, NOT_FOR_YOU)
             return
         position = int(index)
-        if position >= len(keyboard.labels):
+        if position >= len(keyboard.keys):
             await self._outbox.answer_button(query.id, EXPIRED)
             return
         await self._outbox.answer_button(query.id)
-        keyboard.on_press(keyboard.labels[position])
+        keyboard.on_press(keyboard.keys[position])

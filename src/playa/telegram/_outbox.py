@@ -379,8 +379,17 @@ class Outbox:
         except TelegramError as exc:
             logger.debug("answering a button press failed: %s", exc)
 
-    async def edit(self, chat_id: int, message_id: int, part: Part) -> bool:
-        """Replace the text of a message the bot sent; ``False`` when Telegram refuses (nothing kept)."""
+    async def drop_buttons(self, chat_id: int, message_id: int) -> None:
+        """Remove the buttons of a message once they can no longer be used."""
+        try:
+            await self.bot.edit_message_reply_markup(chat_id, message_id, reply_markup=None)
+        except TelegramError as exc:
+            logger.debug("removing the buttons of message %s failed: %s", message_id, exc)
+
+    async def edit(
+        self, chat_id: int, message_id: int, part: Part, *, markup: InlineKeyboardMarkup | None = None
+    ) -> bool:
+        """Replace a message's text and buttons (none: they go); ``False`` when Telegram refuses."""
         try:
             await self._call(
                 "editMessageText",
@@ -389,21 +398,19 @@ class Outbox:
                     chat_id=chat_id,
                     message_id=message_id,
                     entities=_entities(part),
+                    reply_markup=markup,
                     link_preview_options=LinkPreviewOptions(is_disabled=True),
                 ),
             )
+        except BadRequest as exc:
+            if "not modified" in str(exc).lower():
+                return True  # a second press of the same choice
+            logger.info("editing message %s in chat %s failed: %s", message_id, chat_id, exc)
+            return False
         except TelegramError as exc:
-            # "message is not modified" among them: the text shown is the one meant.
-            logger.debug("editing message %s in chat %s failed: %s", message_id, chat_id, exc)
+            logger.info("editing message %s in chat %s failed: %s", message_id, chat_id, exc)
             return False
         return True
-
-    async def drop_buttons(self, chat_id: int, message_id: int) -> None:
-        """Remove the buttons of a message once they can no longer be used."""
-        try:
-            await self.bot.edit_message_reply_markup(chat_id, message_id, reply_markup=None)
-        except TelegramError as exc:
-            logger.debug("removing the buttons of message %s failed: %s", message_id, exc)
 
     async def typing(self, chat_id: int, thread_id: int | None = None) -> None:
         """Show "typing…" for about five seconds; failures do not matter."""

@@ -36,6 +36,8 @@ class SenderInfo:
     sender: Sender
     user_id: int | None
     owner: str
+    owner_id: int | None = None
+    """The owner's Telegram user id, who alone may approve (``None`` when it cannot be known)."""
 
 
 class Owners:
@@ -82,6 +84,6 @@ class Owners:
             on_behalf = message.sender_chat
             sender_id = f"chat:{on_behalf.id}" if on_behalf is not None else "unknown"
             name = (on_behalf.title or on_behalf.username or "") if on_behalf is not None else ""
-            return SenderInfo(Sender(sender_id, name or "anonymous", is_owner=False), None, owner)
+            return SenderInfo(Sender(sender_id, name or "anonymous", is_owner=False), None, owner, owner_id)
         is_owner = owner_id is not None and user.id == owner_id
-        return SenderInfo(Sender(str(user.id), user.full_name, is_owner=is_owner), user.id, owner)
+        return SenderInfo(Sender(str(user.id), user.full_name, is_owner=is_owner), user.id, owner, owner_id)

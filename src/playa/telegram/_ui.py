@@ -5,20 +5,32 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Literal
 
 import anyio
 from anyio.abc import TaskGroup
 from telegram import ForceReply, InlineKeyboardMarkup
 
 from ..host import QUESTION_TIMEOUT, Answer, Approval, MessageRef, Question, render_approval
-from ._answers import PendingAnswers
-from ._buttons import Buttons
+from ._answers import Answer as AnswerMessage
+from ._answers import Listener, Moved, PendingAnswers, Pressed
+from ._buttons import Buttons, Keyboard
+from ._form import ACCEPT, CANCEL, DECLINE, Form, Prompt, url_text
 from ._markdown import render_markdown
 from ._outbox import Delivery, Outbox
-from ._split import Part, split_formatted
+from ._split import MESSAGE_LIMIT, Part, split_formatted, utf16_len
 
-__all__ = ["ANSWER_NOT_DELETED", "CANCEL", "PROGRESS_EVERY", "Deletions", "TelegramUI", "render"]
+__all__ = [
+    "ANSWER_NOT_DELETED",
+    "APPROVE",
+    "CANCEL",
+    "PROGRESS_EVERY",
+    "REJECT",
+    "Decision",
+    "Deletions",
+    "TelegramUI",
+    "render",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +38,6 @@ ANSWER_NOT_DELETED: Final = (
     "I could not delete your answer, and it holds a credential: delete it yourself, and rotate "
     "the key, since others may have seen it. In a group I need the admin right to delete messages."
 )
-CANCEL: Final = "Cancel"
 _ASK_HINT: Final = "\n\nPress Cancel, or send /cancel, to stop."
 _REPLY_HINT: Final = "\n\nAnswer by replying to this message."
 _CANCEL_HINT: Final = "Press Cancel, or send /cancel, to stop the question."
@@ -40,6 +51,19 @@ class _ProgressMessage:
     message_id: int | None
     edited: float
     """When it was sent or last edited (the event loop's clock)."""
+
+
+_MOVED_HINT: Final = "This group is now a supergroup, so the question is asked again here.\n\n"
+_LOOK_IN_PRIVATE: Final = "{asker} asks you to open a link. I sent it to you in our private chat: look there."
+_NO_PRIVATE_CHAT: Final = (
+    "{asker} asks you to open a link, which I send only in a private chat, and I could not write to "
+    "you there: open a chat with me and press Start, then try again. The question was cancelled."
+)
+APPROVE: Final = "Approve"
+REJECT: Final = "Reject"
+Decision = Literal["approve", "reject"]
+_CLOSE_TIMEOUT: Final = 10.0
+"""Seconds to take a question's buttons away once it ended."""
 
 
 def render(text: str, *, markdown: bool, redact: Callable[[str], str]) -> list[Part]:
@@ -118,6 +142,7 @@ class TelegramUI:
         message_id: int,
         redact: Callable[[str], str],
         group: bool,
+        owner_id: int | None = None,
     ) -> None:
         self._outbox = outbox
         self._deletions = deletions
@@ -126,9 +151,10 @@ class TelegramUI:
         self._chat_id = chat_id
         self._thread_id = thread_id
         self._user_id = user_id
-        self._message_id = message_id
+        self._message_id: int | None = message_id
         self._redact = redact
         self._group = group
+        self._owner_id = owner_id
         """A group has members besides the owner: replies quote the message they answer, notices go out."""
         self._progress: dict[str, _ProgressMessage] = {}
 
@@ -163,47 +189,72 @@ class TelegramUI:
         """Ask the sender; their next plain message in this chat is the answer, deleted when secret.
 
         The answer never becomes a chat message for the host: the dispatcher hands it here. A
-        command is never an answer; the Cancel button or ``/cancel`` ends the question.
+        command is never an answer; the Cancel button or ``/cancel`` ends the question. When the
+        group becomes a supergroup meanwhile, the question is asked again there.
         """
         user_id = self._user_id
         if user_id is None:
             return None  # an anonymous sender cannot be told apart from the chat's other admins
+        answer = None
         with (
-            self._answers.expect(self._chat_id, user_id, thread_id=self._thread_id) as waiter,
-            self._buttons.keyboard(self._chat_id, user_id, [CANCEL], lambda _: waiter.settle(None)) as markup,
+            self._answers.listen(self._chat_id, user_id) as listener,
+            self._buttons.live(self._chat_id, user_id, lambda _: listener.hear(None)) as keyboard,
         ):
-            if self._group:
-                # With privacy mode on (a group's default) the bot sees a member's plain message
-                # only when it replies to one of the bot's: ForceReply opens that reply on the
-                # asker's client (``selective``: the question replies to their message, so only
-                # theirs). A message carries one markup, so Cancel comes in a second message.
-                question_id = await self._ask_part(
-                    question + _REPLY_HINT, reply_to=self._message_id, markup=ForceReply(selective=True)
-                )
-                buttons_id = None
-                if question_id is not None:
-                    buttons_id = await self._ask_part(_CANCEL_HINT, reply_to=question_id, markup=markup)
-            else:
-                question_id = buttons_id = await self._ask_part(
-                    question + _ASK_HINT, reply_to=self._message_id, markup=markup
-                )
-            if question_id is None or buttons_id is None:
+            buttons_id = await self._ask_parts(question, keyboard.markup([[(CANCEL, CANCEL)]]))
+            if buttons_id is None:
                 return None
-            answer = None
             with anyio.move_on_after(timeout):
-                answer = await waiter.wait()
-        await self._outbox.drop_buttons(self._chat_id, buttons_id)
+                while True:
+                    heard = await listener.next()
+                    if isinstance(heard, Moved):
+                        await self._outbox.drop_buttons(self._chat_id, buttons_id)
+                        keyboard.chat_id = self._moved(heard)
+                        listener.takes_text = True
+                        buttons_id = await self._ask_parts(
+                            f"{_MOVED_HINT}{question}", keyboard.markup([[(CANCEL, CANCEL)]])
+                        )
+                        if buttons_id is None:
+                            return None
+                        continue
+                    if isinstance(heard, AnswerMessage):
+                        answer = heard
+                    break  # answered; or Cancel, /cancel, a newer question
+        if buttons_id is not None:
+            await self._outbox.drop_buttons(self._chat_id, buttons_id)
         if answer is None:
             return None
         # Not through Deletions: nothing else will ask for this message, so nothing to remember.
-        if secret and not await self._outbox.delete(self._chat_id, answer.message_id):
+        if secret and not await self._outbox.delete(answer.chat_id, answer.message_id):
             await self.send(ANSWER_NOT_DELETED)
         return answer.text.strip()
 
+    def _moved(self, moved: Moved) -> int:
+        """The group became a supergroup: what this message's turn still says goes there.
+
+        The old group's messages are not the new chat's, so nothing there is replied to.
+        """
+        self._chat_id, self._thread_id, self._message_id = moved.chat_id, None, None
+        return moved.chat_id
+
+    async def _ask_parts(self, question: str, markup: InlineKeyboardMarkup) -> int | None:
+        """Show a question whose answer is the asker's next message; the id of the message with ``markup``."""
+        if not self._group:
+            return await self._ask_part(question + _ASK_HINT, reply_to=self._message_id, markup=markup)
+        # With privacy mode on (a group's default) the bot sees a member's plain message only
+        # when it replies to one of the bot's: ForceReply opens that reply on the asker's client
+        # (``selective``: the question replies to their message, so only theirs; after a move
+        # there is no message of theirs to reply to, so everyone's). A message carries one
+        # markup, so the buttons come in a second message.
+        force = ForceReply(selective=self._message_id is not None)
+        question_id = await self._ask_part(question + _REPLY_HINT, reply_to=self._message_id, markup=force)
+        if question_id is None:
+            return None
+        return await self._ask_part(_CANCEL_HINT, reply_to=question_id, markup=markup)
+
     async def _ask_part(
-        self, text: str, *, reply_to: int, markup: InlineKeyboardMarkup | ForceReply
+        self, text: str, *, reply_to: int | None, markup: InlineKeyboardMarkup | ForceReply
     ) -> int | None:
-        # Not kept across restarts: the question's waiter does not survive one either.
+        # Not kept across restarts: the question's listener does not survive one either.
         return await self._outbox.send(
             self._chat_id,
             render(text, markdown=False, redact=self._redact),
@@ -231,11 +282,201 @@ class TelegramUI:
             await self._outbox.send(self._chat_id, render(text, markdown=False, redact=self._redact))
 
     async def question(self, question: Question, *, timeout: float = QUESTION_TIMEOUT) -> Answer:
-        """Not yet asked in Telegram: the chat is told, and the server gets ``cancel`` at once."""
-        await self.send(
-            f"{question.asker} asked a question that this chat cannot answer yet; it was cancelled."
+        """Ask the sender a server's question with buttons; only they can answer, within ``timeout``.
+
+        A form is one message, edited as it is filled in (``Form``); a link goes to the sender's
+        private chat. Unanswered in time, cancelled (``/stop``), or replaced by a newer question,
+        the answer is ``cancel``, and the message says so, without its buttons.
+        """
+        if self._user_id is None:
+            await self.send(
+                f"{question.asker} asked a question, which only the person who wrote can answer; "
+                "an anonymous sender cannot be told apart, so it was cancelled."
+            )
+            return Answer("cancel")
+        if question.url is not None:
+            return await self._link_question(question, self._user_id, timeout)
+        return await self._form_question(Form(question), self._user_id, timeout)
+
+    async def _form_question(self, form: Form, user_id: int, timeout: float) -> Answer:
+        answer: Answer | None = None
+        shown_id: int | None = None
+        waited: anyio.CancelScope | None = None
+        with (
+            self._answers.listen(self._chat_id, user_id, takes_text=False) as listener,
+            self._buttons.live(self._chat_id, user_id, lambda key: listener.hear(Pressed(key))) as keyboard,
+        ):
+            try:
+                shown_id = await self._show(form.text(), self._markup(keyboard, form.rows()))
+                if shown_id is None:
+                    return Answer("cancel")
+                prompt: Prompt | None = None
+                accepting = False
+                with anyio.move_on_after(timeout) as waited:
+                    while True:
+                        heard = await listener.next()
+                        if heard is None:  # /cancel, or a newer question
+                            answer = Answer("cancel")
+                            break
+                        if isinstance(heard, Moved):
+                            await self._outbox.drop_buttons(self._chat_id, shown_id)
+                            keyboard.chat_id = self._moved(heard)
+                            shown_id = await self._show(
+                                _MOVED_HINT + form.text(), self._markup(keyboard, form.rows())
+                            )
+                            if shown_id is None:
+                                answer = Answer("cancel")
+                                break
+                            if prompt is not None:
+                                await self._prompt(prompt, listener)
+                            continue
+                        if isinstance(heard, AnswerMessage):
+                            if prompt is None:
+                                continue
+                            if heard.credential_shaped:
+                                prompt = await self._refuse_key(heard, prompt)
+                            else:
+                                prompt = form.reply(prompt, heard.text)
+                            if prompt is not None:
+                                await self._prompt(prompt, listener)
+                                continue
+                            if accepting:
+                                heard = Pressed("accept")  # the required value Accept asked for came
+                        if isinstance(heard, Pressed):
+                            accepting = heard.key == "accept"
+                            outcome = form.press(heard.key)
+                            if isinstance(outcome, Answer):
+                                answer = outcome
+                                break
+                            prompt = outcome
+                            listener.takes_text = False
+                            if prompt is not None:
+                                await self._prompt(prompt, listener)
+                        await self._outbox.edit(
+                            self._chat_id,
+                            shown_id,
+                            self._part(form.text()),
+                            markup=self._markup(keyboard, form.rows()),
+                        )
+            finally:
+                if shown_id is not None:
+                    timed_out = answer is None and waited is not None and waited.cancelled_caught
+                    outcome_text = form.outcome(answer or Answer("cancel"), timed_out=timed_out)
+                    # Shielded and bounded: a turn that ends (timeout, /stop) still takes the buttons away.
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
+                        await self._outbox.edit(self._chat_id, shown_id, self._part(form.text(outcome_text)))
+        return answer or Answer("cancel")
+
+    def _markup(self, keyboard: Keyboard, rows: list[list[tuple[str, str]]]) -> InlineKeyboardMarkup:
+        """Buttons whose labels are redacted like every text: they show the person's values too."""
+        return keyboard.markup([[(self._redact(label), key) for label, key in row] for row in rows])
+
+    async def _show(self, text: str, markup: InlineKeyboardMarkup) -> int | None:
+        """Send a question as one message with its buttons, in reply to the asker's message."""
+        return await self._outbox.send(
+            self._chat_id,
+            [self._part(text)],
+            thread_id=self._thread_id,
+            reply_to=self._message_id,
+            markup=markup,
+            durable=False,
         )
-        return Answer("cancel")
+
+    async def _prompt(self, prompt: Prompt, listener: Listener) -> None:
+        """Ask for one field with a forced reply: the asker's next plain message here is its value."""
+        listener.takes_text = True
+        await self._ask_part(
+            prompt.text, reply_to=self._message_id, markup=ForceReply(selective=self._message_id is not None)
+        )
+
+    async def _refuse_key(self, heard: AnswerMessage, prompt: Prompt) -> Prompt:
+        """A key is never a form's value: the protocol keeps secrets out of forms. The message is deleted."""
+        deleted = await self._deletions.delete(heard.chat_id, heard.message_id)
+        self._deletions.forget(heard.chat_id, heard.message_id)
+        kept = "" if deleted else " I could not delete it: delete it yourself, and rotate the key."
+        return Prompt(prompt.field, f"That looks like a key, and a form never takes one.{kept}")
+
+    async def _link_question(self, question: Question, user_id: int, timeout: float) -> Answer:
+        """A link: to the asker alone, in their private chat with the bot, with the three answers under it."""
+        text = url_text(question)
+        answer: Answer | None = None
+        waited: anyio.CancelScope | None = None
+        with (
+            self._answers.listen(self._chat_id, user_id, takes_text=False) as listener,
+            self._buttons.live(user_id, user_id, lambda key: listener.hear(Pressed(key))) as keyboard,
+        ):
+            markup = keyboard.markup([[(ACCEPT, "accept"), (DECLINE, "decline"), (CANCEL, "cancel")]])
+            # Not journaled: the question does not outlive a restart.
+            shown_id = await self._outbox.send(user_id, [self._part(text)], markup=markup, durable=False)
+            if shown_id is None:
+                if self._group:
+                    await self.send(_NO_PRIVATE_CHAT.format(asker=question.asker))
+                return Answer("cancel")
+            try:
+                if self._group:
+                    await self.send(_LOOK_IN_PRIVATE.format(asker=question.asker))
+                with anyio.move_on_after(timeout) as waited:
+                    while True:
+                        heard = await listener.next()
+                        if heard is None:
+                            answer = Answer("cancel")
+                            break
+                        if isinstance(heard, Moved):
+                            self._moved(heard)  # the link stays where it is: the private chat
+                        elif isinstance(heard, Pressed):
+                            outcome = Form(question).press(heard.key)
+                            if isinstance(outcome, Answer):
+                                answer = outcome
+                                break
+            finally:
+                timed_out = answer is None and waited is not None and waited.cancelled_caught
+                outcome_text = Form.outcome(answer or Answer("cancel"), timed_out=timed_out)
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
+                    await self._outbox.edit(user_id, shown_id, self._part(f"{text}\n\n{outcome_text}"))
+        return answer or Answer("cancel")
+
+    def _part(self, text: str) -> Part:
+        """One message's text, redacted, cut to the limit: an edited message cannot become two."""
+        first, *rest = render(text, markdown=False, redact=self._redact)
+        if not rest:
+            return first
+        cut = first.text if utf16_len(first.text) < MESSAGE_LIMIT else first.text[:-2]
+        return Part(cut + "…", [])
+
+    async def decide(self, text: str, *, timeout: float = QUESTION_TIMEOUT) -> Decision | None:
+        """Ask the chat's owner to approve something (a changed tool, say): their choice, or ``None``.
+
+        The message, redacted, carries Approve and Reject buttons that only the owner can press,
+        whoever's message started the turn. Unanswered within ``timeout``, or when the owner
+        cannot be known, nothing is chosen; the message then says so, without its buttons.
+        """
+        owner_id = self._owner_id
+        if owner_id is None:
+            return None
+        chosen: list[Decision] = []
+        pressed = anyio.Event()
+
+        def press(key: str) -> None:
+            if key in ("approve", "reject") and not chosen:
+                chosen.append("approve" if key == "approve" else "reject")
+                pressed.set()
+
+        with self._buttons.live(self._chat_id, owner_id, press) as keyboard:
+            markup = keyboard.markup([[(APPROVE, "approve"), (REJECT, "reject")]])
+            hint = "\n\nOnly the chat's owner can answer." if self._group else ""
+            shown_id = await self._show(text + hint, markup)
+            if shown_id is None:
+                return None
+            try:
+                with anyio.move_on_after(timeout):
+                    await pressed.wait()
+            finally:
+                outcome = {"approve": "Approved.", "reject": "Rejected."}.get(
+                    chosen[0] if chosen else "", "Nobody answered in time: nothing was approved."
+                )
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
+                    await self._outbox.edit(self._chat_id, shown_id, self._part(f"{text}\n\n{outcome}"))
+        return chosen[0] if chosen else None
 
     async def progress(self, key: str, text: str) -> None:
         """One message per call, sent at its first progress and edited in place at most every 2 s.

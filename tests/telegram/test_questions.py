@@ -1,0 +1,523 @@
+"""A server's question in Telegram: buttons for the person whose message started the turn, and nobody else.
+
+The bot runs for real against the fake Bot API; the questions come from the SDK's own MCP
+server on loopback, asked during a tool call the offline model makes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.message import ServerMessageMetadata
+from telegram import Bot, Update
+
+from playa.host import Field, Question
+from playa.telegram import WebhookConfig
+from playa.telegram._answers import PendingAnswers
+from playa.telegram._bot import build_bot
+from playa.telegram._buttons import Buttons
+from playa.telegram._outbox import Outbox
+from playa.telegram._ui import Deletions, TelegramUI
+from servers.node import server_everything
+from servers.python_servers import serve_asgi, serve_mcp
+
+from .fake_bot_api import ApiCall, FakeBotApi, creator, group_chat, private_chat, user
+from .test_telegram import DEMO_TOKEN, OWNER_ANSWER_PROMPT, TOKEN, Running, migration, running_bot
+
+pytestmark = pytest.mark.anyio
+
+LINK = "https://login.example.org/consent?state=abc123"
+FORM: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "title": "Name", "description": "Your name"},
+        "colour": {"type": "string", "enum": ["red", "green", "blue"], "default": "green"},
+        "subscribe": {"type": "boolean", "title": "Subscribe", "default": False},
+        "age": {"type": "integer", "title": "Age", "default": 30},
+    },
+    "required": ["name"],
+}
+
+
+def asking_server() -> MCPServer:
+    server = MCPServer("asking")
+
+    async def ask(ctx: Context, params: types.ElicitRequestParams) -> str:
+        context = ctx.request_context
+        result = await context.session.send_request(
+            types.ElicitRequest(params=params),
+            types.ElicitResult,
+            metadata=ServerMessageMetadata(related_request_id=context.request_id),
+        )
+        return "answered: " + result.model_dump_json(by_alias=True, exclude_none=True)
+
+    @server.tool()
+    async def form(ctx: Context) -> str:
+        """Ask the person to fill in a form."""
+        return await ask(
+            ctx, types.ElicitRequestFormParams(message="Tell me about you", requested_schema=FORM)
+        )
+
+    @server.tool()
+    async def link(ctx: Context) -> str:
+        """Ask the person to open a link."""
+        return await ask(
+            ctx, types.ElicitRequestURLParams(message="Please log in", url=LINK, elicitation_id="e1")
+        )
+
+    @server.tool()
+    async def leaky(ctx: Context) -> str:
+        """Ask a question that quotes the key the server was sent, in its text and a field's title."""
+        key = (ctx.headers or {}).get("x-key", "")
+        schema = {"type": "object", "properties": {"ok": {"type": "boolean", "title": f"Keep {key}?"}}}
+        return await ask(ctx, types.ElicitRequestFormParams(message=f"I got {key}", requested_schema=schema))
+
+    return server
+
+
+@asynccontextmanager
+async def bot_with_asking_server(tmp_path: Path, chat: dict[str, Any], owner: int) -> AsyncIterator[Running]:
+    """The bot, with the asking server added to ``chat`` by its owner."""
+    async with serve_mcp(asking_server(), protocols="handshake") as served, running_bot(tmp_path) as bot:
+        bot.fake.administrators[chat["id"]] = [creator(user(owner))]
+        bot.fake.send(chat, f"/mcp_add asking {served.url}", sender=user(owner))
+        await bot.fake.wait_reply(chat["id"], "Added asking")
+        yield bot
+
+
+def files_holding(root: Path, text: str) -> list[Path]:
+    """Every file under ``root`` whose bytes hold ``text`` as it is."""
+    return [path for path in root.rglob("*") if path.is_file() and text.encode() in path.read_bytes()]
+
+
+def labels(call: ApiCall) -> list[str]:
+    markup = call.params.get("reply_markup") or {}
+    return [button["text"] for row in markup.get("inline_keyboard", []) for button in row]
+
+
+def press(fake: FakeBotApi, shown: ApiCall, label: str, *, sender: dict[str, Any]) -> None:
+    """Press a button of the message as it looks now: ``shown`` is its first send or its latest edit."""
+    message = shown if shown.method == "sendMessage" else _as_sent(fake, shown)
+    fake.press(message, label, sender=sender)
+
+
+def _as_sent(fake: FakeBotApi, edit: ApiCall) -> ApiCall:
+    return ApiCall("sendMessage", edit.params, edit.status, edit.at, int(edit.params["message_id"]))
+
+
+async def edited(fake: FakeBotApi, shown: ApiCall, contains: str, *, after: int) -> ApiCall:
+    """The next edit of the question's message whose text contains ``contains``."""
+    return await fake.wait_call(
+        "editMessageText",
+        after=after,
+        message_id=shown.result_id,
+        where=lambda call: contains in call.text,
+    )
+
+
+async def test_a_form_is_filled_in_with_buttons_and_a_forced_reply_and_accepted(tmp_path: Path) -> None:
+    chat = private_chat(3101)
+    async with bot_with_asking_server(tmp_path, chat, 3101) as bot:
+        fake, me = bot.fake, user(3101)
+        mark = fake.mark()
+        asked = fake.send(chat, "asking__form {}", sender=me)
+        shown = await fake.wait_reply(3101, "asking asks: Tell me about you", after=mark)
+        assert shown.params["reply_parameters"]["message_id"] == asked
+        assert "• Name: required, not given — Your name" in shown.text
+        assert "• colour: green (default)" in shown.text
+        assert labels(shown) == [
+            "✎ Name: required, not given",
+            "▾ colour: green (default)",
+            "☐ Subscribe",
+            "✎ Age: 30 (default)",
+            "Accept",
+            "Decline",
+            "Cancel",
+        ]
+
+        # A yes-or-no field toggles; a choice opens its options, and picking one closes them.
+        mark = fake.mark()
+        press(fake, shown, "☐ Subscribe", sender=me)
+        shown = await edited(fake, shown, "• Subscribe: yes", after=mark)
+        assert "☑ Subscribe" in labels(shown)
+        press(fake, shown, "▾ colour: green (default)", sender=me)
+        shown = await fake.wait_call("editMessageText", after=mark, where=lambda c: "‹ Back" in labels(c))
+        assert labels(shown) == ["red", "☑ green", "blue", "‹ Back"]
+        press(fake, shown, "blue", sender=me)
+        shown = await edited(fake, shown, "• colour: blue", after=mark)
+
+        # Accept with a required field empty asks for it; its value completes the answer.
+        mark = fake.mark()
+        press(fake, shown, "Accept", sender=me)
+        prompt = await fake.wait_reply(3101, "Name is required. Reply with Name", after=mark)
+        assert prompt.params["reply_markup"]["force_reply"] is True
+        fake.send(chat, "Ada", sender=me, reply_to=prompt)
+        result = await fake.wait_reply(3101, "asking__form returned", after=mark)
+        final = await edited(fake, shown, "Accepted.", after=mark)
+
+    content = json.loads(result.text.split("answered: ", 1)[1])
+    assert content == {
+        "action": "accept",
+        "content": {"name": "Ada", "colour": "blue", "subscribe": True, "age": 30},
+    }
+    assert "reply_markup" not in final.params  # the buttons are gone
+    assert "• Name: Ada" in final.text
+    # Every button press was answered at once.
+    assert len(fake.find("answerCallbackQuery")) == 4
+
+
+async def test_accept_alone_takes_the_defaults_and_a_bad_reply_is_asked_again(tmp_path: Path) -> None:
+    chat = private_chat(3201)
+    async with bot_with_asking_server(tmp_path, chat, 3201) as bot:
+        fake, me = bot.fake, user(3201)
+        mark = fake.mark()
+        fake.send(chat, "asking__form {}", sender=me)
+        shown = await fake.wait_reply(3201, "asking asks:", after=mark)
+        press(fake, shown, "✎ Age: 30 (default)", sender=me)
+        prompt = await fake.wait_reply(3201, "Reply with Age", after=mark)
+        fake.send(chat, "thirty", sender=me, reply_to=prompt)
+        again = await fake.wait_reply(3201, "age is an integer, not 'thirty'", after=mark)
+        fake.send(chat, "41", sender=me, reply_to=again)
+        shown = await edited(fake, shown, "• Age: 41", after=mark)
+        press(fake, shown, "✎ Name: required, not given", sender=me)
+        prompt = await fake.wait_reply(3201, "Reply with Name (Your name)", after=mark)
+        fake.send(chat, "Grace", sender=me, reply_to=prompt)
+        shown = await edited(fake, shown, "• Name: Grace", after=mark)
+        press(fake, shown, "Accept", sender=me)
+        result = await fake.wait_reply(3201, "asking__form returned", after=mark)
+    content = json.loads(result.text.split("answered: ", 1)[1])
+    assert content["content"] == {"name": "Grace", "colour": "green", "subscribe": False, "age": 41}
+
+
+async def test_a_key_sent_as_a_form_value_is_deleted_and_never_reaches_the_server(tmp_path: Path) -> None:
+    key = "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
+    chat = private_chat(3301)
+    async with bot_with_asking_server(tmp_path, chat, 3301) as bot:
+        fake, me = bot.fake, user(3301)
+        mark = fake.mark()
+        fake.send(chat, "asking__form {}", sender=me)
+        shown = await fake.wait_reply(3301, "asking asks:", after=mark)
+        press(fake, shown, "✎ Name: required, not given", sender=me)
+        prompt = await fake.wait_reply(3301, "Reply with Name", after=mark)
+        sent = fake.send(chat, key, sender=me, reply_to=prompt)
+        await fake.wait_call("deleteMessage", after=mark, chat_id=3301, message_id=sent)
+        again = await fake.wait_reply(3301, "That looks like a key, and a form never takes one.", after=mark)
+        fake.send(chat, "Ada", sender=me, reply_to=again)
+        shown = await edited(fake, shown, "• Name: Ada", after=mark)
+        press(fake, shown, "Accept", sender=me)
+        result = await fake.wait_reply(3301, "asking__form returned", after=mark)
+    assert '"name":"Ada"' in result.text
+    assert all(key not in call.text for call in fake.calls)
+
+
+async def test_in_a_group_only_the_asker_can_answer_and_others_are_told_at_once(tmp_path: Path) -> None:
+    group = group_chat(-3401, forum=True)
+    async with bot_with_asking_server(tmp_path, group, 3401) as bot:
+        fake, member, other = bot.fake, user(3402), user(3403)
+        mark = fake.mark()
+        fake.send(group, "asking__form {}", sender=member, thread_id=5)
+        shown = await fake.wait_reply(-3401, "asking asks:", after=mark)
+        assert shown.params["message_thread_id"] == 5  # in the topic the message came from
+
+        press(fake, shown, "Accept", sender=other)
+        refused = await fake.wait_call("answerCallbackQuery", after=mark)
+        assert refused.params["text"] == "This button is for someone else."
+        press(fake, shown, "Decline", sender=user(3401))  # the owner is not the asker either
+        await fake.wait_call(
+            "answerCallbackQuery",
+            after=mark,
+            where=lambda c: c.at > refused.at and bool(c.params.get("text")),
+        )
+        press(fake, shown, "Decline", sender=member)
+        result = await fake.wait_reply(-3401, "asking__form returned", after=mark)
+        await edited(fake, shown, "Declined.", after=mark)
+    assert result.text.endswith('answered: {"action":"decline"}')
+    assert result.params["message_thread_id"] == 5
+
+
+async def test_a_link_goes_to_the_asker_privately_and_the_group_is_told_to_look_there(tmp_path: Path) -> None:
+    group = group_chat(-3501)
+    async with bot_with_asking_server(tmp_path, group, 3501) as bot:
+        fake, member = bot.fake, user(3502)
+        mark = fake.mark()
+        fake.send(group, "asking__link {}", sender=member)
+        private = await fake.wait_reply(3502, "asking asks: Please log in", after=mark)
+        assert LINK in private.text
+        assert labels(private) == ["Accept", "Decline", "Cancel"]
+        told = await fake.wait_reply(-3501, "I sent it to you in our private chat", after=mark)
+        assert told.params["reply_parameters"]["message_id"]
+        fake.press(private, "Accept", sender=member)
+        result = await fake.wait_reply(-3501, "asking__link returned", after=mark)
+        final = await edited(fake, private, "Accepted.", after=mark)
+    assert result.text.endswith('answered: {"action":"accept"}')
+    assert "reply_markup" not in final.params
+    assert all(LINK not in text for text in fake.texts(-3501))
+
+
+async def test_cancel_in_the_chat_ends_the_question(tmp_path: Path) -> None:
+    chat = private_chat(3601)
+    async with bot_with_asking_server(tmp_path, chat, 3601) as bot:
+        fake, me = bot.fake, user(3601)
+        mark = fake.mark()
+        fake.send(chat, "asking__form {}", sender=me)
+        shown = await fake.wait_reply(3601, "asking asks:", after=mark)
+        fake.send(chat, "/cancel", sender=me)
+        result = await fake.wait_reply(3601, "asking__form returned", after=mark)
+        await edited(fake, shown, "Cancelled.", after=mark)
+    assert result.text.endswith('answered: {"action":"cancel"}')
+
+
+@dataclass
+class Direct:
+    """A message's UI on its own, and the buttons it registers with, with no bot dispatching updates."""
+
+    ui: TelegramUI
+    buttons: Buttons
+    bot: Bot
+
+    async def hand_over_presses(self, fake: FakeBotApi) -> None:
+        """Give the buttons the presses queued in the fake, as the dispatcher would."""
+        while fake._updates:
+            update = Update.de_json(fake._updates.pop(0), self.bot)
+            if update.callback_query is not None:
+                await self.buttons.pressed(update.callback_query)
+
+
+@asynccontextmanager
+async def direct_ui(fake: FakeBotApi, *, chat_id: int, user_id: int, owner_id: int) -> AsyncIterator[Direct]:
+    async with serve_asgi(fake.app()) as api:
+        bot = build_bot(TOKEN, base_url=api.url)
+        async with bot:
+            outbox = Outbox(bot)
+            buttons = Buttons(outbox)
+            ui = TelegramUI(
+                outbox,
+                Deletions(outbox),
+                PendingAnswers(),
+                buttons,
+                chat_id=chat_id,
+                thread_id=None,
+                user_id=user_id,
+                message_id=1,
+                redact=lambda text: text.replace("s3cr3t-value-0123456789", "[redacted]"),
+                group=chat_id < 0,
+                owner_id=owner_id,
+            )
+            yield Direct(ui, buttons, bot)
+        fake.close()
+
+
+async def test_an_unanswered_question_is_cancelled_after_the_timeout_and_its_buttons_removed() -> None:
+    fake = FakeBotApi(TOKEN)
+    question = Question(asker="asking", text="Tell me", fields=(Field("ok", "boolean"),))
+    async with direct_ui(fake, chat_id=3701, user_id=3701, owner_id=3701) as direct:
+        started = anyio.current_time()
+        with anyio.fail_after(20):
+            answer = await direct.ui.question(question, timeout=0.5)
+        waited = anyio.current_time() - started
+    assert answer.action == "cancel"
+    assert waited >= 0.5
+    [shown] = fake.find("sendMessage", chat_id=3701)
+    [final] = fake.find("editMessageText", message_id=shown.result_id)
+    assert "Nobody answered in time: cancelled." in final.text
+    assert "reply_markup" not in final.params
+
+
+async def test_only_the_owner_can_approve_and_the_buttons_go_once_they_chose() -> None:
+    fake = FakeBotApi(TOKEN)
+    fake._chats[-3901] = group_chat(-3901)
+    chosen: list[str | None] = []
+    async with direct_ui(fake, chat_id=-3901, user_id=3902, owner_id=3901) as direct:
+        async with anyio.create_task_group() as tg:
+
+            async def approve() -> None:
+                text = "demo changed a tool (key s3cr3t-value-0123456789): approve it?"
+                chosen.append(await direct.ui.decide(text))
+
+            tg.start_soon(approve)
+            shown = await fake.wait_reply(-3901, "approve it?")
+            assert "s3cr3t-value" not in shown.text
+            assert labels(shown) == ["Approve", "Reject"]
+            assert "Only the chat's owner can answer." in shown.text
+
+            fake.press(shown, "Approve", sender=user(3902))  # the member whose message started the turn
+            await direct.hand_over_presses(fake)
+            refused = await fake.wait_call("answerCallbackQuery")
+            assert refused.params["text"] == "This button is for someone else."
+            fake.press(shown, "Approve", sender=user(3901))
+            await direct.hand_over_presses(fake)
+        final = await fake.wait_call("editMessageText", message_id=shown.result_id)
+    assert chosen == ["approve"]
+    assert final.text.endswith("Approved.")
+    assert "reply_markup" not in final.params
+    assert "s3cr3t-value" not in final.text
+
+
+async def test_an_approval_nobody_gives_in_time_approves_nothing() -> None:
+    fake = FakeBotApi(TOKEN)
+    async with direct_ui(fake, chat_id=4001, user_id=4001, owner_id=4001) as direct:
+        with anyio.fail_after(20):
+            chosen = await direct.ui.decide("approve?", timeout=0.3)
+        [final] = fake.find("editMessageText")
+    assert chosen is None
+    assert "nothing was approved" in final.text
+
+
+@pytest.mark.parametrize("mode", ["polling", "webhook"])
+async def test_server_everythings_form_through_a_group_where_another_member_presses_too(
+    tmp_path: Path, mode: str
+) -> None:
+    group = group_chat(-3801)
+    owner, member, other = user(3801), user(3802), user(3803)
+    webhook = WebhookConfig(url="https://bot.example.org/hook", listen="127.0.0.1", port=0)
+    ports: list[int] = []
+    async with (
+        server_everything("streamable-http") as everything,
+        running_bot(
+            tmp_path,
+            webhook=webhook if mode == "webhook" else None,
+            listening=ports.append,
+        ) as bot,
+        anyio.create_task_group() as delivery,
+    ):
+        fake = bot.fake
+        if mode == "webhook":
+            fake.proxy = f"http://127.0.0.1:{ports[0]}/hook"  # a reverse proxy in front of the bot
+            delivery.start_soon(fake.post_to_webhook)
+        fake.administrators[-3801] = [creator(owner)]
+        fake.send(group, f"/mcp_add everything {everything}", sender=owner)
+        await fake.wait_reply(-3801, "Added everything", timeout=30)
+
+        mark = fake.mark()
+        fake.send(group, "everything__trigger-elicitation-request {}", sender=member)
+        shown = await fake.wait_reply(-3801, "everything asks: Please provide inputs", after=mark, timeout=30)
+        assert "• Integer: 42 (default)" in shown.text
+        assert "✎ String: required, not given" in labels(shown)
+
+        press(fake, shown, "Accept", sender=other)
+        refused = await fake.wait_call("answerCallbackQuery", after=mark)
+        assert refused.params["text"] == "This button is for someone else."
+
+        press(fake, shown, "☐ Boolean", sender=member)
+        shown = await edited(fake, shown, "• Boolean: yes", after=mark)
+        press(fake, shown, "▾ Untitled Single Select Enum: Monica (default)", sender=member)
+        shown = await fake.wait_call("editMessageText", after=mark, where=lambda c: "Joey" in labels(c))
+        press(fake, shown, "Joey", sender=member)
+        shown = await edited(fake, shown, "• Untitled Single Select Enum: Joey", after=mark)
+        press(fake, shown, "▾ Untitled Multiple Select Enum: Guitar (default)", sender=member)
+        shown = await fake.wait_call("editMessageText", after=mark, where=lambda c: "Done" in labels(c))
+        press(fake, shown, "Piano", sender=member)
+        shown = await fake.wait_call("editMessageText", after=mark, where=lambda c: "☑ Piano" in labels(c))
+        mark = fake.mark()
+        press(fake, shown, "Done", sender=member)
+        shown = await fake.wait_call("editMessageText", after=mark, where=lambda c: "Accept" in labels(c))
+        assert "• Untitled Multiple Select Enum: Guitar,Piano" in shown.text
+
+        press(fake, shown, "Accept", sender=member)
+        prompt = await fake.wait_reply(-3801, "String is required. Reply with String", after=mark)
+        fake.send(group, "Ada Lovelace", sender=member, reply_to=prompt)
+        result = await fake.wait_reply(-3801, "User provided the requested information", after=mark)
+        await edited(fake, shown, "Accepted.", after=mark)
+        delivery.cancel_scope.cancel()
+
+    # The server's own summary (its Markdown list shown as Telegram's bullets), then its raw result.
+    assert "Name: Ada Lovelace\n• Agreed to terms: true\n• Favorite Integer: 42" in result.text
+    assert '"untitledSingleSelectEnum": "Joey"' in result.text
+    assert '"Piano"' in result.text
+    if mode == "webhook":
+        assert not fake.find("getUpdates")
+
+
+async def test_a_secret_question_waiting_when_the_group_is_upgraded_is_answered_in_the_supergroup(
+    tmp_path: Path,
+) -> None:
+    old_id, new_id = -4101, -1004101
+    old, new = {"id": old_id, "type": "group", "title": "G"}, group_chat(new_id)
+    owner = user(4101)
+    async with running_bot(tmp_path) as bot:
+        fake = bot.fake
+        fake.privacy_mode = True
+        fake.administrators[old_id] = fake.administrators[new_id] = [creator(owner)]
+        fake.send(old, f"/mcp_add demo {bot.mcp_url} --bearer", sender=owner)
+        first = await fake.wait_reply(old_id, OWNER_ANSWER_PROMPT)
+
+        mark = fake.mark()
+        migration(fake, old, owner, to=new_id)
+        migration(fake, new, owner, **{"from": old_id})
+        asked = await fake.wait_reply(new_id, "asked again here", after=mark)
+        assert OWNER_ANSWER_PROMPT in asked.text
+        # Nothing of the asker's is in the new chat to reply to, so the reply is forced on everyone.
+        assert asked.params["reply_markup"]["force_reply"] is True
+        assert "reply_parameters" not in asked.params
+        await fake.wait_reply(new_id, "Press Cancel", after=mark)
+
+        answer = fake.send(new, DEMO_TOKEN, sender=owner, reply_to=asked)
+        await fake.wait_call("deleteMessage", after=mark, chat_id=new_id, message_id=answer)
+        added = await fake.wait_reply(new_id, "Added demo", after=mark)
+        assert "demo__whoami" in added.text
+        await fake.wait_reply(new_id, "is now a supergroup, with a new chat id", after=mark)
+        fake.send(new, "/mcp_list", sender=owner)
+        listed = await fake.wait_reply(new_id, "demo:", after=mark)
+        assert "ignored" not in listed.text
+        assert first.result_id is not None
+
+    assert all(DEMO_TOKEN not in call.text for call in fake.calls)
+    assert files_holding(tmp_path, DEMO_TOKEN) == []
+
+
+async def test_a_server_question_waiting_when_the_group_is_upgraded_is_asked_again_in_the_supergroup(
+    tmp_path: Path,
+) -> None:
+    old_id, new_id = -4201, -1004201
+    old, new = {"id": old_id, "type": "group", "title": "G"}, group_chat(new_id)
+    owner, member = user(4201), user(4202)
+    async with bot_with_asking_server(tmp_path, old, 4201) as bot:
+        fake = bot.fake
+        fake.administrators[new_id] = [creator(owner)]
+        mark = fake.mark()
+        fake.send(old, "asking__form {}", sender=member)
+        shown = await fake.wait_reply(old_id, "asking asks:", after=mark)
+        press(fake, shown, "☐ Subscribe", sender=member)
+        await edited(fake, shown, "• Subscribe: yes", after=mark)
+
+        mark = fake.mark()
+        migration(fake, old, owner, to=new_id)
+        again = await fake.wait_reply(new_id, "asked again here", after=mark)
+        assert "• Subscribe: yes" in again.text  # what was filled in came along
+        press(fake, again, "✎ Name: required, not given", sender=member)
+        prompt = await fake.wait_reply(new_id, "Reply with Name", after=mark)
+        fake.send(new, "Ada", sender=member, reply_to=prompt)
+        again = await edited(fake, again, "• Name: Ada", after=mark)
+        press(fake, again, "Accept", sender=member)
+        result = await fake.wait_reply(new_id, "asking__form returned", after=mark)
+    content = json.loads(result.text.split("answered: ", 1)[1])
+    assert content["content"] == {"name": "Ada", "colour": "green", "subscribe": True, "age": 30}
+
+
+async def test_a_question_that_quotes_the_chats_key_shows_it_redacted_in_the_text_and_the_buttons(
+    tmp_path: Path,
+) -> None:
+    key = "Zq8vN3mX7pL2wK9rT4yH6cB1"  # no secret word in it: the form is not refused for its title
+    chat = private_chat(4301)
+    async with serve_mcp(asking_server(), protocols="handshake") as served, running_bot(tmp_path) as bot:
+        fake, me = bot.fake, user(4301)
+        fake.send(chat, f"/mcp_add asking {served.url} --header 'X-Key: {key}'", sender=me)
+        await fake.wait_reply(4301, "Added asking")
+        mark = fake.mark()
+        fake.send(chat, "asking__leaky {}", sender=me)
+        shown = await fake.wait_reply(4301, "asking asks: I got [redacted]", after=mark)
+        assert labels(shown)[0] == "☐ Keep [redacted]?"
+        press(fake, shown, "Accept", sender=me)
+        await fake.wait_reply(4301, "asking__leaky returned", after=mark)
+        await edited(fake, shown, "Accepted.", after=mark)
+    for call in fake.calls:
+        assert key not in json.dumps(call.params)
