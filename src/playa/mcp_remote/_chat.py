@@ -343,7 +343,14 @@ class ChatServers:
                     lambda grant: self._login_done(state, grant),
                     clock=self._clock,
                 )
-                auth = ServerAuth(url, storage, redirect_uri=redirect_uri, login=login, clock=self._clock)
+                auth = ServerAuth(
+                    url,
+                    storage,
+                    redirect_uri=redirect_uri,
+                    login=login,
+                    client_metadata_url=self._settings.oauth_client_metadata_url,
+                    clock=self._clock,
+                )
                 # Any request starts the flow on its 401; ping opens no session to clean up.
                 http = await self._connector.login_client(auth)
                 async with (

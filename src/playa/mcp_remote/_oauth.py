@@ -51,6 +51,7 @@ __all__ = [
     "PendingLogin",
     "ServerAuth",
     "client_metadata",
+    "client_metadata_document",
     "duration_text",
 ]
 
@@ -88,6 +89,17 @@ def client_metadata(redirect_uri: str, *, scope: str | None = None) -> OAuthClie
             "scope": scope,
         }
     )
+
+
+def client_metadata_document(url: str, *, port: int = 0) -> dict[str, object]:
+    """Playa's client metadata document, to be served at ``url``, which is its ``client_id``.
+
+    The redirect URI is the console's loopback callback: on the fixed port when one is set,
+    else without a port, which an authorization server must then accept on any (RFC 8252 §7.3).
+    """
+    host = "127.0.0.1" if not port else f"127.0.0.1:{port}"
+    metadata = client_metadata(f"http://{host}{CALLBACK_PATH}")
+    return {"client_id": url, **metadata.model_dump(mode="json", exclude_none=True)}
 
 
 class GrantStorage:
@@ -291,7 +303,9 @@ class Callbacks:
     @property
     def redirect_uri_or_placeholder(self) -> str:
         """The redirect URI if listening; a connection that never logs in needs only a well-formed one."""
-        return self._url or f"http://{self._host}{CALLBACK_PATH}"
+        if self._url is not None:
+            return self._url
+        return f"http://{self._host}{f':{self._port}' if self._port else ''}{CALLBACK_PATH}"
 
     @property
     def redirect_uri(self) -> str:
