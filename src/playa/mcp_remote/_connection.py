@@ -383,7 +383,8 @@ class Connection:
         if self.endpoint.auth is not None and (why := self.endpoint.auth.needs_login) is not None:
             # Only a person can unblock it: no other transport, and no retry timer.
             return ConnectFailure(NeedsLogin(why, server=server), try_other_transport=False)
-        if self.endpoint.auth is None and self._trace.status == 401 and self._trace.login_challenge:
+        if self.endpoint.auth is None and not self.endpoint.headers and self._trace.login_challenge:
+            # Added without credentials, and it takes a bearer token: a login can get one.
             return ConnectFailure(
                 NeedsLogin("this server needs a login", server=server), try_other_transport=False
             )

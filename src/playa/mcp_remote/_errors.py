@@ -64,7 +64,11 @@ class HttpTrace:
         self.status: int | None = None
         self.redirect: str | None = None
         self.login_challenge = False
-        """The last 401 was a Bearer challenge naming OAuth metadata (RFC 9728): a login helps."""
+        """A 401 came with a Bearer challenge (RFC 6750): an OAuth login can get the token, its
+        authorization server found from the metadata the challenge names or the well-known
+        paths (RFC 9728, RFC 8414), or at the 2025-03-26 default endpoints. It stays set: a
+        client that falls back to another request after it (``server/discover`` refused, then
+        ``initialize``) ends on that request's status."""
 
     async def on_response(self, response: httpx2.Response) -> None:
         if response.status_code >= 400:
@@ -72,9 +76,8 @@ class HttpTrace:
             self.status = response.status_code
             if response.status_code == 401:
                 challenge = response.headers.get("www-authenticate", "")
-                self.login_challenge = (
-                    challenge[:7].lower() == "bearer " and "resource_metadata=" in challenge.lower()
-                )
+                if challenge.strip()[:7].lower() in ("bearer", "bearer "):
+                    self.login_challenge = True
         elif response.is_redirect and (location := response.headers.get("location")):
             try:
                 target = response.request.url.join(location)
