@@ -207,6 +207,7 @@ class ChatServers:
         attempt = state.attempt
         name = state.entry.name
         connection: Connection | None = None
+        endpoint: Endpoint | None = None
         # The boundary covers every step, binding included: this runs in the task group every
         # chat of the host shares, and an exception escaping it would end them all.
         try:
@@ -214,9 +215,8 @@ class ChatServers:
                 # No tokens yet: only the owner's login can help, and a connect would only
                 # register clients with the authorization server for nothing.
                 raise NeedsLogin("this server needs a login", server=name)
-            connection = await self._connector.connect(
-                self._endpoint(state), self._tg, ask=self._ask, redact=self._redact
-            )
+            endpoint = self._endpoint(state)
+            connection = await self._connector.connect(endpoint, self._tg, ask=self._ask, redact=self._redact)
             if self.servers.get(name) is not state:
                 # Removed or replaced while connecting.
                 await connection.aclose()
@@ -226,6 +226,8 @@ class ChatServers:
             state.failures, state.next_retry, state.needs_login = 0, None, False
         except RemoteError as exc:
             if self.servers.get(name) is state:
+                if endpoint is not None and endpoint.auth is not None and endpoint.auth.scope:
+                    state.scope = endpoint.auth.scope
                 self._failed(state, exc.reason, needs_login=isinstance(exc, NeedsLogin))
         except Exception as exc:  # boundary: one server's bug must not end the chat's task group
             logger.error("connecting %s in %s failed: %s", name, self.session.scope, type(exc).__name__)
@@ -349,6 +351,7 @@ class ChatServers:
                     redirect_uri=redirect_uri,
                     login=login,
                     client_metadata_url=self._settings.oauth_client_metadata_url,
+                    scope=state.scope,
                     clock=self._clock,
                 )
                 # Any request starts the flow on its 401; ping opens no session to clean up.
@@ -390,6 +393,7 @@ class ChatServers:
         if not message:
             if self.servers.get(name) is not state:
                 return
+            state.scope = None  # asked for and granted: the token's scope holds it now
             self._start(state)
             if state.attempt is not None:
                 with anyio.move_on_after(self._settings.connection.connect_timeout + CONNECT_WAIT_MARGIN):
@@ -538,6 +542,17 @@ class ChatServers:
             return ToolResult.error(
                 f"{exposed} failed: {exc.reason}. The call was not retried; the next call reconnects."
             )
+        except NeedsLogin as exc:
+            # The token lacks a scope the call needs: the server waits for the owner's login.
+            if state.connection is connection:
+                state.connection = None
+                self._tg.start_soon(connection.aclose)
+            auth = connection.endpoint.auth
+            if auth is not None and auth.scope:
+                state.scope = auth.scope
+            self._failed(state, exc.reason, needs_login=True)
+            self._write_section()
+            return ToolResult.error(f"{exposed} failed: {state.reason}")
         except RemoteError as exc:
             # The server answered with an error: the connection is fine and stays.
             return ToolResult.error(f"{exposed} failed: {exc.reason}")

@@ -365,8 +365,11 @@ class Connection:
         return self._budget.exceeded_events if self.transport == "sse" else self._budget.exceeded
 
     def _own_call_error(self, exc: Exception, cuts_before: int) -> RemoteError | None:
-        """The failures ``call_error`` cannot see: a refused address, a result over the budget."""
+        """The failures ``call_error`` cannot see: a refused address, a result over the budget, a login."""
         server = self.endpoint.server
+        if self.endpoint.auth is not None and (why := self.endpoint.auth.needs_login) is not None:
+            # The token lacks a scope the call needs (step-up): only the owner can log in again.
+            return NeedsLogin(why, server=server)
         if (refusal := find_refusal(exc)) is not None:
             return CallFailed(refusal.reason, server=server)
         if self._cuts() > cuts_before or oversized_event(exc):

@@ -20,8 +20,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import re
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Final
 from urllib.parse import parse_qs, urlsplit
@@ -30,6 +31,7 @@ import anyio
 import httpx2
 from anyio.abc import SocketStream, TaskGroup
 from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth.utils import extract_field_from_www_auth, union_scopes
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -146,6 +148,12 @@ class ServerAuth(OAuthClientProvider):
     the authorization link goes to ``login.send_link`` and the code comes from its callback.
 
     A connection makes one per connect: it refreshes on a 401 at most once.
+
+    Step-up (a 403 ``insufficient_scope``): a connection cannot ask the owner, so it fails the
+    request with ``needs_login`` naming the missing scopes and ``scope`` holding what the next
+    login asks for: the scopes asked and granted before with the ones challenged (SEP-2350).
+    A 403 for scopes the token already holds is the server's refusal, which no login changes:
+    ``needs_login`` stays None and nobody is asked to log in again (the retry limit).
     """
 
     def __init__(
@@ -156,8 +164,10 @@ class ServerAuth(OAuthClientProvider):
         redirect_uri: str,
         login: PendingLogin | None = None,
         client_metadata_url: str | None = None,
+        scope: str | None = None,
         clock: Clock = time.time,
     ) -> None:
+        """``scope``: for a login, scopes to ask for beyond those the server names (a step-up's)."""
         super().__init__(
             server_url,
             client_metadata(redirect_uri),
@@ -171,6 +181,9 @@ class ServerAuth(OAuthClientProvider):
         self._clock = clock
         self._refreshing = False
         self._refreshed_on_401 = False
+        self._insufficient_scope = False
+        self.scope = scope
+        """The scopes the next login asks for besides those the server names, if any."""
         self.needs_login: str | None = None
         """Why the last connect failed for want of a person's login; None if it did not."""
 
@@ -193,9 +206,43 @@ class ServerAuth(OAuthClientProvider):
         if self.context.current_tokens is not None and expires_at is not None:
             self.context.token_expiry_time = expires_at - REFRESH_MARGIN
 
+    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        """The SDK's flow, watching the answers to ``request`` itself: a 403 is no expired token."""
+        flow = super()._auth_flow(request)
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                response = yield outgoing
+                if outgoing is request:
+                    self._insufficient_scope = (
+                        response.status_code == 403
+                        and extract_field_from_www_auth(response, "error") == "insufficient_scope"
+                    )
+                outgoing = await flow.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
+
     async def _perform_authorization(self) -> httpx2.Request:
         if self._login is not None:
+            # What the server names now, with the scopes a request was refused for (SEP-2350).
+            self.context.client_metadata.scope = union_scopes(self.context.client_metadata.scope, self.scope)
             return await super()._perform_authorization()
+        if self._insufficient_scope:
+            # The SDK chose the scopes to ask for: those asked and granted before, and the
+            # challenged ones.
+            wanted = self.context.client_metadata.scope
+            tokens = self.context.current_tokens
+            granted = set((tokens.scope or "").split()) if tokens is not None else set()
+            missing = [scope for scope in (wanted or "").split() if scope not in granted]
+            if not missing:
+                raise _NeedsLogin(
+                    "the server refuses the request although the login granted the scopes it names"
+                )
+            self.scope = wanted
+            self.needs_login = f"this server needs a login with more permissions ({_scopes_text(missing)})"
+            raise _NeedsLogin(self.needs_login)
         # A 401 to a token that has not expired by the clock (revoked, or a server that keeps
         # shorter lifetimes): one refresh before asking a person.
         if not self._refreshed_on_401 and self.context.can_refresh_token():
@@ -235,6 +282,20 @@ class ServerAuth(OAuthClientProvider):
         metadata = self.context.oauth_metadata
         if metadata is not None:
             self._storage.grant = replace(self._storage.grant, metadata=metadata, issuer=str(metadata.issuer))
+
+
+_SCOPE_TOKEN: Final = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]{1,64}")
+"""A scope as RFC 6749 3.3 allows it, and short: anything else is not shown."""
+_SCOPES_SHOWN: Final = 5
+
+
+def _scopes_text(scopes: list[str]) -> str:
+    """Scopes a server named, fit for the prompt section it goes into every turn: few and short."""
+    shown = [scope for scope in scopes if _SCOPE_TOKEN.fullmatch(scope)][:_SCOPES_SHOWN]
+    more = len(scopes) - len(shown)
+    if more:
+        shown.append(f"and {more} more" if shown else f"{more} scope{'' if more == 1 else 's'}")
+    return ", ".join(shown)
 
 
 class _NeedsLogin(Exception):

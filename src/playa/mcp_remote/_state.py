@@ -40,6 +40,9 @@ class ServerState:
     """An ``oauth`` server's grant as held now (tokens change as they are refreshed)."""
     login: anyio.CancelScope | None = None
     """The owner's login in flight, if any."""
+    scope: str | None = None
+    """The scopes the owner's next login asks for besides those the server names: what a
+    request was refused for (403 ``insufficient_scope``) with what was granted before."""
 
     @property
     def connecting(self) -> bool:
