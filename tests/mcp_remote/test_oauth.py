@@ -13,6 +13,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import ClassVar
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import httpx2
@@ -20,6 +22,7 @@ import pytest
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from playa._asgi import bind
 from playa.host import Host, HostConfig, encoded_forms
@@ -27,7 +30,7 @@ from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpExtension,
 from playa.mcp_remote._seal import Sealer
 from playa.mcp_remote._store import ServerStore
 from servers.oidc import AuthorizationServer, authorization_server
-from servers.python_servers import LOOPBACK, RunningServer, serve_asgi
+from servers.python_servers import LOOPBACK, RunningServer, buffered, json_or_none, serve_asgi
 from support.chat import RecordingModel, ScriptedUI, msg
 
 pytestmark = [pytest.mark.anyio, pytest.mark.npm]
@@ -68,8 +71,55 @@ class Introspection:
         )
 
 
+class StepUp:
+    """ASGI middleware: ``publish`` needs the ``mcp:write`` scope, ``delete`` a scope nobody is granted.
+
+    Either call without it is refused with 403 ``insufficient_scope`` naming the scopes it needs
+    (RFC 6750 3.1), as a server does for one operation that needs more than the others.
+    """
+
+    NEEDS: ClassVar[dict[str, str]] = {"publish": "mcp mcp:write", "delete": "mcp:write"}
+
+    def __init__(self, app: ASGIApp, introspection: Introspection, metadata_url: str) -> None:
+        self._app = app
+        self._introspection = introspection
+        self._metadata_url = metadata_url
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        body, replay = await buffered(receive)
+        payload = json_or_none(body)
+        params = payload.get("params") if isinstance(payload, dict) else None
+        name = params.get("name") if isinstance(params, dict) and payload["method"] == "tools/call" else None
+        if name in self.NEEDS:
+            given = dict(scope["headers"]).get(b"authorization", b"").decode()
+            token = await self._introspection.verify_token(given.removeprefix("Bearer "))
+            if name == "delete" or token is None or "mcp:write" not in token.scopes:
+                challenge = (
+                    f'Bearer error="insufficient_scope", scope="{self.NEEDS[name]}", '
+                    f'resource_metadata="{self._metadata_url}"'
+                )
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 403,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", challenge.encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b'{"error": "insufficient_scope"}'})
+                return
+        await self._app(scope, replay, send)
+
+
 @asynccontextmanager
-async def protected_server(auth: AuthorizationServer) -> AsyncIterator[RunningServer]:
+async def protected_server(
+    auth: AuthorizationServer, *, step_up: bool = False
+) -> AsyncIterator[RunningServer]:
     """An SDK MCP server that takes only tokens the authorization server issued for it."""
     sock = bind(LOOPBACK, 0)
     url = f"http://{LOOPBACK}:{sock.getsockname()[1]}/mcp"
@@ -89,7 +139,25 @@ async def protected_server(auth: AuthorizationServer) -> AsyncIterator[RunningSe
         """Who the token says the caller is."""
         return "signed in"
 
-    async with serve_asgi(server.streamable_http_app(host=LOOPBACK), sock=sock, path="/mcp") as running:
+    app: ASGIApp = server.streamable_http_app(host=LOOPBACK)
+    if step_up:
+
+        @server.tool()
+        def publish() -> str:
+            """Publish (needs the mcp:write scope)."""
+            return "published"
+
+        @server.tool()
+        def delete() -> str:
+            """Delete (needs a scope the authorization server never grants here)."""
+            return "deleted"
+
+        app = StepUp(
+            app,
+            Introspection(auth, url),
+            f"http://{LOOPBACK}:{sock.getsockname()[1]}/.well-known/oauth-protected-resource/mcp",
+        )
+    async with serve_asgi(app, sock=sock, path="/mcp") as running:
         yield running
 
 
@@ -298,3 +366,59 @@ async def test_tokens_are_refreshed_before_expiry_and_a_refused_refresh_waits_fo
                 assert "next retry" not in listed.text
                 prompt = session.prompt.get("Remote MCP servers") or ""
                 assert "authorization expired — the owner can run /mcp_auth linear" in prompt
+
+
+async def test_a_call_refused_for_a_scope_waits_for_the_owners_login_with_the_wider_scope(
+    data_dir: Path, host_secret: HostSecret, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            authorization_server() as auth,
+            protected_server(auth, step_up=True) as mcp,
+            remote_host(data_dir, host_secret, RecordingModel()) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui = OwnerUI()
+            await host.handle(session, msg(f"/mcp_add notes {mcp.url}"), ui)
+            await ui.link.wait()
+            (first_scope,) = parse_qs(urlsplit(ui.link_url()).query)["scope"]
+            assert "mcp:write" not in first_scope.split()
+            await sign_in(ui.link_url())
+            await ui.said.wait()
+            assert ui.sent[-1] == "Logged in to notes: connected over streamable-http, 3 tools."
+
+            # The token lacks mcp:write: the call fails, and only the owner's login can help.
+            refused = await host.handle(session, msg("notes__publish"), ScriptedUI())
+            assert refused is not None
+            needs = "this server needs a login with more permissions (mcp:write) — the owner can run /mcp_auth notes"
+            assert needs in refused.text
+            assert f"notes: unavailable: {needs}" in (session.prompt.get("Remote MCP servers") or "")
+            listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
+            assert listed is not None and "next retry" not in listed.text
+
+            # The new login asks for what was granted and what the call needed (SEP-2350).
+            ui.link, ui.said = anyio.Event(), anyio.Event()
+            await host.handle(session, msg("/mcp_auth notes"), ui)
+            await ui.link.wait()
+            second_link = ui.private[-1].splitlines()[-1]
+            (scope,) = parse_qs(urlsplit(second_link).query)["scope"]
+            assert set(scope.split()) == {*first_scope.split(), "mcp:write"}
+            await sign_in(second_link)
+            await ui.said.wait()
+            assert ui.sent[-1] == "Logged in to notes: connected over streamable-http, 3 tools."
+            published = await host.handle(session, msg("notes__publish"), ScriptedUI())
+            assert published is not None and "published" in published.text
+
+            # A refusal for scopes the token holds already: no login can help, and none is asked for.
+            private = len(ui.private)
+            denied = await host.handle(session, msg("notes__delete"), ScriptedUI())
+            assert denied is not None
+            assert "HTTP 403" in denied.text and "/mcp_auth" not in denied.text
+            assert len(ui.private) == private
+
+            secrets = sealed_secrets(data_dir, host_secret, session.workspace)
+            seen = [*ui.sent, *ui.private, refused.text, published.text, denied.text, caplog.text]
+            for value in secrets:
+                for form in encoded_forms(value):
+                    assert all(form not in text for text in seen)

@@ -340,6 +340,13 @@ class ChatServers:
                     and redirect_uri not in {str(uri) for uri in client.redirect_uris}
                 ):
                     client = None  # registered for another redirect address: register again
+                if (
+                    client is not None
+                    and client.scope is not None
+                    and state.scope is not None
+                    and not set(state.scope.split()) <= set(client.scope.split())
+                ):
+                    client = None  # registered for fewer scopes than a step-up asks for
                 storage = GrantStorage(
                     OAuthGrant(resource=previous.resource, issuer=previous.issuer, client=client),
                     lambda grant: self._login_done(state, grant),

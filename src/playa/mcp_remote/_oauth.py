@@ -25,13 +25,18 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Final
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urljoin, urlsplit
 
 import anyio
 import httpx2
 from anyio.abc import SocketStream, TaskGroup
 from mcp.client.auth import OAuthClientProvider
-from mcp.client.auth.utils import extract_field_from_www_auth, union_scopes
+from mcp.client.auth.utils import (
+    create_client_registration_request,
+    extract_field_from_www_auth,
+    extract_scope_from_www_auth,
+    union_scopes,
+)
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -182,6 +187,7 @@ class ServerAuth(OAuthClientProvider):
         self._refreshing = False
         self._refreshed_on_401 = False
         self._insufficient_scope = False
+        self._challenged: str | None = None
         self.scope = scope
         """The scopes the next login asks for besides those the server names, if any."""
         self.needs_login: str | None = None
@@ -207,22 +213,42 @@ class ServerAuth(OAuthClientProvider):
             self.context.token_expiry_time = expires_at - REFRESH_MARGIN
 
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        """The SDK's flow, watching the answers to ``request`` itself: a 403 is no expired token."""
+        """The SDK's flow, watching the answers to ``request`` itself (a 403 is no expired token),
+        and registering a login's client for the scopes it will ask for."""
         flow = super()._auth_flow(request)
         try:
             outgoing = await flow.__anext__()
             while True:
+                if self.scope and self._login is not None and self._is_registration(outgoing):
+                    # An authorization server may hold a client to the scopes it registered
+                    # with (oidc-provider does): a step-up's scopes must be among them.
+                    metadata = self.context.client_metadata
+                    metadata.scope = union_scopes(metadata.scope, self.scope)
+                    base = self.context.get_authorization_base_url(self.context.server_url)
+                    outgoing = create_client_registration_request(self.context.oauth_metadata, metadata, base)
                 response = yield outgoing
                 if outgoing is request:
                     self._insufficient_scope = (
                         response.status_code == 403
                         and extract_field_from_www_auth(response, "error") == "insufficient_scope"
                     )
+                    self._challenged = (
+                        extract_scope_from_www_auth(response) if self._insufficient_scope else None
+                    )
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
             return
         finally:
             await flow.aclose()
+
+    def _is_registration(self, outgoing: httpx2.Request) -> bool:
+        """Whether the SDK's flow is about to register the client (dynamic registration)."""
+        metadata = self.context.oauth_metadata
+        if metadata is not None and metadata.registration_endpoint is not None:
+            endpoint = str(metadata.registration_endpoint)
+        else:
+            endpoint = urljoin(self.context.get_authorization_base_url(self.context.server_url), "/register")
+        return outgoing.method == "POST" and str(outgoing.url) == endpoint
 
     async def _perform_authorization(self) -> httpx2.Request:
         if self._login is not None:
@@ -231,11 +257,14 @@ class ServerAuth(OAuthClientProvider):
             return await super()._perform_authorization()
         if self._insufficient_scope:
             # The SDK chose the scopes to ask for: those asked and granted before, and the
-            # challenged ones.
+            # challenged ones (or, with none named, the server's), with offline_access where
+            # the authorization server offers it. A login helps if the token lacks one the
+            # server needs; offline_access is the client's own wish, never what a server needs.
             wanted = self.context.client_metadata.scope
             tokens = self.context.current_tokens
             granted = set((tokens.scope or "").split()) if tokens is not None else set()
-            missing = [scope for scope in (wanted or "").split() if scope not in granted]
+            needed = (self._challenged or wanted or "").split()
+            missing = [scope for scope in needed if scope not in granted and scope != "offline_access"]
             if not missing:
                 raise _NeedsLogin(
                     "the server refuses the request although the login granted the scopes it names"
