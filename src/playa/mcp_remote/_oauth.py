@@ -60,6 +60,7 @@ __all__ = [
     "client_metadata",
     "client_metadata_document",
     "duration_text",
+    "token_auth_method",
 ]
 
 logger = logging.getLogger(__name__)
@@ -107,6 +108,20 @@ def client_metadata_document(url: str, *, port: int = 0) -> dict[str, object]:
     host = "127.0.0.1" if not port else f"127.0.0.1:{port}"
     metadata = client_metadata(f"http://{host}{CALLBACK_PATH}")
     return {"client_id": url, **metadata.model_dump(mode="json", exclude_none=True)}
+
+
+def token_auth_method(registered: str | None, supported: list[str] | None) -> str | None:
+    """How a client with a secret authenticates at the token endpoint.
+
+    The registration's method (a pre-registered client's is Playa's guess, basic) when the
+    authorization server takes it; else the first of basic and post that it lists. A server
+    that lists none takes basic (RFC 8414 2); one that takes neither keeps the registered
+    method, and the server says what it makes of that.
+    """
+    offered = supported if supported is not None else ["client_secret_basic"]
+    if registered in offered:
+        return registered
+    return next((m for m in ("client_secret_basic", "client_secret_post") if m in offered), registered)
 
 
 class GrantStorage:
@@ -304,7 +319,20 @@ class ServerAuth(OAuthClientProvider):
         # token request must not carry them.
         _register((auth_code, code_verifier))
         self._remember_metadata()
+        self._fit_token_auth()
         return await super()._exchange_token_authorization_code(auth_code, code_verifier)
+
+    async def _refresh_token(self) -> httpx2.Request:
+        self._fit_token_auth()
+        return await super()._refresh_token()
+
+    def _fit_token_auth(self) -> None:
+        """Send the client secret the way the authorization server's metadata says it takes it."""
+        client, metadata = self.context.client_info, self.context.oauth_metadata
+        if client is not None and client.client_secret and metadata is not None:
+            client.token_endpoint_auth_method = token_auth_method(
+                client.token_endpoint_auth_method, metadata.token_endpoint_auth_methods_supported
+            )
 
     def _remember_metadata(self) -> None:
         """Keep what discovery found with the tokens about to be stored (see ``_initialize``)."""
