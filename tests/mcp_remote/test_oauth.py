@@ -376,7 +376,7 @@ async def test_a_call_refused_for_a_scope_waits_for_the_owners_login_with_the_wi
         async with (
             authorization_server() as auth,
             protected_server(auth, step_up=True) as mcp,
-            remote_host(data_dir, host_secret, RecordingModel()) as host,
+            remote_host(data_dir, host_secret, model := RecordingModel()) as host,
         ):
             session = await host.session(SCOPE, owner="owner")
             ui = OwnerUI()
@@ -387,6 +387,7 @@ async def test_a_call_refused_for_a_scope_waits_for_the_owners_login_with_the_wi
             await sign_in(ui.link_url())
             await ui.said.wait()
             assert ui.sent[-1] == "Logged in to notes: connected over streamable-http, 3 tools."
+            first_grant = sealed_secrets(data_dir, host_secret, session.workspace)
 
             # The token lacks mcp:write: the call fails, and only the owner's login can help.
             refused = await host.handle(session, msg("notes__publish"), ScriptedUI())
@@ -417,8 +418,22 @@ async def test_a_call_refused_for_a_scope_waits_for_the_owners_login_with_the_wi
             assert "HTTP 403" in denied.text and "/mcp_auth" not in denied.text
             assert len(ui.private) == private
 
-            secrets = sealed_secrets(data_dir, host_secret, session.workspace)
-            seen = [*ui.sent, *ui.private, refused.text, published.text, denied.text, caplog.text]
-            for value in secrets:
+            # Neither login's tokens nor either registration's secret shows anywhere: not to
+            # the model, in a reply, a log line, or a file outside the seal.
+            second_grant = sealed_secrets(data_dir, host_secret, session.workspace)
+            assert first_grant and second_grant and not first_grant & second_grant
+            seen = [
+                repr(model.seen),
+                *ui.sent,
+                *ui.private,
+                refused.text,
+                published.text,
+                denied.text,
+                caplog.text,
+            ]
+            files = every_file(data_dir)
+            for value in first_grant | second_grant:
                 for form in encoded_forms(value):
                     assert all(form not in text for text in seen)
+                    for name, text in files.items():
+                        assert form not in text, name
