@@ -30,7 +30,7 @@ from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpExtension,
 from playa.mcp_remote._seal import Sealer
 from playa.mcp_remote._store import ServerStore
 from servers.oidc import AuthorizationServer, authorization_server
-from servers.python_servers import LOOPBACK, RunningServer, buffered, json_or_none, serve_asgi
+from servers.python_servers import LOOPBACK, RunningServer, buffered, json_or_none, serve_asgi, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
 
 pytestmark = [pytest.mark.anyio, pytest.mark.npm]
@@ -437,3 +437,32 @@ async def test_a_call_refused_for_a_scope_waits_for_the_owners_login_with_the_wi
                     assert all(form not in text for text in seen)
                     for name, text in files.items():
                         assert form not in text, name
+
+
+async def test_a_server_that_wants_a_fixed_bearer_token_is_tried_as_oauth_and_the_owner_is_told_how_to_add_the_token(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    # Its 401 says only "Bearer", as a 2025-03-26 OAuth server's does; no metadata anywhere.
+    server = MCPServer("fixed")
+
+    @server.tool()
+    def ping() -> str:
+        """Answers pong."""
+        return "pong"
+
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            serve_mcp(server, bearer="a-fixed-token-" + "x" * 20) as fixed,
+            remote_host(data_dir, host_secret, RecordingModel()) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui = OwnerUI()
+            added = await host.handle(session, msg(f"/mcp_add fixed {fixed.url}"), ui)
+            assert added is not None and "this server needs a login" in added.text
+            await ui.said.wait()
+            assert ui.sent[-1].startswith("The login to fixed failed: ")
+            assert ui.sent[-1].endswith(
+                "It publishes no OAuth metadata: if it takes a fixed token, add it again with "
+                "/mcp_add fixed <url> --bearer"
+            )
+            assert ui.private == []  # no link: there was nothing to log in to

@@ -319,6 +319,7 @@ class ChatServers:
         name, url = state.entry.name, state.entry.url
         message: str
         login: PendingLogin | None = None
+        auth: ServerAuth | None = None
         with scope:
             # The boundary: this runs in the task group every chat of the host shares.
             try:
@@ -386,6 +387,13 @@ class ChatServers:
             except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as exc:
                 why = login.refusal if login is not None and login.refusal else str(exc)
                 message = f"The login to {name} failed: {self.redactor.redact(why)[:300]}"
+                if auth is not None and auth.found_no_metadata:
+                    # A bare Bearer challenge can mean a fixed token as well as a 2025-03-26
+                    # OAuth server: with no metadata anywhere, the owner may know which.
+                    message += (
+                        f". It publishes no OAuth metadata: if it takes a fixed token, add it "
+                        f"again with /mcp_add {name} <url> --bearer"
+                    )
             except Exception as exc:  # boundary: one login's failure must not end the chat's task group
                 logger.warning(
                     "the login to %s in %s failed: %s", name, self.session.scope, type(exc).__name__

@@ -209,6 +209,11 @@ class ServerAuth(OAuthClientProvider):
         """Why the last connect failed for want of a person's login; None if it did not."""
 
     @property
+    def found_no_metadata(self) -> bool:
+        """Whether discovery found neither protected resource nor authorization server metadata."""
+        return self.context.protected_resource_metadata is None and self.context.oauth_metadata is None
+
+    @property
     def grant(self) -> OAuthGrant:
         """The grant as stored now (it changes as tokens are refreshed)."""
         return self._storage.grant
