@@ -466,3 +466,28 @@ async def test_a_server_that_wants_a_fixed_bearer_token_is_tried_as_oauth_and_th
                 "/mcp_add fixed <url> --bearer"
             )
             assert ui.private == []  # no link: there was nothing to log in to
+
+
+async def test_a_fixed_callback_port_is_the_redirect_uri_the_login_registers_and_listens_on(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    sock = bind(LOOPBACK, 0)
+    port = sock.getsockname()[1]
+    sock.close()  # a free port, for the listener to take
+    settings = replace(SETTINGS, oauth_callback_port=port)
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            authorization_server() as auth,
+            protected_server(auth) as mcp,
+            remote_host(data_dir, host_secret, RecordingModel(), settings) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui = OwnerUI()
+            await host.handle(session, msg(f"/mcp_add linear {mcp.url}"), ui)
+            await ui.link.wait()
+            (redirect,) = parse_qs(urlsplit(ui.link_url()).query)["redirect_uri"]
+            assert redirect == f"http://127.0.0.1:{port}/oauth/callback"
+            callback = await sign_in(ui.link_url())
+            assert callback.url.port == port and "received the login for linear" in callback.text
+            await ui.said.wait()
+            assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 1 tools."
