@@ -186,6 +186,29 @@ def test_playa_prints_its_client_metadata_document_for_the_operator_to_serve() -
     # Without a fixed port the loopback redirect has none: the server must take any (RFC 8252 §7.3).
     free = _playa("oauth-client-metadata", environ={"PLAYA_OAUTH_CLIENT_METADATA_URL": url})
     assert json.loads(free.stdout)["redirect_uris"] == ["http://127.0.0.1/oauth/callback"]
+    # A Telegram bot with PLAYA_PUBLIC_URL logs in through the webhook's listener as well.
+    public = _playa(
+        "oauth-client-metadata",
+        environ={
+            "PLAYA_OAUTH_CLIENT_METADATA_URL": url,
+            "PLAYA_PUBLIC_URL": "https://bot.example.org/playa/",
+        },
+    )
+    assert public.returncode == 0, public.stderr
+    assert json.loads(public.stdout)["redirect_uris"] == [
+        "http://127.0.0.1/oauth/callback",
+        "https://bot.example.org/playa/oauth/callback",
+    ]
+    # One that could carry credentials is refused, and not quoted.
+    refused = _playa(
+        "oauth-client-metadata",
+        environ={
+            "PLAYA_OAUTH_CLIENT_METADATA_URL": url,
+            "PLAYA_PUBLIC_URL": "https://u:hunter2@bot.example.org",
+        },
+    )
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "PLAYA_PUBLIC_URL must be a plain URL" in refused.stderr and "hunter2" not in refused.stderr
 
 
 def test_the_client_metadata_document_needs_its_url() -> None:

@@ -11,6 +11,7 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
@@ -20,6 +21,8 @@ from ._runtime import tune_garbage_collector
 from .exceptions import ConfigError
 from .host import EnvPolicy, Extension, Host, HostConfig, ModelLimits, install_outbound_gate, outbound_secrets
 from .mcp_remote import (
+    CALLBACK_PATH,
+    Callbacks,
     ConnectionSettings,
     EgressPolicy,
     RemoteMcpExtension,
@@ -152,11 +155,15 @@ def _seconds(environ: Mapping[str, str], name: str, default: float, *, never: st
     return value
 
 
-def remote_mcp(config: HostConfig, environ: Mapping[str, str], *, console: bool) -> RemoteMcpExtension:
+def remote_mcp(
+    config: HostConfig, environ: Mapping[str, str], *, console: bool, public_url: str | None = None
+) -> RemoteMcpExtension:
     """The mcp-remote extension as the environment configures it.
 
     The console's owner is the operator, so it may reach any address and generate its own
     key; a Telegram bot serves strangers, so by default it only connects to public addresses.
+    With ``public_url``, logins redirect to ``<public_url>/oauth/callback`` (the front end serves
+    it), else to a loopback listener of the extension's own.
     """
     secret = resolve_host_secret(environ, data_dir=config.data_dir, allow_generate=console)
     try:
@@ -173,7 +180,11 @@ def remote_mcp(config: HostConfig, environ: Mapping[str, str], *, console: bool)
         egress=egress,
         trust_env=environ.get("PLAYA_HTTP_TRUST_ENV", "").strip().lower() in ("1", "true", "yes"),
     )
-    return RemoteMcpExtension(secret, settings=_remote_settings(environ, connection))
+    return RemoteMcpExtension(
+        secret,
+        settings=_remote_settings(environ, connection),
+        callbacks=Callbacks(public_url=public_url) if public_url is not None else None,
+    )
 
 
 _OAUTH_VARIABLES = {
@@ -212,7 +223,19 @@ def _oauth_client_metadata(environ: Mapping[str, str]) -> str:
             "set PLAYA_OAUTH_CLIENT_METADATA_URL to the https URL where you will serve the document: "
             "it is the document's client_id"
         )
-    document = client_metadata_document(settings.oauth_client_metadata_url, port=settings.oauth_callback_port)
+    public_url = None
+    if environ.get("PLAYA_PUBLIC_URL", "").strip():
+        try:
+            from .telegram import public_url_from
+        except ImportError:
+            raise ConfigError(
+                "PLAYA_PUBLIC_URL is the Telegram front end's, which needs python-telegram-bot: "
+                "pip install 'playa[telegram]', or unset it"
+            ) from None
+        public_url = public_url_from(environ)
+    document = client_metadata_document(
+        settings.oauth_client_metadata_url, port=settings.oauth_callback_port, public_url=public_url
+    )
     return json.dumps(document, indent=2)
 
 
@@ -234,7 +257,7 @@ async def _chat(args: argparse.Namespace) -> None:
 async def _telegram(args: argparse.Namespace) -> None:
     try:
         # Imported here: python-telegram-bot is an optional dependency.
-        from .telegram import TelegramSettings, run_telegram, telegram_options
+        from .telegram import RedirectRoute, TelegramSettings, run_telegram, telegram_options
     except ImportError:
         raise ConfigError(
             "the Telegram front end needs python-telegram-bot: pip install 'playa[telegram]'"
@@ -242,7 +265,12 @@ async def _telegram(args: argparse.Namespace) -> None:
     options = telegram_options(args, os.environ)
     config = _host_config(args, os.environ)
     config.data_dir.mkdir(parents=True, exist_ok=True)
-    extensions: list[Extension] = [remote_mcp(config, os.environ, console=False)]
+    remote = remote_mcp(config, os.environ, console=False, public_url=options.public_url)
+    extensions: list[Extension] = [remote]
+    redirect = None
+    if options.public_url is not None:
+        path = urlsplit(options.public_url).path.rstrip("/") + CALLBACK_PATH
+        redirect = RedirectRoute(path=path, complete=remote.callbacks.complete)
     stop = anyio.Event()
     async with Host(config, extensions) as host, anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signals, stop, tg.cancel_scope)
@@ -253,6 +281,7 @@ async def _telegram(args: argparse.Namespace) -> None:
             webhook=options.webhook,
             settings=TelegramSettings(stop_grace=_seconds(os.environ, "PLAYA_TELEGRAM_STOP_GRACE", 30.0)),
             stop=stop,
+            redirect=redirect,
         )
         tg.cancel_scope.cancel()
 

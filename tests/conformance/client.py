@@ -203,8 +203,9 @@ class Owner:
 
     async def send_private(self, text: str) -> int:
         print(f"playa (private)> {text}", file=sys.stderr)
-        # The link is on a line of its own, the last.
-        self.tg.start_soon(_browse, text.splitlines()[-1])
+        # The link is on a line of its own.
+        (link,) = [line for line in text.splitlines() if line.startswith("http")]
+        self.tg.start_soon(_browse, link)
         return 0
 
     async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
@@ -284,6 +285,7 @@ async def _log_in_and_call(url: str) -> None:
                     outcome = await owner.next_said()
                     if not outcome.startswith("Logged in"):
                         raise SystemExit(f"the login did not succeed: {outcome}")
+                    reply = outcome  # the reply that started the login names /mcp_auth as well
                 tools = await owner.command(host, session, f"/mcp_tools {SERVER}")
                 if tools.startswith(f"{SERVER}__"):
                     tool = tools.split(" ", 1)[0]

@@ -39,7 +39,7 @@ pytestmark = pytest.mark.anyio
 
 SCOPE = "console:canary"
 SERVERS_JSON = ".volcanic/mcp/servers.json"
-FAST = ConnectionSettings(connect_timeout=2.0, call_timeout=10.0, close_timeout=1.0)
+HEALTHY = ConnectionSettings(connect_timeout=15.0, call_timeout=15.0, close_timeout=5.0)
 
 # The test servers run in this process, but stand for servers elsewhere: what they log about
 # the requests they receive (the token included) is not Playa's output.
@@ -107,7 +107,7 @@ async def servers(canary: str) -> AsyncIterator[tuple[RunningServer, RunningServ
 
 
 def remote_host(data_dir: Path, secret: HostSecret, model: RecordingModel) -> Host:
-    extension = RemoteMcpExtension(secret, settings=RemoteMcpSettings(connection=FAST))
+    extension = RemoteMcpExtension(secret, settings=RemoteMcpSettings(connection=HEALTHY))
     return Host(HostConfig(data_dir=data_dir, model=model.model()), [extension])
 
 

@@ -9,201 +9,29 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import httpx2
 import pytest
-from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.settings import AuthSettings
-from mcp.server.mcpserver import Context, MCPServer
-from starlette.types import ASGIApp, Receive, Scope, Send
+from mcp.server.mcpserver import MCPServer
 
 from playa._asgi import bind
-from playa.host import Host, HostConfig, encoded_forms
-from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpExtension, RemoteMcpSettings
+from playa.host import encoded_forms
+from playa.mcp_remote import HostSecret
 from playa.mcp_remote._seal import Sealer
 from playa.mcp_remote._store import ServerStore
-from servers.oidc import AuthorizationServer, authorization_server
-from servers.python_servers import LOOPBACK, RunningServer, buffered, json_or_none, serve_asgi, serve_mcp
+from servers.oidc import authorization_server
+from servers.python_servers import LOOPBACK, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
+from support.oauth import SETTINGS, OwnerUI, every_file, link_in, protected_server, remote_host, sign_in
 
 pytestmark = [pytest.mark.anyio, pytest.mark.npm]
 
 SCOPE = "console:oauth"
-SETTINGS = RemoteMcpSettings(
-    connection=ConnectionSettings(connect_timeout=15.0, call_timeout=15.0, close_timeout=5.0)
-)
 TEST_TIMEOUT = 60.0
-
-
-class Introspection:
-    """The MCP server's token check: RFC 7662 introspection at the authorization server."""
-
-    def __init__(self, auth: AuthorizationServer, resource: str) -> None:
-        self._auth = auth
-        self._resource = resource
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        async with httpx2.AsyncClient() as client:
-            answer = await client.post(
-                f"{self._auth.issuer}/token/introspection",
-                data={"token": token},
-                auth=("mcp-server", self._auth.introspect_secret),
-            )
-        info = answer.json()
-        if not info.get("active"):
-            return None
-        audience = info.get("aud")
-        audiences = audience if isinstance(audience, list) else [audience]
-        return AccessToken(
-            token=token,
-            client_id=info["client_id"],
-            scopes=str(info.get("scope", "")).split(),
-            expires_at=info.get("exp"),
-            resource=self._resource if self._resource in audiences else None,
-            subject=info.get("sub"),
-        )
-
-
-class StepUp:
-    """ASGI middleware: ``publish`` needs the ``mcp:write`` scope, ``delete`` a scope nobody is granted.
-
-    Either call without it is refused with 403 ``insufficient_scope`` naming the scopes it needs
-    (RFC 6750 3.1), as a server does for one operation that needs more than the others.
-    """
-
-    NEEDS: ClassVar[dict[str, str]] = {"publish": "mcp mcp:write", "delete": "mcp:write"}
-
-    def __init__(self, app: ASGIApp, introspection: Introspection, metadata_url: str) -> None:
-        self._app = app
-        self._introspection = introspection
-        self._metadata_url = metadata_url
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await self._app(scope, receive, send)
-            return
-        body, replay = await buffered(receive)
-        payload = json_or_none(body)
-        params = payload.get("params") if isinstance(payload, dict) else None
-        name = params.get("name") if isinstance(params, dict) and payload["method"] == "tools/call" else None
-        if name in self.NEEDS:
-            given = dict(scope["headers"]).get(b"authorization", b"").decode()
-            token = await self._introspection.verify_token(given.removeprefix("Bearer "))
-            if name == "delete" or token is None or "mcp:write" not in token.scopes:
-                challenge = (
-                    f'Bearer error="insufficient_scope", scope="{self.NEEDS[name]}", '
-                    f'resource_metadata="{self._metadata_url}"'
-                )
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 403,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"www-authenticate", challenge.encode()),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": b'{"error": "insufficient_scope"}'})
-                return
-        await self._app(scope, replay, send)
-
-
-@asynccontextmanager
-async def protected_server(
-    auth: AuthorizationServer, *, step_up: bool = False
-) -> AsyncIterator[RunningServer]:
-    """An SDK MCP server that takes only tokens the authorization server issued for it."""
-    sock = bind(LOOPBACK, 0)
-    url = f"http://{LOOPBACK}:{sock.getsockname()[1]}/mcp"
-    server = MCPServer(
-        "protected",
-        token_verifier=Introspection(auth, url),
-        auth=AuthSettings(
-            issuer_url=auth.issuer,
-            resource_server_url=url,
-            required_scopes=["mcp"],
-            validate_token_resource=True,
-        ),
-    )
-
-    @server.tool()
-    def whoami(ctx: Context) -> str:
-        """Who the token says the caller is."""
-        return "signed in"
-
-    app: ASGIApp = server.streamable_http_app(host=LOOPBACK)
-    if step_up:
-
-        @server.tool()
-        def publish() -> str:
-            """Publish (needs the mcp:write scope)."""
-            return "published"
-
-        @server.tool()
-        def delete() -> str:
-            """Delete (needs a scope the authorization server never grants here)."""
-            return "deleted"
-
-        app = StepUp(
-            app,
-            Introspection(auth, url),
-            f"http://{LOOPBACK}:{sock.getsockname()[1]}/.well-known/oauth-protected-resource/mcp",
-        )
-    async with serve_asgi(app, sock=sock, path="/mcp") as running:
-        yield running
-
-
-@dataclass
-class OwnerUI(ScriptedUI):
-    """The owner's console: events for the private link and for the chat's next message."""
-
-    link: anyio.Event = field(default_factory=anyio.Event)
-    said: anyio.Event = field(default_factory=anyio.Event)
-
-    async def send_private(self, text: str) -> object:
-        ref = await super().send_private(text)
-        self.link.set()
-        return ref
-
-    async def send(self, text: str) -> object:
-        ref = await super().send(text)
-        self.said.set()
-        return ref
-
-    def link_url(self) -> str:
-        (text,) = self.private
-        return text.splitlines()[-1]
-
-
-async def sign_in(link: str) -> httpx2.Response:
-    """The owner's browser: the authorization server's sign-in and consent, then Playa's callback."""
-    async with httpx2.AsyncClient(follow_redirects=True) as browser:
-        page = await browser.get(link)
-        assert "/interaction/" in str(page.url), page.text[:200]
-        page = await browser.post(str(page.url), data={"prompt": "login", "login": "owner", "password": "pw"})
-        if "/interaction/" in str(page.url):
-            page = await browser.post(str(page.url), data={"prompt": "consent"})
-        return page
-
-
-def remote_host(
-    data_dir: Path, secret: HostSecret, model: RecordingModel, settings: RemoteMcpSettings = SETTINGS
-) -> Host:
-    extension = RemoteMcpExtension(secret, settings=settings)
-    return Host(HostConfig(data_dir=data_dir, model=model.model()), [extension])
-
-
-def every_file(root: Path) -> dict[str, str]:
-    """Every file Playa wrote under its data dir (history, workspace, sealed store), as text."""
-    return {str(p): p.read_text(errors="replace") for p in root.rglob("*") if p.is_file()}
 
 
 def sealed_secrets(data_dir: Path, secret: HostSecret, workspace: Path) -> frozenset[str]:
@@ -242,7 +70,7 @@ async def test_a_server_that_needs_a_login_is_logged_in_by_the_owner_and_its_tok
                 assert callback.status_code == 200
                 assert "received the login for linear" in callback.text
                 await ui.said.wait()
-                assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 1 tools."
+                assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 2 tools."
 
                 called = await host.handle(session, msg("linear__whoami"), ScriptedUI())
                 assert called is not None
@@ -282,7 +110,7 @@ async def test_a_server_that_needs_a_login_is_logged_in_by_the_owner_and_its_tok
                 await host.handle(session, msg("hello"), ScriptedUI())
                 reply = await host.handle(session, msg("/mcp_list"), ScriptedUI())
                 assert reply is not None
-                assert reply.text.startswith("linear: connected over streamable-http, 1 tools"), reply.text
+                assert reply.text.startswith("linear: connected over streamable-http, 2 tools"), reply.text
                 called = await host.handle(session, msg("linear__whoami"), ScriptedUI())
                 assert called is not None
                 assert "signed in" in called.text
@@ -326,7 +154,7 @@ async def test_tokens_are_refreshed_before_expiry_and_a_refused_refresh_waits_fo
                 await ui.link.wait()
                 await sign_in(ui.link_url())
                 await ui.said.wait()
-                assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 1 tools."
+                assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 2 tools."
                 workspace = session.workspace
             store = ServerStore(workspace, SCOPE, Sealer(host_secret.value))
             (first,) = store.load().entries
@@ -386,13 +214,13 @@ async def test_a_call_refused_for_a_scope_waits_for_the_owners_login_with_the_wi
             assert "mcp:write" not in first_scope.split()
             await sign_in(ui.link_url())
             await ui.said.wait()
-            assert ui.sent[-1] == "Logged in to notes: connected over streamable-http, 3 tools."
+            assert ui.sent[-1] == "Logged in to notes: connected over streamable-http, 4 tools."
             first_grant = sealed_secrets(data_dir, host_secret, session.workspace)
 
             # The token lacks mcp:write: the call fails, and only the owner's login can help.
             refused = await host.handle(session, msg("notes__publish"), ScriptedUI())
             assert refused is not None
-            needs = "this server needs a login with more permissions (mcp:write) — the owner can run /mcp_auth notes"
+            needs = "needs scope mcp:write — the owner can run /mcp_auth notes"
             assert needs in refused.text
             assert f"notes: unavailable: {needs}" in (session.prompt.get("Remote MCP servers") or "")
             listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
@@ -402,12 +230,12 @@ async def test_a_call_refused_for_a_scope_waits_for_the_owners_login_with_the_wi
             ui.link, ui.said = anyio.Event(), anyio.Event()
             await host.handle(session, msg("/mcp_auth notes"), ui)
             await ui.link.wait()
-            second_link = ui.private[-1].splitlines()[-1]
+            second_link = link_in(ui.private[-1])
             (scope,) = parse_qs(urlsplit(second_link).query)["scope"]
             assert set(scope.split()) == {*first_scope.split(), "mcp:write"}
             await sign_in(second_link)
             await ui.said.wait()
-            assert ui.sent[-1] == "Logged in to notes: connected over streamable-http, 3 tools."
+            assert ui.sent[-1] == "Logged in to notes: connected over streamable-http, 4 tools."
             published = await host.handle(session, msg("notes__publish"), ScriptedUI())
             assert published is not None and "published" in published.text
 
@@ -490,4 +318,4 @@ async def test_a_fixed_callback_port_is_the_redirect_uri_the_login_registers_and
             callback = await sign_in(ui.link_url())
             assert callback.url.port == port and "received the login for linear" in callback.text
             await ui.said.wait()
-            assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 1 tools."
+            assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 2 tools."

@@ -4,6 +4,8 @@
 // (any login, then consent) stand for the owner's sign-in. Environment:
 //   ACCESS_TTL         seconds an access token lives (default 3600)
 //   INTROSPECT_SECRET  the client secret of "mcp-server", the resource server's introspection client
+//   STATIC_SECRET      the client secret of "playa-static", a pre-registered native client with a
+//                      loopback redirect (any port, RFC 8252) that authenticates with client_secret_basic
 import http from "node:http";
 import Provider from "oidc-provider";
 
@@ -22,6 +24,19 @@ const provider = new Provider(issuer, {
       response_types: [],
       redirect_uris: [],
     },
+    ...(process.env.STATIC_SECRET
+      ? [
+          {
+            client_id: "playa-static",
+            client_secret: process.env.STATIC_SECRET,
+            application_type: "native",
+            grant_types: ["authorization_code", "refresh_token"],
+            response_types: ["code"],
+            redirect_uris: ["http://127.0.0.1/oauth/callback"],
+            token_endpoint_auth_method: "client_secret_basic",
+          },
+        ]
+      : []),
   ],
   features: {
     devInteractions: { enabled: true },

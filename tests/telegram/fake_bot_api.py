@@ -97,6 +97,8 @@ class FakeBotApi:
     reject_entities: bool = False
     """Answer 400 "can't parse entities" to a sendMessage with entities, as Telegram does for bad ones."""
     max_hold: float = 2.0
+    no_private_chat: set[int] = field(default_factory=set)
+    """Users who never started a private chat with the bot: a message to them is refused (403)."""
     privacy_mode: bool = False
     """Telegram's default for bots: in groups, only commands and replies to the bot's messages reach it."""
     _updates: list[dict[str, Any]] = field(default_factory=list)
@@ -326,6 +328,16 @@ class FakeBotApi:
                     "parameters": {"retry_after": seconds},
                 },
                 status_code=429,
+            )
+        if method == "sendMessage" and int(params.get("chat_id", 0)) in self.no_private_chat:
+            self._record(method, params, 403)
+            return JSONResponse(
+                {
+                    "ok": False,
+                    "error_code": 403,
+                    "description": "Forbidden: bot can't initiate conversation with a user",
+                },
+                status_code=403,
             )
         if method == "sendMessage" and self.reject_entities and params.get("entities"):
             self._record(method, params, 400)

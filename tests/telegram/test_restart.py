@@ -7,24 +7,17 @@ lets it go, so a turn is certainly running when the signal comes.
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 
 import anyio
 import pytest
-from anyio.abc import Process
 from mcp.server.mcpserver import MCPServer
 
 from servers.python_servers import serve_asgi, serve_mcp
 
 from .fake_bot_api import FakeBotApi, private_chat, user
+from .process import free_port, run_bot_process, stopped
 
 TOKEN = "123456789:AAHfakeTokenForTestsOnly0123456789abcd"
 SECRET_KEY = "sk-live-7Hq2Zx9Lm4Vb8Nc1Rt6Yw3Pd"
@@ -44,56 +37,6 @@ def slow_server(started: anyio.Event) -> MCPServer:
     return server
 
 
-@asynccontextmanager
-async def _bot_process(
-    fake_url: str, data_dir: Path, stderr: Path, *, webhook_port: int | None = None
-) -> AsyncIterator[Process]:
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("PLAYA_", "TELEGRAM_", "MCP_"))},
-        "TELEGRAM_BOT_TOKEN": TOKEN,
-        "PLAYA_TELEGRAM_BASE_URL": fake_url,
-        "PLAYA_DATA_DIR": str(data_dir),
-        "PLAYA_EGRESS_ALLOW": "127.0.0.1/32",
-        "PLAYA_TELEGRAM_STOP_GRACE": "1",
-        "PLAYA_LOG_LEVEL": "DEBUG",
-        "NO_PROXY": "*",
-    }
-    command = [sys.executable, "-m", "playa", "telegram"]
-    if webhook_port is not None:
-        url = f"http://127.0.0.1:{webhook_port}/hook"
-        command += [
-            "--webhook-url",
-            url,
-            "--webhook-listen",
-            "127.0.0.1",
-            "--webhook-port",
-            str(webhook_port),
-        ]
-    with stderr.open("ab") as err:
-        process = await anyio.open_process(command, env=env, stdout=subprocess.DEVNULL, stderr=err)
-    try:
-        yield process
-    finally:
-        if process.returncode is None:
-            process.kill()
-            with anyio.CancelScope(shield=True), anyio.fail_after(10):
-                await process.wait()
-
-
-async def stopped(process: Process) -> int:
-    """SIGTERM, then the exit code once the process is gone."""
-    process.send_signal(signal.SIGTERM)
-    with anyio.fail_after(30):
-        return await process.wait()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["polling", "webhook"])
 async def test_replies_survive_a_sigterm_mid_turn_and_behind_flood_control_exactly_once(
@@ -105,7 +48,7 @@ async def test_replies_survive_a_sigterm_mid_turn_and_behind_flood_control_exact
     # In webhook mode the fake posts each update until the bot answers 200, as Telegram does,
     # also while the bot is down: the restarted bot listens on the same port.
     port = free_port() if mode == "webhook" else None
-    bot_process = partial(_bot_process, webhook_port=port)
+    bot_process = partial(run_bot_process, TOKEN, webhook_port=port)
     async with (
         serve_asgi(fake.app()) as api,
         serve_mcp(slow_server(started)) as mcp,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -26,6 +27,7 @@ from playa.telegram import (
     TelegramSettings,
     WebhookConfig,
     run_telegram,
+    telegram_options,
     utf16_len,
 )
 from servers.python_servers import serve_asgi
@@ -693,3 +695,45 @@ async def test_a_group_upgraded_to_a_supergroup_keeps_its_servers_history_and_wo
     assert len([t for t in fake.texts(new_id) if "is now a supergroup" in t]) == 1
     assert not [t for t in fake.texts(old_id) if "supergroup" in t]
     assert all(DEMO_TOKEN not in text for text in sent_texts(fake))
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"PLAYA_PUBLIC_URL": "https://bot.example.org"}, "needs the webhook"),
+        (
+            {
+                "PLAYA_PUBLIC_URL": "https://u:p@bot.example.org",
+                "PLAYA_TELEGRAM_WEBHOOK_URL": "https://b.example/h",
+            },
+            "no credentials, query or fragment",
+        ),
+        (
+            {
+                "PLAYA_PUBLIC_URL": "ftp://bot.example.org",
+                "PLAYA_TELEGRAM_WEBHOOK_URL": "https://b.example/h",
+            },
+            "must be an http(s) URL",
+        ),
+    ],
+)
+def test_a_public_url_that_cannot_serve_the_login_redirect_is_a_clear_error(
+    env: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        telegram_options(argparse.Namespace(), {"TELEGRAM_BOT_TOKEN": TOKEN, **env})
+    assert message in str(caught.value)
+    assert "u:p" not in str(caught.value)
+
+
+def test_a_public_url_with_the_webhook_is_where_logins_redirect() -> None:
+    options = telegram_options(
+        argparse.Namespace(),
+        {
+            "TELEGRAM_BOT_TOKEN": TOKEN,
+            "PLAYA_PUBLIC_URL": "https://bot.example.org/playa",
+            "PLAYA_TELEGRAM_WEBHOOK_URL": "https://bot.example.org/playa/hook",
+        },
+    )
+    assert options.public_url == "https://bot.example.org/playa"
+    assert options.webhook is not None and options.webhook.url == "https://bot.example.org/playa/hook"

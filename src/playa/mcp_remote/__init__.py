@@ -8,12 +8,14 @@ from ._budget import ResultBudget, ResultTooLarge
 from ._connection import Connection, ConnectionSettings, Connector, Endpoint
 from ._egress import EgressMode, EgressPolicy, Resolver, system_resolver
 from ._extension import RemoteMcpExtension
-from ._oauth import client_metadata_document
+from ._oauth import CALLBACK_PATH, Callbacks, client_metadata_document
 from ._secret import HostSecret, NoHostSecret, resolve_host_secret
 from ._settings import RemoteMcpSettings
 from ._store import LoadResult, Rejected, ServerEntry, ServerStore
 
 __all__ = [
+    "CALLBACK_PATH",
+    "Callbacks",
     "Connection",
     "ConnectionSettings",
     "Connector",

@@ -29,6 +29,7 @@ from ..mcp import exposed_names, map_result, normalize_schema, server_name_probl
 from ._connection import Connection, Connector, Endpoint
 from ._grant import OAuthGrant, resource_of
 from ._oauth import Callbacks, GrantStorage, LoginExpired, PendingLogin, ServerAuth, duration_text
+from ._revoke import Revocation, revoke
 from ._settings import RemoteMcpSettings
 from ._state import ServerState
 from ._store import LoadResult, Rejected, Saved, ServerEntry, ServerStore
@@ -43,6 +44,14 @@ CONNECT_WAIT_MARGIN = 1.0
 """Seconds a turn waits for connects in flight beyond the connect timeout that bounds each."""
 
 Clock = Callable[[], float]
+
+
+class _Undelivered(Exception):
+    """The owner could not be sent the authorization link privately (no private chat with the bot)."""
+
+
+def _login_hint(reason: str, name: str) -> str:
+    return f"{reason} — the owner can run /mcp_auth {name}"
 
 
 class ChatServers:
@@ -248,7 +257,7 @@ class ChatServers:
         state.needs_login = needs_login
         if needs_login:
             # A timer cannot log in: the server waits for the owner.
-            reason = f"{reason} — the owner can run /mcp_auth {state.entry.name}"
+            reason = _login_hint(reason, state.entry.name)
         state.reason = self.redactor.redact(reason)
         state.next_retry = None if needs_login else self._clock() + self._settings.backoff(state.failures)
         logger.info("%s in %s is unavailable: %s", state.entry.name, self.session.scope, state.reason)
@@ -328,7 +337,15 @@ class ChatServers:
                 timeout = self._settings.login_timeout
 
                 async def deliver(link: str) -> None:
-                    await send_link(f"Log in to {name} within {duration_text(timeout)}:\n{link}")
+                    text = f"Log in to {name} within {duration_text(timeout)}:\n{link}"
+                    if not self._callbacks.public:
+                        # The redirect goes to this host's loopback: a browser elsewhere cannot reach it.
+                        text += (
+                            "\nIf the page you end at does not load, copy its address and send "
+                            f"/mcp_auth {name} --paste in the chat you started from."
+                        )
+                    if await send_link(text) is None:
+                        raise _Undelivered
 
                 login = PendingLogin(
                     self.session.scope, owner, name, deliver, self._callbacks, timeout=timeout
@@ -384,6 +401,11 @@ class ChatServers:
                     message = ""
             except LoginExpired as exc:
                 message = f"{exc}. Run /mcp_auth {name} for a new link."
+            except _Undelivered:
+                message = (
+                    f"I could not send you the link to log in to {name} privately. Start a private "
+                    f"chat with me first, then run /mcp_auth {name} again."
+                )
             except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as exc:
                 why = login.refusal if login is not None and login.refusal else str(exc)
                 message = f"The login to {name} failed: {self.redactor.redact(why)[:300]}"
@@ -427,6 +449,34 @@ class ChatServers:
             state.grant.grant = grant
         await self._save_grant(state.entry.name, grant)
 
+    @property
+    def redirect_uri(self) -> str | None:
+        """Where the authorization server sends the owner's browser; None before any login began."""
+        try:
+            return self._callbacks.redirect_uri
+        except RuntimeError:
+            return None
+
+    def paste_login(self, query: str, *, owner: str) -> str:
+        """Complete a login with the query of the address the owner pasted; returns what to tell them.
+
+        Checked as the redirect listener checks a request (state known, unused, unexpired; the
+        authorization server's ``iss`` by the SDK), and bound to this chat and this owner.
+        """
+        return self._callbacks.complete(query, scope=self.session.scope, owner=owner)
+
+    def _held_grant(self, name: str) -> OAuthGrant | None:
+        """The OAuth grant ``name`` holds now, refreshed tokens included; None for a header server."""
+        state = self.servers.get(name)
+        if state is None:
+            return None
+        return state.grant.grant if state.grant is not None else state.entry.oauth
+
+    async def _revoke(self, grant: OAuthGrant) -> Revocation:
+        """Revoke a removed server's tokens (RFC 7009), bounded in time; never raises for the server's failure."""
+        async with await self._connector.login_client() as http:
+            return await revoke(grant, http)
+
     async def _file_changed(self) -> None:
         """After ``remove`` or ``restore`` changed the file."""
         await self.reconcile()
@@ -450,16 +500,22 @@ class ChatServers:
         """Save ``entry`` as an ``oauth`` entry without a grant yet, and pick it up: a login comes next."""
         return await self.add(replace(entry, auth_kind="oauth", oauth=OAuthGrant(resource_of(entry.url))))
 
-    async def remove(self, name: str) -> tuple[Saved, int | None]:
-        """Remove ``name`` from the file and drop it; also the tool count it had (None: never picked up).
+    async def remove(self, name: str) -> tuple[Saved, int | None, Revocation]:
+        """Remove ``name`` from the file and drop it; also the tool count it had (None: never picked up)
+        and how revoking its OAuth tokens (RFC 7009) went, which comes after the removal and never
+        holds it up.
 
         Raises ``StoreError`` when the file cannot be written; nothing changed then.
         """
         state = self.servers.get(name)
         tools = len(state.tools) if state is not None else None
+        grant = self._held_grant(name)
         saved = await anyio.to_thread.run_sync(self._file().remove, name)
         await self._file_changed()
-        return saved, tools
+        revoked = Revocation("nothing")
+        if saved.changed and grant is not None:
+            revoked = await self._revoke(grant)
+        return saved, tools, revoked
 
     async def restore(self) -> Saved:
         """Put back the copy of the file Playa saved last (``/mcp_restore``), and pick it up.

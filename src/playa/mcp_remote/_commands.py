@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
 
 from mcp.shared.auth import OAuthClientInformationFull
 
@@ -13,13 +14,18 @@ from ._chat import ChatServers
 from ._grant import OAuthGrant, resource_of
 from ._parse import USAGE, AddRequest, carries_secret, check_secret, parse_add
 from ._store import AuthKind, Saved
-from ._views import added_text, notice, server_list, tool_list
+from ._views import added_text, link_sent, notice, server_list, tool_list
 
 __all__ = ["OpenServers", "build_commands"]
 
 OpenServers = Callable[[ChatSession], Awaitable[ChatServers]]
 """The chat's servers for an owner's command, picked up afresh from the file (``UsageError``
 when remote MCP is disabled): the one service the commands call."""
+
+PASTE_FLAG = "--paste"
+_AUTH_USAGE = (
+    "usage: /mcp_auth <name> to log in; /mcp_auth <name> --paste to send the address a login ended at"
+)
 
 
 def quotable(text: str) -> bool:
@@ -112,17 +118,19 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
         if state.needs_login:
             login(ctx, chat, entry.name)
             return with_notes(
-                f"{verb} {entry.name}: this server needs a login. I sent you the link to log in "
-                "(privately); the chat goes on meanwhile, and I say here when it is done.",
+                f"{verb} {entry.name}: this server needs a login. {link_sent(entry.name)} I say here when it is done.",
                 saved,
             )
         return with_notes(added_text(verb, entry.name, state, clock()), saved)
 
     async def auth(ctx: CommandContext) -> str:
         chat = await servers(ctx)
-        name = ctx.args.strip()
+        name, _, rest = ctx.args.strip().partition(" ")
         if not name:
-            raise UsageError("usage: /mcp_auth <name>")
+            raise UsageError(_AUTH_USAGE)
+        rest = rest.strip()
+        if rest:
+            return await paste(ctx, chat, rest)
         state = chat.servers.get(name)
         if state is None:
             return _no_such_server(name)
@@ -134,7 +142,39 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             except StoreError as exc:
                 return f"Could not save {name}: {exc}"
         login(ctx, chat, name)
-        return f"I sent you the link to log in to {name} (privately); the chat goes on meanwhile."
+        return f"Logging in to {name}. {link_sent(name)}"
+
+    async def paste(ctx: CommandContext, chat: ChatServers, rest: str) -> str:
+        """The owner pastes the address their browser ended at, where the redirect could not reach us.
+
+        Taken as a secret answer (never in the conversation; deleted or hidden by the front end),
+        and checked as the redirect listener checks a request, and more: the login must be this
+        chat's and this sender's.
+        """
+        if rest == PASTE_FLAG:
+            answer = await ctx.ui.ask(
+                "Send the address of the page your browser ended at after the login. It stays out "
+                "of the conversation, and I delete your message.",
+                secret=True,
+            )
+            if not answer:
+                return "No answer came, so no login was completed."
+        elif len(rest.split()) == 1:
+            answer = rest
+        else:
+            raise UsageError(_AUTH_USAGE)
+        redirect = chat.redirect_uri
+        given = urlsplit(answer.strip())
+        expected = urlsplit(redirect) if redirect is not None else None
+        if expected is None or (given.scheme, given.netloc.lower(), given.path) != (
+            expected.scheme,
+            expected.netloc.lower(),
+            expected.path,
+        ):
+            # Never quoted back: it may be anything, a key included.
+            shown = f": it starts with {redirect}" if redirect is not None else ""
+            return f"That is not the address of the page a login ends at{shown}. No login was completed."
+        return chat.paste_login(given.query, owner=ctx.sender.id)
 
     async def remove(ctx: CommandContext) -> str:
         chat = await servers(ctx)
@@ -144,16 +184,15 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
         if not is_server_name(name) and name not in {r.name for r in chat.rejected}:
             return _no_such_server(name)
         try:
-            saved, tools = await chat.remove(name)
+            saved, tools, revoked = await chat.remove(name)
         except StoreError as exc:
             return f"Could not remove {_shown_name(name)}: {exc}"
         if not saved.changed:
             return with_notes(_no_such_server(name), saved)
         if tools is not None:  # an entry that failed verification never gave the chat a tool
             await ctx.ui.notify(notice("removed", name, tools))
-        return with_notes(
-            f"Removed {_shown_name(name)}" + (f"; its {tools} tools are gone." if tools else "."), saved
-        )
+        text = f"Removed {_shown_name(name)}" + (f"; its {tools} tools are gone." if tools else ".")
+        return with_notes(f"{text} {revoked.text}" if revoked.text else text, saved)
 
     async def restore(ctx: CommandContext) -> str:
         chat = await servers(ctx)
@@ -191,8 +230,8 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             "mcp_auth",
             "log in to a remote MCP server that needs OAuth",
             auth,
-            usage="/mcp_auth <name>",
-            carries_secret=not_a_name,
+            usage=_AUTH_USAGE,
+            carries_secret=_auth_carries_secret,
         ),
         Command(
             "mcp_remove",
@@ -217,6 +256,12 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             carries_secret=not_a_name,
         ),
     ]
+
+
+def _auth_carries_secret(args: str) -> bool:
+    """``/mcp_auth <name>`` and ``/mcp_auth <name> --paste`` carry none; a pasted address holds a code."""
+    name, _, rest = args.strip().partition(" ")
+    return not_a_name(name) or rest.strip() not in ("", PASTE_FLAG)
 
 
 def _preregistered(request: AddRequest) -> OAuthClientInformationFull | None:

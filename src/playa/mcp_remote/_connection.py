@@ -640,8 +640,8 @@ class Connector:
                 )
             return self._ssl_context
 
-    async def login_client(self, auth: httpx2.Auth) -> httpx2.AsyncClient:
-        """An HTTP client for an OAuth login's requests, under the egress policy of every connection.
+    async def login_client(self, auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+        """An HTTP client for an OAuth login's (or revocation's) requests, under the egress policy of every connection.
 
         The metadata a server points at (its authorization server, their endpoints) is no more
         trusted than the server's own URL: every address is judged the same way.

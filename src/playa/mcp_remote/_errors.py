@@ -15,19 +15,29 @@ import errno
 import re
 import socket
 import ssl
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 import anyio
 import httpx2
 import pydantic
+from mcp.client.auth.utils import extract_field_from_www_auth
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, PARSE_ERROR, REQUEST_TIMEOUT
 
 from playa.exceptions import CallFailed, ConnectFailed, RemoteError, RemoteTimeout
 
-__all__ = ["MAX_REASON", "ConnectFailure", "HttpTrace", "call_error", "connect_error", "timed_out"]
+__all__ = [
+    "MAX_REASON",
+    "ConnectFailure",
+    "HttpTrace",
+    "call_error",
+    "connect_error",
+    "missing_scope",
+    "needs_scope",
+    "timed_out",
+]
 
 MAX_REASON: Final = 300
 """Characters of a failure's reason that a person or the model is shown (after redaction)."""
@@ -40,6 +50,11 @@ _SDK_CLOSED: Final = ("Connection closed", "SSE stream ended without a response"
 # transport would be refused the same way, so they never trigger a transport fallback.
 _NO_FALLBACK_STATUSES: Final = frozenset({401, 403, 407, 429})
 
+_SCOPE_TOKEN: Final = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]{1,64}")
+"""A scope token (RFC 6749 §3.3): printable ASCII without space, quote or backslash; and short."""
+_SCOPES_SHOWN: Final = 5
+_DESCRIPTION_SCAN: Final = 4096
+
 _STATUS_NOTES: Final = {
     400: "bad request",
     401: "unauthorized: check the credentials",
@@ -50,6 +65,39 @@ _STATUS_NOTES: Final = {
     407: "proxy authentication required",
     429: "too many requests",
 }
+
+
+def missing_scope(response: httpx2.Response) -> str | None:
+    """What a 403 ``insufficient_scope`` challenge (RFC 6750 §3.1) says is missing; None for any other response.
+
+    "needs scope files:write" from the challenge's ``scope``, else the server's own words from
+    ``error_description``. The server chose them: only scope tokens are named, and a description
+    is the caller's to redact before it is cut (``_connection._scrubbed`` does both).
+    """
+    if response.status_code != 403 or extract_field_from_www_auth(response, "error") != "insufficient_scope":
+        return None
+    scopes = (extract_field_from_www_auth(response, "scope") or "").split()
+    if scopes and all(_SCOPE_TOKEN.fullmatch(token) for token in scopes):
+        return needs_scope(scopes)
+    description = " ".join(
+        (extract_field_from_www_auth(response, "error_description") or "")[:_DESCRIPTION_SCAN].split()
+    )
+    if description:
+        return f"needs a scope the login did not grant (the server says: {description})"
+    return "needs a scope the login did not grant"
+
+
+def needs_scope(scopes: Sequence[str]) -> str:
+    """A refusal for want of ``scopes``, as "needs scope files:write, repo".
+
+    Fit for a reply and the prompt section that carries it every turn: a server chose the
+    scopes, so only short scope tokens are named, five at most.
+    """
+    shown = [scope for scope in scopes if _SCOPE_TOKEN.fullmatch(scope)][:_SCOPES_SHOWN]
+    if not shown:
+        return "needs a scope the login did not grant"
+    more = len(scopes) - len(shown)
+    return "needs scope " + ", ".join(shown) + (f", and {more} more" if more else "")
 
 
 class HttpTrace:
@@ -69,11 +117,14 @@ class HttpTrace:
         paths (RFC 9728, RFC 8414), or at the 2025-03-26 default endpoints. It stays set: a
         client that falls back to another request after it (``server/discover`` refused, then
         ``initialize``) ends on that request's status."""
+        self.missing_scope: str | None = None
+        """What the last refusal said is missing, when it was a 403 ``insufficient_scope`` (``missing_scope``)."""
 
     async def on_response(self, response: httpx2.Response) -> None:
         if response.status_code >= 400:
             self.errors += 1
             self.status = response.status_code
+            self.missing_scope = missing_scope(response)
             if response.status_code == 401:
                 challenge = response.headers.get("www-authenticate", "")
                 if challenge.strip()[:7].lower() in ("bearer", "bearer "):
@@ -139,10 +190,12 @@ def _seconds(value: float) -> str:
     return f"{value:g} s"
 
 
-def _status_reason(status: int, redirect: str | None = None) -> _Failure:
+def _status_reason(status: int, redirect: str | None = None, scope: str | None = None) -> _Failure:
     if 300 <= status < 400:
         return _Failure(f"redirected to {redirect or 'another URL'}, not followed", "refused")
     note = _STATUS_NOTES.get(status, "server error" if status >= 500 else "")
+    if status == 403 and scope is not None:
+        note = f"{note}: {scope}"
     reason = f"HTTP {status} ({note})" if note else f"HTTP {status}"
     if status >= 500:
         return _Failure(reason, "server")
@@ -179,7 +232,7 @@ def _mcp_reason(exc: MCPError, trace: HttpTrace, *, http_failed: bool) -> _Failu
     if exc.code == INVALID_REQUEST and exc.message.startswith("Redirect to "):
         return _status_reason(307, trace.redirect)
     if http_failed and trace.status is not None:
-        return _status_reason(trace.status)
+        return _status_reason(trace.status, scope=trace.missing_scope)
     if exc.code == CONNECTION_CLOSED and exc.message.startswith(_SDK_CLOSED) and exc.data is None:
         # The SDK's stand-in for a stream that ended. A server may answer with -32000 as
         # well (JSON-RPC leaves it to servers): that is the server's error, and the connection
@@ -202,7 +255,7 @@ def _describe(leaf: BaseException, trace: HttpTrace, *, http_failed: bool) -> _F
     if isinstance(leaf, TimeoutError):
         return _Failure("timed out", "timeout")
     if isinstance(leaf, httpx2.HTTPStatusError):
-        return _status_reason(leaf.response.status_code, trace.redirect)
+        return _status_reason(leaf.response.status_code, trace.redirect, missing_scope(leaf.response))
     if isinstance(leaf, httpx2.TransportError):
         return _network_reason(leaf)
     if isinstance(leaf, MCPError):

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import re
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -46,6 +45,7 @@ from mcp.shared.auth import (
 
 from playa import __version__
 from playa.host import outbound_secrets
+from playa.mcp_remote._errors import needs_scope
 from playa.mcp_remote._grant import OAuthGrant
 
 __all__ = [
@@ -99,15 +99,18 @@ def client_metadata(redirect_uri: str, *, scope: str | None = None) -> OAuthClie
     )
 
 
-def client_metadata_document(url: str, *, port: int = 0) -> dict[str, object]:
+def client_metadata_document(url: str, *, port: int = 0, public_url: str | None = None) -> dict[str, object]:
     """Playa's client metadata document, to be served at ``url``, which is its ``client_id``.
 
-    The redirect URI is the console's loopback callback: on the fixed port when one is set,
-    else without a port, which an authorization server must then accept on any (RFC 8252 §7.3).
+    The redirect URIs are the console's loopback callback: on the fixed port when one is set,
+    else without a port, which an authorization server must then accept on any (RFC 8252 §7.3);
+    and with ``public_url`` the front end's, ``<public_url>/oauth/callback``.
     """
-    host = "127.0.0.1" if not port else f"127.0.0.1:{port}"
-    metadata = client_metadata(f"http://{host}{CALLBACK_PATH}")
-    return {"client_id": url, **metadata.model_dump(mode="json", exclude_none=True)}
+    loopback = f"http://127.0.0.1{f':{port}' if port else ''}{CALLBACK_PATH}"
+    document = {"client_id": url, **client_metadata(loopback).model_dump(mode="json", exclude_none=True)}
+    if public_url is not None:
+        document["redirect_uris"] = [loopback, public_url.rstrip("/") + CALLBACK_PATH]
+    return document
 
 
 def token_auth_method(registered: str | None, supported: list[str] | None) -> str | None:
@@ -290,7 +293,7 @@ class ServerAuth(OAuthClientProvider):
                     "the server refuses the request although the login granted the scopes it names"
                 )
             self.scope = wanted
-            self.needs_login = f"this server needs a login with more permissions ({_scopes_text(missing)})"
+            self.needs_login = needs_scope(missing)
             raise _NeedsLogin(self.needs_login)
         # A 401 to a token that has not expired by the clock (revoked, or a server that keeps
         # shorter lifetimes): one refresh before asking a person.
@@ -344,20 +347,6 @@ class ServerAuth(OAuthClientProvider):
         metadata = self.context.oauth_metadata
         if metadata is not None:
             self._storage.grant = replace(self._storage.grant, metadata=metadata, issuer=str(metadata.issuer))
-
-
-_SCOPE_TOKEN: Final = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]{1,64}")
-"""A scope as RFC 6749 3.3 allows it, and short: anything else is not shown."""
-_SCOPES_SHOWN: Final = 5
-
-
-def _scopes_text(scopes: list[str]) -> str:
-    """Scopes a server named, fit for the prompt section it goes into every turn: few and short."""
-    shown = [scope for scope in scopes if _SCOPE_TOKEN.fullmatch(scope)][:_SCOPES_SHOWN]
-    more = len(scopes) - len(shown)
-    if more:
-        shown.append(f"and {more} more" if shown else f"{more} scope{'' if more == 1 else 's'}")
-    return ", ".join(shown)
 
 
 class _NeedsLogin(Exception):
@@ -414,14 +403,23 @@ class PendingLogin:
 
 
 class Callbacks:
-    """The loopback redirect listener of a host, and the logins waiting on it."""
+    """The redirect listener of a host, and the logins waiting on it.
 
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    By default a loopback listener of its own. With ``public_url`` the redirect URI is
+    ``<public_url>/oauth/callback``, served by the front end's own listener (Telegram's webhook),
+    which hands each request's query to ``complete``.
+    """
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, public_url: str | None = None) -> None:
         self._host = host
         self._port = port
         self.pending: dict[str, PendingLogin] = {}
         self._listening: anyio.Event | None = None
         self._url: str | None = None
+        self.public = public_url is not None
+        """The redirect URI is reachable from the owner's browser wherever it runs."""
+        if public_url is not None:
+            self._url = public_url.rstrip("/") + CALLBACK_PATH
 
     @property
     def redirect_uri_or_placeholder(self) -> str:
@@ -438,6 +436,8 @@ class Callbacks:
 
     async def ensure_started(self, task_group: TaskGroup) -> str:
         """Start listening (once) in ``task_group``; returns the redirect URI."""
+        if self.public:
+            return self.redirect_uri
         if self._listening is None:
             self._listening = anyio.Event()
             await task_group.start(self._serve)
@@ -471,15 +471,16 @@ class Callbacks:
             # Unknown, used, expired or another chat's: all the same to whoever sent it.
             return "This login link is unknown, used or expired. Run /mcp_auth again in the chat."
         del self.pending[state]  # used once
+        close = "" if scope is not None else " You can close this window."
         if (error := _one(params, "error")) is not None:
             description = _one(params, "error_description")
             login.refusal = f"{error[:60]}: {description[:200]}" if description else error[:60]
             login.complete(AuthorizationCodeResult(code="", state=state, iss=_one(params, "iss")))
-            return f"The authorization server refused the login ({error[:60]}). You can close this window."
+            return f"The authorization server refused the login ({error[:60]}).{close}"
         code = _one(params, "code") or ""
         _register((code,))
         login.complete(AuthorizationCodeResult(code=code, state=state, iss=_one(params, "iss")))
-        return f"Playa received the login for {login.server}. You can close this window."
+        return f"Playa received the login for {login.server}.{close}"
 
     async def _handle(self, stream: SocketStream) -> None:
         async with stream:

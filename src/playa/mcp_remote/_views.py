@@ -20,6 +20,7 @@ __all__ = [
     "SECTION_TITLE",
     "ServersView",
     "added_text",
+    "link_sent",
     "notice",
     "section",
     "server_list",
@@ -143,6 +144,14 @@ def tool_list(chat: ServersView, name: str | None, now: float) -> str:
             summary = chat.redactor.redact(tool.description).splitlines()[0][:120] if tool else ""
             lines.append(f"{exposed} — {summary}")
     return "\n".join(lines) or "No remote MCP servers. Add one with /mcp_add."
+
+
+def link_sent(name: str) -> str:
+    """Where a login's link goes: the owner alone. In a group that is a private chat they may not have yet."""
+    return (
+        "The link to log in goes to you alone, in a private message (in a group: your private chat "
+        f"with me; if you have none, start one and run /mcp_auth {name} again). The chat goes on meanwhile."
+    )
 
 
 def added_text(verb: str, name: str, state: ServerState, now: float) -> str:

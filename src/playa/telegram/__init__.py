@@ -5,23 +5,25 @@ or the creator of a group. Long polling by default, a webhook as an option.
 """
 
 from ._bot import ALLOWED_UPDATES, TelegramBot, TelegramSettings, build_bot, run_telegram
-from ._options import TelegramOptions, telegram_options
+from ._options import TelegramOptions, public_url_from, telegram_options
 from ._outbox import RetryPolicy
 from ._owner import ANONYMOUS_ADMIN_ID
 from ._split import MESSAGE_LIMIT, split_message, utf16_len
-from ._webhook import SECRET_HEADER, WebhookConfig
+from ._webhook import SECRET_HEADER, RedirectRoute, WebhookConfig
 
 __all__ = [
     "ALLOWED_UPDATES",
     "ANONYMOUS_ADMIN_ID",
     "MESSAGE_LIMIT",
     "SECRET_HEADER",
+    "RedirectRoute",
     "RetryPolicy",
     "TelegramBot",
     "TelegramOptions",
     "TelegramSettings",
     "WebhookConfig",
     "build_bot",
+    "public_url_from",
     "run_telegram",
     "split_message",
     "telegram_options",

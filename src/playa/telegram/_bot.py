@@ -35,7 +35,7 @@ from ._logs import quiet_raw_traffic
 from ._outbox import Outbox, RetryPolicy, check_seconds, retry_seconds
 from ._owner import OWNER_TTL, Owners
 from ._ui import Deletions, TelegramUI, render
-from ._webhook import WebhookConfig, serve_webhook
+from ._webhook import RedirectRoute, WebhookConfig, serve_webhook
 
 __all__ = ["ALLOWED_UPDATES", "TelegramBot", "TelegramSettings", "build_bot", "run_telegram"]
 
@@ -202,8 +202,11 @@ class TelegramBot:
         webhook: WebhookConfig | None = None,
         listening: Callable[[int], None] | None = None,
         stop: anyio.Event | None = None,
+        redirect: RedirectRoute | None = None,
     ) -> None:
         """Serve until cancelled, or until ``stop`` is set: then stop gracefully.
+
+        ``redirect`` (a login's redirect) is served by the webhook's listener.
 
         A graceful stop takes no more updates, lets running turns finish within
         ``settings.stop_grace``, and leaves what is unfinished in the journals for the restart.
@@ -226,6 +229,7 @@ class TelegramBot:
                             self.dispatch,
                             allowed_updates=ALLOWED_UPDATES,
                             listening=listening,
+                            redirect=redirect,
                         )
                 # Only a stop ends the intake without cancelling this scope.
                 await self._drain()
@@ -593,12 +597,22 @@ async def run_telegram(
     settings: TelegramSettings | None = None,
     listening: Callable[[int], None] | None = None,
     stop: anyio.Event | None = None,
+    redirect: RedirectRoute | None = None,
 ) -> None:
-    """Run ``host``'s chats as a Telegram bot until cancelled, or gracefully until ``stop`` is set."""
+    """Run ``host``'s chats as a Telegram bot until cancelled, or gracefully until ``stop`` is set.
+
+    ``redirect`` serves logins' redirects on the webhook's listener, so it needs ``webhook``.
+    """
+    if redirect is not None and webhook is None:
+        raise ConfigError(
+            "PLAYA_PUBLIC_URL needs the webhook (--webhook-url): its listener serves the login redirect"
+        )
     settings = settings or TelegramSettings()
     # Before the bot is built: every Bot API URL holds the token, and httpx logs each at INFO.
     install_outbound_gate()
     outbound_secrets().add([token])
     quiet_raw_traffic()
     bot = build_bot(token, base_url=base_url, poll_timeout=settings.poll_timeout)
-    await TelegramBot(host, bot, settings=settings).run(webhook=webhook, listening=listening, stop=stop)
+    await TelegramBot(host, bot, settings=settings).run(
+        webhook=webhook, listening=listening, stop=stop, redirect=redirect
+    )

@@ -10,11 +10,12 @@ from urllib.parse import urlsplit
 from ..exceptions import ConfigError
 from ._webhook import WebhookConfig
 
-__all__ = ["TelegramOptions", "telegram_options"]
+__all__ = ["TelegramOptions", "public_url_from", "telegram_options"]
 
 ENV_TOKEN = "TELEGRAM_BOT_TOKEN"
 ENV_BASE_URL = "PLAYA_TELEGRAM_BASE_URL"
 ENV_WEBHOOK_URL = "PLAYA_TELEGRAM_WEBHOOK_URL"
+ENV_PUBLIC_URL = "PLAYA_PUBLIC_URL"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,6 +25,9 @@ class TelegramOptions:
     token: str = field(repr=False)
     base_url: str | None = None
     webhook: WebhookConfig | None = None
+    public_url: str | None = None
+    """Where the owner's browser reaches this host (``$PLAYA_PUBLIC_URL``): logins redirect to
+    ``<public_url>/oauth/callback``, which the webhook's listener serves."""
 
 
 def telegram_options(args: argparse.Namespace, environ: Mapping[str, str]) -> TelegramOptions:
@@ -44,4 +48,23 @@ def telegram_options(args: argparse.Namespace, environ: Mapping[str, str]) -> Te
             listen=getattr(args, "webhook_listen", "127.0.0.1"),
             port=getattr(args, "webhook_port", 8443),
         )
-    return TelegramOptions(token=token, base_url=base_url, webhook=webhook)
+    public_url = public_url_from(environ)
+    if public_url is not None and webhook is None:
+        raise ConfigError(
+            f"{ENV_PUBLIC_URL} needs the webhook ({ENV_WEBHOOK_URL} or --webhook-url): "
+            "its listener serves the login redirect"
+        )
+    return TelegramOptions(token=token, base_url=base_url, webhook=webhook, public_url=public_url)
+
+
+def public_url_from(environ: Mapping[str, str]) -> str | None:
+    """``$PLAYA_PUBLIC_URL``, checked: a plain http(s) URL; None if unset."""
+    public_url = environ.get(ENV_PUBLIC_URL, "").strip() or None
+    if public_url is not None:
+        parts = urlsplit(public_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            # Not quoted: it may hold credentials, checked next.
+            raise ConfigError(f"{ENV_PUBLIC_URL} must be an http(s) URL (https on the internet)")
+        if parts.username or parts.password or parts.query or parts.fragment:
+            raise ConfigError(f"{ENV_PUBLIC_URL} must be a plain URL: no credentials, query or fragment")
+    return public_url

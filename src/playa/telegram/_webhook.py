@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import html
 import json
 import logging
 import re
@@ -14,7 +15,7 @@ from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 from telegram import Bot, Update
 from telegram.error import TelegramError
@@ -22,7 +23,7 @@ from telegram.error import TelegramError
 from .._asgi import bind, serving
 from ..exceptions import ConfigError
 
-__all__ = ["SECRET_HEADER", "WebhookConfig", "serve_webhook"]
+__all__ = ["SECRET_HEADER", "RedirectRoute", "WebhookConfig", "serve_webhook"]
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +71,17 @@ class WebhookConfig:
         return "/" + path.lstrip("/")
 
 
+@dataclass(frozen=True, kw_only=True)
+class RedirectRoute:
+    """A login's redirect, served by the webhook's listener (behind the same public URL).
+
+    A GET of ``path`` hands its query to ``complete``, whose answer the owner's browser shows.
+    """
+
+    path: str
+    complete: Callable[[str], str] = field(repr=False)
+
+
 def _bind(host: str, port: int) -> socket.socket:
     try:
         return bind(host, port)
@@ -77,7 +89,12 @@ def _bind(host: str, port: int) -> socket.socket:
         raise ConfigError(f"cannot listen for the webhook on {host}:{port}: {exc.strerror}") from None
 
 
-def _app(bot: Bot, config: WebhookConfig, on_update: Callable[[Update], Awaitable[None]]) -> Starlette:
+def _app(
+    bot: Bot,
+    config: WebhookConfig,
+    on_update: Callable[[Update], Awaitable[None]],
+    redirect: RedirectRoute | None = None,
+) -> Starlette:
     expected = config.secret_token.encode()
 
     async def receive(request: Request) -> Response:
@@ -98,7 +115,18 @@ def _app(bot: Bot, config: WebhookConfig, on_update: Callable[[Update], Awaitabl
         await on_update(update)
         return Response(status_code=200)
 
-    return Starlette(routes=[Route(config.route, receive, methods=["POST"])])
+    async def redirected(request: Request) -> Response:
+        assert redirect is not None
+        # The query holds the authorization code: the page tells only the outcome, is never
+        # cached, and sends no referrer anywhere.
+        text = redirect.complete(request.url.query)
+        page = f"<!doctype html><meta charset=utf-8><title>Playa</title><p>{html.escape(text)}</p>"
+        return HTMLResponse(page, headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
+
+    routes = [Route(config.route, receive, methods=["POST"])]
+    if redirect is not None:
+        routes.append(Route(redirect.path, redirected, methods=["GET"]))
+    return Starlette(routes=routes)
 
 
 async def serve_webhook(
@@ -108,14 +136,17 @@ async def serve_webhook(
     *,
     allowed_updates: Sequence[str],
     listening: Callable[[int], None] | None = None,
+    redirect: RedirectRoute | None = None,
 ) -> None:
     """Serve the webhook endpoint until cancelled; register it with Telegram once it listens.
 
-    ``listening(port)`` is called with the bound port (useful with ``port=0``).
+    ``listening(port)`` is called with the bound port (useful with ``port=0``); ``redirect``
+    is served beside the webhook.
     """
     sock = _bind(config.listen, config.port)
     try:
-        async with serving(_app(bot, config, on_update), sock, lifespan="off", grace=2.0) as stopped:
+        app = _app(bot, config, on_update, redirect)
+        async with serving(app, sock, lifespan="off", grace=2.0) as stopped:
             port: int = sock.getsockname()[1]
             if listening is not None:
                 listening(port)

@@ -1,0 +1,166 @@
+"""The credential gates with OAuth's secrets: a real ``playa chat`` process logs in, calls, refreshes
+and removes a server protected by a real authorization server (npm oidc-provider), on loopback.
+
+The owner uses a pre-registered confidential client (``--client-id … --client-secret``, the
+secret asked for privately), so every OAuth secret is in play: the client secret, the
+authorization code, the PKCE code_verifier, the access and refresh tokens.
+
+The oracle: no request body the model provider received, no line of stderr (at DEBUG), no reply
+on stdout and no file under the data dir but the sealed store holds any of them in any encoded
+form the redactor knows. The code_verifier is never seen by the test: any 128 characters whose
+S256 hash is the link's code_challenge are it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+import httpx2
+import pytest
+from anyio.abc import Process
+from anyio.streams.text import TextReceiveStream
+from mcp.client.auth import PKCEParameters
+
+from playa.host import encoded_forms
+from playa.mcp_remote import ServerStore
+from playa.mcp_remote._seal import Sealer
+from servers.oidc import STATIC_CLIENT_ID, authorization_server
+from support.oauth import protected_server, sign_in_elsewhere
+from support.providers import serve_provider, text, tool_call
+
+HOST_SECRET = "canary-host-secret-" + "o" * 20
+SCOPE = "console:default"
+WAIT = 60.0
+_VERIFIER_RUN = re.compile(r"[A-Za-z0-9\-._~]{128,}")
+
+
+class Console:
+    """A ``playa chat`` process: lines in, and its stdout gathered, waited on by content."""
+
+    def __init__(self, process: Process) -> None:
+        self.process = process
+        self.out = ""
+        self._grew = anyio.Event()
+
+    async def read(self) -> None:
+        assert self.process.stdout is not None
+        async for chunk in TextReceiveStream(self.process.stdout):
+            self.out += chunk
+            self._grew.set()
+            self._grew = anyio.Event()
+
+    async def say(self, line: str) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.send((line + "\n").encode())
+
+    async def wait_for(self, pattern: str, *, after: int = 0) -> re.Match[str]:
+        with anyio.fail_after(WAIT):
+            while (found := re.compile(pattern, re.MULTILINE).search(self.out, after)) is None:
+                await self._grew.wait()
+        return found
+
+
+def verifier_in(text: str, challenge: str) -> bool:
+    """Whether ``text`` holds the code_verifier behind ``challenge`` (RFC 7636 S256)."""
+    for run in _VERIFIER_RUN.findall(text):
+        for start in range(len(run) - 127):
+            candidate = run[start : start + 128].encode()
+            digest = base64.urlsafe_b64encode(hashlib.sha256(candidate).digest()).rstrip(b"=").decode()
+            if digest == challenge:
+                return True
+    return False
+
+
+@pytest.mark.anyio
+@pytest.mark.npm
+async def test_no_oauth_secret_reaches_the_model_a_log_a_reply_or_a_file(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("PLAYA_", "MCP_", "OPENAI_"))},
+        "MCP_ENCRYPTION_SECRET": HOST_SECRET,
+        "OPENAI_API_KEY": "test-provider-key",
+        "PLAYA_LOG_LEVEL": "DEBUG",
+        "PLAYA_CONNECT_TIMEOUT": "20",
+        "NO_PROXY": "*",
+    }
+    async with (
+        authorization_server() as auth,
+        protected_server(auth) as mcp,
+        serve_provider() as provider,
+    ):
+        env["OPENAI_BASE_URL"] = provider.url
+        provider.script(tool_call("linear__whoami", {}), text("noted"))
+        command = [sys.executable, "-m", "playa", "chat", "--data-dir", str(data_dir)]
+        process = await anyio.open_process(
+            [*command, "--model", "openai-chat:gpt-5"],
+            env=env,
+            stderr=(tmp_path / "stderr.log").open("wb"),
+        )
+        async with process, anyio.create_task_group() as tg:
+            console = Console(process)
+            tg.start_soon(console.read)
+            await console.say(f"/mcp_add linear {mcp.url} --client-id {STATIC_CLIENT_ID} --client-secret")
+            await console.wait_for("Send the client secret for linear")
+            await console.say(auth.static_secret)
+            link = (await console.wait_for(rf"^{re.escape(auth.issuer)}/auth\?\S+$")).group(0)
+            challenge = parse_qs(urlsplit(link).query)["code_challenge"][0]
+            ended_at = await sign_in_elsewhere(link)
+            code = parse_qs(urlsplit(ended_at).query)["code"][0]
+            async with httpx2.AsyncClient() as browser:  # the owner's browser reaches the callback
+                page = await browser.get(ended_at)
+            assert "received the login for linear" in page.text
+            await console.wait_for("Logged in to linear: connected")
+
+            mark = len(console.out)
+            await console.say("please use whoami")
+            await console.wait_for("noted", after=mark)
+            (path,) = [p for p in data_dir.rglob("servers.json") if p.parent.parent.name == ".volcanic"]
+            (entry,) = (
+                ServerStore(path.parent.parent.parent, SCOPE, Sealer(HOST_SECRET.encode())).load().entries
+            )
+            assert entry.oauth is not None and entry.oauth.client is not None
+            assert entry.oauth.client.client_secret == auth.static_secret
+            tokens = entry.oauth.secrets - {auth.static_secret}
+            assert len(tokens) == 2  # the access and refresh tokens
+
+            mark = len(console.out)
+            await console.say("/mcp_remove linear")
+            await console.wait_for("Its tokens were revoked", after=mark)
+            assert process.stdin is not None
+            await process.stdin.aclose()
+            with anyio.fail_after(WAIT):
+                assert await process.wait() == 0
+    out, err = console.out, (tmp_path / "stderr.log").read_text(errors="replace")
+    assert "DEBUG httpx2" in err or "DEBUG httpcore" in err  # the libraries did log at DEBUG
+    assert provider.pending == 0 and len(provider.requests) >= 2
+    channels = {
+        "stdout": out,
+        "stderr": err,
+        **{f"model request {i}": r.raw.decode("latin-1") for i, r in enumerate(provider.requests)},
+        **{
+            str(p): p.read_bytes().decode("latin-1")
+            for p in data_dir.rglob("*")
+            if p.is_file() and p.name != "servers.json"
+        },
+    }
+    for value in {*tokens, code, auth.static_secret}:
+        for form in encoded_forms(value):
+            for where, seen in channels.items():
+                assert form not in seen, where
+    for where, seen in channels.items():
+        assert not verifier_in(seen, challenge), where
+
+
+def test_the_verifier_oracle_finds_a_verifier_inside_other_text() -> None:
+    pkce = PKCEParameters.generate()
+    assert verifier_in(
+        f"grant_type=authorization_code&code_verifier={pkce.code_verifier}x~", pkce.code_challenge
+    )
+    assert not verifier_in(pkce.code_verifier[:-1] + "!", pkce.code_challenge)

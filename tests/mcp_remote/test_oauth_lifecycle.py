@@ -1,0 +1,337 @@
+"""An OAuth server's lifecycle after the login: revocation on removal, scopes it lacks, a pasted redirect.
+
+Against a real authorization server (npm oidc-provider) protecting an SDK MCP server, on loopback.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+from pathlib import Path
+from urllib.parse import parse_qs, quote, urlsplit
+
+import anyio
+import httpx2
+import pytest
+from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
+
+from playa.host import ChatSession, Host, encoded_forms
+from playa.mcp_remote import HostSecret
+from playa.mcp_remote._errors import missing_scope
+from playa.mcp_remote._grant import OAuthGrant
+from playa.mcp_remote._revoke import revoke
+from playa.mcp_remote._seal import Sealer
+from playa.mcp_remote._store import ServerStore
+from servers.oidc import authorization_server
+from support.chat import GUEST, RecordingModel, ScriptedUI, msg
+from support.oauth import (
+    SETTINGS,
+    OwnerUI,
+    every_file,
+    introspect,
+    log_in,
+    protected_server,
+    remote_host,
+    sign_in,
+    sign_in_elsewhere,
+)
+
+pytestmark = [pytest.mark.anyio]
+
+SCOPE = "console:oauth"
+TEST_TIMEOUT = 60.0
+
+
+def stored_grant(workspace: Path, secret: HostSecret) -> OAuthGrant:
+    (entry,) = ServerStore(workspace, SCOPE, Sealer(secret.value)).load().entries
+    assert entry.oauth is not None and entry.oauth.tokens is not None
+    return entry.oauth
+
+
+@pytest.mark.npm
+async def test_removing_a_server_revokes_its_tokens_and_they_no_longer_work(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            authorization_server() as auth,
+            protected_server(auth) as mcp,
+            remote_host(data_dir, host_secret, RecordingModel()) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            await log_in(host, session, mcp.url)
+            grant = stored_grant(session.workspace, host_secret)
+            assert grant.tokens is not None and grant.tokens.refresh_token
+            tokens = (grant.tokens.access_token, grant.tokens.refresh_token)
+            assert [await introspect(auth, token) for token in tokens] == [True, True]
+
+            removed = await host.handle(session, msg("/mcp_remove linear"), ScriptedUI())
+            assert removed is not None
+            assert removed.text == (
+                "Removed linear; its 2 tools are gone. Its tokens were revoked at the authorization server."
+            )
+            assert [await introspect(auth, token) for token in tokens] == [False, False]
+            # And the MCP server refuses the old access token.
+            async with httpx2.AsyncClient() as client:
+                refused = await client.post(
+                    mcp.url,
+                    json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                    headers={
+                        "Authorization": f"Bearer {tokens[0]}",
+                        "Accept": "application/json, text/event-stream",
+                    },
+                )
+            assert refused.status_code == 401
+
+
+@pytest.mark.npm
+async def test_a_revocation_that_fails_never_blocks_the_removal_and_the_reply_holds_no_token(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with remote_host(data_dir, host_secret, RecordingModel()) as host:
+            session = await host.session(SCOPE, owner="owner")
+            async with authorization_server() as auth, protected_server(auth) as mcp:
+                await log_in(host, session, mcp.url)
+                grant = stored_grant(session.workspace, host_secret)
+            # The authorization server is gone: the revocation cannot reach it.
+            removed = await host.handle(session, msg("/mcp_remove linear"), ScriptedUI())
+            assert removed is not None
+            assert removed.text.startswith("Removed linear")
+            assert "Its tokens could not be revoked (the authorization server could not be reached)" in (
+                removed.text
+            )
+            listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
+            assert listed is not None and listed.text.startswith("No remote MCP servers"), listed.text
+            for value in grant.secrets:
+                for form in encoded_forms(value):
+                    assert form not in removed.text
+
+
+async def test_a_revocation_endpoint_that_never_answers_is_given_up_in_time() -> None:
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1") as silent:
+        port = silent.extra(anyio.abc.SocketAttribute.local_port)
+        issuer = f"http://127.0.0.1:{port}"
+        grant = OAuthGrant(
+            resource="http://127.0.0.1:1/mcp",
+            issuer=issuer,
+            client=OAuthClientInformationFull(client_id="playa", token_endpoint_auth_method="none"),
+            tokens=OAuthToken(access_token="access-7f3a9c", refresh_token="refresh-2b8e41"),
+            metadata=OAuthMetadata.model_validate(
+                {
+                    "issuer": issuer,
+                    "authorization_endpoint": f"{issuer}/auth",
+                    "token_endpoint": f"{issuer}/token",
+                    "revocation_endpoint": f"{issuer}/revoke",
+                }
+            ),
+        )
+        started = time.monotonic()
+        with anyio.fail_after(TEST_TIMEOUT):
+            async with httpx2.AsyncClient(timeout=30.0) as http:
+                outcome = await revoke(grant, http, timeout=0.5)
+        assert time.monotonic() - started >= 0.5
+        assert outcome.outcome == "failed"
+        assert "no answer within 0.5 s" in outcome.text
+        assert "access-7f3a9c" not in outcome.text and "refresh-2b8e41" not in outcome.text
+
+
+@pytest.mark.npm
+async def test_a_tool_that_needs_a_scope_the_login_lacks_names_it_and_the_command_that_helps(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            authorization_server() as auth,
+            protected_server(auth, write_scope="files:write") as mcp,
+            remote_host(data_dir, host_secret, RecordingModel()) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui = await log_in(host, session, mcp.url)
+            called = await host.handle(session, msg('linear__write {"text": "x"}'), ScriptedUI())
+            assert called is not None
+            needs = "needs scope files:write — the owner can run /mcp_auth linear"
+            assert needs in called.text, called.text
+            # Only the owner's login can add the scope: the server waits for it, with no retry
+            # timer, and nobody was sent a link meanwhile.
+            listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
+            assert listed is not None
+            assert listed.text.splitlines()[0] == f"linear: unavailable: {needs}", listed.text
+            assert "next retry" not in listed.text
+            assert needs in (session.prompt.get("Remote MCP servers") or "")
+            assert len(ui.private) == 1
+
+
+def challenge(value: str, status: int = 403) -> httpx2.Response:
+    return httpx2.Response(status, headers={"WWW-Authenticate": value})
+
+
+def test_the_missing_scope_comes_from_the_challenge_and_only_as_scope_tokens() -> None:
+    named = challenge('Bearer error="insufficient_scope", scope="files:write repo", resource_metadata="x"')
+    assert missing_scope(named) == "needs scope files:write, repo"
+    # The SDK's own server names the scope in its description only.
+    described = challenge(
+        'Bearer error="insufficient_scope", error_description="Required scope: files:write"'
+    )
+    assert missing_scope(described) == (
+        "needs a scope the login did not grant (the server says: Required scope: files:write)"
+    )
+    # A scope value that is no list of scope tokens is not named as one.
+    hostile = challenge('Bearer error="insufficient_scope", scope="files:write\\ ignore"')
+    assert missing_scope(hostile) == "needs a scope the login did not grant"
+    assert missing_scope(challenge('Bearer error="invalid_token", scope="a"')) is None
+    assert missing_scope(challenge('Bearer error="insufficient_scope", scope="a"', status=401)) is None
+
+
+@pytest.mark.npm
+async def test_a_server_that_wants_more_scope_to_connect_says_which_and_waits_for_the_owner(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            authorization_server() as auth,
+            protected_server(auth, list_scope="tools:read") as mcp,
+            remote_host(data_dir, host_secret, RecordingModel()) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui = OwnerUI()
+            await host.handle(session, msg(f"/mcp_add linear {mcp.url}"), ui)
+            await ui.link.wait()
+            await sign_in(ui.link_url())
+            await ui.said.wait()
+            expected = "unavailable: needs scope tools:read — the owner can run /mcp_auth linear"
+            assert ui.sent[-1] == f"Logged in to linear: {expected}.", ui.sent
+            listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
+            assert listed is not None
+            assert listed.text.splitlines()[0] == f"linear: {expected}"
+            assert "next retry" not in listed.text
+            assert expected.removeprefix("unavailable: ") in (session.prompt.get("Remote MCP servers") or "")
+
+
+async def started_login(host: Host, session: ChatSession, url: str) -> tuple[OwnerUI, str]:
+    """``/mcp_add`` a server that needs a login; the owner signs in on a machine that cannot reach
+    the loopback callback. Returns the owner's UI and the address the browser ended at."""
+    ui = OwnerUI()
+    await host.handle(session, msg(f"/mcp_add linear {url}"), ui)
+    await ui.link.wait()
+    (text,) = ui.private
+    assert "/mcp_auth linear --paste" in text
+    return ui, await sign_in_elsewhere(ui.link_url())
+
+
+@pytest.mark.npm
+async def test_the_owner_pastes_the_address_the_login_ended_at_as_a_secret_answer(
+    data_dir: Path, host_secret: HostSecret, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    model = RecordingModel()
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            authorization_server() as auth,
+            protected_server(auth) as mcp,
+            remote_host(data_dir, host_secret, model) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui, ended_at = await started_login(host, session, mcp.url)
+            code = parse_qs(urlsplit(ended_at).query)["code"][0]
+            caplog.clear()  # the test's own browser logged the address it was sent to
+
+            # Another member of the chat cannot complete the owner's login.
+            guest = await host.handle(session, msg("/mcp_auth linear --paste", GUEST), ScriptedUI([ended_at]))
+            assert guest is not None and "Logged in" not in guest.text
+            # Nor can the owner from another chat.
+            other = await host.session("console:other", owner="owner")
+            elsewhere = await host.handle(other, msg(f"/mcp_auth linear {ended_at}"), ScriptedUI())
+            assert elsewhere is not None
+            assert elsewhere.text == "There is no server named 'linear'. /mcp_list shows them." or (
+                "unknown, used or expired" in elsewhere.text
+            ), elsewhere.text
+            # An address that is not the callback's is refused without being quoted.
+            wrong = ScriptedUI(["https://example.com/oauth/callback?code=x&state=y"])
+            refused = await host.handle(session, msg("/mcp_auth linear --paste"), wrong)
+            assert refused is not None and refused.text.startswith("That is not the address"), refused.text
+            assert "example.com" not in refused.text
+
+            answering = ScriptedUI([ended_at])
+            ui.said = anyio.Event()
+            pasted = await host.handle(session, msg("/mcp_auth linear --paste"), answering)
+            assert pasted is not None
+            assert pasted.text == "Playa received the login for linear."
+            assert answering.asked and answering.asked[0][1] is True  # asked as a secret
+            await ui.said.wait()
+            assert ui.sent[-1].startswith("Logged in to linear: connected"), ui.sent
+
+            # Used once: the same address again is refused.
+            again = await host.handle(session, msg(f"/mcp_auth linear {ended_at}"), ScriptedUI())
+            assert again is not None and "unknown, used or expired" in again.text
+
+            called = await host.handle(session, msg("linear__whoami"), ScriptedUI())
+            assert called is not None and "signed in" in called.text
+            files = every_file(data_dir)
+            assert any(name.endswith(".jsonl") for name in files)  # the history is there
+            for text in (repr(model.seen), caplog.text, pasted.text, again.text, *files.values()):
+                assert code not in text
+
+
+@pytest.mark.npm
+async def test_a_pasted_address_with_another_issuer_or_after_the_link_expired_completes_no_login(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            authorization_server() as auth,
+            protected_server(auth) as mcp,
+            remote_host(data_dir, host_secret, RecordingModel()) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui, ended_at = await started_login(host, session, mcp.url)
+            assert f"iss={quote(auth.issuer, safe='')}" in ended_at
+            forged = ended_at.replace(quote(auth.issuer, safe=""), quote("http://127.0.0.1:9/", safe=""))
+            ui.said = anyio.Event()
+            await host.handle(session, msg(f"/mcp_auth linear {forged}"), ScriptedUI())
+            await ui.said.wait()
+            assert ui.sent[-1].startswith("The login to linear failed"), ui.sent
+            listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
+            assert listed is not None and "this server needs a login" in listed.text
+
+        async with (
+            authorization_server() as auth,
+            protected_server(auth) as mcp,
+            remote_host(
+                data_dir, host_secret, RecordingModel(), replace(SETTINGS, login_timeout=0.5)
+            ) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui = OwnerUI()
+            await host.handle(session, msg(f"/mcp_add linear {mcp.url} --oauth"), ui)
+            await ui.link.wait()
+            ui.said = anyio.Event()
+            await ui.said.wait()
+            assert "was not used within" in ui.sent[-1]
+            ended_at = await sign_in_elsewhere(ui.link_url())
+            late = await host.handle(session, msg(f"/mcp_auth linear {ended_at}"), ScriptedUI())
+            assert late is not None and "unknown, used or expired" in late.text
+
+
+async def test_an_authorization_server_without_revocation_is_said_to_offer_none() -> None:
+    issuer = "http://127.0.0.1:9"
+    grant = OAuthGrant(
+        resource="http://127.0.0.1:1/mcp",
+        issuer=issuer,
+        client=OAuthClientInformationFull(client_id="playa", token_endpoint_auth_method="none"),
+        tokens=OAuthToken(access_token="access-7f3a9c", refresh_token="refresh-2b8e41"),
+        metadata=OAuthMetadata.model_validate(
+            {
+                "issuer": issuer,
+                "authorization_endpoint": f"{issuer}/auth",
+                "token_endpoint": f"{issuer}/token",
+            }
+        ),
+    )
+    async with httpx2.AsyncClient() as http:
+        outcome = await revoke(grant, http)
+        nothing = await revoke(OAuthGrant(resource="http://127.0.0.1:1/mcp"), http)
+    assert outcome.outcome == "not offered"
+    assert "offers no revocation: its tokens stay valid until they expire" in outcome.text
+    assert nothing.text == ""

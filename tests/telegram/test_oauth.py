@@ -1,0 +1,183 @@
+"""OAuth in Telegram, end to end: a real ``playa telegram`` process, the fake Bot API, a real
+authorization server (npm oidc-provider) and the MCP server it protects, all on loopback.
+
+The test plays the owner's browser. With ``PLAYA_PUBLIC_URL`` the redirect reaches the bot's
+webhook listener; without one the owner pastes the address the browser ended at.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+import httpx2
+import pytest
+
+from playa.host import encoded_forms
+from playa.mcp_remote import HostSecret, ServerStore, resolve_host_secret
+from playa.mcp_remote._grant import OAuthGrant
+from playa.mcp_remote._seal import Sealer
+from servers.oidc import authorization_server
+from servers.python_servers import serve_asgi
+from support.oauth import introspect, link_in, protected_server, sign_in_elsewhere
+
+from .fake_bot_api import FakeBotApi, creator, group_chat, user
+from .process import free_port, run_bot_process, stopped
+
+pytestmark = [pytest.mark.anyio, pytest.mark.npm]
+
+TOKEN = "123456789:AAHfakeTokenForTestsOnly0123456789abcd"
+OWNER_ID, GROUP_ID = 7, -1007
+OWNER, GROUP = user(OWNER_ID), group_chat(GROUP_ID)
+TEST_TIMEOUT = 240.0
+WAIT = 30.0
+
+
+def stored_grant(data_dir: Path) -> OAuthGrant:
+    """The grant sealed in the group's servers.json, opened with the bot token's key."""
+    (path,) = [p for p in data_dir.rglob("servers.json") if p.parent.parent.name == ".volcanic"]
+    secret = resolve_host_secret({"TELEGRAM_BOT_TOKEN": TOKEN}, data_dir=data_dir, allow_generate=False)
+    assert isinstance(secret, HostSecret)
+    (entry,) = (
+        ServerStore(path.parent.parent.parent, f"telegram:{GROUP_ID}", Sealer(secret.value)).load().entries
+    )
+    assert entry.oauth is not None and entry.oauth.tokens is not None
+    return entry.oauth
+
+
+def assert_nowhere(secrets: set[str], fake: FakeBotApi, stderr: Path, data_dir: Path) -> None:
+    """No secret in the log, in any request the fake Bot API received, or in any file but the sealed
+    store (the workspace's servers.json, and the private copy of it that detects a rollback)."""
+    texts = {
+        "the log": stderr.read_text(errors="replace"),
+        "the Bot API requests": "\n".join(json.dumps(call.params) for call in fake.calls),
+    }
+    for path in data_dir.rglob("*"):
+        if path.is_file() and path.name != "servers.json":
+            texts[str(path)] = path.read_text(errors="replace")
+    for value in secrets:
+        for form in encoded_forms(value):
+            for where, text in texts.items():
+                assert form not in text, where
+
+
+async def test_a_group_owner_logs_in_through_the_public_callback_and_the_tokens_refresh_survive_a_restart_and_are_revoked(
+    tmp_path: Path,
+) -> None:
+    fake = FakeBotApi(TOKEN)
+    fake.administrators[GROUP_ID] = [creator(OWNER)]
+    port = free_port()
+    public = f"http://127.0.0.1:{port}/playa"
+    data_dir, stderr = tmp_path / "data", tmp_path / "stderr.log"
+    secrets: set[str] = set()
+    with anyio.fail_after(TEST_TIMEOUT):
+        # Access tokens live 30 s, within the refresh margin: every connect refreshes first.
+        async with (
+            serve_asgi(fake.app()) as api,
+            authorization_server(access_ttl=30) as auth,
+            protected_server(auth) as mcp,
+            anyio.create_task_group() as delivery,
+        ):
+            delivery.start_soon(fake.post_to_webhook)
+            bot = partial(
+                run_bot_process,
+                TOKEN,
+                api.url,
+                data_dir,
+                stderr,
+                webhook_port=port,
+                extra_env={"PLAYA_PUBLIC_URL": public},
+            )
+            async with bot() as process:
+                await fake.wait_call("setWebhook", timeout=WAIT)
+                fake.send(GROUP, f"/mcp_add linear {mcp.url}", sender=OWNER)
+                added = await fake.wait_reply(GROUP_ID, "needs a login", timeout=WAIT)
+                assert "your private chat with me" in added.text
+                private = await fake.wait_reply(OWNER_ID, "Log in to linear", timeout=WAIT)
+                link = link_in(private.text)
+                assert "--paste" not in private.text  # the public callback is reachable
+                assert all(link not in text for text in fake.texts(GROUP_ID))
+
+                ended_at = await sign_in_elsewhere(link)
+                assert ended_at.startswith(f"{public}/oauth/callback?")
+                secrets.add(parse_qs(urlsplit(ended_at).query)["code"][0])
+                async with httpx2.AsyncClient() as browser:
+                    page = await browser.get(ended_at)
+                    assert "received the login for linear" in page.text, page.text
+                    assert page.headers["cache-control"] == "no-store"
+                    replayed = await browser.get(ended_at)
+                    assert "unknown, used or expired" in replayed.text
+                logged = await fake.wait_reply(GROUP_ID, "Logged in to linear", timeout=WAIT)
+                assert "connected" in logged.text, logged.text
+                fake.send(GROUP, "linear__whoami", sender=OWNER)
+                await fake.wait_reply(GROUP_ID, "signed in", timeout=WAIT)
+                first = stored_grant(data_dir)
+                secrets |= first.secrets
+                assert await stopped(process) == 0
+
+            # After a restart the sealed tokens are refreshed at the first connect: no login.
+            async with bot() as process:
+                mark = fake.mark()
+                await fake.wait_call("setWebhook", after=mark, timeout=WAIT)
+                fake.send(GROUP, "linear__whoami", sender=OWNER)
+                await fake.wait_reply(GROUP_ID, "signed in", after=mark, timeout=WAIT)
+                second = stored_grant(data_dir)
+                secrets |= second.secrets
+                assert second.tokens is not None and first.tokens is not None
+                assert second.tokens.access_token != first.tokens.access_token
+                assert second.tokens.refresh_token
+
+                fake.send(GROUP, "/mcp_remove linear", sender=OWNER)
+                removed = await fake.wait_reply(GROUP_ID, "Removed linear", after=mark, timeout=WAIT)
+                assert "Its tokens were revoked" in removed.text, removed.text
+                assert not await introspect(auth, second.tokens.access_token)
+                assert not await introspect(auth, second.tokens.refresh_token)
+                assert await stopped(process) == 0
+            delivery.cancel_scope.cancel()
+    assert len(secrets) >= 5  # the code, and two access and refresh tokens
+    assert_nowhere(secrets, fake, stderr, data_dir)
+
+
+async def test_without_a_public_url_the_owner_pastes_the_address_and_a_group_owner_without_a_private_chat_is_told(
+    tmp_path: Path,
+) -> None:
+    fake = FakeBotApi(TOKEN)
+    fake.administrators[GROUP_ID] = [creator(OWNER)]
+    data_dir, stderr = tmp_path / "data", tmp_path / "stderr.log"
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            serve_asgi(fake.app()) as api,
+            authorization_server() as auth,
+            protected_server(auth) as mcp,
+            run_bot_process(TOKEN, api.url, data_dir, stderr) as process,
+        ):
+            await fake.wait_call("getUpdates", timeout=WAIT)
+            # The owner never opened a private chat with the bot: the group is told to.
+            fake.no_private_chat.add(OWNER_ID)
+            fake.send(GROUP, f"/mcp_add linear {mcp.url}", sender=OWNER)
+            told = await fake.wait_reply(GROUP_ID, "Start a private chat with me first", timeout=WAIT)
+            assert "/mcp_auth linear" in told.text
+            fake.no_private_chat.clear()
+
+            mark = fake.mark()
+            fake.send(GROUP, "/mcp_auth linear", sender=OWNER)
+            private = await fake.wait_reply(OWNER_ID, "Log in to linear", after=mark, timeout=WAIT)
+            assert "/mcp_auth linear --paste" in private.text
+            ended_at = await sign_in_elsewhere(link_in(private.text))
+            code = parse_qs(urlsplit(ended_at).query)["code"][0]
+
+            fake.send(GROUP, "/mcp_auth linear --paste", sender=OWNER)
+            question = await fake.wait_reply(GROUP_ID, "Send the address", after=mark, timeout=WAIT)
+            answer_id = fake.send(GROUP, ended_at, sender=OWNER, reply_to=question)
+            await fake.wait_call("deleteMessage", after=mark, chat_id=GROUP_ID, message_id=answer_id)
+            await fake.wait_reply(GROUP_ID, "Playa received the login for linear", after=mark, timeout=WAIT)
+            logged = await fake.wait_reply(GROUP_ID, "Logged in to linear", after=mark, timeout=WAIT)
+            assert "connected" in logged.text, logged.text
+            fake.send(GROUP, "linear__whoami", sender=OWNER)
+            await fake.wait_reply(GROUP_ID, "signed in", after=mark, timeout=WAIT)
+            secrets = {code, *stored_grant(data_dir).secrets}
+            assert await stopped(process) == 0
+    assert_nowhere(secrets, fake, stderr, data_dir)
