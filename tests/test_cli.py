@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import subprocess
 import sys
@@ -53,6 +54,13 @@ def test_only_the_console_generates_a_host_secret(tmp_path: Path) -> None:
             "PLAYA_CALL_MAX \\(60 s\\) is below PLAYA_CALL_TIMEOUT \\(120 s\\)",
         ),
         ({"PLAYA_EGRESS": "sometimes"}, "PLAYA_EGRESS"),
+        ({"PLAYA_OAUTH_CALLBACK_PORT": "eighty"}, "PLAYA_OAUTH_CALLBACK_PORT must be a port number"),
+        ({"PLAYA_OAUTH_CALLBACK_PORT": "65536"}, "PLAYA_OAUTH_CALLBACK_PORT: .*must be a port"),
+        (
+            {"PLAYA_OAUTH_CLIENT_METADATA_URL": "http://example.com/playa.json"},
+            "PLAYA_OAUTH_CLIENT_METADATA_URL: .*must be an https URL with a path",
+        ),
+        ({"PLAYA_OAUTH_CLIENT_METADATA_URL": "https://example.com/"}, "PLAYA_OAUTH_CLIENT_METADATA_URL: "),
     ],
 )
 def test_bad_settings_are_clear_errors(tmp_path: Path, env: dict[str, str], message: str) -> None:
@@ -151,3 +159,76 @@ def test_the_longest_call_comes_from_playa_call_max_and_is_never_below_the_call_
     assert (given.call_timeout, given.call_max) == (60.0, 1200.0)
     longer = remote_mcp(config, {"PLAYA_CALL_TIMEOUT": "1000"}, console=True).settings.connection
     assert longer.call_max == 1000.0
+
+
+def test_the_oauth_settings_come_from_the_environment(tmp_path: Path) -> None:
+    environ = {
+        "MCP_ENCRYPTION_SECRET": "s" * 32,
+        "PLAYA_OAUTH_CALLBACK_PORT": "8976",
+        "PLAYA_OAUTH_CLIENT_METADATA_URL": "https://example.com/playa/client.json",
+    }
+    extension = remote_mcp(HostConfig(data_dir=tmp_path), environ, console=True)
+    assert extension.settings.oauth_callback_port == 8976
+    assert extension.settings.oauth_client_metadata_url == "https://example.com/playa/client.json"
+    assert extension.callbacks.redirect_uri_or_placeholder == "http://127.0.0.1:8976/oauth/callback"
+    unset = remote_mcp(HostConfig(data_dir=tmp_path), {"MCP_ENCRYPTION_SECRET": "s" * 32}, console=True)
+    assert (unset.settings.oauth_callback_port, unset.settings.oauth_client_metadata_url) == (0, None)
+
+
+def _playa(*args: str, environ: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "playa", *args],
+        env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", **environ},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_playa_prints_its_client_metadata_document_for_the_operator_to_serve() -> None:
+    url = "https://example.com/playa/client.json"
+    done = _playa(
+        "oauth-client-metadata",
+        environ={"PLAYA_OAUTH_CLIENT_METADATA_URL": url, "PLAYA_OAUTH_CALLBACK_PORT": "8976"},
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["client_id"] == url
+    assert document["redirect_uris"] == ["http://127.0.0.1:8976/oauth/callback"]
+    assert document["token_endpoint_auth_method"] == "none"
+    assert document["application_type"] == "native"
+    assert document["grant_types"] == ["authorization_code", "refresh_token"]
+    # Without a fixed port the loopback redirect has none: the server must take any (RFC 8252 §7.3).
+    free = _playa("oauth-client-metadata", environ={"PLAYA_OAUTH_CLIENT_METADATA_URL": url})
+    assert json.loads(free.stdout)["redirect_uris"] == ["http://127.0.0.1/oauth/callback"]
+    # A Telegram bot with PLAYA_PUBLIC_URL logs in through the webhook's listener as well.
+    public = _playa(
+        "oauth-client-metadata",
+        environ={
+            "PLAYA_OAUTH_CLIENT_METADATA_URL": url,
+            "PLAYA_PUBLIC_URL": "https://bot.example.org/playa/",
+        },
+    )
+    assert public.returncode == 0, public.stderr
+    assert json.loads(public.stdout)["redirect_uris"] == [
+        "http://127.0.0.1/oauth/callback",
+        "https://bot.example.org/playa/oauth/callback",
+    ]
+    # One that could carry credentials is refused, and not quoted.
+    refused = _playa(
+        "oauth-client-metadata",
+        environ={
+            "PLAYA_OAUTH_CLIENT_METADATA_URL": url,
+            "PLAYA_PUBLIC_URL": "https://u:hunter2@bot.example.org",
+        },
+    )
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "PLAYA_PUBLIC_URL must be a plain URL" in refused.stderr and "hunter2" not in refused.stderr
+
+
+def test_the_client_metadata_document_needs_its_url() -> None:
+    done = _playa("oauth-client-metadata", environ={})
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "set PLAYA_OAUTH_CLIENT_METADATA_URL" in done.stderr

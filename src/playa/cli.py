@@ -1,8 +1,9 @@
-"""The ``playa`` command: ``chat`` (the console), ``telegram`` and ``demo-server``."""
+"""The ``playa`` command: ``chat`` (the console), ``telegram``, ``demo-server`` and ``oauth-client-metadata``."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import math
 import os
@@ -26,6 +27,7 @@ from .mcp_remote import (
     EgressPolicy,
     RemoteMcpExtension,
     RemoteMcpSettings,
+    client_metadata_document,
     resolve_host_secret,
 )
 
@@ -68,6 +70,13 @@ def _parser() -> argparse.ArgumentParser:
         help="also run the demo MCP server on loopback and print the /mcp_add line to paste",
     )
     commands.add_parser("demo-server", help="run a small MCP server behind a bearer token (see its --help)")
+    commands.add_parser(
+        "oauth-client-metadata",
+        help="print Playa's OAuth client metadata document, to serve at $PLAYA_OAUTH_CLIENT_METADATA_URL",
+        description="Print Playa's OAuth client metadata document (JSON). Serve it at the https URL "
+        "set in $PLAYA_OAUTH_CLIENT_METADATA_URL: authorization servers that take such documents "
+        "then know Playa by that URL, without a registration.",
+    )
 
     tg = commands.add_parser(
         "telegram",
@@ -181,9 +190,61 @@ def remote_mcp(
     )
     return RemoteMcpExtension(
         secret,
-        settings=RemoteMcpSettings(connection=connection),
+        settings=_remote_settings(environ, connection),
         callbacks=Callbacks(public_url=public_url) if public_url is not None else None,
     )
+
+
+_OAUTH_VARIABLES = {
+    "oauth_client_metadata_url": "PLAYA_OAUTH_CLIENT_METADATA_URL",
+    "oauth_callback_port": "PLAYA_OAUTH_CALLBACK_PORT",
+}
+
+
+def _remote_settings(environ: Mapping[str, str], connection: ConnectionSettings) -> RemoteMcpSettings:
+    """The settings of remote servers from the environment; an error names the variable to fix."""
+    port_text = environ.get("PLAYA_OAUTH_CALLBACK_PORT", "").strip()
+    try:
+        port = int(port_text) if port_text else 0
+    except ValueError:
+        raise ConfigError(
+            f"PLAYA_OAUTH_CALLBACK_PORT must be a port number (1 to 65535), got {port_text!r}: fix or unset it"
+        ) from None
+    try:
+        return RemoteMcpSettings(
+            connection=connection,
+            oauth_client_metadata_url=environ.get("PLAYA_OAUTH_CLIENT_METADATA_URL", "").strip() or None,
+            oauth_callback_port=port,
+        )
+    except ConfigError as exc:
+        variable = next((v for field, v in _OAUTH_VARIABLES.items() if field in str(exc)), None)
+        if variable is None:
+            raise
+        raise ConfigError(f"{variable}: {exc}: fix or unset it") from None
+
+
+def _oauth_client_metadata(environ: Mapping[str, str]) -> str:
+    """The client metadata document for the operator to serve, as JSON."""
+    settings = _remote_settings(environ, ConnectionSettings())
+    if settings.oauth_client_metadata_url is None:
+        raise ConfigError(
+            "set PLAYA_OAUTH_CLIENT_METADATA_URL to the https URL where you will serve the document: "
+            "it is the document's client_id"
+        )
+    public_url = None
+    if environ.get("PLAYA_PUBLIC_URL", "").strip():
+        try:
+            from .telegram import public_url_from
+        except ImportError:
+            raise ConfigError(
+                "PLAYA_PUBLIC_URL is the Telegram front end's, which needs python-telegram-bot: "
+                "pip install 'playa[telegram]', or unset it"
+            ) from None
+        public_url = public_url_from(environ)
+    document = client_metadata_document(
+        settings.oauth_client_metadata_url, port=settings.oauth_callback_port, public_url=public_url
+    )
+    return json.dumps(document, indent=2)
 
 
 async def _chat(args: argparse.Namespace) -> None:
@@ -283,10 +344,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["chat", *argv])
-    _configure_logging(args.log_level)
+    _configure_logging(getattr(args, "log_level", None))
     tune_garbage_collector()
     try:
-        if args.command == "chat":
+        if args.command == "oauth-client-metadata":
+            print(_oauth_client_metadata(os.environ))
+        elif args.command == "chat":
             anyio.run(_chat, args)
         elif args.command == "telegram":
             anyio.run(_telegram, args)

@@ -8,26 +8,61 @@ The client is Playa's own connection layer (``playa.mcp_remote._connection``), a
 ``connect``; the test runs this program with ``src`` on ``PYTHONPATH``. A server's questions
 (elicitation) go through Playa's own conversion to a person's question and back; the person
 here answers ``/accept`` alone, so every field takes its default (SEP-1034).
+
+An ``auth/*`` scenario runs a whole console host instead (``playa chat`` minus the terminal):
+the owner sends ``/mcp_add``, Playa starts its login and sends the link privately, and this
+program plays the owner's browser. The suite's authorization server approves at once and
+redirects to the redirect URI Playa registered, which is Playa's loopback callback; the browser
+follows that one redirect, Playa exchanges the code and connects, and the owner calls the
+server's tool through the offline model. Where Playa says the owner can run ``/mcp_auth``
+(a login that lacks a scope, say), the owner does, as a person would, up to ``OWNER_PATIENCE``
+times: how many logins a server gets is Playa's own limit to keep. A login that fails ends the
+run with an error, which the scenarios that expect a refusal allow.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
+import shlex
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 import anyio
+import httpx2
 import mcp_types as types
+from anyio.abc import TaskGroup
 
+from playa.cli import remote_mcp
 from playa.exceptions import RemoteError
-from playa.host import Answer, Question, answer_from_text
+from playa.host import (
+    Answer,
+    ChatSession,
+    Host,
+    HostConfig,
+    IncomingMessage,
+    Question,
+    Sender,
+    answer_from_text,
+)
 from playa.mcp_remote._connection import ConnectionSettings, Connector, Endpoint
 
 SCENARIO_TIMEOUT = 45.0
+AUTH_SCENARIO_TIMEOUT = 110.0
+"""Under the suite's client timeout for them (120 s): a stuck login fails here, saying where it was."""
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+"""Where the suite's authorization servers expect a client's metadata document (SEP-991)."""
+OWNER_PATIENCE = 5
+"""How many times the owner runs ``/mcp_auth`` when Playa says to: more than Playa may need."""
+OWNER = Sender(id="owner", name="Owner", is_owner=True)
+SERVER = "conformance"
 
 
 @dataclass
@@ -149,6 +184,122 @@ async def _schema_echo(url: str) -> None:
         print(await connection.call_tool("json_schema_echo", {"schema": focal.input_schema}))
 
 
+@dataclass(eq=False)
+class Owner:
+    """The console's owner (Playa's ``UI``): reads the chat, and opens each private link in a browser.
+
+    What Playa says outside a command's reply (how a login ended) arrives on ``said``.
+    """
+
+    tg: TaskGroup
+    said: list[str] = field(default_factory=list)
+    news: anyio.Event = field(default_factory=anyio.Event)
+
+    async def send(self, text: str) -> int:
+        print(f"playa> {text}", file=sys.stderr)
+        self.said.append(text)
+        self.news.set()
+        return len(self.said)
+
+    async def send_private(self, text: str) -> int:
+        print(f"playa (private)> {text}", file=sys.stderr)
+        # The link is on a line of its own.
+        (link,) = [line for line in text.splitlines() if line.startswith("http")]
+        self.tg.start_soon(_browse, link)
+        return 0
+
+    async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
+        print(f"playa asks> {question}", file=sys.stderr)
+        return None
+
+    async def question(self, question: Question, *, timeout: float = 300.0) -> Answer:
+        return await _accept_defaults(question)
+
+    async def delete(self, ref: object) -> bool:
+        return False
+
+    async def notify(self, text: str) -> None:
+        pass
+
+    async def next_said(self) -> str:
+        """The next thing Playa says in the chat outside a reply (a login's outcome)."""
+        seen = len(self.said)
+        while len(self.said) == seen:
+            self.news = anyio.Event()
+            await self.news.wait()
+        return self.said[seen]
+
+    async def command(self, host: Host, session: ChatSession, text: str) -> str:
+        print(f"owner> {text}", file=sys.stderr)
+        reply = await host.handle(session, IncomingMessage(text=text, sender=OWNER), self)
+        answer = reply.text if reply is not None else ""
+        print(f"playa> {answer}", file=sys.stderr)
+        return answer
+
+
+async def _browse(link: str) -> None:
+    """The owner's browser: the authorization server approves at once, and its redirect goes to Playa."""
+    async with httpx2.AsyncClient() as browser:
+        page = await browser.get(link)
+        location = page.headers.get("location")
+        if not page.is_redirect or location is None:
+            print(f"browser: the authorization page answered HTTP {page.status_code}", file=sys.stderr)
+            return
+        target = urljoin(link, location)
+        if urlsplit(target).hostname != "127.0.0.1":
+            print(f"browser: redirected to {target}, not to Playa's callback", file=sys.stderr)
+            return
+        callback = await browser.get(target)
+        print(f"browser: Playa's callback page said: {callback.text}", file=sys.stderr)
+
+
+def _add_command(url: str) -> str:
+    """``/mcp_add`` as the owner would type it, with the client the suite registered for them, if any."""
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    words = ["/mcp_add", SERVER, url]
+    if client_id := context.get("client_id"):
+        words += ["--client-id", client_id]
+        if client_secret := context.get("client_secret"):
+            words += ["--client-secret", client_secret]
+    return shlex.join(words)
+
+
+async def _log_in_and_call(url: str) -> None:
+    """Add the server as the owner, log in when Playa asks, and call its first tool."""
+    environ = {
+        **os.environ,
+        "MCP_ENCRYPTION_SECRET": secrets.token_urlsafe(32),
+        "PLAYA_OAUTH_CLIENT_METADATA_URL": CIMD_URL,
+    }
+    with tempfile.TemporaryDirectory() as data_dir:
+        config = HostConfig(data_dir=Path(data_dir))
+        async with (
+            Host(config, [remote_mcp(config, environ, console=True)]) as host,
+            anyio.create_task_group() as tg,
+        ):
+            owner = Owner(tg)
+            session = await host.session(f"console:{SERVER}", owner=OWNER.id)
+            reply = await owner.command(host, session, _add_command(url))
+            for _ in range(OWNER_PATIENCE):
+                if "link to log in" in reply:
+                    outcome = await owner.next_said()
+                    if not outcome.startswith("Logged in"):
+                        raise SystemExit(f"the login did not succeed: {outcome}")
+                    reply = outcome  # the reply that started the login names /mcp_auth as well
+                tools = await owner.command(host, session, f"/mcp_tools {SERVER}")
+                if tools.startswith(f"{SERVER}__"):
+                    tool = tools.split(" ", 1)[0]
+                    reply = await owner.command(host, session, tool)
+                    if f"{tool} returned:" in reply:
+                        break
+                if f"/mcp_auth {SERVER}" not in reply + tools:
+                    raise SystemExit(f"Playa could not call the server's tool: {reply}")
+                reply = await owner.command(host, session, f"/mcp_auth {SERVER}")
+            else:
+                raise SystemExit("the owner ran out of patience")
+            tg.cancel_scope.cancel()
+
+
 SCENARIOS: dict[str, Callable[[str], Awaitable[None]]] = {
     "initialize": _initialize,
     "tools_call": _add_numbers,
@@ -162,13 +313,13 @@ SCENARIOS: dict[str, Callable[[str], Awaitable[None]]] = {
     "json-schema-ref-no-deref": _initialize,
     "json-schema-2020-12-preservation": _schema_echo,
 }
-"""Every scenario's own steps; an ``auth/*`` scenario only connects (the OAuth issue adds the flow)."""
+"""Every scenario's own steps; an ``auth/*`` scenario not named here logs in and calls a tool."""
 
 
 def main(argv: list[str]) -> int:
     """Run the scenario named in the environment against the URL given last on the command line."""
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
-    run = SCENARIOS.get(scenario, _initialize if scenario.startswith("auth/") else None)
+    run = SCENARIOS.get(scenario, _log_in_and_call if scenario.startswith("auth/") else None)
     if len(argv) < 2 or run is None:
         print(
             f"usage: MCP_CONFORMANCE_SCENARIO=<{'|'.join(SCENARIOS)}|auth/…> client.py <url>", file=sys.stderr
@@ -176,7 +327,7 @@ def main(argv: list[str]) -> int:
         return 2
 
     async def bounded() -> None:
-        with anyio.fail_after(SCENARIO_TIMEOUT):
+        with anyio.fail_after(AUTH_SCENARIO_TIMEOUT if scenario.startswith("auth/") else SCENARIO_TIMEOUT):
             await run(argv[-1])
 
     anyio.run(bounded)

@@ -22,7 +22,7 @@ from mcp_types import ListToolsResult, PaginatedRequestParams, TextContent
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from playa.exceptions import CallFailed, ConfigError, ConnectFailed, RemoteError, RemoteTimeout
+from playa.exceptions import CallFailed, ConfigError, ConnectFailed, NeedsLogin, RemoteError, RemoteTimeout
 from playa.mcp_remote._connection import HANDSHAKE, Connection, ConnectionSettings, Connector, Endpoint
 from playa.mcp_remote._egress import EgressPolicy
 from servers.python_servers import (
@@ -414,6 +414,23 @@ async def test_a_bearer_protected_server_accepts_the_right_token(
             assert connection.transport == transport
             assert text_of(await connection.call_tool("add", {"a": 1, "b": 2})) == "3"
             await connection.aclose()
+
+
+@pytest.mark.parametrize("transport", ["auto", "sse"])
+async def test_a_server_added_without_credentials_that_takes_a_bearer_token_needs_a_login(
+    task_group: TaskGroup, transport: str
+) -> None:
+    # A bare Bearer challenge names no metadata: a 2025-03-26 server keeps its authorization
+    # server at its origin (metadata or the default endpoints), and the login finds it there.
+    server_transport = "sse" if transport == "sse" else "streamable-http"
+    with anyio.fail_after(10):
+        async with serve_mcp(make_server(), server_transport, bearer="the-right-one") as served:  # type: ignore[arg-type]
+            with pytest.raises(NeedsLogin) as caught:
+                await Connector(HEALTHY).connect(endpoint(served.url, transport=transport), task_group)
+            assert caught.value.reason == "this server needs a login"
+            if transport == "auto":
+                # Only a login helps: no SSE attempt.
+                assert {(r.method, r.path) for r in served.requests} == {("POST", "/mcp")}
 
 
 @pytest.mark.parametrize("transport", ["auto", "sse"])

@@ -11,18 +11,22 @@ import logging
 import time
 from dataclasses import replace
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import httpx2
 import pytest
+from mcp.server.mcpserver import MCPServer
 
+from playa._asgi import bind
 from playa.host import encoded_forms
 from playa.mcp_remote import HostSecret
 from playa.mcp_remote._seal import Sealer
 from playa.mcp_remote._store import ServerStore
 from servers.oidc import authorization_server
+from servers.python_servers import LOOPBACK, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
-from support.oauth import SETTINGS, OwnerUI, every_file, protected_server, remote_host, sign_in
+from support.oauth import SETTINGS, OwnerUI, every_file, link_in, protected_server, remote_host, sign_in
 
 pytestmark = [pytest.mark.anyio, pytest.mark.npm]
 
@@ -190,3 +194,128 @@ async def test_tokens_are_refreshed_before_expiry_and_a_refused_refresh_waits_fo
                 assert "next retry" not in listed.text
                 prompt = session.prompt.get("Remote MCP servers") or ""
                 assert "authorization expired — the owner can run /mcp_auth linear" in prompt
+
+
+async def test_a_call_refused_for_a_scope_waits_for_the_owners_login_with_the_wider_scope(
+    data_dir: Path, host_secret: HostSecret, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            authorization_server() as auth,
+            protected_server(auth, step_up=True) as mcp,
+            remote_host(data_dir, host_secret, model := RecordingModel()) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui = OwnerUI()
+            await host.handle(session, msg(f"/mcp_add notes {mcp.url}"), ui)
+            await ui.link.wait()
+            (first_scope,) = parse_qs(urlsplit(ui.link_url()).query)["scope"]
+            assert "mcp:write" not in first_scope.split()
+            await sign_in(ui.link_url())
+            await ui.said.wait()
+            assert ui.sent[-1] == "Logged in to notes: connected over streamable-http, 4 tools."
+            first_grant = sealed_secrets(data_dir, host_secret, session.workspace)
+
+            # The token lacks mcp:write: the call fails, and only the owner's login can help.
+            refused = await host.handle(session, msg("notes__publish"), ScriptedUI())
+            assert refused is not None
+            needs = "needs scope mcp:write — the owner can run /mcp_auth notes"
+            assert needs in refused.text
+            assert f"notes: unavailable: {needs}" in (session.prompt.get("Remote MCP servers") or "")
+            listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
+            assert listed is not None and "next retry" not in listed.text
+
+            # The new login asks for what was granted and what the call needed (SEP-2350).
+            ui.link, ui.said = anyio.Event(), anyio.Event()
+            await host.handle(session, msg("/mcp_auth notes"), ui)
+            await ui.link.wait()
+            second_link = link_in(ui.private[-1])
+            (scope,) = parse_qs(urlsplit(second_link).query)["scope"]
+            assert set(scope.split()) == {*first_scope.split(), "mcp:write"}
+            await sign_in(second_link)
+            await ui.said.wait()
+            assert ui.sent[-1] == "Logged in to notes: connected over streamable-http, 4 tools."
+            published = await host.handle(session, msg("notes__publish"), ScriptedUI())
+            assert published is not None and "published" in published.text
+
+            # A refusal for scopes the token holds already: no login can help, and none is asked for.
+            private = len(ui.private)
+            denied = await host.handle(session, msg("notes__delete"), ScriptedUI())
+            assert denied is not None
+            assert "HTTP 403" in denied.text and "/mcp_auth" not in denied.text
+            assert len(ui.private) == private
+
+            # Neither login's tokens nor either registration's secret shows anywhere: not to
+            # the model, in a reply, a log line, or a file outside the seal.
+            second_grant = sealed_secrets(data_dir, host_secret, session.workspace)
+            assert first_grant and second_grant and not first_grant & second_grant
+            seen = [
+                repr(model.seen),
+                *ui.sent,
+                *ui.private,
+                refused.text,
+                published.text,
+                denied.text,
+                caplog.text,
+            ]
+            files = every_file(data_dir)
+            for value in first_grant | second_grant:
+                for form in encoded_forms(value):
+                    assert all(form not in text for text in seen)
+                    for name, text in files.items():
+                        assert form not in text, name
+
+
+async def test_a_server_that_wants_a_fixed_bearer_token_is_tried_as_oauth_and_the_owner_is_told_how_to_add_the_token(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    # Its 401 says only "Bearer", as a 2025-03-26 OAuth server's does; no metadata anywhere.
+    server = MCPServer("fixed")
+
+    @server.tool()
+    def ping() -> str:
+        """Answers pong."""
+        return "pong"
+
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            serve_mcp(server, bearer="a-fixed-token-" + "x" * 20) as fixed,
+            remote_host(data_dir, host_secret, RecordingModel()) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui = OwnerUI()
+            added = await host.handle(session, msg(f"/mcp_add fixed {fixed.url}"), ui)
+            assert added is not None and "this server needs a login" in added.text
+            await ui.said.wait()
+            assert ui.sent[-1].startswith("The login to fixed failed: ")
+            assert ui.sent[-1].endswith(
+                "It publishes no OAuth metadata: if it takes a fixed token, add it again with "
+                "/mcp_add fixed <url> --bearer"
+            )
+            assert ui.private == []  # no link: there was nothing to log in to
+
+
+async def test_a_fixed_callback_port_is_the_redirect_uri_the_login_registers_and_listens_on(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    sock = bind(LOOPBACK, 0)
+    port = sock.getsockname()[1]
+    sock.close()  # a free port, for the listener to take
+    settings = replace(SETTINGS, oauth_callback_port=port)
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            authorization_server() as auth,
+            protected_server(auth) as mcp,
+            remote_host(data_dir, host_secret, RecordingModel(), settings) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui = OwnerUI()
+            await host.handle(session, msg(f"/mcp_add linear {mcp.url}"), ui)
+            await ui.link.wait()
+            (redirect,) = parse_qs(urlsplit(ui.link_url()).query)["redirect_uri"]
+            assert redirect == f"http://127.0.0.1:{port}/oauth/callback"
+            callback = await sign_in(ui.link_url())
+            assert callback.url.port == port and "received the login for linear" in callback.text
+            await ui.said.wait()
+            assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 2 tools."

@@ -148,13 +148,19 @@ async def test_a_tool_that_needs_a_scope_the_login_lacks_names_it_and_the_comman
             remote_host(data_dir, host_secret, RecordingModel()) as host,
         ):
             session = await host.session(SCOPE, owner="owner")
-            await log_in(host, session, mcp.url)
+            ui = await log_in(host, session, mcp.url)
             called = await host.handle(session, msg('linear__write {"text": "x"}'), ScriptedUI())
             assert called is not None
-            assert "needs scope files:write — the owner can run /mcp_auth linear" in called.text, called.text
-            # The connection stays: the other tools work.
-            called = await host.handle(session, msg("linear__whoami"), ScriptedUI())
-            assert called is not None and "signed in" in called.text, called.text
+            needs = "needs scope files:write — the owner can run /mcp_auth linear"
+            assert needs in called.text, called.text
+            # Only the owner's login can add the scope: the server waits for it, with no retry
+            # timer, and nobody was sent a link meanwhile.
+            listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
+            assert listed is not None
+            assert listed.text.splitlines()[0] == f"linear: unavailable: {needs}", listed.text
+            assert "next retry" not in listed.text
+            assert needs in (session.prompt.get("Remote MCP servers") or "")
+            assert len(ui.private) == 1
 
 
 def challenge(value: str, status: int = 403) -> httpx2.Response:
@@ -163,7 +169,7 @@ def challenge(value: str, status: int = 403) -> httpx2.Response:
 
 def test_the_missing_scope_comes_from_the_challenge_and_only_as_scope_tokens() -> None:
     named = challenge('Bearer error="insufficient_scope", scope="files:write repo", resource_metadata="x"')
-    assert missing_scope(named) == "needs scope files:write repo"
+    assert missing_scope(named) == "needs scope files:write, repo"
     # The SDK's own server names the scope in its description only.
     described = challenge(
         'Bearer error="insufficient_scope", error_description="Required scope: files:write"'

@@ -17,9 +17,20 @@ from playa.mcp_remote import RemoteMcpSettings
         ({"backoff_max": math.inf}, "RemoteMcpSettings.backoff_max must be a positive number of seconds"),
         ({"backoff_initial": 120.0, "backoff_max": 60.0}, "backoff_max \\(60.0\\) is below backoff_initial"),
         ({"max_tools_per_server": 0}, "RemoteMcpSettings.max_tools_per_server must be at least 1, got 0"),
+        ({"oauth_callback_port": -1}, "RemoteMcpSettings.oauth_callback_port must be a port"),
+        ({"oauth_callback_port": 65536}, "RemoteMcpSettings.oauth_callback_port must be a port"),
+        # A client id document must be fetched over https, and a bare origin is no document.
+        (
+            {"oauth_client_metadata_url": "http://example.com/client.json"},
+            "RemoteMcpSettings.oauth_client_metadata_url must be an https URL with a path",
+        ),
+        (
+            {"oauth_client_metadata_url": "https://example.com"},
+            "RemoteMcpSettings.oauth_client_metadata_url must be an https URL with a path",
+        ),
     ],
 )
-def test_impossible_settings_are_refused_naming_the_field(fields: dict[str, float], message: str) -> None:
+def test_impossible_settings_are_refused_naming_the_field(fields: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         RemoteMcpSettings(**fields)  # type: ignore[arg-type]
 

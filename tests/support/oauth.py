@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import anyio
 import httpx2
@@ -24,13 +25,14 @@ from playa._asgi import bind
 from playa.host import ChatSession, Host, HostConfig
 from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpExtension, RemoteMcpSettings
 from servers.oidc import AuthorizationServer
-from servers.python_servers import LOOPBACK, RunningServer, serve_asgi
+from servers.python_servers import LOOPBACK, RunningServer, buffered, json_or_none, serve_asgi
 from support.chat import RecordingModel, ScriptedUI, msg
 
 __all__ = [
     "SETTINGS",
     "Introspection",
     "OwnerUI",
+    "StepUp",
     "every_file",
     "introspect",
     "link_in",
@@ -77,13 +79,18 @@ class Introspection:
 
 @asynccontextmanager
 async def protected_server(
-    auth: AuthorizationServer, *, write_scope: str | None = None, list_scope: str | None = None
+    auth: AuthorizationServer,
+    *,
+    write_scope: str | None = None,
+    list_scope: str | None = None,
+    step_up: bool = False,
 ) -> AsyncIterator[RunningServer]:
     """An SDK MCP server that takes only tokens the authorization server issued for it.
 
     With ``write_scope``, its ``write`` tool needs that scope too, which the authorization
     server never grants: a call is answered 403 ``insufficient_scope`` naming it (RFC 6750 §3.1).
-    With ``list_scope``, listing its tools does.
+    With ``list_scope``, listing its tools does. With ``step_up``, it has ``publish`` and
+    ``delete`` too (see ``StepUp``).
     """
     sock = bind(LOOPBACK, 0)
     url = f"http://{LOOPBACK}:{sock.getsockname()[1]}/mcp"
@@ -108,14 +115,73 @@ async def protected_server(
         """Write a file (needs the write scope, when the server has one)."""
         return "written"
 
+    if step_up:
+
+        @server.tool()
+        def publish() -> str:
+            """Publish (needs the mcp:write scope)."""
+            return "published"
+
+        @server.tool()
+        def delete() -> str:
+            """Delete (needs a scope the authorization server never grants here)."""
+            return "deleted"
+
     app: ASGIApp = server.streamable_http_app(host=LOOPBACK)
     origin = f"http://{LOOPBACK}:{sock.getsockname()[1]}"
+    if step_up:
+        app = StepUp(app, Introspection(auth, url), f"{origin}/.well-known/oauth-protected-resource/mcp")
     if write_scope is not None:
         app = _Scoped(app, ("tools/call", "write"), write_scope, origin)
     if list_scope is not None:
         app = _Scoped(app, ("tools/list", None), list_scope, origin)
     async with serve_asgi(app, sock=sock, path="/mcp") as running:
         yield running
+
+
+class StepUp:
+    """ASGI middleware: ``publish`` needs the ``mcp:write`` scope, ``delete`` a scope nobody is granted.
+
+    Either call without it is refused with 403 ``insufficient_scope`` naming the scopes it needs
+    (RFC 6750 3.1), as a server does for one operation that needs more than the others.
+    """
+
+    NEEDS: ClassVar[dict[str, str]] = {"publish": "mcp mcp:write", "delete": "mcp:write"}
+
+    def __init__(self, app: ASGIApp, introspection: Introspection, metadata_url: str) -> None:
+        self._app = app
+        self._introspection = introspection
+        self._metadata_url = metadata_url
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        body, replay = await buffered(receive)
+        payload = json_or_none(body)
+        params = payload.get("params") if isinstance(payload, dict) else None
+        name = params.get("name") if isinstance(params, dict) and payload["method"] == "tools/call" else None
+        if name in self.NEEDS:
+            given = dict(scope["headers"]).get(b"authorization", b"").decode()
+            token = await self._introspection.verify_token(given.removeprefix("Bearer "))
+            if name == "delete" or token is None or "mcp:write" not in token.scopes:
+                challenge = (
+                    f'Bearer error="insufficient_scope", scope="{self.NEEDS[name]}", '
+                    f'resource_metadata="{self._metadata_url}"'
+                )
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 403,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", challenge.encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b'{"error": "insufficient_scope"}'})
+                return
+        await self._app(scope, replay, send)
 
 
 class _Scoped:

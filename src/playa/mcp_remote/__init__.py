@@ -8,7 +8,7 @@ from ._budget import ResultBudget, ResultTooLarge
 from ._connection import Connection, ConnectionSettings, Connector, Endpoint
 from ._egress import EgressMode, EgressPolicy, Resolver, system_resolver
 from ._extension import RemoteMcpExtension
-from ._oauth import CALLBACK_PATH, Callbacks
+from ._oauth import CALLBACK_PATH, Callbacks, client_metadata_document
 from ._secret import HostSecret, NoHostSecret, resolve_host_secret
 from ._settings import RemoteMcpSettings
 from ._store import LoadResult, Rejected, ServerEntry, ServerStore
@@ -33,6 +33,7 @@ __all__ = [
     "ResultTooLarge",
     "ServerEntry",
     "ServerStore",
+    "client_metadata_document",
     "resolve_host_secret",
     "system_resolver",
 ]

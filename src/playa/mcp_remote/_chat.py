@@ -234,6 +234,7 @@ class ChatServers:
         attempt = state.attempt
         name = state.entry.name
         connection: Connection | None = None
+        endpoint: Endpoint | None = None
         # The boundary covers every step, binding included: this runs in the task group every
         # chat of the host shares, and an exception escaping it would end them all.
         try:
@@ -241,8 +242,9 @@ class ChatServers:
                 # No tokens yet: only the owner's login can help, and a connect would only
                 # register clients with the authorization server for nothing.
                 raise NeedsLogin("this server needs a login", server=name)
+            endpoint = self._endpoint(state)
             connection = await self._connector.connect(
-                self._endpoint(state),
+                endpoint,
                 self._tg,
                 ask=self._ask,
                 redact=self._redact,
@@ -261,6 +263,8 @@ class ChatServers:
             await self._settle(state, adopted)
         except RemoteError as exc:
             if self.servers.get(name) is state:
+                if endpoint is not None and endpoint.auth is not None and endpoint.auth.scope:
+                    state.scope = endpoint.auth.scope
                 self._failed(state, exc.reason, needs_login=isinstance(exc, NeedsLogin))
         except Exception as exc:  # boundary: one server's bug must not end the chat's task group
             logger.error("connecting %s in %s failed: %s", name, self.session.scope, type(exc).__name__)
@@ -353,6 +357,7 @@ class ChatServers:
         name, url = state.entry.name, state.entry.url
         message: str
         login: PendingLogin | None = None
+        auth: ServerAuth | None = None
         with scope:
             # The boundary: this runs in the task group every chat of the host shares.
             try:
@@ -382,12 +387,27 @@ class ChatServers:
                     and redirect_uri not in {str(uri) for uri in client.redirect_uris}
                 ):
                     client = None  # registered for another redirect address: register again
+                if (
+                    client is not None
+                    and client.scope is not None
+                    and state.scope is not None
+                    and not set(state.scope.split()) <= set(client.scope.split())
+                ):
+                    client = None  # registered for fewer scopes than a step-up asks for
                 storage = GrantStorage(
                     OAuthGrant(resource=previous.resource, issuer=previous.issuer, client=client),
                     lambda grant: self._login_done(state, grant),
                     clock=self._clock,
                 )
-                auth = ServerAuth(url, storage, redirect_uri=redirect_uri, login=login, clock=self._clock)
+                auth = ServerAuth(
+                    url,
+                    storage,
+                    redirect_uri=redirect_uri,
+                    login=login,
+                    client_metadata_url=self._settings.oauth_client_metadata_url,
+                    scope=state.scope,
+                    clock=self._clock,
+                )
                 # Any request starts the flow on its 401; ping opens no session to clean up.
                 http = await self._connector.login_client(auth)
                 async with (
@@ -418,6 +438,13 @@ class ChatServers:
             except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as exc:
                 why = login.refusal if login is not None and login.refusal else str(exc)
                 message = f"The login to {name} failed: {self.redactor.redact(why)[:300]}"
+                if auth is not None and auth.found_no_metadata:
+                    # A bare Bearer challenge can mean a fixed token as well as a 2025-03-26
+                    # OAuth server: with no metadata anywhere, the owner may know which.
+                    message += (
+                        f". It publishes no OAuth metadata: if it takes a fixed token, add it "
+                        f"again with /mcp_add {name} <url> --bearer"
+                    )
             except Exception as exc:  # boundary: one login's failure must not end the chat's task group
                 logger.warning(
                     "the login to %s in %s failed: %s", name, self.session.scope, type(exc).__name__
@@ -432,6 +459,7 @@ class ChatServers:
         if not message:
             if self.servers.get(name) is not state:
                 return
+            state.scope = None  # asked for and granted: the token's scope holds it now
             self._start(state)
             if state.attempt is not None:
                 with anyio.move_on_after(self._settings.connection.connect_timeout + CONNECT_WAIT_MARGIN):
@@ -788,8 +816,16 @@ class ChatServers:
                 f"{exposed} failed: {exc.reason}. The call was not retried; the next call reconnects."
             )
         except NeedsLogin as exc:
-            # A scope the login did not grant: this tool waits for the owner, the others work.
-            return ToolResult.error(f"{exposed} failed: {_login_hint(exc.reason, state.entry.name)}")
+            # The token lacks a scope the call needs: the server waits for the owner's login.
+            if state.connection is connection:
+                state.connection = None
+                self._tg.start_soon(connection.aclose)
+            auth = connection.endpoint.auth
+            if auth is not None and auth.scope:
+                state.scope = auth.scope
+            self._failed(state, exc.reason, needs_login=True)
+            self._write_section()
+            return ToolResult.error(f"{exposed} failed: {state.reason}")
         except RemoteError as exc:
             # The server answered with an error: the connection is fine and stays.
             return ToolResult.error(f"{exposed} failed: {exc.reason}")

@@ -447,7 +447,7 @@ class Connection:
                 pending = PendingTask(server=server, tool=name, task=task, started=started)
                 return await self._follow(client, pending, on_progress)
         except Exception as exc:  # boundary: every SDK and httpx2 failure is translated at this seam
-            error = self._own_call_error(exc, cuts_before, errors_before) or call_error(
+            error = self._own_call_error(exc, cuts_before) or call_error(
                 exc, server=server, trace=self._trace, errors_before=errors_before, timeout=seconds
             )
             if isinstance(error, CallFailed | RemoteTimeout):
@@ -490,7 +490,7 @@ class Connection:
             with anyio.move_on_after(max(0.0, pending.started + call_max - anyio.current_time())):
                 return await self._follow(client, pending, on_progress)
         except Exception as exc:  # boundary: every SDK and httpx2 failure is translated at this seam
-            error = self._own_call_error(exc, cuts_before, errors_before) or call_error(
+            error = self._own_call_error(exc, cuts_before) or call_error(
                 exc, server=server, trace=self._trace, errors_before=errors_before, timeout=call_max
             )
             if isinstance(error, CallFailed | RemoteTimeout):
@@ -580,13 +580,12 @@ class Connection:
         """How many answers the result budget cut off: results come on POST bodies, or over SSE on its stream."""
         return self._budget.exceeded_events if self.transport == "sse" else self._budget.exceeded
 
-    def _own_call_error(self, exc: Exception, cuts_before: int, errors_before: int) -> RemoteError | None:
-        """The failures ``call_error`` cannot see: a refused address, a result over the budget, a scope
-        that only the owner's login can add (the connection is fine: other tools still work)."""
+    def _own_call_error(self, exc: Exception, cuts_before: int) -> RemoteError | None:
+        """The failures ``call_error`` cannot see: a refused address, a result over the budget, a login."""
         server = self.endpoint.server
-        scope = self._trace.missing_scope
-        if self.endpoint.auth is not None and self._trace.errors > errors_before and scope is not None:
-            return NeedsLogin(scope, server=server)
+        if self.endpoint.auth is not None and (why := self.endpoint.auth.needs_login) is not None:
+            # The token lacks a scope the call needs (step-up): only the owner can log in again.
+            return NeedsLogin(why, server=server)
         if (refusal := find_refusal(exc)) is not None:
             return CallFailed(refusal.reason, server=server)
         if self._cuts() > cuts_before or oversized_event(exc):
@@ -603,7 +602,8 @@ class Connection:
         if self.endpoint.auth is not None and (why := self.endpoint.auth.needs_login) is not None:
             # Only a person can unblock it: no other transport, and no retry timer.
             return ConnectFailure(NeedsLogin(why, server=server), try_other_transport=False)
-        if self.endpoint.auth is None and self._trace.status == 401 and self._trace.login_challenge:
+        if self.endpoint.auth is None and not self.endpoint.headers and self._trace.login_challenge:
+            # Added without credentials, and it takes a bearer token: a login can get one.
             return ConnectFailure(
                 NeedsLogin("this server needs a login", server=server), try_other_transport=False
             )

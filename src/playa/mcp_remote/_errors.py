@@ -15,7 +15,7 @@ import errno
 import re
 import socket
 import ssl
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -35,6 +35,7 @@ __all__ = [
     "call_error",
     "connect_error",
     "missing_scope",
+    "needs_scope",
     "timed_out",
 ]
 
@@ -49,9 +50,9 @@ _SDK_CLOSED: Final = ("Connection closed", "SSE stream ended without a response"
 # transport would be refused the same way, so they never trigger a transport fallback.
 _NO_FALLBACK_STATUSES: Final = frozenset({401, 403, 407, 429})
 
-_SCOPE_TOKEN: Final = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]{1,100}")
-"""A scope token (RFC 6749 §3.3): printable ASCII without space, quote or backslash."""
-_SCOPES_SHOWN: Final = 10
+_SCOPE_TOKEN: Final = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]{1,64}")
+"""A scope token (RFC 6749 §3.3): printable ASCII without space, quote or backslash; and short."""
+_SCOPES_SHOWN: Final = 5
 _DESCRIPTION_SCAN: Final = 4096
 
 _STATUS_NOTES: Final = {
@@ -77,14 +78,26 @@ def missing_scope(response: httpx2.Response) -> str | None:
         return None
     scopes = (extract_field_from_www_auth(response, "scope") or "").split()
     if scopes and all(_SCOPE_TOKEN.fullmatch(token) for token in scopes):
-        shown = " ".join(scopes[:_SCOPES_SHOWN]) + (" …" if len(scopes) > _SCOPES_SHOWN else "")
-        return f"needs scope {shown}"
+        return needs_scope(scopes)
     description = " ".join(
         (extract_field_from_www_auth(response, "error_description") or "")[:_DESCRIPTION_SCAN].split()
     )
     if description:
         return f"needs a scope the login did not grant (the server says: {description})"
     return "needs a scope the login did not grant"
+
+
+def needs_scope(scopes: Sequence[str]) -> str:
+    """A refusal for want of ``scopes``, as "needs scope files:write, repo".
+
+    Fit for a reply and the prompt section that carries it every turn: a server chose the
+    scopes, so only short scope tokens are named, five at most.
+    """
+    shown = [scope for scope in scopes if _SCOPE_TOKEN.fullmatch(scope)][:_SCOPES_SHOWN]
+    if not shown:
+        return "needs a scope the login did not grant"
+    more = len(scopes) - len(shown)
+    return "needs scope " + ", ".join(shown) + (f", and {more} more" if more else "")
 
 
 class HttpTrace:
@@ -99,7 +112,11 @@ class HttpTrace:
         self.status: int | None = None
         self.redirect: str | None = None
         self.login_challenge = False
-        """The last 401 was a Bearer challenge naming OAuth metadata (RFC 9728): a login helps."""
+        """A 401 came with a Bearer challenge (RFC 6750): an OAuth login can get the token, its
+        authorization server found from the metadata the challenge names or the well-known
+        paths (RFC 9728, RFC 8414), or at the 2025-03-26 default endpoints. It stays set: a
+        client that falls back to another request after it (``server/discover`` refused, then
+        ``initialize``) ends on that request's status."""
         self.missing_scope: str | None = None
         """What the last refusal said is missing, when it was a 403 ``insufficient_scope`` (``missing_scope``)."""
 
@@ -110,9 +127,8 @@ class HttpTrace:
             self.missing_scope = missing_scope(response)
             if response.status_code == 401:
                 challenge = response.headers.get("www-authenticate", "")
-                self.login_challenge = (
-                    challenge[:7].lower() == "bearer " and "resource_metadata=" in challenge.lower()
-                )
+                if challenge.strip()[:7].lower() in ("bearer", "bearer "):
+                    self.login_challenge = True
         elif response.is_redirect and (location := response.headers.get("location")):
             try:
                 target = response.request.url.join(location)

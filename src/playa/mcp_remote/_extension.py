@@ -41,13 +41,15 @@ class RemoteMcpExtension(Extension):
         clock: Callable[[], float] = time.time,
         callbacks: Callbacks | None = None,
     ) -> None:
-        """``callbacks`` is the OAuth redirect listener (default: loopback on a free port)."""
+        """``callbacks`` is the OAuth redirect listener (default: loopback, on the settings' port)."""
         self.settings = settings or RemoteMcpSettings()
         self.connector = connector or Connector(self.settings.connection)
         self.disabled_reason = secret.reason if isinstance(secret, NoHostSecret) else None
         self._sealer = Sealer(secret.value) if isinstance(secret, HostSecret) else None
         self._clock = clock
-        self.callbacks = callbacks if callbacks is not None else Callbacks()
+        self.callbacks = (
+            callbacks if callbacks is not None else Callbacks(port=self.settings.oauth_callback_port)
+        )
         self._chats: dict[str, ChatServers] = {}
         self._tg: TaskGroup | None = None
 

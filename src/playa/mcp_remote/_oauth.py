@@ -24,12 +24,18 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Final
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urljoin, urlsplit
 
 import anyio
 import httpx2
 from anyio.abc import SocketStream, TaskGroup
 from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth.utils import (
+    create_client_registration_request,
+    extract_field_from_www_auth,
+    extract_scope_from_www_auth,
+    union_scopes,
+)
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -39,7 +45,7 @@ from mcp.shared.auth import (
 
 from playa import __version__
 from playa.host import outbound_secrets
-from playa.mcp_remote._errors import missing_scope
+from playa.mcp_remote._errors import needs_scope
 from playa.mcp_remote._grant import OAuthGrant
 
 __all__ = [
@@ -52,7 +58,9 @@ __all__ = [
     "PendingLogin",
     "ServerAuth",
     "client_metadata",
+    "client_metadata_document",
     "duration_text",
+    "token_auth_method",
 ]
 
 logger = logging.getLogger(__name__)
@@ -89,6 +97,34 @@ def client_metadata(redirect_uri: str, *, scope: str | None = None) -> OAuthClie
             "scope": scope,
         }
     )
+
+
+def client_metadata_document(url: str, *, port: int = 0, public_url: str | None = None) -> dict[str, object]:
+    """Playa's client metadata document, to be served at ``url``, which is its ``client_id``.
+
+    The redirect URIs are the console's loopback callback: on the fixed port when one is set,
+    else without a port, which an authorization server must then accept on any (RFC 8252 §7.3);
+    and with ``public_url`` the front end's, ``<public_url>/oauth/callback``.
+    """
+    loopback = f"http://127.0.0.1{f':{port}' if port else ''}{CALLBACK_PATH}"
+    document = {"client_id": url, **client_metadata(loopback).model_dump(mode="json", exclude_none=True)}
+    if public_url is not None:
+        document["redirect_uris"] = [loopback, public_url.rstrip("/") + CALLBACK_PATH]
+    return document
+
+
+def token_auth_method(registered: str | None, supported: list[str] | None) -> str | None:
+    """How a client with a secret authenticates at the token endpoint.
+
+    The registration's method (a pre-registered client's is Playa's guess, basic) when the
+    authorization server takes it; else the first of basic and post that it lists. A server
+    that lists none takes basic (RFC 8414 2); one that takes neither keeps the registered
+    method, and the server says what it makes of that.
+    """
+    offered = supported if supported is not None else ["client_secret_basic"]
+    if registered in offered:
+        return registered
+    return next((m for m in ("client_secret_basic", "client_secret_post") if m in offered), registered)
 
 
 class GrantStorage:
@@ -135,6 +171,12 @@ class ServerAuth(OAuthClientProvider):
     the authorization link goes to ``login.send_link`` and the code comes from its callback.
 
     A connection makes one per connect: it refreshes on a 401 at most once.
+
+    Step-up (a 403 ``insufficient_scope``): a connection cannot ask the owner, so it fails the
+    request with ``needs_login`` naming the missing scopes and ``scope`` holding what the next
+    login asks for: the scopes asked and granted before with the ones challenged (SEP-2350).
+    A 403 for scopes the token already holds is the server's refusal, which no login changes:
+    ``needs_login`` stays None and nobody is asked to log in again (the retry limit).
     """
 
     def __init__(
@@ -145,8 +187,10 @@ class ServerAuth(OAuthClientProvider):
         redirect_uri: str,
         login: PendingLogin | None = None,
         client_metadata_url: str | None = None,
+        scope: str | None = None,
         clock: Clock = time.time,
     ) -> None:
+        """``scope``: for a login, scopes to ask for beyond those the server names (a step-up's)."""
         super().__init__(
             server_url,
             client_metadata(redirect_uri),
@@ -160,9 +204,17 @@ class ServerAuth(OAuthClientProvider):
         self._clock = clock
         self._refreshing = False
         self._refreshed_on_401 = False
-        self._answer: httpx2.Response | None = None
+        self._insufficient_scope = False
+        self._challenged: str | None = None
+        self.scope = scope
+        """The scopes the next login asks for besides those the server names, if any."""
         self.needs_login: str | None = None
         """Why the last connect failed for want of a person's login; None if it did not."""
+
+    @property
+    def found_no_metadata(self) -> bool:
+        """Whether discovery found neither protected resource nor authorization server metadata."""
+        return self.context.protected_resource_metadata is None and self.context.oauth_metadata is None
 
     @property
     def grant(self) -> OAuthGrant:
@@ -184,28 +236,65 @@ class ServerAuth(OAuthClientProvider):
             self.context.token_expiry_time = expires_at - REFRESH_MARGIN
 
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        # The SDK's flow, watched: what the server answered the request itself tells a scope
-        # it lacks (403 insufficient_scope) from a token it refused (401).
+        """The SDK's flow, watching the answers to ``request`` itself (a 403 is no expired token),
+        and registering a login's client for the scopes it will ask for."""
         flow = super()._auth_flow(request)
         try:
             outgoing = await flow.__anext__()
             while True:
+                if self.scope and self._login is not None and self._is_registration(outgoing):
+                    # An authorization server may hold a client to the scopes it registered
+                    # with (oidc-provider does): a step-up's scopes must be among them.
+                    metadata = self.context.client_metadata
+                    metadata.scope = union_scopes(metadata.scope, self.scope)
+                    base = self.context.get_authorization_base_url(self.context.server_url)
+                    outgoing = create_client_registration_request(self.context.oauth_metadata, metadata, base)
                 response = yield outgoing
                 if outgoing is request:
-                    self._answer = response
+                    self._insufficient_scope = (
+                        response.status_code == 403
+                        and extract_field_from_www_auth(response, "error") == "insufficient_scope"
+                    )
+                    self._challenged = (
+                        extract_scope_from_www_auth(response) if self._insufficient_scope else None
+                    )
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
             return
         finally:
             await flow.aclose()
 
+    def _is_registration(self, outgoing: httpx2.Request) -> bool:
+        """Whether the SDK's flow is about to register the client (dynamic registration)."""
+        metadata = self.context.oauth_metadata
+        if metadata is not None and metadata.registration_endpoint is not None:
+            endpoint = str(metadata.registration_endpoint)
+        else:
+            endpoint = urljoin(self.context.get_authorization_base_url(self.context.server_url), "/register")
+        return outgoing.method == "POST" and str(outgoing.url) == endpoint
+
     async def _perform_authorization(self) -> httpx2.Request:
         if self._login is not None:
+            # What the server names now, with the scopes a request was refused for (SEP-2350).
+            self.context.client_metadata.scope = union_scopes(self.context.client_metadata.scope, self.scope)
             return await super()._perform_authorization()
-        if self._answer is not None and (scope := missing_scope(self._answer)) is not None:
-            # A refresh grants no new scope: only the owner's login can (/mcp_auth).
-            self.needs_login = scope
-            raise _NeedsLogin(scope)
+        if self._insufficient_scope:
+            # The SDK chose the scopes to ask for: those asked and granted before, and the
+            # challenged ones (or, with none named, the server's), with offline_access where
+            # the authorization server offers it. A login helps if the token lacks one the
+            # server needs; offline_access is the client's own wish, never what a server needs.
+            wanted = self.context.client_metadata.scope
+            tokens = self.context.current_tokens
+            granted = set((tokens.scope or "").split()) if tokens is not None else set()
+            needed = (self._challenged or wanted or "").split()
+            missing = [scope for scope in needed if scope not in granted and scope != "offline_access"]
+            if not missing:
+                raise _NeedsLogin(
+                    "the server refuses the request although the login granted the scopes it names"
+                )
+            self.scope = wanted
+            self.needs_login = needs_scope(missing)
+            raise _NeedsLogin(self.needs_login)
         # A 401 to a token that has not expired by the clock (revoked, or a server that keeps
         # shorter lifetimes): one refresh before asking a person.
         if not self._refreshed_on_401 and self.context.can_refresh_token():
@@ -238,7 +327,20 @@ class ServerAuth(OAuthClientProvider):
         # token request must not carry them.
         _register((auth_code, code_verifier))
         self._remember_metadata()
+        self._fit_token_auth()
         return await super()._exchange_token_authorization_code(auth_code, code_verifier)
+
+    async def _refresh_token(self) -> httpx2.Request:
+        self._fit_token_auth()
+        return await super()._refresh_token()
+
+    def _fit_token_auth(self) -> None:
+        """Send the client secret the way the authorization server's metadata says it takes it."""
+        client, metadata = self.context.client_info, self.context.oauth_metadata
+        if client is not None and client.client_secret and metadata is not None:
+            client.token_endpoint_auth_method = token_auth_method(
+                client.token_endpoint_auth_method, metadata.token_endpoint_auth_methods_supported
+            )
 
     def _remember_metadata(self) -> None:
         """Keep what discovery found with the tokens about to be stored (see ``_initialize``)."""
@@ -322,7 +424,9 @@ class Callbacks:
     @property
     def redirect_uri_or_placeholder(self) -> str:
         """The redirect URI if listening; a connection that never logs in needs only a well-formed one."""
-        return self._url or f"http://{self._host}{CALLBACK_PATH}"
+        if self._url is not None:
+            return self._url
+        return f"http://{self._host}{f':{self._port}' if self._port else ''}{CALLBACK_PATH}"
 
     @property
     def redirect_uri(self) -> str:

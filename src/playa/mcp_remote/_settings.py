@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from mcp.client.auth.utils import is_valid_client_metadata_url
+
 from ..exceptions import ConfigError
 from ._connection import ConnectionSettings
 
@@ -28,6 +30,13 @@ class RemoteMcpSettings:
     """Tools exposed per server; beyond it the owner chooses with ``--tools``."""
     login_timeout: float = 600.0
     """Seconds an OAuth authorization link stays usable."""
+    oauth_client_metadata_url: str | None = None
+    """Where the operator serves Playa's OAuth client metadata document (``playa
+    oauth-client-metadata`` prints it): its URL is Playa's client id at every authorization
+    server that takes such documents, so none of them needs a registration."""
+    oauth_callback_port: int = 0
+    """The loopback port of the OAuth redirect listener; 0 takes a free one at each start. A
+    fixed one keeps the redirect URI stable, as a client registered by hand may need."""
 
     def __post_init__(self) -> None:
         for name in ("backoff_initial", "backoff_max", "login_timeout"):
@@ -40,6 +49,17 @@ class RemoteMcpSettings:
             raise ConfigError(
                 f"RemoteMcpSettings.backoff_max ({self.backoff_max!r}) is below backoff_initial "
                 f"({self.backoff_initial!r}): raise it, or lower backoff_initial"
+            )
+        url = self.oauth_client_metadata_url
+        if url is not None and not is_valid_client_metadata_url(url):
+            raise ConfigError(
+                "RemoteMcpSettings.oauth_client_metadata_url must be an https URL with a path "
+                f"(https://example.com/playa/client.json), got {url!r}"
+            )
+        if not 0 <= self.oauth_callback_port <= 65535:
+            raise ConfigError(
+                f"RemoteMcpSettings.oauth_callback_port must be a port (1 to 65535) or 0 for a free one, "
+                f"got {self.oauth_callback_port!r}"
             )
         if self.max_tools_per_server < 1:
             raise ConfigError(

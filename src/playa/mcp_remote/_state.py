@@ -61,6 +61,9 @@ class ServerState:
     """Its tool listings, kept as the server allows (``ttlMs``) across this entry's reconnects."""
     quiet_adopt: bool = False
     """Adopting the tool list needs no word to the owner (an ``/mcp_add``, whose reply lists it)."""
+    scope: str | None = None
+    """The scopes the owner's next login asks for besides those the server names: what a
+    request was refused for (403 ``insufficient_scope``) with what was granted before."""
 
     @property
     def connecting(self) -> bool:

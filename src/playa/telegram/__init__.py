@@ -5,7 +5,7 @@ or the creator of a group. Long polling by default, a webhook as an option.
 """
 
 from ._bot import ALLOWED_UPDATES, TelegramBot, TelegramSettings, build_bot, run_telegram
-from ._options import TelegramOptions, telegram_options
+from ._options import TelegramOptions, public_url_from, telegram_options
 from ._outbox import RetryPolicy
 from ._owner import ANONYMOUS_ADMIN_ID
 from ._split import MESSAGE_LIMIT, split_message, utf16_len
@@ -23,6 +23,7 @@ __all__ = [
     "TelegramSettings",
     "WebhookConfig",
     "build_bot",
+    "public_url_from",
     "run_telegram",
     "split_message",
     "telegram_options",

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from ..exceptions import ConfigError
 from ._webhook import WebhookConfig
 
-__all__ = ["TelegramOptions", "telegram_options"]
+__all__ = ["TelegramOptions", "public_url_from", "telegram_options"]
 
 ENV_TOKEN = "TELEGRAM_BOT_TOKEN"
 ENV_BASE_URL = "PLAYA_TELEGRAM_BASE_URL"
@@ -48,6 +48,17 @@ def telegram_options(args: argparse.Namespace, environ: Mapping[str, str]) -> Te
             listen=getattr(args, "webhook_listen", "127.0.0.1"),
             port=getattr(args, "webhook_port", 8443),
         )
+    public_url = public_url_from(environ)
+    if public_url is not None and webhook is None:
+        raise ConfigError(
+            f"{ENV_PUBLIC_URL} needs the webhook ({ENV_WEBHOOK_URL} or --webhook-url): "
+            "its listener serves the login redirect"
+        )
+    return TelegramOptions(token=token, base_url=base_url, webhook=webhook, public_url=public_url)
+
+
+def public_url_from(environ: Mapping[str, str]) -> str | None:
+    """``$PLAYA_PUBLIC_URL``, checked: a plain http(s) URL; None if unset."""
     public_url = environ.get(ENV_PUBLIC_URL, "").strip() or None
     if public_url is not None:
         parts = urlsplit(public_url)
@@ -56,9 +67,4 @@ def telegram_options(args: argparse.Namespace, environ: Mapping[str, str]) -> Te
             raise ConfigError(f"{ENV_PUBLIC_URL} must be an http(s) URL (https on the internet)")
         if parts.username or parts.password or parts.query or parts.fragment:
             raise ConfigError(f"{ENV_PUBLIC_URL} must be a plain URL: no credentials, query or fragment")
-        if webhook is None:
-            raise ConfigError(
-                f"{ENV_PUBLIC_URL} needs the webhook ({ENV_WEBHOOK_URL} or --webhook-url): "
-                "its listener serves the login redirect"
-            )
-    return TelegramOptions(token=token, base_url=base_url, webhook=webhook, public_url=public_url)
+    return public_url
