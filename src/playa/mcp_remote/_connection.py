@@ -50,7 +50,7 @@ import traceback
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal, NoReturn, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -427,11 +427,7 @@ class Connection:
                 breaks the protocol; the connection still works.
         """
         server = self.endpoint.server
-        client = self._client
-        if self._broken_reason is not None:
-            raise CallFailed(f"connection is broken ({self._broken_reason})", server=server)
-        if client is None or self._stop.is_set():
-            raise CallFailed("connection is closed", server=server)
+        client = self._live_client()
         seconds = self._settings.call_timeout if timeout is None else timeout
         errors_before = self._trace.errors
         cuts_before = self._cuts()
@@ -447,12 +443,7 @@ class Connection:
                 pending = PendingTask(server=server, tool=name, task=task, started=started)
                 return await self._follow(client, pending, on_progress)
         except Exception as exc:  # boundary: every SDK and httpx2 failure is translated at this seam
-            error = self._own_call_error(exc, cuts_before) or call_error(
-                exc, server=server, trace=self._trace, errors_before=errors_before, timeout=seconds
-            )
-            if isinstance(error, CallFailed | RemoteTimeout):
-                self._break(error.reason)
-            raise _redacted(error, self.endpoint) from _cause(error, exc, self.endpoint)
+            self._call_failed(exc, cuts_before, errors_before, seconds)
         # Only reached when the scope's deadline cancelled the call.
         assert clock.scope.cancelled_caught
         if pending is not None:
@@ -468,6 +459,24 @@ class Connection:
         self._break(error.reason)
         raise error
 
+    def _live_client(self) -> Client:
+        """The session's client, for a call; a broken or closed connection fails it at once."""
+        server = self.endpoint.server
+        if self._broken_reason is not None:
+            raise CallFailed(f"connection is broken ({self._broken_reason})", server=server)
+        if self._client is None or self._stop.is_set():
+            raise CallFailed("connection is closed", server=server)
+        return self._client
+
+    def _call_failed(self, exc: Exception, cuts_before: int, errors_before: int, timeout: float) -> NoReturn:
+        """Translate what a call raised; a transport failure or a timeout breaks the connection."""
+        error = self._own_call_error(exc, cuts_before) or call_error(
+            exc, server=self.endpoint.server, trace=self._trace, errors_before=errors_before, timeout=timeout
+        )
+        if isinstance(error, CallFailed | RemoteTimeout):
+            self._break(error.reason)
+        raise _redacted(error, self.endpoint) from _cause(error, exc, self.endpoint)
+
     async def finish_task(
         self, pending: PendingTask, *, on_progress: ProgressReport | None = None
     ) -> mcp_types.CallToolResult:
@@ -478,11 +487,7 @@ class Connection:
             CallFailed, RemoteError: as ``call_tool``.
         """
         server = self.endpoint.server
-        client = self._client
-        if self._broken_reason is not None:
-            raise CallFailed(f"connection is broken ({self._broken_reason})", server=server)
-        if client is None or self._stop.is_set():
-            raise CallFailed("connection is closed", server=server)
+        client = self._live_client()
         errors_before = self._trace.errors
         cuts_before = self._cuts()
         call_max = self._settings.call_max
@@ -490,12 +495,7 @@ class Connection:
             with anyio.move_on_after(max(0.0, pending.started + call_max - anyio.current_time())):
                 return await self._follow(client, pending, on_progress)
         except Exception as exc:  # boundary: every SDK and httpx2 failure is translated at this seam
-            error = self._own_call_error(exc, cuts_before) or call_error(
-                exc, server=server, trace=self._trace, errors_before=errors_before, timeout=call_max
-            )
-            if isinstance(error, CallFailed | RemoteTimeout):
-                self._break(error.reason)
-            raise _redacted(error, self.endpoint) from _cause(error, exc, self.endpoint)
+            self._call_failed(exc, cuts_before, errors_before, call_max)
         with anyio.CancelScope(shield=True), anyio.move_on_after(self._settings.close_timeout):
             try:
                 await cancel_task(client, pending.task_id, timeout=self._settings.close_timeout)
