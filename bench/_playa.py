@@ -32,7 +32,7 @@ from playa.mcp_remote import (
     ServerStore,
     resolve_host_secret,
 )
-from playa.mcp_remote._seal import Sealer
+from playa.mcp_remote.store._seal import Sealer
 
 OWNER = Sender(id="owner", name="Owner", is_owner=True)
 TOKEN = "bench-token-0123456789abcdef0123456789"

@@ -98,17 +98,33 @@ def test_the_agent_loads_on_first_use_of_its_names() -> None:
 
 
 def module_graph(part: str) -> dict[str, set[str]]:
-    """Which modules of a part import which others of it, annotations-only imports included."""
-    modules = {path.stem: path for path in (SRC / part).glob("*.py")}
+    """Which modules of a part import which others of it (dotted below the part, e.g.
+    ``store._seal``), annotations-only imports included."""
+    root = SRC / part
+    modules = {
+        ".".join(path.relative_to(root).with_suffix("").parts).removesuffix("__init__").rstrip("."): path
+        for path in root.rglob("*.py")
+    }
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
+        package = path.relative_to(root).parts[:-1]
         found: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                found |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(f"playa.{part}."):
-                found.add((node.module or "").split(".")[2])
-        graph[name] = found & modules.keys() - {name}
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = list(package[: len(package) - node.level + 1])
+            elif (node.module or "").startswith(f"playa.{part}."):
+                base = []
+            else:
+                continue
+            module = (node.module or "").removeprefix(f"playa.{part}.") if not node.level else node.module
+            target = ".".join([*base, module] if module else base)
+            if target in modules:
+                found.add(target)
+            if target in modules and modules[target].name == "__init__.py":
+                found |= {f"{target}.{a.name}".lstrip(".") for a in node.names} & modules.keys()
+        graph[name] = found - {name, ""}
     return graph
 
 
@@ -148,6 +164,21 @@ def test_the_commands_call_the_servers_service_and_never_the_extension() -> None
     graph = module_graph("mcp_remote")
     assert "_commands" in graph["_extension"]
     assert "_extension" not in graph["_commands"]
+
+
+# mcp_remote by concern: lifecycle and commands (its top modules) use the transport, which reads
+# the store; the store is the leaf.
+LAYERS = {"store": {"store"}, "transport": {"store", "transport"}}
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_mcp_remote_layers_point_one_way(layer: str) -> None:
+    graph = module_graph("mcp_remote")
+    assert any(name.startswith(f"{layer}.") for name in graph)
+    for name, imported in graph.items():
+        if name.startswith(f"{layer}."):
+            above = {target for target in imported if target.split(".")[0] not in LAYERS[layer]}
+            assert not above, f"{name} imports {sorted(above)}"
 
 
 def test_the_commands_reach_through_nothing() -> None:

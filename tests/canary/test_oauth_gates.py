@@ -30,7 +30,7 @@ from mcp.client.auth import PKCEParameters
 
 from playa.host import encoded_forms
 from playa.mcp_remote import ServerStore
-from playa.mcp_remote._seal import Sealer
+from playa.mcp_remote.store._seal import Sealer
 from servers.oidc import STATIC_CLIENT_ID, authorization_server
 from support.oauth import protected_server, sign_in_elsewhere
 from support.providers import serve_provider, text, tool_call

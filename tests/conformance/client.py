@@ -4,7 +4,7 @@ The suite starts a test server for one scenario, then runs this program with the
 as the last argument and the scenario name in ``MCP_CONFORMANCE_SCENARIO``. The program does
 what the scenario expects and exits 0; the suite judges what reached its server.
 
-The client is Playa's own connection layer (``playa.mcp_remote._connection``), all of it inside
+The client is Playa's own connection layer (``playa.mcp_remote.transport._connection``), all of it inside
 ``connect``; the test runs this program with ``src`` on ``PYTHONPATH``. A server's questions
 (elicitation) go through Playa's own conversion to a person's question and back; the person
 here answers ``/accept`` alone, so every field takes its default (SEP-1034).
@@ -52,7 +52,7 @@ from playa.host import (
     Sender,
     answer_from_text,
 )
-from playa.mcp_remote._connection import ConnectionSettings, Connector, Endpoint
+from playa.mcp_remote.transport._connection import ConnectionSettings, Connector, Endpoint
 
 SCENARIO_TIMEOUT = 45.0
 AUTH_SCENARIO_TIMEOUT = 110.0

@@ -28,9 +28,9 @@ from playa.mcp_remote import (
     RemoteMcpExtension,
     resolve_host_secret,
 )
-from playa.mcp_remote._connection import OnTools
-from playa.mcp_remote._elicit import Ask
 from playa.mcp_remote._parse import carries_secret, parse_add
+from playa.mcp_remote.transport._connection import OnTools
+from playa.mcp_remote.transport._elicit import Ask
 from support.chat import ScriptedUI, msg
 
 # Credentials are long and random, so finding one in a reply or a log line is never chance.

@@ -31,7 +31,7 @@ from playa.mcp_remote import (
     RemoteMcpExtension,
     RemoteMcpSettings,
 )
-from playa.mcp_remote._store import store_path
+from playa.mcp_remote.store._store import store_path
 from servers.python_servers import RunningServer, closed_port, serve_asgi, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
 

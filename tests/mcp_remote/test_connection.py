@@ -23,8 +23,14 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from playa.exceptions import CallFailed, ConfigError, ConnectFailed, NeedsLogin, RemoteError, RemoteTimeout
-from playa.mcp_remote._connection import HANDSHAKE, Connection, ConnectionSettings, Connector, Endpoint
-from playa.mcp_remote._egress import EgressPolicy
+from playa.mcp_remote.transport._connection import (
+    HANDSHAKE,
+    Connection,
+    ConnectionSettings,
+    Connector,
+    Endpoint,
+)
+from playa.mcp_remote.transport._egress import EgressPolicy
 from servers.python_servers import (
     LOOPBACK,
     OneProtocol,

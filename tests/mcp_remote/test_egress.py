@@ -23,8 +23,8 @@ from mcp.server.mcpserver import MCPServer
 from playa.exceptions import ConfigError, ConnectFailed
 from playa.host import Host, HostConfig
 from playa.mcp_remote import EgressPolicy, HostSecret, RemoteMcpExtension, RemoteMcpSettings
-from playa.mcp_remote._connection import ConnectionSettings, Connector, Endpoint
-from playa.mcp_remote._egress import EgressRefused, GuardedBackend, guarded_transport
+from playa.mcp_remote.transport._connection import ConnectionSettings, Connector, Endpoint
+from playa.mcp_remote.transport._egress import EgressRefused, GuardedBackend, guarded_transport
 from servers.python_servers import LOOPBACK, blackhole, serve_mcp
 from support.chat import ScriptedUI, msg
 

@@ -29,8 +29,8 @@ from playa.mcp_remote import (
     RemoteMcpSettings,
     resolve_host_secret,
 )
-from playa.mcp_remote._seal import Sealer
-from playa.mcp_remote._store import ServerEntry, ServerStore, store_path
+from playa.mcp_remote.store._seal import Sealer
+from playa.mcp_remote.store._store import ServerEntry, ServerStore, store_path
 from servers.python_servers import (
     LOOPBACK,
     OneProtocol,

@@ -23,8 +23,8 @@ from playa.mcp_remote import (
     RemoteMcpExtension,
     RemoteMcpSettings,
 )
-from playa.mcp_remote._connection import Progress
-from playa.mcp_remote._tasks import poll_seconds, unrunnable_reason
+from playa.mcp_remote.transport._connection import Progress
+from playa.mcp_remote.transport._tasks import poll_seconds, unrunnable_reason
 from servers.python_servers import TaskServer, serve_asgi, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
 

@@ -21,8 +21,8 @@ from mcp.server.mcpserver import MCPServer
 from playa._asgi import bind
 from playa.host import encoded_forms
 from playa.mcp_remote import HostSecret
-from playa.mcp_remote._seal import Sealer
-from playa.mcp_remote._store import ServerStore
+from playa.mcp_remote.store._seal import Sealer
+from playa.mcp_remote.store._store import ServerStore
 from servers.oidc import authorization_server
 from servers.python_servers import LOOPBACK, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg

@@ -18,11 +18,11 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToke
 
 from playa.host import ChatSession, Host, encoded_forms
 from playa.mcp_remote import HostSecret
-from playa.mcp_remote._errors import missing_scope
-from playa.mcp_remote._grant import OAuthGrant
-from playa.mcp_remote._revoke import revoke
-from playa.mcp_remote._seal import Sealer
-from playa.mcp_remote._store import ServerStore
+from playa.mcp_remote.store._grant import OAuthGrant
+from playa.mcp_remote.store._seal import Sealer
+from playa.mcp_remote.store._store import ServerStore
+from playa.mcp_remote.transport._errors import missing_scope
+from playa.mcp_remote.transport._revoke import revoke
 from servers.oidc import authorization_server
 from support.chat import GUEST, RecordingModel, ScriptedUI, msg
 from support.oauth import (

@@ -7,8 +7,8 @@ every turn carries, and the choice of token endpoint authentication for a client
 
 from __future__ import annotations
 
-from playa.mcp_remote._errors import needs_scope
-from playa.mcp_remote._oauth import token_auth_method
+from playa.mcp_remote.transport._errors import needs_scope
+from playa.mcp_remote.transport._oauth import token_auth_method
 
 
 def test_the_scopes_a_server_names_are_shown_as_they_are_when_they_are_scopes() -> None:

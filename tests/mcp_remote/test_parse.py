@@ -11,8 +11,8 @@ from playa.exceptions import UsageError, ValidationError
 from playa.host import Host, HostConfig
 from playa.mcp_remote import HostSecret, RemoteMcpExtension, ServerStore
 from playa.mcp_remote._parse import RESERVED_HEADERS, carries_secret, parse_add
-from playa.mcp_remote._seal import Sealer
-from playa.mcp_remote._store import store_path
+from playa.mcp_remote.store._seal import Sealer
+from playa.mcp_remote.store._store import store_path
 from servers.python_servers import closed_port
 from support.chat import Script, ScriptedUI, msg
 

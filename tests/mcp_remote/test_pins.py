@@ -26,10 +26,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from playa.exceptions import ValidationError
 from playa.host import Approval, Host, HostConfig, Redactor, Reply
 from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpExtension, RemoteMcpSettings
-from playa.mcp_remote._connection import Connector, Endpoint
-from playa.mcp_remote._pins import Pins, change_of
-from playa.mcp_remote._seal import Sealer
-from playa.mcp_remote._store import ServerEntry, ServerStore
+from playa.mcp_remote.store._pins import Pins, change_of
+from playa.mcp_remote.store._seal import Sealer
+from playa.mcp_remote.store._store import ServerEntry, ServerStore
+from playa.mcp_remote.transport._connection import Connector, Endpoint
 from servers.python_servers import RunningServer, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
 

@@ -11,7 +11,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
 from playa.exceptions import CallFailed, RemoteError
-from playa.mcp_remote._connection import ConnectionSettings, Connector, Endpoint
+from playa.mcp_remote.transport._connection import ConnectionSettings, Connector, Endpoint
 from servers.python_servers import serve_mcp
 
 pytestmark = pytest.mark.anyio

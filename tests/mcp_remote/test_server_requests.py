@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from playa.host import Answer, Host, HostConfig, Question, answer_from_text
 from playa.mcp_remote import HostSecret, RemoteMcpExtension, RemoteMcpSettings
-from playa.mcp_remote._connection import ConnectionSettings, Connector, Endpoint
+from playa.mcp_remote.transport._connection import ConnectionSettings, Connector, Endpoint
 from servers.python_servers import OneProtocol, serve_asgi, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
 

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from playa.exceptions import StoreError, ValidationError
 from playa.host import scope_folder
 from playa.mcp_remote import HostSecret, resolve_host_secret
-from playa.mcp_remote._seal import Sealer
-from playa.mcp_remote._store import (
+from playa.mcp_remote.store._seal import Sealer
+from playa.mcp_remote.store._store import (
     MAX_FILE_BYTES,
     LoadResult,
     Saved,

@@ -18,8 +18,8 @@ import pytest
 
 from playa.host import encoded_forms
 from playa.mcp_remote import HostSecret, ServerStore, resolve_host_secret
-from playa.mcp_remote._grant import OAuthGrant
-from playa.mcp_remote._seal import Sealer
+from playa.mcp_remote.store._grant import OAuthGrant
+from playa.mcp_remote.store._seal import Sealer
 from servers.oidc import authorization_server
 from servers.python_servers import serve_asgi
 from support.oauth import introspect, link_in, protected_server, sign_in_elsewhere

@@ -4,14 +4,14 @@ Depends only on the host's small interfaces (``playa.host``) and the shared MCP 
 (``playa.mcp``); never on a front end or a model library.
 """
 
-from ._budget import ResultBudget, ResultTooLarge
-from ._connection import Connection, ConnectionSettings, Connector, Endpoint
-from ._egress import EgressMode, EgressPolicy, Resolver, system_resolver
 from ._extension import RemoteMcpExtension
-from ._oauth import CALLBACK_PATH, Callbacks, client_metadata_document
-from ._secret import HostSecret, NoHostSecret, resolve_host_secret
 from ._settings import RemoteMcpSettings
-from ._store import LoadResult, Rejected, ServerEntry, ServerStore
+from .store._secret import HostSecret, NoHostSecret, resolve_host_secret
+from .store._store import LoadResult, Rejected, ServerEntry, ServerStore
+from .transport._budget import ResultBudget, ResultTooLarge
+from .transport._connection import Connection, ConnectionSettings, Connector, Endpoint
+from .transport._egress import EgressMode, EgressPolicy, Resolver, system_resolver
+from .transport._oauth import CALLBACK_PATH, Callbacks, client_metadata_document
 
 __all__ = [
     "CALLBACK_PATH",

@@ -38,17 +38,17 @@ from ..host import (
     render_approval,
 )
 from ..mcp import exposed_names, map_result, normalize_schema, server_name_problem
-from ._connection import Connection, Connector, Endpoint, PendingTask
-from ._grant import OAuthGrant, resource_of
-from ._oauth import Callbacks, GrantStorage, LoginExpired, PendingLogin, ServerAuth, duration_text
-from ._pins import Pins, change_of, field_digests, pending_digest
-from ._progress import ProgressFeed
-from ._revoke import Revocation, revoke
 from ._settings import RemoteMcpSettings
 from ._state import ServerState
-from ._store import LoadResult, Rejected, Saved, ServerEntry, ServerStore
 from ._tool import Binding, RemoteMcpTool
 from ._views import SECTION_TITLE, section, state_text
+from .store._grant import OAuthGrant, resource_of
+from .store._pins import Pins, change_of, field_digests, pending_digest
+from .store._store import LoadResult, Rejected, Saved, ServerEntry, ServerStore
+from .transport._connection import Connection, Connector, Endpoint, PendingTask
+from .transport._oauth import Callbacks, GrantStorage, LoginExpired, PendingLogin, ServerAuth, duration_text
+from .transport._progress import ProgressFeed
+from .transport._revoke import Revocation, revoke
 
 __all__ = ["CONNECT_WAIT_MARGIN", "ChatServers"]
 

@@ -13,11 +13,11 @@ from ..exceptions import StoreError, UsageError, ValidationError
 from ..host import ChatSession, Command, CommandContext, looks_like_credential, render_approval
 from ..mcp import is_server_name
 from ._chat import ChatServers
-from ._grant import OAuthGrant, resource_of
 from ._parse import USAGE, AddRequest, carries_secret, check_secret, parse_add
 from ._state import ServerState
-from ._store import AuthKind, Saved
 from ._views import added_text, link_sent, notice, server_list, tool_list
+from .store._grant import OAuthGrant, resource_of
+from .store._store import AuthKind, Saved
 
 __all__ = ["OpenServers", "build_commands"]
 

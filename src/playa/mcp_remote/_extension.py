@@ -13,12 +13,12 @@ from ..exceptions import UsageError
 from ..host import ChatSession, Command, Extension
 from ._chat import CONNECT_WAIT_MARGIN, ChatServers
 from ._commands import build_commands
-from ._connection import Connector
-from ._oauth import Callbacks
-from ._seal import Sealer
-from ._secret import HostSecret, NoHostSecret
 from ._settings import RemoteMcpSettings
-from ._store import ServerStore
+from .store._seal import Sealer
+from .store._secret import HostSecret, NoHostSecret
+from .store._store import ServerStore
+from .transport._connection import Connector
+from .transport._oauth import Callbacks
 
 __all__ = ["RemoteMcpExtension"]
 

@@ -10,9 +10,9 @@ from typing import Final
 
 from ..exceptions import UsageError, ValidationError
 from ..host import MIN_SECRET_LENGTH, auth_credential, looks_like_credential
-from ._grant import OAuthGrant
-from ._store import AuthKind, ServerEntry, TransportChoice
-from ._url import mask_url
+from .store._grant import OAuthGrant
+from .store._store import AuthKind, ServerEntry, TransportChoice
+from .store._url import mask_url
 
 __all__ = ["RESERVED_HEADERS", "AddRequest", "carries_secret", "parse_add"]
 

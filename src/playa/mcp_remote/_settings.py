@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from mcp.client.auth.utils import is_valid_client_metadata_url
 
 from ..exceptions import ConfigError
-from ._connection import ConnectionSettings
+from .transport._connection import ConnectionSettings
 
 __all__ = ["RemoteMcpSettings"]
 

@@ -10,9 +10,9 @@ import mcp_types
 from mcp.client.caching import InMemoryResponseCacheStore
 
 from ..host import Redactor
-from ._connection import Connection
-from ._oauth import GrantStorage
-from ._store import ServerEntry
+from .store._store import ServerEntry
+from .transport._connection import Connection
+from .transport._oauth import GrantStorage
 
 __all__ = ["ServerState"]
 

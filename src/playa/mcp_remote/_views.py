@@ -13,8 +13,8 @@ from typing import Protocol
 
 from ..host import Redactor
 from ._state import ServerState
-from ._store import Rejected
 from ._tool import RemoteMcpTool
+from .store._store import Rejected
 
 __all__ = [
     "SECTION_TITLE",

@@ -70,16 +70,17 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from playa import __version__
 from playa.exceptions import CallFailed, ConfigError, ConnectFailed, NeedsLogin, RemoteError, RemoteTimeout
 from playa.host import Redactor
-from playa.mcp_remote._budget import (
+from playa.mcp_remote.store._store import TransportChoice
+from playa.mcp_remote.transport._budget import (
     SSE_TRANSPORT_EVENT_LIMIT,
     ResultBudget,
     format_size,
     oversized_event,
     too_large_reason,
 )
-from playa.mcp_remote._egress import EgressPolicy, Resolver, find_refusal, guarded_transport
-from playa.mcp_remote._elicit import Ask, Refused, elicit_result, to_question
-from playa.mcp_remote._errors import (
+from playa.mcp_remote.transport._egress import EgressPolicy, Resolver, find_refusal, guarded_transport
+from playa.mcp_remote.transport._elicit import Ask, Refused, elicit_result, to_question
+from playa.mcp_remote.transport._errors import (
     MAX_REASON,
     ConnectFailure,
     HttpTrace,
@@ -87,10 +88,9 @@ from playa.mcp_remote._errors import (
     connect_error,
     timed_out,
 )
-from playa.mcp_remote._oauth import ServerAuth
-from playa.mcp_remote._result_type import complete_by_default
-from playa.mcp_remote._store import TransportChoice
-from playa.mcp_remote._tasks import (
+from playa.mcp_remote.transport._oauth import ServerAuth
+from playa.mcp_remote.transport._result_type import complete_by_default
+from playa.mcp_remote.transport._tasks import (
     TERMINAL,
     PendingTask,
     cancel_task,

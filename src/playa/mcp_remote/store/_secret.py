@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from playa._files import create_durably
-from playa.mcp_remote._seal import MIN_SECRET_BYTES
+from playa.mcp_remote.store._seal import MIN_SECRET_BYTES
 
 __all__ = [
     "ENV_BOT_TOKEN",

@@ -45,8 +45,8 @@ from mcp.shared.auth import (
 
 from playa import __version__
 from playa.host import outbound_secrets
-from playa.mcp_remote._errors import needs_scope
-from playa.mcp_remote._grant import OAuthGrant
+from playa.mcp_remote.store._grant import OAuthGrant
+from playa.mcp_remote.transport._errors import needs_scope
 
 __all__ = [
     "CALLBACK_PATH",

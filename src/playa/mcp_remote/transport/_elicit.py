@@ -15,7 +15,7 @@ from typing import Any
 
 import mcp_types
 
-from ..host import Answer, Field, FieldValue, Question
+from ...host import Answer, Field, FieldValue, Question
 
 __all__ = ["Ask", "Refused", "credential_field", "elicit_result", "to_question"]
 

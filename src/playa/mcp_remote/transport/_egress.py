@@ -33,7 +33,7 @@ import httpcore2
 import httpx2
 
 from playa.exceptions import ConfigError
-from playa.mcp_remote._errors import exception_tree
+from playa.mcp_remote.transport._errors import exception_tree
 
 __all__ = [
     "EgressMode",

@@ -26,8 +26,8 @@ from typing import Any, Final, Literal
 
 import mcp_types
 
-from ..exceptions import ValidationError
-from ..host import ToolChange
+from ...exceptions import ValidationError
+from ...host import ToolChange
 
 __all__ = ["PIN_FIELDS", "Pins", "Verdict", "change_of", "field_digests", "pending_digest"]
 

@@ -60,10 +60,10 @@ from typing import Final, Literal, cast, get_args
 from urllib.parse import urlsplit
 
 from playa.exceptions import StoreError, ValidationError
-from playa.mcp_remote._grant import OAuthGrant, resource_of
-from playa.mcp_remote._pins import Pins
-from playa.mcp_remote._seal import SEAL_VERSION, JSONValue, Sealer, SealError
-from playa.mcp_remote._url import MaskedUrl, mask_url
+from playa.mcp_remote.store._grant import OAuthGrant, resource_of
+from playa.mcp_remote.store._pins import Pins
+from playa.mcp_remote.store._seal import SEAL_VERSION, JSONValue, Sealer, SealError
+from playa.mcp_remote.store._url import MaskedUrl, mask_url
 
 __all__ = [
     "MAX_FILE_BYTES",
