@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import shutil
 import tempfile
 import time
@@ -109,13 +110,19 @@ def host_secret(data: Path) -> HostSecret:
     return secret
 
 
-def entry(name: str, url: str) -> ServerEntry:
+def token_of(scope: str) -> str:
+    """A chat's own bearer token: as in real use, no two chats share a credential, so what each
+    new credential costs (the chat's redactor, the log gate) is paid for every chat."""
+    return f"{TOKEN}-{hashlib.sha256(scope.encode()).hexdigest()[:16]}"
+
+
+def entry(name: str, url: str, token: str = TOKEN) -> ServerEntry:
     return ServerEntry(
         name=name,
         url=url,
         transport="streamable-http",
         auth_kind="bearer",
-        headers={"Authorization": f"Bearer {TOKEN}"},
+        headers={"Authorization": f"Bearer {token}"},
     )
 
 

@@ -5,8 +5,8 @@
 - loop lag: a probe task asks for a 1 ms sleep over and over during those turns; how late it
   wakes is how long something held the event loop.
 - shutdown: a host with many chats, one open connection each, leaves its ``async with``.
-- memory: chats touched once each (one turn), then closed as idle; resident memory after the
-  first tenth and after all of them.
+- memory: chats touched once each (a server with the chat's own key, one turn), then closed as
+  idle; resident memory after the first tenth and after all of them.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import anyio
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
 
 from bench._common import ROOT, Report, Spread, bench_server, rss_bytes, verdict
-from bench._playa import QuietUI, entry, message, playa_host, write_servers
+from bench._playa import QuietUI, entry, message, playa_host, token_of, write_servers
 from playa.host import History, Host, HostConfig, scope_folder
 from playa.mcp_remote import ConnectionSettings, RemoteMcpSettings
 
@@ -160,7 +160,7 @@ async def run_shutdown(quick: bool) -> Report:
         with disk_dir() as data:
             scopes = [f"console:c{n}" for n in range(chats)]
             for scope in scopes:
-                write_servers(data, scope, [entry("a", served.url)])
+                write_servers(data, scope, [entry("a", served.url, token_of(scope))])
             async with playa_host(data, settings) as (host, extension):
                 for scope in scopes:
                     await host.session(scope, owner="owner")
@@ -186,21 +186,26 @@ async def run_shutdown(quick: bool) -> Report:
 
 async def run_memory(quick: bool) -> Report:
     chats = 2000 if quick else 10_000
-    report = Report("memory", f"7. Resident memory across {chats} chats touched once, closed when idle")
+    report = Report(
+        "memory", f"7. Resident memory across {chats} chats touched once, each with its own server key"
+    )
     ui = QuietUI()
     marks: dict[int, int] = {}
-    with disk_dir() as data:
-        async with Host(HostConfig(data_dir=data)) as host:
-            for n in range(chats):
-                session = await host.session(f"console:m{n}", owner="owner")
-                await host.handle(session, message("hello"), ui)
-                if n % 100 == 99:
-                    await host.evict_idle(0)
-                if n + 1 in (chats // 10, chats):
-                    await host.evict_idle(0)
-                    gc.collect()
-                    marks[n + 1] = rss_bytes()
-            open_sessions = host.open_sessions
+    async with bench_server() as served:
+        with disk_dir() as data:
+            async with playa_host(data, RemoteMcpSettings()) as (host, _extension):
+                for n in range(chats):
+                    scope = f"console:m{n}"
+                    write_servers(data, scope, [entry("a", served.url, token_of(scope))])
+                    session = await host.session(scope, owner="owner")
+                    await host.handle(session, message("hello"), ui)
+                    if n % 100 == 99:
+                        await host.evict_idle(0)
+                    if n + 1 in (chats // 10, chats):
+                        await host.evict_idle(0)
+                        gc.collect()
+                        marks[n + 1] = rss_bytes()
+                open_sessions = host.open_sessions
     first, last = marks[chats // 10], marks[chats]
     growth = last / first - 1
     report.add(
@@ -210,6 +215,9 @@ async def run_memory(quick: bool) -> Report:
         target=f"within ±{TARGET_MEMORY:.0%}",
         verdict=verdict(abs(growth) <= TARGET_MEMORY),
     )
-    report.notes.append(f"{open_sessions} sessions open at the end; each chat ran one offline turn")
+    report.notes.append(
+        f"{open_sessions} sessions open at the end; each chat connected its server (its own bearer "
+        "token) and ran one offline turn"
+    )
     report.chart = {"first": first, "last": last}
     return report

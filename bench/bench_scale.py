@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 import anyio
 
 from bench._common import ROOT, GcPauses, Report, Spread, bench_server, verdict
-from bench._playa import data_dir, entry, playa_host, timed_echo_turns, write_servers
+from bench._playa import data_dir, entry, playa_host, timed_echo_turns, token_of, write_servers
 from playa.host import ChatSession
 from playa.mcp_remote import RemoteMcpSettings
 
@@ -77,7 +77,11 @@ async def run(quick: bool) -> Report:
         with data_dir() as data, single_chat(served.url) as single_turns:
             scopes = [f"console:chat{n:04d}" for n in range(chats)]
             for scope in scopes:
-                write_servers(data, scope, [entry("a", served.url), entry("b", served.url)])
+                write_servers(
+                    data,
+                    scope,
+                    [entry("a", served.url, token_of(scope)), entry("b", served.url, token_of(scope))],
+                )
             async with playa_host(data, RemoteMcpSettings()) as (host, extension):
                 first = await host.session(scopes[0], owner="owner")
                 await extension.chat(first).wait_for_connects()

@@ -357,6 +357,7 @@ class Host:
         finally:
             session.closed.set()
             self._redactors.pop(session.scope, None)
+            outbound_secrets().release(session)
             self._verdicts.pop(session.scope, None)
             if self._closing.get(session.scope) is session:
                 del self._closing[session.scope]
@@ -569,19 +570,22 @@ class Host:
         Raises when an extension cannot say (callers fail closed).
         """
         if session is None:
-            return self._redactor_for("", ())
+            return self._redactor_for(None, ())
         return self._redactor_for(
-            session.scope, tuple(extension.credentials(session) for extension in self.extensions)
+            session, tuple(extension.credentials(session) for extension in self.extensions)
         )
 
-    def _redactor_for(self, scope: str, key: tuple[Collection[str], ...]) -> Redactor:
+    def _redactor_for(self, session: ChatSession | None, key: tuple[Collection[str], ...]) -> Redactor:
+        scope = session.scope if session is not None else ""
         cached = self._redactors.get(scope)
         if cached is not None and cached[0] == key:
             return cached[1]
         secrets: set[str] = set(self._env_secrets)
         for values in key:
             secrets.update(values)
-        outbound_secrets().add(secrets)
+        if session is not None:
+            # Until the session closes: then nothing of the chat's is left to log them.
+            outbound_secrets().hold(session, secrets)
         redactor = Redactor(secrets)
         self._redactors[scope] = (key, redactor)
         return redactor

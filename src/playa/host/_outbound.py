@@ -7,13 +7,14 @@ handler, after every filter ran). The gate is instead the process's log-record f
 record is made by it, so it redacts the message (args applied), the formatted exception and the
 stack before any filter or handler can see the record.
 
-What it removes: every credential the process knows (:func:`outbound_secrets`: every chat's
-credentials, the bot token, the encryption secret, the providers' keys — whoever learns one adds
-it), in every encoding the redactor knows, and every piece of :data:`PIECE` characters of one:
-libraries shorten what they log (pydantic's errors show ``'{not json, Bearer sk-ab...f026202'``),
-and a shortened credential is a leak too. Records of the loggers that dump raw chat traffic
-(python-telegram-bot's requests and updates) also lose every credential-shaped word: a key a
-user just sent is in them before anything has recognised it as a key.
+What it removes: every credential the process holds (:func:`outbound_secrets`: every open
+chat's credentials, the bot token, the encryption secret, the providers' keys — whoever learns
+one adds or holds it), as every piece of :data:`PIECE` characters of it or of any of its encoded
+forms (the redactor's, :func:`~playa.host.encoded_forms`): libraries shorten what they log
+(pydantic's errors show ``'{not json, Bearer sk-ab...f026202'``), and a shortened credential is
+a leak too. Records of the loggers that dump raw chat traffic (python-telegram-bot's requests
+and updates) also lose every credential-shaped word: a key a user just sent is in them before
+anything has recognised it as a key.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ import logging
 import re
 import threading
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
 from ._inbound import looks_like_credential
-from ._redact import MIN_SECRET_LENGTH, REDACTED, Redactor
+from ._redact import MIN_SECRET_LENGTH, REDACTED, _plain_forms
 
 __all__ = ["OutboundSecrets", "install_outbound_gate", "outbound_secrets"]
 
@@ -37,34 +38,164 @@ PIECE: Final = 12
 """Characters of a credential that a log line may not show, wherever they were cut from."""
 
 
-def _pieces(value: str) -> set[str]:
-    return {value[i : i + PIECE] for i in range(len(value) - PIECE + 1)}
+class _Pieces:
+    """Every :data:`PIECE`-character window of every form of the values held, and the forms
+    shorter than a window; ``redact`` replaces each run of matching windows with REDACTED.
+
+    Adding or dropping a value costs its own windows (a few hundred), never a rebuild over every
+    value the process knows: a bot meets a new chat's keys all its life, and each must be covered
+    at once. Logs are short and few next to tool results, so the windows are probed at every
+    position of each run of characters they are made of. Whitespace never joins a window
+    (``Bearer x`` is covered through ``x``), and a form cut by a line break (wrapped base64) is
+    covered line by line: every line of it long enough to hold a window is made of the whole
+    form's windows.
+    """
+
+    __slots__ = ("_alphabet", "_runs", "_short", "_windows")
+
+    def __init__(self) -> None:
+        self._windows: dict[str, int] = {}
+        """Each window, with how many held values have it."""
+        # The rest is replaced, never changed in place: another thread's log call may be reading.
+        self._short: tuple[str, ...] = ()
+        self._alphabet: frozenset[str] = frozenset()
+        self._runs: re.Pattern[str] | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self._windows or self._short)
+
+    @staticmethod
+    def _parts(value: str) -> Iterator[str]:
+        for form in _plain_forms(value):
+            yield from form.split()
+
+    def add(self, value: str) -> None:
+        short = set(self._short)
+        alphabet = set(self._alphabet)
+        windows = self._windows
+        for part in self._parts(value):
+            if len(part) < PIECE:
+                if len(part) >= MIN_SECRET_LENGTH:
+                    short.add(part)
+                continue
+            alphabet.update(part)
+            for window in {part[i : i + PIECE] for i in range(len(part) - PIECE + 1)}:
+                windows[window] = windows.get(window, 0) + 1
+        self._short = tuple(sorted(short))
+        if alphabet != self._alphabet:
+            self._alphabet = frozenset(alphabet)
+            self._runs = re.compile(f"[{re.escape(''.join(sorted(alphabet)))}]{{{PIECE},}}")
+
+    def remove(self, value: str) -> None:
+        """Undo ``add(value)`` (a short form another held value also has may go with it)."""
+        short = set(self._short)
+        windows = self._windows
+        for part in self._parts(value):
+            if len(part) < PIECE:
+                short.discard(part)
+                continue
+            for window in {part[i : i + PIECE] for i in range(len(part) - PIECE + 1)}:
+                if (count := windows.get(window, 0)) > 1:
+                    windows[window] = count - 1
+                else:
+                    windows.pop(window, None)
+        self._short = tuple(sorted(short))
+
+    def redact(self, text: str) -> str:
+        spans: list[tuple[int, int]] = []
+        windows, runs = self._windows, self._runs
+        if runs is not None:
+            for run in runs.finditer(text):
+                start, part = run.start(), run.group()
+                spans += [
+                    (start + i, start + i + PIECE)
+                    for i in range(len(part) - PIECE + 1)
+                    if part[i : i + PIECE] in windows
+                ]
+        for form in self._short:
+            at = text.find(form)
+            while at >= 0:
+                spans.append((at, at + len(form)))
+                at = text.find(form, at + 1)
+        if not spans:
+            return text
+        spans.sort()
+        kept: list[str] = []
+        done = 0
+        start, end = spans[0]
+        for next_start, next_end in spans[1:]:
+            if next_start <= end:
+                end = max(end, next_end)
+                continue
+            kept.append(text[done:start])
+            done, (start, end) = end, (next_start, next_end)
+        kept += [text[done:start], text[end:]]
+        return REDACTED.join(kept)
 
 
 class OutboundSecrets:
-    """Every credential the process knows; only grows (an old key may still sit in a late record)."""
+    """Every credential the process holds now, for the log gate.
+
+    ``add`` is for the life of the process (the bot token, the providers' keys). ``hold`` is for
+    as long as an owner (a chat's servers, a session) may still log them: the owner calls
+    ``release`` once it has closed everything that could, so a bot that meets thousands of chats
+    keeps only the open ones' keys. A value held by several owners stays until the last lets go.
+    """
 
     def __init__(self) -> None:
-        self._values: frozenset[str] = frozenset()
+        self._counts: dict[str, int] = {}
+        """Each value, with how many holders it has (``add`` is one that never lets go)."""
+        self._permanent: set[str] = set()
+        self._held: dict[object, frozenset[str]] = {}
         self._lock = threading.Lock()
-        self.redactor = Redactor.EMPTY
+        self.pieces = _Pieces()
 
     def add(self, values: Iterable[str]) -> None:
-        new = {value for value in values if len(value) >= MIN_SECRET_LENGTH}
-        if new <= self._values:
+        new = {value for value in values if len(value) >= MIN_SECRET_LENGTH} - self._permanent
+        if not new:
             return
         with self._lock:
-            self._values = self._values | new
-            pieces: set[str] = set()
-            for value in self._values:
-                pieces |= _pieces(value)
-            self.redactor = Redactor(self._values, literal=pieces)
+            for value in new - self._permanent:
+                self._permanent.add(value)
+                self._acquire(value)
+
+    def hold(self, owner: object, values: Iterable[str]) -> None:
+        """``owner`` holds exactly ``values`` now (what it held before and no longer does is let go)."""
+        kept = frozenset(value for value in values if len(value) >= MIN_SECRET_LENGTH)
+        with self._lock:
+            before = self._held.get(owner, frozenset())
+            if kept == before:
+                return
+            for value in kept - before:
+                self._acquire(value)
+            self._held[owner] = kept
+            for value in before - kept:
+                self._release(value)
+
+    def release(self, owner: object) -> None:
+        """``owner`` can log nothing of its values any more."""
+        with self._lock:
+            for value in self._held.pop(owner, frozenset()):
+                self._release(value)
+
+    def _acquire(self, value: str) -> None:
+        count = self._counts.get(value, 0)
+        self._counts[value] = count + 1
+        if not count:
+            self.pieces.add(value)
+
+    def _release(self, value: str) -> None:
+        count = self._counts.pop(value, 0)
+        if count > 1:
+            self._counts[value] = count - 1
+        elif count:
+            self.pieces.remove(value)
 
     def __contains__(self, value: object) -> bool:
-        return value in self._values
+        return value in self._counts
 
     def __repr__(self) -> str:
-        return f"<OutboundSecrets: {len(self._values)} values>"
+        return f"<OutboundSecrets: {len(self._counts)} values>"
 
 
 _SECRETS = OutboundSecrets()
@@ -83,7 +214,7 @@ def _raw_traffic(name: str) -> bool:
     return any(name == prefix or name.startswith(prefix + ".") for prefix in _RAW_TRAFFIC)
 
 
-def redact_record(record: logging.LogRecord, redactor: Redactor) -> None:
+def redact_record(record: logging.LogRecord, redactor: _Pieces) -> None:
     """Redact one record in place: its message, its exception and its stack."""
     shaped = _raw_traffic(record.name)
     if not redactor and not shaped:
@@ -123,7 +254,7 @@ def install_outbound_gate() -> None:
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = previous(*args, **kwargs)
-        redact_record(record, _SECRETS.redactor)
+        redact_record(record, _SECRETS.pieces)
         return record
 
     _installed = factory

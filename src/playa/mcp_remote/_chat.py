@@ -152,7 +152,7 @@ class ChatServers:
             self._secrets = frozenset(secrets)
             self.redactor = Redactor(self._secrets)
             # Before anything can log them: a connect error may quote them at once.
-            outbound_secrets().add(self._secrets)
+            outbound_secrets().hold(self, self._secrets)
 
     def _redact(self, text: str) -> str:
         return self.redactor.redact(text)
@@ -915,6 +915,10 @@ class ChatServers:
     async def close(self) -> None:
         """Close every connection at once; each close is bounded by the close timeout."""
         connections = [connection for name in list(self.servers) if (connection := self._drop(name))]
-        async with anyio.create_task_group() as tg:
-            for connection in connections:
-                tg.start_soon(connection.aclose)
+        try:
+            async with anyio.create_task_group() as tg:
+                for connection in connections:
+                    tg.start_soon(connection.aclose)
+        finally:
+            # Nothing of this chat's is left to log its credentials.
+            outbound_secrets().release(self)
