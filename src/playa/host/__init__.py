@@ -19,7 +19,8 @@ from ._approvals import Approval, ToolChange, render_approval
 from ._commands import Command, CommandContext, CommandRouter, ParsedCommand, parse_command
 from ._env import DEFAULT_DENIED, EnvPolicy
 from ._extension import Extension, ToolResultEvent
-from ._inbound import Inbound, classify, looks_like_credential, normalize
+from ._inbound import Inbound, classify, looks_like_credential
+from ._normalize import normalize
 from ._outbound import OutboundSecrets, install_outbound_gate, outbound_secrets
 from ._prompt import PromptSections
 from ._questions import (

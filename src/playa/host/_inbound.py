@@ -11,20 +11,17 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from ._commands import ParsedCommand, parse_command
+from ._normalize import normalize
 
 if TYPE_CHECKING:
     from ._commands import CommandRouter
 
-__all__ = ["Inbound", "classify", "looks_like_credential", "normalize"]
-
-# Characters that render as a slash at the start of a message; NFKC folds only some of them.
-_SLASHES: Final = str.maketrans(dict.fromkeys("／∕⁄⧸╱⟋⫽", "/"))
+__all__ = ["Inbound", "classify", "looks_like_credential"]
 
 KEY_PREFIXES: Final = (
     "sk-",
@@ -67,22 +64,6 @@ _MIN_SHAPED = 20  # characters of a key without a known prefix
 _MIN_ENTROPY = 3.5  # bits per character; English words and paths stay below, random keys above
 _TOKEN_WORD: Final = re.compile(r"[A-Za-z0-9_\-.~+/=:]+")
 _SCHEMES: Final = ("bearer", "token", "basic")
-_FIRST_WORD: Final = re.compile(r"\S+")
-
-
-def normalize(text: str) -> str:
-    """``text`` without Unicode format characters (U+200B, U+FEFF, …), its first word folded.
-
-    The first word gets NFKC and slash look-alikes folded, so ``／ｍｃｐ_add`` is ``/mcp_add``;
-    the rest keeps its characters (a key must reach its command as it was typed).
-    """
-    stripped = "".join(c for c in text if unicodedata.category(c) != "Cf")
-    lead = stripped.lstrip()
-    first = _FIRST_WORD.match(lead)
-    if first is None:
-        return stripped
-    folded = unicodedata.normalize("NFKC", first.group()).translate(_SLASHES)
-    return folded + lead[first.end() :] if folded.startswith("/") else stripped
 
 
 def _entropy(word: str) -> float:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ._inbound import normalize
+from ._normalize import normalize
 
 __all__ = [
     "QUESTION_TIMEOUT",
