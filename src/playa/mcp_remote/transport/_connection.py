@@ -43,6 +43,7 @@ after a change always asks the server.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import ssl
@@ -237,7 +238,7 @@ class Endpoint:
 
     def __repr__(self) -> str:
         url = (
-            Redactor(self.url_secrets).redact(_display_url(self.url))
+            redactor_of(self.url_secrets).redact(_display_url(self.url))
             if self.url_secrets
             else _display_url(self.url)
         )
@@ -257,6 +258,13 @@ _RELISTEN_AFTER: Final = 30.0
 """Seconds before a ``subscriptions/listen`` stream that dropped is opened again."""
 
 
+@functools.lru_cache(maxsize=32)
+def redactor_of(secrets: frozenset[str]) -> Redactor:
+    """One redactor per set of credentials, shared: building one costs milliseconds, and every
+    connection to a server with the same headers, and every error text of it, needs the same."""
+    return Redactor(secrets)
+
+
 def _redacted(error: _E, endpoint: Endpoint) -> _E:
     """``error`` with the endpoint's header values removed from its reason.
 
@@ -265,7 +273,7 @@ def _redacted(error: _E, endpoint: Endpoint) -> _E:
     """
     reason = error.reason
     if secrets := endpoint.secrets:
-        reason = Redactor(secrets).redact(reason)
+        reason = redactor_of(secrets).redact(reason)
     if len(reason) > MAX_REASON:
         # Cut only once redacted: a cut first could keep the head of a quoted credential.
         reason = reason[: MAX_REASON - 1] + "…"
@@ -279,7 +287,7 @@ def _cause(error: RemoteError, cause: BaseException | None, endpoint: Endpoint) 
     text = "".join(traceback.format_exception(cause))
     # With OAuth the chain is always cut: a refresh or token exchange may carry secrets that
     # are known only once the flow is done.
-    return None if endpoint.auth is not None or Redactor(secrets).contains(text) else cause
+    return None if endpoint.auth is not None or redactor_of(secrets).contains(text) else cause
 
 
 class _CallClock:
@@ -360,7 +368,7 @@ class Connection:
         self._on_tools = on_tools
         self._tools_changed = anyio.Event()
         self._ask = ask
-        self._redact = redact if redact is not None else Redactor(endpoint.headers.values()).redact
+        self._redact = redact if redact is not None else redactor_of(frozenset(endpoint.headers.values())).redact
         self._calls: set[_CallClock] = set()
         """The calls in flight, each with its clock (stopped while a person answers a question)."""
         self._questions = 0
