@@ -69,6 +69,8 @@ def state_text(state: ServerState, now: float | None = None) -> str:
         text += f"; {len(state.withheld)} withheld: " + "; ".join(state.withheld)
     if state.held:
         text += f"; {len(state.held)} new or changed tools wait for the owner's approval"
+    if state.held_instructions is not None:
+        text += "; its changed instructions wait for the owner's approval"
     if state.connection is None and state.reason:
         text += f" (last call failed: {state.reason}; the next call reconnects)"
     return text
@@ -120,6 +122,9 @@ def section(chat: ServersView) -> str | None:
                 lines.append(
                     f"  ({len(state.held)} new or changed tools of {name} wait for the owner's approval)"
                 )
+            if state.held_instructions is not None:
+                # Never their text: it is what the owner has not approved.
+                lines.append(f"  (changed instructions of {name} wait for the owner's approval)")
         else:
             lines.append(f"- {name}: {state_text(state)}")
     if chat.rejected:
