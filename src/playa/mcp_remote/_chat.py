@@ -756,10 +756,19 @@ class ChatServers:
             # next command, and /mcp_list says so meanwhile.
             logger.info("%s: tool changes of %s wait for the owner", self.session.scope, state.entry.name)
             return
+        now = self._clock()
+        if state.announced is not None and now - state.announced < self._settings.approval_interval:
+            # The owner has an undecided message about this server: a server that changes
+            # again and again gets no more of their attention than one message per interval.
+            # The newest state waits for the next message, /mcp_review, or the decision.
+            logger.debug("%s: a further change of %s waits silently", self.session.scope, state.entry.name)
+            return
+        state.announced = now
         self.mark_shown(state)
         try:
             await ui.approval(approval)
         except Exception as exc:  # boundary: a front end's failure must not stop the server's tools
+            state.announced = None  # not shown: the next change may try again
             logger.warning(
                 "could not show the owner the tool changes of %s: %s", state.entry.name, type(exc).__name__
             )
@@ -820,7 +829,7 @@ class ChatServers:
             # The next connect binds what the pins now allow.
             state.held, state.held_instructions = {}, None
             state.instructions = pins.instructions_text
-        state.shown = None
+        state.shown = state.announced = None
         self._write_section()
         return self.redactor.redact(_decided(name, held, instructions is not None, approve=approve))
 

@@ -49,6 +49,9 @@ class ServerState:
     """The approved definitions as last seen live: what a change is shown against."""
     shown: str | None = None
     """The digest of the held tools as the owner was last shown them: only those can be approved."""
+    announced: float | None = None
+    """When the owner was last sent a message about what waits (the clock's time), while it is
+    undecided: the next one waits for the approval interval."""
     transport: str | None = None
     """The transport of the last connection that worked (SSE after a fallback too)."""
     protocol: str | None = None
