@@ -11,13 +11,14 @@ import json
 from pathlib import Path
 
 import anyio
+import mcp_types
 import pytest
 from mcp.server.mcpserver import MCPServer
 
 from playa.exceptions import ValidationError
 from playa.host import Approval, Host, HostConfig, Redactor, Reply, render_approval
 from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpExtension, RemoteMcpSettings
-from playa.mcp_remote.store._pins import INSTRUCTIONS_KEPT, Pins, instructions_change
+from playa.mcp_remote.store._pins import INSTRUCTIONS_KEPT, Pins, change_of, instructions_change
 from playa.mcp_remote.store._seal import Sealer
 from playa.mcp_remote.store._store import ServerEntry, ServerStore
 from servers.python_servers import serve_mcp
@@ -259,14 +260,14 @@ def test_the_instructions_diff_is_redacted_stripped_and_cut_and_shows_where_they
 
 
 def test_instruction_pins_round_trip_and_older_pins_read_as_unpinned() -> None:
-    pins = Pins().approve_instructions(OLD).reject_instructions(NEW)
+    pins = Pins().approve_instructions(OLD, str).reject_instructions(NEW)
     assert pins.instructions_verdict(OLD) == "live"
     assert pins.instructions_verdict(NEW) == "rejected"
     assert pins.instructions_verdict(THIRD) == "held"
     assert pins.instructions_verdict(None) == "live"
     assert Pins.decode(pins.encode()) == pins
     assert (
-        Pins().approve_instructions("x" * (INSTRUCTIONS_KEPT + 5)).instructions_text
+        Pins().approve_instructions("x" * (INSTRUCTIONS_KEPT + 5), str).instructions_text
         == "x" * INSTRUCTIONS_KEPT
     )
     older = Pins.decode('{"v":1,"tools":{},"rejected":{}}')
@@ -288,3 +289,24 @@ def test_instruction_pins_round_trip_and_older_pins_read_as_unpinned() -> None:
     ]:
         with pytest.raises(ValidationError):
             Pins.decode(bad)
+
+
+def pieces(key: str, size: int = 12) -> set[str]:
+    return {key[i : i + size] for i in range(len(key) - size + 1)}
+
+
+def test_a_long_token_said_again_and_again_leaves_no_piece_of_itself_in_what_the_owner_is_shown() -> None:
+    # A JWT-sized token: keys redacted before a slice's end once shrank the text enough to
+    # bring the unredacted head of the next one into view.
+    key = "eyJ" + "k3Yq9" * 160
+    redact = Redactor([key]).redact
+    before = mcp_types.Tool(name="lookup", description="Look up.", input_schema={"type": "object"})
+    after = mcp_types.Tool(name="lookup", description=key * 3, input_schema={"type": "object"})
+    change = change_of(after, Pins.of([before]).tools["lookup"], before, redact)
+    assert not any(piece in line for line in change.diff for piece in pieces(key)), change.diff
+    lines = instructions_change("Be brief.", "Be brief.\n" + key * 3, redact)
+    assert not any(piece in line for line in lines for piece in pieces(key)), lines
+    # The approved text kept with the pins is redacted before it is cut.
+    straddling = "i" * (INSTRUCTIONS_KEPT - 100) + key
+    kept = Pins().approve_instructions(straddling, redact).instructions_text or ""
+    assert not any(piece in kept for piece in pieces(key))

@@ -655,7 +655,7 @@ class ChatServers:
         """
         pins = adopted if adopted is not None else state.entry.pins or Pins()
         if pins.instructions is None:
-            pins = adopted = pins.approve_instructions(text)
+            pins = adopted = pins.approve_instructions(text, self.redactor.redact)
         verdict = pins.instructions_verdict(text)
         state.held_instructions = text if verdict == "held" else None
         # Until the owner decides, the model keeps what they approved (or nothing).
@@ -815,9 +815,10 @@ class ChatServers:
         pins = state.entry.pins or Pins()
         pins = pins.approve(held) if approve else pins.reject(held)
         if instructions is not None:
-            pins = (
-                pins.approve_instructions(instructions) if approve else pins.reject_instructions(instructions)
-            )
+            if approve:
+                pins = pins.approve_instructions(instructions, self.redactor.redact)
+            else:
+                pins = pins.reject_instructions(instructions)
         connection = state.connection
         if connection is not None:
             # Pins of tools the server dropped go: they would only grow with every change.

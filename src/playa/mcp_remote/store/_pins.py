@@ -51,7 +51,7 @@ _VERSION: Final = 2
 _VERSIONS: Final = {1: {"v", "tools", "rejected"}, 2: {"v", "tools", "rejected", "instructions"}}
 """What each version holds: 1 is from before instructions were pinned (an entry adopts them once)."""
 INSTRUCTIONS_KEPT: Final = 16_000
-"""Characters of the approved instructions kept with the pins: far more than the prompt shows."""
+"""Characters of the approved instructions kept with the pins (redacted): far more than the prompt shows."""
 _LINES_SHOWN: Final = 3
 _CONTEXT: Final = 40
 _TEXT_SHOWN: Final = 160
@@ -178,8 +178,9 @@ class Pins:
             return "live"
         return "rejected" if digest in self.rejected_instructions else "held"
 
-    def approve_instructions(self, text: str | None) -> Pins:
-        kept = None if text is None else text[:INSTRUCTIONS_KEPT]
+    def approve_instructions(self, text: str | None, redact: Callable[[str], str]) -> Pins:
+        """Approve these instructions; their text is kept redacted (then cut: never the head of a key)."""
+        kept = None if text is None else redact(text)[:INSTRUCTIONS_KEPT]
         return replace(self, instructions=instructions_digest(text), instructions_text=kept)
 
     def reject_instructions(self, text: str) -> Pins:
@@ -255,13 +256,18 @@ def _visible(c: str) -> str:
     return " " if category[0] in "CZ" else c
 
 
+_ASCII_VISIBLE: Final = {code: " " for code in (*range(32), 127)}
+
+
 def _clean(text: str, redact: Callable[[str], str], limit: int = _TEXT_SHOWN) -> str:
     """A server's text made safe to show: one line, no control or format characters, redacted, cut.
 
     Stripped before redacting (a key split by a zero-width character is whole again once it
     goes, and must be caught then), cut after it (a cut first could keep the head of a key).
+    The whole text, never a slice of it: a slice could end inside a key, and keys redacted
+    before it (a long token, again and again) would bring that head into what is shown.
     """
-    kept = "".join(_visible(c) for c in text[: limit * 8])
+    kept = text.translate(_ASCII_VISIBLE) if text.isascii() else "".join(_visible(c) for c in text)
     shown = redact(" ".join(kept.split()))
     return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
