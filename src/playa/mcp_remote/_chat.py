@@ -43,7 +43,7 @@ from ._state import ServerState
 from ._tool import Binding, RemoteMcpTool
 from ._views import SECTION_TITLE, section, state_text
 from .store._grant import OAuthGrant, resource_of
-from .store._pins import Pins, change_of, field_digests, instructions_change, pending_digest
+from .store._pins import Pins, change_of, field_digests, instructions_change, pending_digest, without_format
 from .store._store import LoadResult, Rejected, Saved, ServerEntry, ServerStore
 from .transport._connection import Connection, Connector, Endpoint, PendingTask
 from .transport._oauth import Callbacks, GrantStorage, LoginExpired, PendingLogin, ServerAuth, duration_text
@@ -591,7 +591,7 @@ class ChatServers:
         state.withheld = []
         for tool in connection.tools:
             if (entry.tools is None or tool.name in entry.tools) and tool.name not in allowed:
-                if self.redactor.contains(tool.model_dump_json(by_alias=True)):
+                if self.redactor.contains(without_format(tool.model_dump_json(by_alias=True))):
                     # Its name, title, description or schema quotes a credential: the model must
                     # not see it, and redacting a definition would change what the tool means.
                     state.withheld.append(f"{self._shown(tool.name)!r}: its definition holds a credential")

@@ -44,6 +44,7 @@ __all__ = [
     "field_digests",
     "instructions_change",
     "pending_digest",
+    "without_format",
 ]
 
 PIN_FIELDS: Final = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
@@ -257,6 +258,17 @@ def _visible(c: str) -> str:
 
 
 _ASCII_VISIBLE: Final = {code: " " for code in (*range(32), 127)}
+
+
+def without_format(text: str) -> str:
+    """``text`` without Unicode format characters (zero-width, bidirectional): what redaction must see.
+
+    A key split by a zero-width space is the key to whoever reads it, and whole again once the
+    space goes: only then can the redactor find it.
+    """
+    if text.isascii():
+        return text
+    return "".join(c for c in text if unicodedata.category(c) != "Cf")
 
 
 def _clean(text: str, redact: Callable[[str], str], limit: int = _TEXT_SHOWN) -> str:
