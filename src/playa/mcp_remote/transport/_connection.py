@@ -375,7 +375,9 @@ class Connection:
         self._on_tools = on_tools
         self._tools_changed = anyio.Event()
         self._ask = ask
-        self._redact = redact if redact is not None else redactor_of(frozenset(endpoint.headers.values())).redact
+        self._redact = (
+            redact if redact is not None else redactor_of(frozenset(endpoint.headers.values())).redact
+        )
         self._calls: set[_CallClock] = set()
         """The calls in flight, each with its clock (stopped while a person answers a question)."""
         self._questions = 0
