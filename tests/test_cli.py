@@ -53,6 +53,8 @@ def test_only_the_console_generates_a_host_secret(tmp_path: Path) -> None:
             {"PLAYA_CALL_TIMEOUT": "120", "PLAYA_CALL_MAX": "60"},
             "PLAYA_CALL_MAX \\(60 s\\) is below PLAYA_CALL_TIMEOUT \\(120 s\\)",
         ),
+        ({"PLAYA_APPROVAL_INTERVAL": "0"}, "PLAYA_APPROVAL_INTERVAL must be a positive number of seconds"),
+        ({"PLAYA_APPROVAL_INTERVAL": "10m"}, "PLAYA_APPROVAL_INTERVAL must be a positive number of seconds"),
         ({"PLAYA_EGRESS": "sometimes"}, "PLAYA_EGRESS"),
         ({"PLAYA_OAUTH_CALLBACK_PORT": "eighty"}, "PLAYA_OAUTH_CALLBACK_PORT must be a port number"),
         ({"PLAYA_OAUTH_CALLBACK_PORT": "65536"}, "PLAYA_OAUTH_CALLBACK_PORT: .*must be a port"),
@@ -159,6 +161,13 @@ def test_the_longest_call_comes_from_playa_call_max_and_is_never_below_the_call_
     assert (given.call_timeout, given.call_max) == (60.0, 1200.0)
     longer = remote_mcp(config, {"PLAYA_CALL_TIMEOUT": "1000"}, console=True).settings.connection
     assert longer.call_max == 1000.0
+
+
+def test_the_approval_interval_comes_from_playa_approval_interval(tmp_path: Path) -> None:
+    config = HostConfig(data_dir=tmp_path)
+    assert remote_mcp(config, {}, console=True).settings.approval_interval == 600.0
+    given = remote_mcp(config, {"PLAYA_APPROVAL_INTERVAL": "90"}, console=True).settings
+    assert given.approval_interval == 90.0
 
 
 def test_the_oauth_settings_come_from_the_environment(tmp_path: Path) -> None:

@@ -213,6 +213,7 @@ def _remote_settings(environ: Mapping[str, str], connection: ConnectionSettings)
     try:
         return RemoteMcpSettings(
             connection=connection,
+            approval_interval=_seconds(environ, "PLAYA_APPROVAL_INTERVAL", 600.0),
             oauth_client_metadata_url=environ.get("PLAYA_OAUTH_CLIENT_METADATA_URL", "").strip() or None,
             oauth_callback_port=port,
         )

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import anyio
 import pytest
 from anyio.abc import TaskGroup
+from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -166,8 +167,11 @@ async def test_a_streamable_http_server_is_connected_with_its_tools_listed_and_c
 async def test_a_modern_server_is_probed_once_and_then_spoken_to_without_a_handshake(
     task_group: TaskGroup,
 ) -> None:
+    # Its discover answer stays fresh for a minute: until then, what it said is reused.
+    fresh = {"server/discover": CacheHint(ttl_ms=60_000, scope="private")}
+    server = make_server(server=MCPServer("demo", instructions="Add with add.", cache_hints=fresh))
     with anyio.fail_after(10):
-        async with serve_mcp(make_server()) as served:
+        async with serve_mcp(server) as served:
             connector = Connector(HEALTHY)
             first = await connector.connect(endpoint(served.url), task_group)
             assert first.protocol in MODERN_PROTOCOL_VERSIONS
@@ -182,9 +186,30 @@ async def test_a_modern_server_is_probed_once_and_then_spoken_to_without_a_hands
             served.requests.clear()
             second = await connector.connect(endpoint(served.url), task_group)
             assert second.protocol == first.protocol
+            assert second.instructions == "Add with add."
             assert text_of(await second.call_tool("add", {"a": 2, "b": 3})) == "5"
             await second.aclose()
-            assert [r.rpc_method for r in served.requests] == ["tools/list", "tools/call"]
+            # What it said of itself is known, its capabilities too: changes are still followed.
+            methods = [r.rpc_method for r in served.requests]
+            assert [m for m in methods if m != "subscriptions/listen"] == ["tools/list", "tools/call"]
+            assert "subscriptions/listen" in methods
+
+
+async def test_a_modern_server_whose_discover_answer_is_not_to_be_kept_is_asked_again_at_each_connect(
+    task_group: TaskGroup,
+) -> None:
+    # ttlMs 0 (the default): what the server says of itself, its instructions too, is asked anew.
+    server = make_server(server=MCPServer("demo", instructions="first"))
+    with anyio.fail_after(10):
+        async with serve_mcp(server) as served:
+            connector = Connector(HEALTHY)
+            await (await connector.connect(endpoint(served.url), task_group)).aclose()
+            server._lowlevel_server.instructions = "second"  # pyright: ignore[reportPrivateUsage]
+            served.requests.clear()
+            second = await connector.connect(endpoint(served.url), task_group)
+            await second.aclose()
+            assert second.instructions == "second"
+            assert [r.rpc_method for r in served.requests] == ["server/discover", "tools/list"]
 
 
 async def test_an_older_server_gets_the_handshake_and_later_connects_skip_the_probe(

@@ -703,6 +703,8 @@ async def test_junk_entries_are_counted_in_the_prompt_never_named_and_shown_safe
             assert section == (
                 "Servers the chat's owner connected (only the owner can add, change or remove them):\n"
                 "- demo: available, 5 tools (" + ", ".join(DEMO_TOOLS) + ")\n"
+                "  demo's own instructions (the server's words, not the owner's):\n"
+                "    A demo server for Playa: whoami shows the request headers the server received.\n"
                 "- 15002 entries of servers.json failed verification; the owner sees them in /mcp_list"
             )
             assert len(model.instructions()) < 5_000

@@ -16,6 +16,11 @@ from playa.mcp_remote import RemoteMcpSettings
         ({"backoff_initial": 0.0}, "RemoteMcpSettings.backoff_initial must be a positive number of seconds"),
         ({"backoff_max": math.inf}, "RemoteMcpSettings.backoff_max must be a positive number of seconds"),
         ({"backoff_initial": 120.0, "backoff_max": 60.0}, "backoff_max \\(60.0\\) is below backoff_initial"),
+        (
+            {"approval_interval": 0.0},
+            "RemoteMcpSettings.approval_interval must be a positive number of seconds",
+        ),
+        ({"approval_interval": math.nan}, "RemoteMcpSettings.approval_interval must be a positive number"),
         ({"max_tools_per_server": 0}, "RemoteMcpSettings.max_tools_per_server must be at least 1, got 0"),
         ({"oauth_callback_port": -1}, "RemoteMcpSettings.oauth_callback_port must be a port"),
         ({"oauth_callback_port": 65536}, "RemoteMcpSettings.oauth_callback_port must be a port"),

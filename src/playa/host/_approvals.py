@@ -42,13 +42,20 @@ class Approval:
     """The command that rejects them (``/mcp_reject docs``)."""
     note: str = ""
     """A line after the changes: what happens meanwhile, what the commands do."""
+    instructions: tuple[str, ...] = ()
+    """Short lines saying how the source's instructions to the agent changed; empty: they did not."""
 
 
 def render_approval(approval: Approval) -> str:
     """The text form, for a front end without buttons (and the buttons' message text)."""
     count = len(approval.changes)
     what = "1 tool" if count == 1 else f"{count} tools"
+    if approval.instructions:
+        what = f"{what} and its instructions" if count else "its instructions"
     lines = [f"{approval.source} changed {what}; the agent cannot use them until you decide:"]
+    if approval.instructions:
+        lines.append("- its instructions to the agent (changed)")
+        lines += [f"    {line}" for line in approval.instructions]
     for change in approval.changes:
         lines.append(f"- {change.tool} ({change.kind})")
         lines += [f"    {line}" for line in change.diff]

@@ -43,7 +43,7 @@ from ._state import ServerState
 from ._tool import Binding, RemoteMcpTool
 from ._views import SECTION_TITLE, section, state_text
 from .store._grant import OAuthGrant, resource_of
-from .store._pins import Pins, change_of, field_digests, pending_digest
+from .store._pins import Pins, change_of, field_digests, instructions_change, pending_digest, without_format
 from .store._store import LoadResult, Rejected, Saved, ServerEntry, ServerStore
 from .transport._connection import Connection, Connector, Endpoint, PendingTask
 from .transport._oauth import Callbacks, GrantStorage, LoginExpired, PendingLogin, ServerAuth, duration_text
@@ -66,6 +66,26 @@ class _Undelivered(Exception):
 
 def _login_hint(reason: str, name: str) -> str:
     return f"{reason} — the owner can run /mcp_auth {name}"
+
+
+def _decided(name: str, tools: list[mcp_types.Tool], instructions: bool, *, approve: bool) -> str:
+    """The reply to the owner's decision on a server's held tools and instructions."""
+    names = ", ".join(sorted(tool.name for tool in tools))
+    if approve:
+        if not tools:
+            return f"Approved the new instructions of {name}: the agent gets them from now on."
+        also = ", and its new instructions" if instructions else ""
+        return f"Approved {len(tools)} tool(s) of {name}: {names}{also}. The agent can use them now."
+    if not tools:
+        return (
+            f"Rejected the new instructions of {name}: the agent keeps what you approved before "
+            "until the server changes them again."
+        )
+    also = ", and its new instructions" if instructions else ""
+    return (
+        f"Rejected {len(tools)} tool(s) of {name}: {names}{also}. They stay hidden until the server "
+        "changes them again."
+    )
 
 
 class ChatServers:
@@ -255,10 +275,9 @@ class ChatServers:
                 # Removed or replaced while connecting.
                 await connection.aclose()
                 return
-            adopted = self._bind(state, connection)
+            adopted = self._hold_instructions(state, connection.instructions, self._bind(state, connection))
             state.connection, state.status, state.reason = connection, "connected", None
             state.transport, state.protocol = connection.transport, connection.protocol
-            state.instructions = connection.instructions
             state.failures, state.next_retry, state.needs_login = 0, None, False
             await self._settle(state, adopted)
         except RemoteError as exc:
@@ -572,7 +591,7 @@ class ChatServers:
         state.withheld = []
         for tool in connection.tools:
             if (entry.tools is None or tool.name in entry.tools) and tool.name not in allowed:
-                if self.redactor.contains(tool.model_dump_json(by_alias=True)):
+                if self.redactor.contains(without_format(tool.model_dump_json(by_alias=True))):
                     # Its name, title, description or schema quotes a credential: the model must
                     # not see it, and redacting a definition would change what the tool means.
                     state.withheld.append(f"{self._shown(tool.name)!r}: its definition holds a credential")
@@ -629,6 +648,20 @@ class ChatServers:
         state.tools = bound
         return adopted
 
+    def _hold_instructions(self, state: ServerState, text: str | None, adopted: Pins | None) -> Pins | None:
+        """Give the model the server's instructions as approved; hold changed ones for the owner.
+
+        Pins from before instructions were pinned adopt these (returned with ``adopted``, to save).
+        """
+        pins = adopted if adopted is not None else state.entry.pins or Pins()
+        if pins.instructions is None:
+            pins = adopted = pins.approve_instructions(text, self.redactor.redact)
+        verdict = pins.instructions_verdict(text)
+        state.held_instructions = text if verdict == "held" else None
+        # Until the owner decides, the model keeps what they approved (or nothing).
+        state.instructions = text if verdict == "live" else pins.instructions_text
+        return adopted
+
     async def _tools_changed(self, state: ServerState, connection: Connection) -> None:
         """The server said its tool list changed, and the connection listed it again."""
         if self.servers.get(state.entry.name) is not state or state.connection is not connection:
@@ -641,6 +674,7 @@ class ChatServers:
         """After a bind: save an adopted list, and tell the owner of tools that wait for them."""
         name = state.entry.name
         if adopted is not None:
+            tools_too = state.entry.pins is None
             try:
                 await self._save_pins(state, adopted)
             except StoreError as exc:
@@ -648,15 +682,28 @@ class ChatServers:
                 logger.warning("could not save the tool pins of %s in %s: %s", name, self.session.scope, exc)
             else:
                 if not state.quiet_adopt:
-                    count = len(adopted.tools)
-                    await self._tell(
-                        f"{name} was saved before Playa pinned tool definitions: its current "
-                        f"{count} tool{'' if count == 1 else 's'} are pinned now, and a change to any "
-                        "of them will wait for your approval."
-                    )
+                    await self._tell_adopted(name, adopted, tools_too=tools_too)
         state.quiet_adopt = False
-        if state.held and pending_digest(state.held.values()) != state.shown:
+        if state.waiting and self._pending(state) != state.shown:
             await self._announce(state)
+
+    async def _tell_adopted(self, name: str, pins: Pins, *, tools_too: bool) -> None:
+        """Tell the owner that an entry from before pins took what its server offers now as approved."""
+        instructions = pins.instructions_text is not None
+        if tools_too:
+            count = len(pins.tools)
+            what = f"{count} tool{'' if count == 1 else 's'}" + (
+                " and its instructions" if instructions else ""
+            )
+            await self._tell(
+                f"{name} was saved before Playa pinned tool definitions: its current {what} are "
+                "pinned now, and a change to any of them will wait for your approval."
+            )
+        elif instructions:
+            await self._tell(
+                f"{name} was saved before Playa pinned server instructions: its current instructions "
+                "are pinned now, and a change to them will wait for your approval."
+            )
 
     async def _save_pins(self, state: ServerState, pins: Pins) -> None:
         """Seal new pins into the server's entry (an owner's decision, or an adopted list)."""
@@ -666,26 +713,38 @@ class ChatServers:
             await anyio.to_thread.run_sync(self.store.put, entry)
 
     def approval(self, state: ServerState) -> Approval | None:
-        """What the owner is shown of the server's held tools (redacted, cut), or None when none wait."""
-        if not state.held:
+        """What the owner is shown of the server's held tools and instructions (redacted, cut), or None when none wait."""
+        if not state.waiting:
             return None
         name = state.entry.name
         pins = state.entry.pins or Pins()
+        redact = self.redactor.redact
         changes = tuple(
-            change_of(tool, pins.tools.get(remote), state.approved.get(remote), self.redactor.redact)
+            change_of(tool, pins.tools.get(remote), state.approved.get(remote), redact)
             for remote, tool in sorted(state.held.items())
         )
+        instructions: tuple[str, ...] = ()
+        note = f"Meanwhile the agent uses its other tools; /mcp_review {name} shows this again."
+        if state.held_instructions is not None:
+            instructions = instructions_change(pins.instructions_text, state.held_instructions, redact)
+            kept = "the instructions you approved" if pins.instructions_text else "no instructions from it"
+            note = f"Meanwhile the agent uses its other tools and gets {kept}; /mcp_review {name} shows this again."
         return Approval(
             source=f"The remote MCP server {name}",
             changes=changes,
             approve=f"/mcp_approve {name}",
             reject=f"/mcp_reject {name}",
-            note=f"Meanwhile the agent uses its other tools; /mcp_review {name} shows this again.",
+            note=note,
+            instructions=instructions,
         )
 
+    def _pending(self, state: ServerState) -> str | None:
+        """The digest of what waits for the owner now (None: nothing)."""
+        return pending_digest(state.held.values(), state.held_instructions) if state.waiting else None
+
     def mark_shown(self, state: ServerState) -> None:
-        """The owner has now seen the server's held tools as they are (a review, an announcement)."""
-        state.shown = pending_digest(state.held.values()) if state.held else None
+        """The owner has now seen the server's held tools and instructions as they are (a review, an announcement)."""
+        state.shown = self._pending(state)
 
     async def _announce(self, state: ServerState) -> None:
         approval = self.approval(state)
@@ -697,10 +756,19 @@ class ChatServers:
             # next command, and /mcp_list says so meanwhile.
             logger.info("%s: tool changes of %s wait for the owner", self.session.scope, state.entry.name)
             return
+        now = self._clock()
+        if state.announced is not None and now - state.announced < self._settings.approval_interval:
+            # The owner has an undecided message about this server: a server that changes
+            # again and again gets no more of their attention than one message per interval.
+            # The newest state waits for the next message, /mcp_review, or the decision.
+            logger.debug("%s: a further change of %s waits silently", self.session.scope, state.entry.name)
+            return
+        state.announced = now
         self.mark_shown(state)
         try:
             await ui.approval(approval)
         except Exception as exc:  # boundary: a front end's failure must not stop the server's tools
+            state.announced = None  # not shown: the next change may try again
             logger.warning(
                 "could not show the owner the tool changes of %s: %s", state.entry.name, type(exc).__name__
             )
@@ -727,15 +795,15 @@ class ChatServers:
         if not announce:
             return
         for state in list(self.servers.values()):
-            if state.held and pending_digest(state.held.values()) != state.shown:
+            if state.waiting and self._pending(state) != state.shown:
                 await self._announce(state)
 
     async def decide(self, name: str, *, approve: bool) -> str:
         """The owner's ``/mcp_approve`` or ``/mcp_reject``: of exactly the held tools they were shown."""
         state = self.servers[name]
-        if not state.held:
+        if not state.waiting:
             return f"No tool changes of {name} wait for a decision."
-        if pending_digest(state.held.values()) != state.shown:
+        if self._pending(state) != state.shown:
             # A server that changes again between the review and the decision must not get its
             # newest text approved unseen.
             self.mark_shown(state)
@@ -743,27 +811,28 @@ class ChatServers:
             assert approval is not None
             return f"The tools of {name} changed again since you were shown them. Now:\n{render_approval(approval)}"
         held = list(state.held.values())
+        instructions = state.held_instructions
         pins = state.entry.pins or Pins()
         pins = pins.approve(held) if approve else pins.reject(held)
+        if instructions is not None:
+            if approve:
+                pins = pins.approve_instructions(instructions, self.redactor.redact)
+            else:
+                pins = pins.reject_instructions(instructions)
         connection = state.connection
         if connection is not None:
             # Pins of tools the server dropped go: they would only grow with every change.
             pins = pins.only(tool.name for tool in connection.tools)
         await self._save_pins(state, pins)
         if connection is not None and not connection.broken:
-            self._bind(state, connection)
+            self._hold_instructions(state, connection.instructions, self._bind(state, connection))
         else:
-            state.held = {}  # the next connect binds what the pins now allow
-        state.shown = None
+            # The next connect binds what the pins now allow.
+            state.held, state.held_instructions = {}, None
+            state.instructions = pins.instructions_text
+        state.shown = state.announced = None
         self._write_section()
-        names = ", ".join(sorted(tool.name for tool in held))
-        if approve:
-            return self.redactor.redact(
-                f"Approved {len(held)} tool(s) of {name}: {names}. The agent can use them now."
-            )
-        return self.redactor.redact(
-            f"Rejected {len(held)} tool(s) of {name}: {names}. They stay hidden until the server changes them again."
-        )
+        return self.redactor.redact(_decided(name, held, instructions is not None, approve=approve))
 
     def _shown(self, name: str) -> str:
         """A server's tool name fit to show: redacted, then cut."""

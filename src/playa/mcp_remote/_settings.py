@@ -30,6 +30,10 @@ class RemoteMcpSettings:
     """Tools exposed per server; beyond it the owner chooses with ``--tools``."""
     login_timeout: float = 600.0
     """Seconds an OAuth authorization link stays usable."""
+    approval_interval: float = 600.0
+    """Seconds between two messages to the owner about one server's tool changes while the first
+    is undecided: a server that changes its tools every second must not flood them. Later
+    changes wait silently; the next message, and ``/mcp_review``, show the newest."""
     oauth_client_metadata_url: str | None = None
     """Where the operator serves Playa's OAuth client metadata document (``playa
     oauth-client-metadata`` prints it): its URL is Playa's client id at every authorization
@@ -39,7 +43,7 @@ class RemoteMcpSettings:
     fixed one keeps the redirect URI stable, as a client registered by hand may need."""
 
     def __post_init__(self) -> None:
-        for name in ("backoff_initial", "backoff_max", "login_timeout"):
+        for name in ("backoff_initial", "backoff_max", "login_timeout", "approval_interval"):
             value: float = getattr(self, name)
             if not (value > 0 and math.isfinite(value)):
                 raise ConfigError(

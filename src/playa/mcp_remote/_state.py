@@ -49,12 +49,18 @@ class ServerState:
     """The approved definitions as last seen live: what a change is shown against."""
     shown: str | None = None
     """The digest of the held tools as the owner was last shown them: only those can be approved."""
+    announced: float | None = None
+    """When the owner was last sent a message about what waits (the clock's time), while it is
+    undecided: the next one waits for the approval interval."""
     transport: str | None = None
     """The transport of the last connection that worked (SSE after a fallback too)."""
     protocol: str | None = None
     """The protocol version agreed on that connection."""
     instructions: str | None = None
-    """The server's ``instructions`` from that connection (its own words: untrusted)."""
+    """The server's ``instructions`` the model gets (its own words: untrusted): those of the last
+    connection when the owner approved them, else the approved ones (or none)."""
+    held_instructions: str | None = None
+    """The server's new instructions, held back from the model until the owner decides."""
     instructions_shown: tuple[str | None, Redactor, str] | None = None
     """The instructions as the prompt shows them, with what they were made from."""
     tools_cache: InMemoryResponseCacheStore = field(default_factory=InMemoryResponseCacheStore)
@@ -64,6 +70,11 @@ class ServerState:
     scope: str | None = None
     """The scopes the owner's next login asks for besides those the server names: what a
     request was refused for (403 ``insufficient_scope``) with what was granted before."""
+
+    @property
+    def waiting(self) -> bool:
+        """Whether changed tools or instructions wait for the owner's decision."""
+        return bool(self.held) or self.held_instructions is not None
 
     @property
     def connecting(self) -> bool:

@@ -14,6 +14,7 @@ from typing import Protocol
 from ..host import Redactor
 from ._state import ServerState
 from ._tool import RemoteMcpTool
+from .store._pins import without_format
 from .store._store import Rejected
 
 __all__ = [
@@ -69,6 +70,8 @@ def state_text(state: ServerState, now: float | None = None) -> str:
         text += f"; {len(state.withheld)} withheld: " + "; ".join(state.withheld)
     if state.held:
         text += f"; {len(state.held)} new or changed tools wait for the owner's approval"
+    if state.held_instructions is not None:
+        text += "; its changed instructions wait for the owner's approval"
     if state.connection is None and state.reason:
         text += f" (last call failed: {state.reason}; the next call reconnects)"
     return text
@@ -91,7 +94,9 @@ def _instructions(state: ServerState, redactor: Redactor) -> str:
     made = state.instructions_shown
     if made is not None and made[0] is state.instructions and made[1] is redactor:
         return made[2]
-    text = state.instructions or ""
+    # Format characters go (a key split by a zero-width space is whole again, and redacted);
+    # other control characters are spaces.
+    text = without_format(state.instructions or "")
     text = "".join(c if c in "\n\t" or unicodedata.category(c)[0] != "C" else " " for c in text)
     text = redactor.redact("\n".join(line.rstrip() for line in text.strip().splitlines() if line.strip()))
     text = text if len(text) <= _INSTRUCTIONS_SHOWN else text[: _INSTRUCTIONS_SHOWN - 1] + "…"
@@ -120,6 +125,9 @@ def section(chat: ServersView) -> str | None:
                 lines.append(
                     f"  ({len(state.held)} new or changed tools of {name} wait for the owner's approval)"
                 )
+            if state.held_instructions is not None:
+                # Never their text: it is what the owner has not approved.
+                lines.append(f"  (changed instructions of {name} wait for the owner's approval)")
         else:
             lines.append(f"- {name}: {state_text(state)}")
     if chat.rejected:

@@ -11,16 +11,23 @@ rejected stays hidden, silently, until it changes again.
 
 Digests per field, not one per tool: after a restart the definitions the owner approved are
 gone from memory, and the field digests still say which parts changed.
+
+The server's ``instructions`` reach the model too (in its part of the prompt section), and a
+server can change them as it can a tool. So they are pinned the same way: their digest, with
+the approved text itself (bounded) so that the model keeps getting it after a restart while a
+change waits; changed instructions are held, and shown as the lines that changed. Instructions
+the server drops go at once, as a removed tool does: less of the server's text is no risk.
 """
 
 from __future__ import annotations
 
 import base64
+import difflib
 import hashlib
 import json
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
@@ -29,10 +36,25 @@ import mcp_types
 from ...exceptions import ValidationError
 from ...host import ToolChange
 
-__all__ = ["PIN_FIELDS", "Pins", "Verdict", "change_of", "field_digests", "pending_digest"]
+__all__ = [
+    "PIN_FIELDS",
+    "Pins",
+    "Verdict",
+    "change_of",
+    "field_digests",
+    "instructions_change",
+    "pending_digest",
+    "without_format",
+]
 
 PIN_FIELDS: Final = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
-_VERSION: Final = 1
+_VERSION: Final = 2
+_VERSIONS: Final = {1: {"v", "tools", "rejected"}, 2: {"v", "tools", "rejected", "instructions"}}
+"""What each version holds: 1 is from before instructions were pinned (an entry adopts them once)."""
+INSTRUCTIONS_KEPT: Final = 16_000
+"""Characters of the approved instructions kept with the pins (redacted): far more than the prompt shows."""
+_LINES_SHOWN: Final = 3
+_CONTEXT: Final = 40
 _TEXT_SHOWN: Final = 160
 _NAMES_SHOWN: Final = 8
 _DIGEST_BYTES: Final = 16
@@ -82,23 +104,36 @@ def _digest(fields: Iterable[str]) -> str:
     return _hash(_canonical(list(fields)))
 
 
-def pending_digest(tools: Iterable[mcp_types.Tool]) -> str:
-    """One digest of a set of definitions: what the owner was shown must be what they approve."""
-    return _hash(_canonical(sorted([tool.name, _digest(field_digests(tool))] for tool in tools)))
+def instructions_digest(text: str | None) -> str:
+    """The digest of a server's instructions (of none: the digest of null)."""
+    return _NULL if text is None else _hash(_canonical(text))
+
+
+def pending_digest(tools: Iterable[mcp_types.Tool], instructions: str | None = None) -> str:
+    """One digest of held definitions and held instructions: what the owner was shown must be what they approve."""
+    held = sorted([tool.name, _digest(field_digests(tool))] for tool in tools)
+    return _hash(_canonical([held, None if instructions is None else instructions_digest(instructions)]))
 
 
 @dataclass(frozen=True)
 class Pins:
-    """A server's approved definitions (tool → field digests) and rejected ones (tool → digests)."""
+    """A server's approved definitions (tool → field digests) and rejected ones (tool → digests);
+    its approved instructions (digest and text) and rejected ones (digests)."""
 
     tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     rejected: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    instructions: str | None = None
+    """The digest of the approved instructions; None until they are pinned (an entry from before)."""
+    instructions_text: str | None = None
+    """The approved instructions (their first ``INSTRUCTIONS_KEPT`` characters); None: none approved."""
+    rejected_instructions: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         tools = {name: tuple(fields) for name, fields in self.tools.items()}
         object.__setattr__(self, "tools", MappingProxyType(tools))
         rejected = {name: frozenset(digests) for name, digests in self.rejected.items()}
         object.__setattr__(self, "rejected", MappingProxyType(rejected))
+        object.__setattr__(self, "rejected_instructions", frozenset(self.rejected_instructions))
 
     @classmethod
     def of(cls, tools: Iterable[mcp_types.Tool]) -> Pins:
@@ -116,33 +151,58 @@ class Pins:
 
     def approve(self, tools: Iterable[mcp_types.Tool]) -> Pins:
         approved = {tool.name: field_digests(tool) for tool in tools}
-        return Pins({**self.tools, **approved}, self.rejected)
+        return replace(self, tools={**self.tools, **approved})
 
     def reject(self, tools: Iterable[mcp_types.Tool]) -> Pins:
         rejected = dict(self.rejected)
         for tool in tools:
             rejected[tool.name] = rejected.get(tool.name, frozenset()) | {_digest(field_digests(tool))}
-        return Pins(self.tools, rejected)
+        return replace(self, rejected=rejected)
 
     def only(self, names: Iterable[str]) -> Pins:
         """The pins of these tools only: a tool the server no longer lists is new if it comes back."""
         keep = set(names)
-        return Pins(
-            {name: fields for name, fields in self.tools.items() if name in keep},
-            {name: digests for name, digests in self.rejected.items() if name in keep},
+        return replace(
+            self,
+            tools={name: fields for name, fields in self.tools.items() if name in keep},
+            rejected={name: digests for name, digests in self.rejected.items() if name in keep},
         )
+
+    def instructions_verdict(self, text: str | None) -> Verdict:
+        """Whether the server's instructions are as approved (or none), rejected as they are, or wait.
+
+        Pins from before instructions were pinned have none to compare with: the caller adopts
+        the text first (``approve_instructions``).
+        """
+        digest = instructions_digest(text)
+        if text is None or digest == self.instructions:
+            return "live"
+        return "rejected" if digest in self.rejected_instructions else "held"
+
+    def approve_instructions(self, text: str | None, redact: Callable[[str], str]) -> Pins:
+        """Approve these instructions; their text is kept redacted (then cut: never the head of a key)."""
+        kept = None if text is None else redact(text)[:INSTRUCTIONS_KEPT]
+        return replace(self, instructions=instructions_digest(text), instructions_text=kept)
+
+    def reject_instructions(self, text: str) -> Pins:
+        return replace(self, rejected_instructions=self.rejected_instructions | {instructions_digest(text)})
 
     def encode(self) -> str:
         """The pins as one JSON text, to be sealed with the entry."""
-        return json.dumps(
-            {
-                "v": _VERSION,
-                "tools": {name: list(fields) for name, fields in self.tools.items()},
-                "rejected": {name: sorted(digests) for name, digests in self.rejected.items()},
-            },
-            sort_keys=True,
-            separators=(",", ":"),
-        )
+        raw: dict[str, object] = {
+            "v": _VERSION,
+            "tools": {name: list(fields) for name, fields in self.tools.items()},
+            "rejected": {name: sorted(digests) for name, digests in self.rejected.items()},
+        }
+        if self.instructions is None:
+            raw["v"] = 1  # not pinned yet: read back as from before, so they are adopted then
+        else:
+            raw["instructions"] = {
+                "digest": self.instructions,
+                "text": self.instructions_text,
+                "rejected": sorted(self.rejected_instructions),
+            }
+        return json.dumps(raw, sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def decode(cls, text: str) -> Pins:
@@ -152,7 +212,9 @@ class Pins:
             raw = json.loads(text)
         except ValueError:
             raise problem from None
-        if not isinstance(raw, dict) or set(raw) != {"v", "tools", "rejected"} or raw["v"] != _VERSION:
+        if not isinstance(raw, dict) or type(version := raw.get("v")) is not int:
+            raise problem
+        if _VERSIONS.get(version) != set(raw):
             raise problem
         tools, rejected = raw["tools"], raw["rejected"]
         if not isinstance(tools, dict) or not isinstance(rejected, dict):
@@ -165,7 +227,22 @@ class Pins:
         for digests in rejected.values():
             if not isinstance(digests, list) or not all(_is_digest(value) for value in digests):
                 raise problem
-        return cls(tools, {name: frozenset(digests) for name, digests in rejected.items()})
+        pins = cls(tools, {name: frozenset(digests) for name, digests in rejected.items()})
+        if "instructions" not in raw:
+            return pins
+        instructions = raw["instructions"]
+        if not isinstance(instructions, dict) or set(instructions) != {"digest", "text", "rejected"}:
+            raise problem
+        digest, kept, refused = instructions["digest"], instructions["text"], instructions["rejected"]
+        if not _is_digest(digest) or not (kept is None or isinstance(kept, str)):
+            raise problem
+        if kept is not None and len(kept) > INSTRUCTIONS_KEPT:
+            raise problem
+        if not isinstance(refused, list) or not all(_is_digest(value) for value in refused):
+            raise problem
+        return replace(
+            pins, instructions=digest, instructions_text=kept, rejected_instructions=frozenset(refused)
+        )
 
 
 def _is_digest(value: object) -> bool:
@@ -180,13 +257,29 @@ def _visible(c: str) -> str:
     return " " if category[0] in "CZ" else c
 
 
+_ASCII_VISIBLE: Final = {code: " " for code in (*range(32), 127)}
+
+
+def without_format(text: str) -> str:
+    """``text`` without Unicode format characters (zero-width, bidirectional): what redaction must see.
+
+    A key split by a zero-width space is the key to whoever reads it, and whole again once the
+    space goes: only then can the redactor find it.
+    """
+    if text.isascii():
+        return text
+    return "".join(c for c in text if unicodedata.category(c) != "Cf")
+
+
 def _clean(text: str, redact: Callable[[str], str], limit: int = _TEXT_SHOWN) -> str:
     """A server's text made safe to show: one line, no control or format characters, redacted, cut.
 
     Stripped before redacting (a key split by a zero-width character is whole again once it
     goes, and must be caught then), cut after it (a cut first could keep the head of a key).
+    The whole text, never a slice of it: a slice could end inside a key, and keys redacted
+    before it (a long token, again and again) would bring that head into what is shown.
     """
-    kept = "".join(_visible(c) for c in text[: limit * 8])
+    kept = text.translate(_ASCII_VISIBLE) if text.isascii() else "".join(_visible(c) for c in text)
     shown = redact(" ".join(kept.split()))
     return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
@@ -260,3 +353,52 @@ def change_of(
         else:
             lines.append(f"{label} is now {_quoted(now[key], redact)}")
     return ToolChange(name, "changed", tuple(lines))
+
+
+def _lines(text: str | None, redact: Callable[[str], str]) -> list[str]:
+    """Instructions as the lines the owner compares: each stripped of control characters, redacted, whole."""
+    if not text:
+        return []
+    return [line for raw in text.splitlines() if (line := _clean(raw, redact, INSTRUCTIONS_KEPT))]
+
+
+def _window(line: str, at: int) -> str:
+    """A line shown from a little before ``at`` (where it differs), cut: the change, not its preamble."""
+    start = max(0, at - _CONTEXT)
+    shown = ("…" if start else "") + line[start:]
+    return json.dumps(
+        shown if len(shown) <= _TEXT_SHOWN else shown[: _TEXT_SHOWN - 1] + "…", ensure_ascii=False
+    )
+
+
+def instructions_change(before: str | None, after: str, redact: Callable[[str], str]) -> tuple[str, ...]:
+    """What the owner is shown of changed instructions: the lines gone and the lines new, or what new ones say.
+
+    ``before`` is the approved text (None: none were approved). Each line is stripped of control
+    and format characters and redacted whole before it is cut, as a tool's texts are.
+    """
+    old, new = _lines(before, redact), _lines(after, redact)
+    if not old:
+        lines = [f"say: {_window(line, 0)}" for line in new[:_LINES_SHOWN]]
+        if len(new) > _LINES_SHOWN:
+            lines.append(f"… and {len(new) - _LINES_SHOWN} more lines")
+        return tuple(lines) or ("say nothing visible",)
+    gone: list[str] = []
+    added: list[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        if tag in ("replace", "delete"):
+            gone += old[i1:i2]
+        if tag in ("replace", "insert"):
+            added += new[j1:j2]
+    if not gone and not added:
+        return ("changed in spacing or invisible characters only",)
+    at = 0
+    if gone and added:
+        # Where the first changed line differs: shown from there, since long lines would cut it away.
+        a, b = gone[0], added[0]
+        at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    lines = [f"- {_window(line, at if n == 0 else 0)}" for n, line in enumerate(gone[:_LINES_SHOWN])]
+    lines += [f"+ {_window(line, at if n == 0 else 0)}" for n, line in enumerate(added[:_LINES_SHOWN])]
+    if (more := len(gone) + len(added) - len(lines)) > 0:
+        lines.append(f"… and {more} more changed lines")
+    return tuple(lines)

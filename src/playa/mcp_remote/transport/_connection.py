@@ -12,7 +12,9 @@ The protocol: over Streamable HTTP the first connect to a URL lets the SDK negot
 versions it speaks, and an older one refuses the method and gets the ``initialize`` handshake
 instead. Later connects to that URL start with what was agreed: a modern version needs no
 handshake at all (the tool listing is the first request, and there is no session to open or
-delete), and the handshake goes without the probe. Should the server have changed, the
+delete) for as long as the server's ``server/discover`` answer says it stays fresh (its
+``ttlMs``: what it says, its ``instructions`` included, is reused only that long, and probed
+again after), and the handshake goes without the probe. Should the server have changed, the
 remembered way fails with the server's answer and the same connect negotiates again; a probe
 that gets no answer in time leaves the handshake for next time, since a server that ignores
 the probe would otherwise time out on every connect. (A server that was only down is then
@@ -354,8 +356,10 @@ class Connection:
         redact: Callable[[str], str] | None = None,
         on_tools: OnTools | None = None,
         tools_cache: ResponseCacheStore | None = None,
+        prior_discover: mcp_types.DiscoverResult | None = None,
     ) -> None:
-        """``mode`` is the SDK's: NEGOTIATE, HANDSHAKE, or a modern protocol version to speak at once.
+        """``mode`` is the SDK's: NEGOTIATE, HANDSHAKE, or a modern protocol version to speak at once
+        (with ``prior_discover``, the server's last ``server/discover`` answer, still fresh).
 
         ``ask`` puts the server's questions (elicitation) to a person; without it they are declined
         at once, as sampling and roots always are. ``redact`` cleans what the person is shown
@@ -364,11 +368,16 @@ class Connection:
         server allows, for this server's connections only (None: always list).
         """
         self._tools_cache = tools_cache
+        self._prior_discover = prior_discover
+        self.discovered: mcp_types.DiscoverResult | None = None
+        """The server's ``server/discover`` answer when this connect asked for it (not reused)."""
         self.endpoint = endpoint
         self._on_tools = on_tools
         self._tools_changed = anyio.Event()
         self._ask = ask
-        self._redact = redact if redact is not None else redactor_of(frozenset(endpoint.headers.values())).redact
+        self._redact = (
+            redact if redact is not None else redactor_of(frozenset(endpoint.headers.values())).redact
+        )
         self._calls: set[_CallClock] = set()
         """The calls in flight, each with its clock (stopped while a person answers a question)."""
         self._questions = 0
@@ -833,6 +842,7 @@ class Connection:
                     client = Client(
                         transport,
                         mode=self.mode,
+                        prior_discover=self._prior_discover,
                         cache=cache,
                         client_info=_CLIENT_INFO,
                         elicitation_callback=self._elicit if self._ask is not None else None,
@@ -841,6 +851,8 @@ class Connection:
                     await stack.enter_async_context(client)
                     self.protocol = client.protocol_version
                     self.instructions = client.instructions
+                    if self.mode == NEGOTIATE:
+                        self.discovered = client.session.discover_result
                     # A modern version is spoken without a handshake: until the listing is
                     # answered, nothing says the server speaks this transport (or this version).
                     handshaken = self.mode in (NEGOTIATE, HANDSHAKE)
@@ -916,6 +928,8 @@ class Connector:
         self._spoken: dict[str, TransportName] = {}
         # Per URL, how its Streamable HTTP connects start: HANDSHAKE or a modern version.
         self._protocols: dict[str, str] = {}
+        # Per server (see ``_discover_key``), its last discover answer and until when it is fresh.
+        self._discovered: dict[tuple[object, ...], tuple[mcp_types.DiscoverResult, float]] = {}
 
     def remembered_transport(self, url: str) -> TransportName | None:
         """The transport that last worked for ``url`` with ``transport="auto"``, if any."""
@@ -964,17 +978,40 @@ class Connector:
             return ("sse", "streamable-http")
         return ("streamable-http", "sse")
 
-    def _modes(self, url: str, transport: TransportName) -> tuple[str, ...]:
+    def _modes(self, endpoint: Endpoint, transport: TransportName) -> tuple[str, ...]:
         """The connect modes to try over ``transport``, in order (see the module docstring)."""
         if transport == "sse":
             return (HANDSHAKE,)
-        remembered = self._protocols.get(url)
+        remembered = self._protocols.get(endpoint.url)
+        if remembered in MODERN_PROTOCOL_VERSIONS and self._fresh_discover(endpoint) is None:
+            # What the server said of itself (its instructions too) may have changed: ask again.
+            return (NEGOTIATE,)
         return (remembered, NEGOTIATE) if remembered is not None else (NEGOTIATE,)
 
-    def _connected(self, url: str, connection: Connection) -> None:
-        """Remember how ``url`` connected over Streamable HTTP, for its next connect."""
+    @staticmethod
+    def _discover_key(endpoint: Endpoint, scope: str) -> tuple[object, ...]:
+        """Whose a discover answer is: a ``public`` one the URL's, a ``private`` one these credentials'."""
+        if scope == "public":
+            return (endpoint.url,)
+        return (endpoint.url, endpoint.server, tuple(sorted(endpoint.headers.items())), id(endpoint.auth))
+
+    def _fresh_discover(self, endpoint: Endpoint) -> mcp_types.DiscoverResult | None:
+        """The server's last discover answer while its ``ttlMs`` says it is fresh, else None."""
+        now = anyio.current_time()
+        for scope in ("private", "public"):
+            found = self._discovered.get(self._discover_key(endpoint, scope))
+            if found is not None and now < found[1]:
+                return found[0]
+        return None
+
+    def _connected(self, endpoint: Endpoint, connection: Connection) -> None:
+        """Remember how ``endpoint`` connected over Streamable HTTP, for its next connect."""
         protocol = connection.protocol
+        url = endpoint.url
         self._protocols[url] = protocol if protocol in MODERN_PROTOCOL_VERSIONS and protocol else HANDSHAKE
+        if (discovered := connection.discovered) is not None and discovered.ttl_ms > 0:
+            key = self._discover_key(endpoint, discovered.cache_scope)
+            self._discovered[key] = (discovered, anyio.current_time() + discovered.ttl_ms / 1000)
 
     def _failed(self, url: str, failure: ConnectFailure) -> None:
         """Forget how ``url`` connected when its server now answers otherwise."""
@@ -1027,7 +1064,7 @@ class Connector:
         ssl_context = await self.ssl_context()
         order = self._order(endpoint)
         error: ConnectFailed | RemoteTimeout | None = None
-        attempts = [(transport, mode) for transport in order for mode in self._modes(endpoint.url, transport)]
+        attempts = [(transport, mode) for transport in order for mode in self._modes(endpoint, transport)]
         for transport, mode in attempts:
             connection = Connection(
                 endpoint,
@@ -1040,6 +1077,7 @@ class Connector:
                 redact=redact,
                 on_tools=on_tools,
                 tools_cache=tools_cache,
+                prior_discover=self._fresh_discover(endpoint) if mode in MODERN_PROTOCOL_VERSIONS else None,
             )
             try:
                 await task_group.start(connection._run, deadline)
@@ -1055,7 +1093,7 @@ class Connector:
             if endpoint.transport == "auto":
                 self._spoken[endpoint.url] = transport
             if transport == "streamable-http":
-                self._connected(endpoint.url, connection)
+                self._connected(endpoint, connection)
             logger.info(
                 "%s: connected over %s (%s), %d tools",
                 endpoint.server,

@@ -102,8 +102,8 @@ def _field(name: str, schema: Mapping[str, Any], *, required: bool, redact: Call
     return Field(
         name=name,
         kind=field_kind,
-        title=redact(_cut(str(schema.get("title", "")), MAX_FIELD_TEXT)),
-        description=redact(_cut(str(schema.get("description", "")), MAX_FIELD_TEXT)),
+        title=_cut(redact(str(schema.get("title", ""))), MAX_FIELD_TEXT),
+        description=_cut(redact(str(schema.get("description", ""))), MAX_FIELD_TEXT),
         required=required,
         default=default,
         options=options,
@@ -124,7 +124,8 @@ def to_question(server: str, params: mcp_types.ElicitRequestParams, redact: Call
     Raises:
         Refused: The form asks for a secret, or has a shape no person could fill in.
     """
-    text = redact(_cut(params.message, MAX_TEXT))
+    # Redacted whole, then cut: a cut first (or a slice to redact) could keep the head of a credential.
+    text = _cut(redact(params.message), MAX_TEXT)
     if isinstance(params, mcp_types.ElicitRequestURLParams):
         return Question(asker=server, text=text, url=redact(params.url))
     schema = params.requested_schema
@@ -145,7 +146,7 @@ def to_question(server: str, params: mcp_types.ElicitRequestParams, redact: Call
     ]
     if secrets:
         raise Refused(
-            f"the form asks for a secret ({', '.join(redact(_cut(name, 64)) for name in secrets)}): "
+            f"the form asks for a secret ({', '.join(_cut(redact(name), 64) for name in secrets)}): "
             "secrets are asked in URL mode, never in a form"
         )
     fields = tuple(

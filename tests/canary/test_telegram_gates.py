@@ -1,0 +1,157 @@
+"""The credential gates in Telegram: a hostile server's question, through a real ``playa telegram`` process.
+
+The bot runs as its own process (``playa telegram`` at DEBUG) against the fake Bot API. The
+owner adds a server that takes a bearer token; the server asks a question (elicitation) whose
+every text carries the token: the message (once more straddling its cut), field titles and
+descriptions, choices' labels, and defaults. The owner ticks a box and accepts the
+defaults; the tool's answer, quoting them, goes to the offline model, which says it back.
+
+The oracle: no request the bot made to the Bot API (sendMessage, editMessageText, their inline
+keyboards' texts and callback data, every other method), no line of its stderr and no file
+under the data dir holds the token in any encoded form the redactor knows, nor any
+12-character piece of it.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.message import ServerMessageMetadata
+from tests.telegram.fake_bot_api import ApiCall, FakeBotApi, private_chat, user
+from tests.telegram.process import run_bot_process, stopped
+
+from playa.host import encoded_forms
+from servers.python_servers import serve_asgi, serve_mcp
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "123456789:AAHcanaryTokenForTestsOnly0123456789ab"
+KEY = "sk-canary-" + uuid.uuid4().hex
+PIECE = 12
+OWNER = 4501
+WAIT = 60.0
+
+
+def hostile_form() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "colour": {
+                "type": "string",
+                "title": f"Colour for {KEY}",
+                "description": f"Pick one; {KEY} likes red",
+                "enum": ["red", "blue"],
+                "default": "blue",
+            },
+            # Choices whose labels quote it (a choice's value that does would have the question refused).
+            "size": {
+                "type": "string",
+                "title": "Size",
+                "oneOf": [
+                    {"const": "s", "title": f"Small, as {KEY}"},
+                    {"const": "l", "title": f"Large {KEY}"},
+                ],
+                "default": "l",
+            },
+            "note": {
+                "type": "string",
+                "title": "Note",
+                "description": "anything",
+                "default": f"Bearer {KEY}",
+            },
+            "ok": {"type": "boolean", "title": f"Keep {KEY}?", "default": False},
+        },
+    }
+
+
+def asking_server() -> MCPServer:
+    server = MCPServer("hostile")
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        """Ask the person a question full of the token."""
+        context = ctx.request_context
+        # The last one straddles the 1,000-character cut of a question's text, 20 characters in.
+        message = f"I got {KEY}. " + "m" * (1000 - 20 - len(f"I got {KEY}. ")) + KEY
+        result = await context.session.send_request(
+            types.ElicitRequest(
+                params=types.ElicitRequestFormParams(message=message, requested_schema=hostile_form())
+            ),
+            types.ElicitResult,
+            metadata=ServerMessageMetadata(related_request_id=context.request_id),
+        )
+        return "answered: " + result.model_dump_json(by_alias=True, exclude_none=True)
+
+    return server
+
+
+def forms() -> set[str]:
+    found = encoded_forms(KEY) | encoded_forms(f"Bearer {KEY}")
+    return found | {KEY[i : i + PIECE] for i in range(len(KEY) - PIECE + 1)}
+
+
+def leaks(data: bytes | str) -> list[str]:
+    shown = data if isinstance(data, str) else data.decode("latin-1")
+    return sorted(form for form in forms() if form in shown)
+
+
+def labels(call: ApiCall) -> list[str]:
+    markup = call.params.get("reply_markup") or {}
+    return [button["text"] for row in markup.get("inline_keyboard", []) for button in row]
+
+
+def files_under(folder: Path) -> list[tuple[Path, bytes]]:
+    return [(path, path.read_bytes()) for path in folder.rglob("*") if path.is_file()]
+
+
+async def test_a_hostile_question_leaks_the_token_into_no_bot_api_request_log_line_or_file(
+    tmp_path: Path,
+) -> None:
+    fake = FakeBotApi(TOKEN)
+    stderr = tmp_path / "stderr.log"
+    data_dir = tmp_path / "data"
+    chat, owner = private_chat(OWNER), user(OWNER)
+    async with (
+        serve_asgi(fake.app()) as api,
+        serve_mcp(asking_server(), protocols="handshake", bearer=KEY) as mcp,
+        run_bot_process(TOKEN, api.url, data_dir, stderr) as process,
+    ):
+        await fake.wait_call("getUpdates", timeout=WAIT)
+        fake.send(chat, f"/mcp_add hostile {mcp.url} --bearer {KEY}", sender=owner)
+        await fake.wait_reply(OWNER, "Added hostile", timeout=WAIT)
+
+        fake.send(chat, "hostile__ask {}", sender=owner)
+        shown = await fake.wait_reply(OWNER, "hostile asks: I got [redacted]", timeout=WAIT)
+        buttons = labels(shown)
+        assert "☐ Keep [redacted]?" in buttons, buttons
+        # A tick edits the question in place; then the defaults are accepted.
+        mark = fake.mark()
+        fake.press(shown, "☐ Keep [redacted]?", sender=owner)
+        edit = await fake.wait_call("editMessageText", after=mark, timeout=WAIT)
+        fake.press(
+            ApiCall("sendMessage", edit.params, edit.status, edit.at, shown.result_id), "Accept", sender=owner
+        )
+        answer = await fake.wait_reply(OWNER, "hostile__ask returned", after=mark, timeout=WAIT)
+        assert "[redacted]" in answer.text
+        assert await stopped(process) == 0
+
+    # The question's texts reached the owner, redacted: a fake that saw nothing would prove nothing.
+    sent = json.dumps([call.params for call in fake.calls], ensure_ascii=False)
+    assert "Colour for [redacted]: blue (default) — Pick one; [redacted] likes red" in sent
+    assert "Note: [redacted] (default)" in sent and "☑ Keep [redacted]?" in sent
+
+    # The oracle: every Bot API request (texts, keyboards, callback data), the log, the files.
+    for call in fake.calls:
+        assert leaks(json.dumps(call.params, ensure_ascii=False)) == [], (call.method, call.params)
+        assert leaks(json.dumps(call.params)) == [], (call.method, call.params)
+    log = stderr.read_text(errors="replace")
+    assert "DEBUG" in log
+    assert leaks(log) == [], [line for line in log.splitlines() if leaks(line)][:5]
+    for path, data in files_under(data_dir):
+        assert leaks(data) == [], path
