@@ -29,6 +29,7 @@ from playa.mcp_remote import ConnectionSettings, RemoteMcpSettings
 TARGET_HISTORY_RATIO = 1.10
 TARGET_LAG = 5e-3
 TARGET_MEMORY = 0.10
+MEMORY_BATCH = 50  # chats touched at once; divides both counts and their tenths
 
 
 @contextlib.contextmanager
@@ -194,17 +195,22 @@ async def run_memory(quick: bool) -> Report:
     async with bench_server() as served:
         with disk_dir() as data:
             async with playa_host(data, RemoteMcpSettings()) as (host, _extension):
-                for n in range(chats):
+
+                async def touch(n: int) -> None:
                     scope = f"console:m{n}"
                     write_servers(data, scope, [entry("a", served.url, token_of(scope))])
                     session = await host.session(scope, owner="owner")
                     await host.handle(session, message("hello"), ui)
-                    if n % 100 == 99:
-                        await host.evict_idle(0)
-                    if n + 1 in (chats // 10, chats):
-                        await host.evict_idle(0)
+
+                # A bot's chats come at once: MEMORY_BATCH of them at a time, then the idle close.
+                for batch in range(0, chats, MEMORY_BATCH):
+                    async with anyio.create_task_group() as tg:
+                        for n in range(batch, min(batch + MEMORY_BATCH, chats)):
+                            tg.start_soon(touch, n)
+                    await host.evict_idle(0)
+                    if batch + MEMORY_BATCH in (chats // 10, chats):
                         gc.collect()
-                        marks[n + 1] = rss_bytes()
+                        marks[batch + MEMORY_BATCH] = rss_bytes()
                 open_sessions = host.open_sessions
     first, last = marks[chats // 10], marks[chats]
     growth = last / first - 1

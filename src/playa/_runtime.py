@@ -21,8 +21,9 @@ def tune_garbage_collector() -> None:
     promoted to the oldest generation, and its full collections then run again and again,
     each over every open chat. Connecting 1,000 chats with two servers each, that took a
     quarter of the host's CPU (20 full collections of about 0.3 s each); with these
-    thresholds there was none, and the young collections cost about a second in all. The
-    memory held by cyclic garbage between collections stays small: a young generation of
-    20,000 objects is a few megabytes.
+    thresholds there was none, and the young collections cost about a second in all. A young
+    generation of 20,000 objects is a few megabytes. What closed chats leave in reference
+    cycles has lived long enough to be old, and the host frees it itself as chats close
+    (``Host._collect_closed``).
     """
     gc.set_threshold(*GC_THRESHOLDS)

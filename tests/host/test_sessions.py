@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import math
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from pydantic_ai.models.function import FunctionModel
 
 from playa.exceptions import ConfigError
 from playa.host import ChatSession, Extension, Host, HostConfig, ToolResult
+from playa.host._host import COLLECT_AFTER
 from support.chat import Script, ScriptedUI, msg
 
 pytestmark = pytest.mark.anyio
@@ -209,3 +212,37 @@ async def test_a_chat_is_not_moved_onto_a_scope_that_has_files_of_its_own(data_d
         assert await host.move_scope("telegram:-6", "telegram:-1006", owner="1") == "occupied"
         assert (old.workspace / "notes.txt").read_text() == "old"
         assert (new.workspace / "notes.txt").read_text() == "new"
+
+
+class _Cycle:
+    """A closed chat's leftover in a reference cycle, as a task's frame or the agent's graph holds it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+async def test_what_closed_chats_leave_in_reference_cycles_is_freed_as_they_close(data_dir: Path) -> None:
+    # The collector is off, as good as its rare full collections under the playa command's thresholds.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        async with Host(HostConfig(data_dir=data_dir)) as host:
+            first: list[weakref.ref[_Cycle]] = []
+            for batch in range(3):
+                leftovers: list[weakref.ref[_Cycle]] = []
+                for n in range(COLLECT_AFTER // 2):
+                    session = await host.session(f"console:c{batch}-{n}", owner="owner")
+                    cycle = _Cycle()
+                    setattr(cycle, "session", session)  # noqa: B010 - the cycle: session → leftover → session
+                    setattr(session, "leftover", cycle)  # noqa: B010
+                    leftovers.append(weakref.ref(cycle))
+                    del cycle, session
+                await host.evict_idle(0)
+                if batch == 0:
+                    first = leftovers
+                    # Fewer than COLLECT_AFTER closed: nothing is paid for yet.
+                    assert all(ref() is not None for ref in leftovers)
+            assert all(ref() is None for ref in first)
+    finally:
+        if was_enabled:
+            gc.enable()

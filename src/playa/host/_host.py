@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import os
@@ -43,6 +44,9 @@ from ._workspace_tools import workspace_tools
 __all__ = ["DEFAULT_PROMPT", "Host", "HostConfig", "Reply", "ScopeMove", "resolve_model"]
 
 logger = logging.getLogger(__name__)
+
+COLLECT_AFTER = 50
+"""Closed chats after which the host frees what they left in reference cycles (see ``_collect_closed``)."""
 
 DEFAULT_PROMPT = """\
 You are the agent of one chat in Playa. Answer the chat's messages helpfully and briefly.
@@ -142,6 +146,7 @@ class Host:
         self._verdicts: dict[str, DefinitionVerdicts] = {}
         self._sessions: dict[str, ChatSession] = {}
         self._closing: dict[str, ChatSession] = {}
+        self._closed_since_collect = 0
         self._moving: dict[str, anyio.Event] = {}
         """Scopes a move is under way from or to; set when it is done."""
         self._move_lock = anyio.Lock()
@@ -328,7 +333,23 @@ class Host:
         if idle_sessions:
             logger.info("closing %d idle sessions", len(idle_sessions))
             await self._close_all(idle_sessions)
+            self._collect_closed(len(idle_sessions))
         return len(idle_sessions)
+
+    def _collect_closed(self, closed: int) -> None:
+        """Free what closed chats left in reference cycles, once enough of them have closed.
+
+        A closed chat's objects (its tasks' frames, the agent run's graph, what they hold: its
+        redactor, its connections) sit in reference cycles, which only a full collection frees,
+        and the ``playa`` command's collector thresholds make those rare. Unfreed, a bot that
+        meets thousands of chats grows by each one it closed. A full collection costs in
+        proportion to what is open, so it runs once a quarter as many chats as are open (at least
+        COLLECT_AFTER) have closed: memory follows the open chats, at a bounded cost per chat.
+        """
+        self._closed_since_collect += closed
+        if self._closed_since_collect >= max(COLLECT_AFTER, len(self._sessions) // 4):
+            self._closed_since_collect = 0
+            gc.collect()
 
     async def _evict_idle_sessions(self) -> None:
         idle = self.config.session_idle
