@@ -23,7 +23,7 @@ import logging
 import re
 import threading
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from ._inbound import looks_like_credential
@@ -36,6 +36,15 @@ _RAW_TRAFFIC: Final = ("telegram",)
 _WORD: Final = re.compile(r"[A-Za-z0-9_\-.~+/=:]{8,}")
 PIECE: Final = 12
 """Characters of a credential that a log line may not show, wherever they were cut from."""
+
+
+def _count(counts: dict[str, int], keys: Iterable[str], step: int) -> None:
+    """Add ``step`` to each key's count; a count that reaches zero goes."""
+    for key in keys:
+        if count := counts.get(key, 0) + step:
+            counts[key] = count
+        else:
+            del counts[key]
 
 
 class _Pieces:
@@ -51,11 +60,14 @@ class _Pieces:
     form's windows.
     """
 
-    __slots__ = ("_alphabet", "_runs", "_short", "_windows")
+    __slots__ = ("_alphabet", "_of", "_runs", "_short", "_short_counts", "_windows")
 
     def __init__(self) -> None:
         self._windows: dict[str, int] = {}
         """Each window, with how many held values have it."""
+        self._short_counts: dict[str, int] = {}
+        self._of: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        """Each value's windows and short forms, so that dropping it costs no encoding."""
         # The rest is replaced, never changed in place: another thread's log call may be reading.
         self._short: tuple[str, ...] = ()
         self._alphabet: frozenset[str] = frozenset()
@@ -64,42 +76,35 @@ class _Pieces:
     def __bool__(self) -> bool:
         return bool(self._windows or self._short)
 
-    @staticmethod
-    def _parts(value: str) -> Iterator[str]:
-        for form in _plain_forms(value):
-            yield from form.split()
-
     def add(self, value: str) -> None:
-        short = set(self._short)
+        if value in self._of:
+            return
+        windows: set[str] = set()
+        short: set[str] = set()
         alphabet = set(self._alphabet)
-        windows = self._windows
-        for part in self._parts(value):
-            if len(part) < PIECE:
-                if len(part) >= MIN_SECRET_LENGTH:
+        for form in _plain_forms(value):
+            for part in form.split():
+                if len(part) >= PIECE:
+                    alphabet.update(part)
+                    windows.update(part[i : i + PIECE] for i in range(len(part) - PIECE + 1))
+                elif len(part) >= MIN_SECRET_LENGTH:
                     short.add(part)
-                continue
-            alphabet.update(part)
-            for window in {part[i : i + PIECE] for i in range(len(part) - PIECE + 1)}:
-                windows[window] = windows.get(window, 0) + 1
-        self._short = tuple(sorted(short))
+        self._of[value] = (tuple(windows), tuple(short))
+        _count(self._windows, windows, 1)
+        if short:
+            _count(self._short_counts, short, 1)
+            self._short = tuple(sorted(self._short_counts))
         if alphabet != self._alphabet:
             self._alphabet = frozenset(alphabet)
             self._runs = re.compile(f"[{re.escape(''.join(sorted(alphabet)))}]{{{PIECE},}}")
 
     def remove(self, value: str) -> None:
-        """Undo ``add(value)`` (a short form another held value also has may go with it)."""
-        short = set(self._short)
-        windows = self._windows
-        for part in self._parts(value):
-            if len(part) < PIECE:
-                short.discard(part)
-                continue
-            for window in {part[i : i + PIECE] for i in range(len(part) - PIECE + 1)}:
-                if (count := windows.get(window, 0)) > 1:
-                    windows[window] = count - 1
-                else:
-                    windows.pop(window, None)
-        self._short = tuple(sorted(short))
+        """Undo ``add(value)``; what other values held share stays."""
+        windows, short = self._of.pop(value, ((), ()))
+        _count(self._windows, windows, -1)
+        if short:
+            _count(self._short_counts, short, -1)
+            self._short = tuple(sorted(self._short_counts))
 
     def redact(self, text: str) -> str:
         spans: list[tuple[int, int]] = []
