@@ -461,7 +461,9 @@ def test_a_hostile_base64_run_costs_at_most_a_break_search_per_sampled_block(
         assert 0 < break_searches[0] <= 2 * len(text) // redactor._stride
 
 
-def test_a_wrapped_core_across_the_edge_of_two_scanned_chunks_is_redacted() -> None:
+@pytest.mark.parametrize("fill", ["z", "é"])
+def test_a_wrapped_core_across_the_edge_of_two_scanned_chunks_is_redacted(fill: str) -> None:
+    # Non-ASCII text is scanned a chunk at a time (and so is any text for `contains`).
     redactor = Redactor([CANARY])
     core = base64.b64encode(CANARY.encode()).decode()
     edge = _redact._CHUNK
@@ -469,9 +471,10 @@ def test_a_wrapped_core_across_the_edge_of_two_scanned_chunks_is_redacted() -> N
         for newline in ("\n", "\r\n"):
             wrapped = core[:cut] + newline + core[cut:]
             for shift in range(-len(wrapped), 1):
-                text = "z" * (edge + shift) + wrapped + " tail"
-                assert redactor.redact(text) == "z" * (edge + shift) + REDACTED + " tail", (
+                text = fill * (edge + shift) + wrapped + " tail"
+                assert redactor.redact(text) == fill * (edge + shift) + REDACTED + " tail", (
                     cut,
                     newline,
                     shift,
                 )
+                assert redactor.contains(text)

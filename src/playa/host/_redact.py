@@ -19,12 +19,13 @@ redaction runs at ~370 MB/s (docs/benchmarks.md). The scan is a sampled block fi
 
 - the text is encoded as UTF-8 (with surrogates passed through), and so is every form: UTF-8
   is self-synchronising, so a form occurs in the text exactly where its bytes occur in the
-  text's bytes, and the redacted bytes decode back to the text. The text is encoded
-  :data:`_CHUNK` characters at a time and each chunk is scanned at once: for a large non-ASCII
-  text CPython would map a fresh worst-case buffer (4 bytes a character) on every call, whose
-  page faults cost as much as the encoding, and the scan reads bytes still in the cache. A
-  form across the edge of two chunks lies within the seam of ``longest form - 1`` bytes on
-  either side, which is scanned on its own (chunks are never shorter than a form);
+  text's bytes, and the redacted bytes decode back to the text. An ASCII text is encoded at
+  once (one copy of the same size). Any other is encoded :data:`_CHUNK` characters at a time
+  and each chunk is scanned at once: for a large non-ASCII text CPython would map a fresh
+  worst-case buffer (4 bytes a character) on every call, whose page faults cost as much as the
+  encoding, and the scan reads bytes still in the cache. A form across the edge of two chunks
+  lies within the seam of ``longest form - 1`` bytes on either side, which is scanned on its
+  own (chunks are never shorter than a form);
 - a form of at least ``stride + 3`` bytes holds, wherever it occurs, one whole 4-byte block that
   starts at a multiple of ``stride``. ``struct`` reads those sampled blocks as little-endian
   ints, a span at a time, and the intersection of the table's keys view with the sample checks
@@ -45,8 +46,7 @@ redaction runs at ~370 MB/s (docs/benchmarks.md). The scan is a sampled block fi
   ``bytes.find`` over each chunk. The stride is chosen per Redactor to minimise the expected
   cost of both;
 - what survives is joined around REDACTED: for an ASCII text (``str.isascii`` is free) byte
-  offsets are character offsets, so the text itself is sliced, nothing is decoded and no
-  encoded chunk is kept (fresh memory costs page faults); otherwise the chunks are appended to
+  offsets are character offsets, so the text itself is sliced and nothing is decoded; otherwise the chunks are appended to
   one ``bytearray``, each match is overwritten in place with REDACTED and filler bytes that are
   never UTF-8, and decoding drops the filler (:func:`_cut_out`): the one fresh buffer is the
   result's.
@@ -453,8 +453,10 @@ class Redactor:
         if len(text) < self._min_length or not self._forms:
             return text
         if text.isascii():
-            # Byte offsets are character offsets: slice the text, and keep no encoded copy of it.
-            spans, _ = self._matches(text, None, first_only=False)
+            # Byte offsets are character offsets: its bytes are one copy, made at once (no seams to
+            # scan), and the text itself is sliced.
+            spans: list[tuple[int, int]] = []
+            self._scan(text.encode("ascii"), 0, spans)
             if not spans:
                 return text
             return REDACTED.join([text[start:end] for start, end in _kept(spans, len(text))])
