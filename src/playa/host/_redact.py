@@ -223,6 +223,7 @@ def encoded_forms(secret: str) -> set[str]:
 
 
 _REDACTED_BYTES: Final = REDACTED.encode()
+_FILLER: Final = b"\xff"  # never in UTF-8: what is left of a match after REDACTED (see _cut_out)
 
 
 def _utf8(text: str) -> bytes:
@@ -284,9 +285,6 @@ def _cut_out(encoded: bytearray, spans: list[tuple[int, int]], surrogates: bool)
     return encoded.decode("utf-8", "ignore")
 
 
-_FILLER: Final = b"\xff"
-
-
 class _Core:
     """A wrappable core's bytes, split at every cut: what a break-cut occurrence is checked against."""
 
@@ -298,7 +296,7 @@ class _Core:
         self.tails = tuple(core[cut:] for cut in range(len(core)))
 
 
-_Owner = tuple[bytes, int, "_Core | None"]
+_Owner = tuple[bytes, int, _Core | None]
 """A form that holds a block, the block's offset in it, and the form's pieces if a break may cut it."""
 
 
