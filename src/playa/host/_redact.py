@@ -46,10 +46,10 @@ redaction runs at ~370 MB/s (docs/benchmarks.md). The scan is a sampled block fi
   ``bytes.find`` over each chunk. The stride is chosen per Redactor to minimise the expected
   cost of both;
 - what survives is joined around REDACTED: for an ASCII text (``str.isascii`` is free) byte
-  offsets are character offsets, so the text itself is sliced and nothing is decoded; otherwise the chunks are appended to
-  one ``bytearray``, each match is overwritten in place with REDACTED and filler bytes that are
-  never UTF-8, and decoding drops the filler (:func:`_cut_out`): the one fresh buffer is the
-  result's.
+  offsets are character offsets, so the text itself is sliced and nothing is decoded;
+  otherwise the chunks are appended to one ``bytearray``, each match is overwritten in place
+  with REDACTED and filler bytes that are never UTF-8, and decoding drops the filler
+  (:func:`_cut_out`): the one fresh buffer is the result's.
 
 Overlapping or touching matches are merged and replaced once, so the longest match always wins:
 ``Bearer <token>`` is never left as ``Bearer [redacted]`` beside a leaked scheme, nor as a
