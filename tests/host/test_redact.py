@@ -363,6 +363,30 @@ def test_ascii_and_non_ascii_texts_are_redacted_alike() -> None:
         assert out == words.join([REDACTED] * len(used))
 
 
+def test_non_ascii_text_with_lone_surrogates_keeps_them_and_loses_the_secret() -> None:
+    # Matches are overwritten in the text's UTF-8 with filler that decoding drops; a lone
+    # surrogate (passed through the encoding) must come back as it was, beside every replacement.
+    for around in ("\ud800", "é\udfff", "\udc80🔑"):
+        text = f"{around}{TOKEN}{around}x{base64.b64encode(TOKEN.encode()).decode()}{around}"
+        out = Redactor([CANARY]).redact(text)
+        assert out == f"{around}{REDACTED}{around}x{REDACTED}{around}"
+
+
+def test_a_match_shorter_than_the_replacement_in_non_ascii_text_is_replaced_whole() -> None:
+    # A literal piece of 8 bytes leaves no room to overwrite it with REDACTED in place.
+    text = "é 12345678 ü 12345678" + "x" * 5000 + "中 abcdefghij"
+    out = Redactor(literal=["12345678", "abcdefghij"]).redact(text)
+    assert out == f"é {REDACTED} ü {REDACTED}" + "x" * 5000 + f"中 {REDACTED}"
+
+
+@pytest.mark.parametrize("non_ascii", [False, True])
+def test_a_span_full_of_different_hits_is_redacted_like_a_naive_search(non_ascii: bool) -> None:
+    # Every sampled block of a span is a hit, and many share their first byte: each is found.
+    forms = sorted(encoded_forms(CANARY), key=len)
+    text = ("é" if non_ascii else " ").join(forms[:60] * 3)
+    assert Redactor([CANARY]).redact(text) == reference_redact([CANARY], text)
+
+
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
 def test_base64_wrapped_across_a_line_break_is_redacted_at_every_cut_and_alignment(newline: str) -> None:
     redactor = Redactor([CANARY])
@@ -402,9 +426,9 @@ def break_searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls = [0]
     search = _redact._wrapped_span
 
-    def counted(data: bytes, core: bytes, start: int) -> tuple[int, int] | None:
+    def counted(data: bytes, core: _redact._Core, start: int, position: int) -> tuple[int, int] | None:
         calls[0] += 1
-        return search(data, core, start)
+        return search(data, core, start, position)
 
     monkeypatch.setattr(_redact, "_wrapped_span", counted)
     return calls
@@ -437,7 +461,9 @@ def test_a_hostile_base64_run_costs_at_most_a_break_search_per_sampled_block(
         assert 0 < break_searches[0] <= 2 * len(text) // redactor._stride
 
 
-def test_a_wrapped_core_across_the_edge_of_two_scanned_chunks_is_redacted() -> None:
+@pytest.mark.parametrize("fill", ["z", "é"])
+def test_a_wrapped_core_across_the_edge_of_two_scanned_chunks_is_redacted(fill: str) -> None:
+    # Non-ASCII text is scanned a chunk at a time (and so is any text for `contains`).
     redactor = Redactor([CANARY])
     core = base64.b64encode(CANARY.encode()).decode()
     edge = _redact._CHUNK
@@ -445,9 +471,10 @@ def test_a_wrapped_core_across_the_edge_of_two_scanned_chunks_is_redacted() -> N
         for newline in ("\n", "\r\n"):
             wrapped = core[:cut] + newline + core[cut:]
             for shift in range(-len(wrapped), 1):
-                text = "z" * (edge + shift) + wrapped + " tail"
-                assert redactor.redact(text) == "z" * (edge + shift) + REDACTED + " tail", (
+                text = fill * (edge + shift) + wrapped + " tail"
+                assert redactor.redact(text) == fill * (edge + shift) + REDACTED + " tail", (
                     cut,
                     newline,
                     shift,
                 )
+                assert redactor.contains(text)
