@@ -21,7 +21,7 @@ from servers.python_servers import RunningServer, serve_mcp
 from support.chat import RecordingModel
 
 from .fake_bot_api import ApiCall, FakeBotApi, creator, group_chat, private_chat, user
-from .test_telegram import Running, running_bot
+from .test_telegram import Running, migration, running_bot
 
 pytestmark = pytest.mark.anyio
 
@@ -244,4 +244,28 @@ async def test_a_press_after_a_restart_does_nothing_and_the_owner_is_shown_the_c
             await decided(fake, again, "Approved 2 tool(s) of changing", after=mark)
             tools = await turn(fake, chat, 5501, model)
             assert "changing__lookup" in tools
+    assert_key_never_sent(fake, model)
+
+
+async def test_an_approval_waiting_when_the_group_is_upgraded_approves_in_the_supergroup(
+    tmp_path: Path,
+) -> None:
+    model = RecordingModel()
+    old_id, new_id = -5401, -1005401
+    old, new = {"id": old_id, "type": "group", "title": "G"}, group_chat(new_id)
+    owner, member = 5401, 5402
+    async with bot_with_changing_server(tmp_path, old, owner, model) as bot:
+        fake = bot.fake
+        fake.administrators[new_id] = [creator(user(owner))]
+        shown = await change(fake, old, member, owner)  # in the owner's private chat
+
+        mark = fake.mark()
+        migration(fake, old, user(owner), to=new_id)
+        migration(fake, new, user(owner), **{"from": old_id})
+        await fake.wait_reply(new_id, "is now a supergroup, with a new chat id", after=mark)
+
+        fake.press(shown, "Approve", sender=user(owner))
+        await decided(fake, shown, "Approved 2 tool(s) of changing", after=mark)
+        tools = await turn(fake, new, member, model)
+        assert tools["changing__lookup"] == "[changing] " + CHANGED.format(version=1)
     assert_key_never_sent(fake, model)

@@ -1,7 +1,7 @@
 """Approval messages: changes that wait for the chat's owner, shown with Approve and Reject buttons.
 
-A press decides nothing here. It hands the approval's command (``/mcp_approve docs``) to the
-bot, which runs it as the owner through ``Host.handle`` in the chat the servers belong to, as if
+A press decides nothing here. It hands the approval's command (``/mcp_approve docs``, followed
+by the approval's digest) to the bot, which runs it as the owner through ``Host.handle`` in the chat the servers belong to, as if
 the owner had typed it there. So who may decide, and the refusal of tools that changed again
 since they were shown, keep their one home: the extension's command.
 
@@ -90,7 +90,11 @@ class Approvals:
             group,
             owner_id,
             approval.approve,
-            {"approve": approval.approve, "reject": approval.reject},
+            # With the digest: the press decides on exactly what this message shows, or nothing.
+            {
+                "approve": f"{approval.approve} {approval.digest}",
+                "reject": f"{approval.reject} {approval.digest}",
+            },
         )
         # Before any await: from here on a press of the older message's buttons does nothing.
         previous = self._waiting.get((chat_id, waiting.source))
