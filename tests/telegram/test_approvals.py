@@ -9,6 +9,7 @@ recorded, so each test reads what the model was offered on every turn.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -132,8 +133,9 @@ def assert_key_never_sent(fake: FakeBotApi, model: RecordingModel) -> None:
 
 
 async def test_the_owner_approves_with_a_button_and_the_held_tool_reaches_the_model_on_the_next_turn(
-    tmp_path: Path,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="playa")
     model = RecordingModel()
     chat = private_chat(5101)
     async with bot_with_changing_server(tmp_path, chat, 5101, model) as bot:
@@ -164,6 +166,7 @@ async def test_the_owner_approves_with_a_button_and_the_held_tool_reaches_the_mo
     assert not fake.find("sendMessage", after=mark)
     assert len(fake.find("editMessageText", message_id=shown.result_id)) == 1
     assert_key_never_sent(fake, model)
+    assert KEY not in caplog.text
 
 
 async def test_in_a_group_a_members_press_changes_nothing_and_the_owners_reject_holds(tmp_path: Path) -> None:
