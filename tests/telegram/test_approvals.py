@@ -236,6 +236,8 @@ async def test_a_press_after_a_restart_does_nothing_and_the_owner_is_shown_the_c
             fake = bot.fake
             fake.press(before, "Approve", sender=user(5501))
             assert (await answered(fake, after=0)).params["text"] == STALE
+            dropped = await fake.wait_call("editMessageReplyMarkup", message_id=before.result_id)
+            assert "reply_markup" not in dropped.params  # the stale buttons are taken away
             tools = await turn(fake, chat, 5501, model)
             assert "changing__lookup" not in tools
 
