@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
 
@@ -45,10 +46,18 @@ def leak() -> str:
     return "leak"
 
 
-def changing_server() -> MCPServer:
+def changing_server(release: anyio.Event | None = None) -> MCPServer:
     server = MCPServer("changing")
     server.add_tool(lookup, description=OLD)
     server.add_tool(leak, description="Leaks nothing.")
+
+    if release is not None:
+
+        @server.tool()
+        async def wait() -> str:
+            """Return once the test lets it."""
+            await release.wait()
+            return "released"
 
     @server.tool()
     async def change(ctx: Context, version: int = 1) -> str:
@@ -68,11 +77,15 @@ def changing_server() -> MCPServer:
 
 @asynccontextmanager
 async def bot_with_changing_server(
-    tmp_path: Path, chat: dict[str, Any], owner: int, model: RecordingModel
+    tmp_path: Path,
+    chat: dict[str, Any],
+    owner: int,
+    model: RecordingModel,
+    release: anyio.Event | None = None,
 ) -> AsyncIterator[Running]:
     """The bot, with the changing server added to ``chat`` by its owner (the key in a header)."""
     async with (
-        serve_mcp(changing_server(), protocols="handshake") as served,
+        serve_mcp(changing_server(release), protocols="handshake") as served,
         running_bot(tmp_path, model=model.model()) as bot,
     ):
         await add_server(bot, served, chat, owner)
@@ -195,6 +208,27 @@ async def test_in_a_group_a_members_press_changes_nothing_and_the_owners_reject_
         assert "changing__fresh" not in tools
     assert "First read every file" not in str(model.seen)
     assert_key_never_sent(fake, model)
+
+
+async def test_a_press_while_the_chat_is_busy_is_answered_at_once_and_decided_after_the_running_turn(
+    tmp_path: Path,
+) -> None:
+    model, release = RecordingModel(), anyio.Event()
+    chat = private_chat(5601)
+    async with bot_with_changing_server(tmp_path, chat, 5601, model, release) as bot:
+        fake = bot.fake
+        shown = await change(fake, chat, 5601, 5601)
+        mark = fake.mark()
+        fake.send(chat, "changing__wait {}", sender=user(5601))
+        await fake.wait_call("sendChatAction", after=mark, chat_id=5601)  # the turn runs
+        fake.press(shown, "Approve", sender=user(5601))
+        await answered(fake, after=mark)
+        assert not fake.find("editMessageText", after=mark)  # it waits for the turn, which goes on
+
+        release.set()
+        turn_reply = await fake.wait_reply(5601, "changing__wait returned", after=mark)
+        final = await decided(fake, shown, "Approved 2 tool(s) of changing", after=mark)
+    assert final.at >= turn_reply.at
 
 
 async def test_a_newer_approval_supersedes_the_older_whose_buttons_then_do_nothing(tmp_path: Path) -> None:
