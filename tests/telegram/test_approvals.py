@@ -307,4 +307,7 @@ async def test_an_approval_waiting_when_the_group_is_upgraded_approves_in_the_su
         await decided(fake, shown, "Approved 2 tool(s) of changing", after=mark)
         tools = await turn(fake, new, member, model)
         assert tools["changing__lookup"] == "[changing] " + CHANGED.format(version=1)
+    # The group's members never read what the server changed: only the owner, privately.
+    group_texts = fake.texts(old_id) + fake.texts(new_id)
+    assert not [text for text in group_texts if "changing changed" in text or "Approved" in text]
     assert_key_never_sent(fake, model)
