@@ -60,7 +60,9 @@ class OwnerUI(ScriptedUI):
 
 
 def remote_host(data_dir: Path, secret: HostSecret, model: RecordingModel) -> Host:
-    extension = RemoteMcpExtension(secret, settings=RemoteMcpSettings(connection=HEALTHY))
+    # Each change is shown when it comes: the bounded approval stream is not under test here.
+    settings = RemoteMcpSettings(connection=HEALTHY, approval_interval=0.001)
+    extension = RemoteMcpExtension(secret, settings=settings)
     return Host(HostConfig(data_dir=data_dir, model=model.model()), [extension])
 
 
