@@ -100,9 +100,13 @@ async def test_an_approvals_digest_never_approves_a_newer_change_shown_meanwhile
             second = await change(host, owner, 2)
             assert first.digest and second.digest and first.digest != second.digest
 
-            # The first message's button, pressed after the second was shown: nothing is approved.
+            # The first message's button, pressed after the second was shown: nothing is approved,
+            # and the newest state comes as a message of its own.
             stale = await command(host, f"{first.approve} {first.digest}", owner)
-            assert stale.startswith("The tools of changing changed again since you were shown them"), stale
+            assert stale.startswith("The tools of changing changed again since that message was shown"), stale
+            assert "nothing was decided" in stale
+            assert owner.approvals[-1].digest == second.digest
+            assert len(owner.approvals) == 3
             assert await lookup_description(host, model) is None
 
             approved = await command(host, f"{second.approve} {second.digest}", owner)

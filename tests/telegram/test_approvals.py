@@ -264,6 +264,46 @@ async def test_a_newer_approval_supersedes_the_older_whose_buttons_then_do_nothi
     assert_key_never_sent(fake, model)
 
 
+async def test_a_press_on_changes_that_changed_again_unseen_decides_nothing_and_shows_the_newest_with_buttons(
+    tmp_path: Path,
+) -> None:
+    model = RecordingModel()
+    chat = private_chat(5701)
+    async with bot_with_changing_server(tmp_path, chat, 5701, model) as bot:
+        fake = bot.fake
+        first = await change(fake, chat, 5701, 5701, version=1)
+        mark = fake.mark()
+        fake.send(chat, 'changing__change {"version": 2}', sender=user(5701))
+        await fake.wait_reply(5701, "changing__change returned", after=mark)
+        with anyio.fail_after(30):  # until the bot listed the tools again: version 2 holds 3 of them
+            while True:
+                asked = fake.mark()
+                fake.send(chat, "/mcp_list", sender=user(5701))
+                listed = await fake.wait_reply(5701, "changing", after=asked)
+                if "3 new or changed tools wait" in listed.text:
+                    break
+        # The bounded approval stream: the owner has an undecided message, so no second one.
+        assert not [text for text in fake.texts(5701, after=mark) if "changing changed" in text]
+
+        mark = fake.mark()
+        fake.press(first, "Approve", sender=user(5701))
+        newest = await fake.wait_reply(5701, "The remote MCP server changing changed", after=mark)
+        assert CHANGED.format(version=2) in newest.text
+        assert labels(newest) == ["Approve", "Reject"]
+        final = await decided(fake, first, "nothing was decided", after=mark)
+        assert "changed again since that message was shown" in final.text
+        assert "reply_markup" not in final.params
+        tools = await turn(fake, chat, 5701, model)
+        assert "changing__lookup" not in tools
+
+        mark = fake.mark()
+        fake.press(newest, "Approve", sender=user(5701))
+        await decided(fake, newest, "Approved 3 tool(s) of changing", after=mark)
+        tools = await turn(fake, chat, 5701, model)
+        assert tools["changing__lookup"] == "[changing] " + CHANGED.format(version=2)
+    assert_key_never_sent(fake, model)
+
+
 async def test_a_press_after_a_restart_does_nothing_and_the_owner_is_shown_the_changes_again(
     tmp_path: Path,
 ) -> None:

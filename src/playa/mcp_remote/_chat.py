@@ -813,6 +813,15 @@ class ChatServers:
         if self._pending(state) != (state.shown if digest is None else digest):
             # A server that changes again between the review and the decision must not get its
             # newest text approved unseen.
+            if digest is not None and self.owner_ui is not None:
+                # A button of an older message: the newest state comes as a message of its own,
+                # with its own buttons, now (the owner asked: the bounded stream does not apply).
+                state.announced = None
+                await self._announce(state)
+                return (
+                    f"The tools of {name} changed again since that message was shown, so nothing was "
+                    "decided: a new message shows them as they are now."
+                )
             self.mark_shown(state)
             approval = self.approval(state)
             assert approval is not None
