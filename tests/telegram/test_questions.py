@@ -23,6 +23,7 @@ from telegram import Bot, Update
 from playa.host import Field, Question
 from playa.telegram import WebhookConfig
 from playa.telegram._answers import PendingAnswers
+from playa.telegram._approvals import Approvals
 from playa.telegram._bot import build_bot
 from playa.telegram._buttons import Buttons
 from playa.telegram._outbox import Outbox
@@ -304,6 +305,7 @@ async def direct_ui(fake: FakeBotApi, *, chat_id: int, user_id: int, owner_id: i
                 Deletions(outbox),
                 PendingAnswers(),
                 buttons,
+                Approvals(outbox, buttons, lambda _: None),
                 chat_id=chat_id,
                 thread_id=None,
                 user_id=user_id,
@@ -330,46 +332,6 @@ async def test_an_unanswered_question_is_cancelled_after_the_timeout_and_its_but
     [final] = fake.find("editMessageText", message_id=shown.result_id)
     assert "Nobody answered in time: cancelled." in final.text
     assert "reply_markup" not in final.params
-
-
-async def test_only_the_owner_can_approve_and_the_buttons_go_once_they_chose() -> None:
-    fake = FakeBotApi(TOKEN)
-    fake._chats[-3901] = group_chat(-3901)
-    chosen: list[str | None] = []
-    async with direct_ui(fake, chat_id=-3901, user_id=3902, owner_id=3901) as direct:
-        async with anyio.create_task_group() as tg:
-
-            async def approve() -> None:
-                text = "demo changed a tool (key s3cr3t-value-0123456789): approve it?"
-                chosen.append(await direct.ui.decide(text))
-
-            tg.start_soon(approve)
-            shown = await fake.wait_reply(-3901, "approve it?")
-            assert "s3cr3t-value" not in shown.text
-            assert labels(shown) == ["Approve", "Reject"]
-            assert "Only the chat's owner can answer." in shown.text
-
-            fake.press(shown, "Approve", sender=user(3902))  # the member whose message started the turn
-            await direct.hand_over_presses(fake)
-            refused = await fake.wait_call("answerCallbackQuery")
-            assert refused.params["text"] == "This button is for someone else."
-            fake.press(shown, "Approve", sender=user(3901))
-            await direct.hand_over_presses(fake)
-        final = await fake.wait_call("editMessageText", message_id=shown.result_id)
-    assert chosen == ["approve"]
-    assert final.text.endswith("Approved.")
-    assert "reply_markup" not in final.params
-    assert "s3cr3t-value" not in final.text
-
-
-async def test_an_approval_nobody_gives_in_time_approves_nothing() -> None:
-    fake = FakeBotApi(TOKEN)
-    async with direct_ui(fake, chat_id=4001, user_id=4001, owner_id=4001) as direct:
-        with anyio.fail_after(20):
-            chosen = await direct.ui.decide("approve?", timeout=0.3)
-        [final] = fake.find("editMessageText")
-    assert chosen is None
-    assert "nothing was approved" in final.text
 
 
 @pytest.mark.parametrize("mode", ["polling", "webhook"])

@@ -54,12 +54,18 @@ async def running_bot(
     webhook: WebhookConfig | None = None,
     listening: Any = None,
     model: Model | str = "offline",
+    environ: dict[str, str] | None = None,
 ) -> AsyncIterator[Running]:
-    """The bot running against a fake Bot API, with a demo MCP server to connect to."""
+    """The bot running against a fake Bot API, with a demo MCP server to connect to.
+
+    ``environ`` adds to the environment the extension is configured from.
+    """
     fake = FakeBotApi(TOKEN)
     config = HostConfig(data_dir=tmp_path, model=model)
     extension = remote_mcp(
-        config, {"TELEGRAM_BOT_TOKEN": TOKEN, "PLAYA_EGRESS_ALLOW": "127.0.0.1/32"}, console=False
+        config,
+        {"TELEGRAM_BOT_TOKEN": TOKEN, "PLAYA_EGRESS_ALLOW": "127.0.0.1/32", **(environ or {})},
+        console=False,
     )
     settings = TelegramSettings(poll_timeout=5, typing_interval=0.5)
     async with (

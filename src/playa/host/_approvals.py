@@ -2,10 +2,10 @@
 
 A remote server may change what its tools say they do after the owner added it. The changed
 tools wait; the owner is shown an ``Approval`` through ``UI.approval``. A front end with buttons
-turns ``approve`` and ``reject`` into two buttons that run those commands as the owner; every
-other front end shows ``render_approval`` and the owner types the command. Either way the
-decision is a command, so it has one home (the extension's command handler) and one rule for
-who may make it (the owner only).
+turns ``approve`` and ``reject`` into two buttons that run those commands, followed by
+``digest``, as the owner; every other front end shows ``render_approval`` and the owner types
+the command. Either way the decision is a command, so it has one home (the extension's command
+handler) and one rule for who may make it (the owner only).
 
 Every text in an ``Approval`` is safe to show: the extension redacted it with the chat's
 credentials, stripped control characters and cut it before building the value.
@@ -44,6 +44,10 @@ class Approval:
     """A line after the changes: what happens meanwhile, what the commands do."""
     instructions: tuple[str, ...] = ()
     """Short lines saying how the source's instructions to the agent changed; empty: they did not."""
+    digest: str = ""
+    """Names exactly these changes: ``approve`` or ``reject`` followed by it decides only while the
+    changes are still these. A button pressed long after it was shown, after the server changed
+    again, after a restart or a group's upgrade, cannot decide on changes its message did not show."""
 
 
 def render_approval(approval: Approval) -> str:

@@ -736,6 +736,7 @@ class ChatServers:
             reject=f"/mcp_reject {name}",
             note=note,
             instructions=instructions,
+            digest=self._pending(state) or "",
         )
 
     def _pending(self, state: ServerState) -> str | None:
@@ -798,14 +799,29 @@ class ChatServers:
             if state.waiting and self._pending(state) != state.shown:
                 await self._announce(state)
 
-    async def decide(self, name: str, *, approve: bool) -> str:
-        """The owner's ``/mcp_approve`` or ``/mcp_reject``: of exactly the held tools they were shown."""
-        state = self.servers[name]
+    async def decide(self, name: str, *, approve: bool, digest: str | None = None) -> str:
+        """The owner's ``/mcp_approve`` or ``/mcp_reject``: of exactly the held tools they were shown.
+
+        ``digest`` names what was shown (an ``Approval``'s); without it, what this chat showed last.
+        """
+        await self.wait_for_connects()  # a server reconnecting (a restart, a group's upgrade) lists its tools
+        state = self.servers.get(name)
+        if state is None:
+            return f"No remote MCP server is named {name} any more."
         if not state.waiting:
             return f"No tool changes of {name} wait for a decision."
-        if self._pending(state) != state.shown:
+        if self._pending(state) != (state.shown if digest is None else digest):
             # A server that changes again between the review and the decision must not get its
             # newest text approved unseen.
+            if digest is not None and self.owner_ui is not None:
+                # A button of an older message: the newest state comes as a message of its own,
+                # with its own buttons, now (the owner asked: the bounded stream does not apply).
+                state.announced = None
+                await self._announce(state)
+                return (
+                    f"The tools of {name} changed again since that message was shown, so nothing was "
+                    "decided: a new message shows them as they are now."
+                )
             self.mark_shown(state)
             approval = self.approval(state)
             assert approval is not None

@@ -260,9 +260,11 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
     async def decide(ctx: CommandContext, *, approve: bool) -> str:
         chat = await servers(ctx, announce=False)
         usage = "/mcp_approve <name>" if approve else "/mcp_reject <name>"
-        state = server_named(chat, ctx.args, usage)
+        # After the name, an approval's digest: what a button shows is what it decides.
+        name, _, digest = ctx.args.strip().partition(" ")
+        state = server_named(chat, name, usage)
         try:
-            return await chat.decide(state.entry.name, approve=approve)
+            return await chat.decide(state.entry.name, approve=approve, digest=digest.strip() or None)
         except StoreError as exc:
             return f"Nothing was decided: {exc}"
         finally:

@@ -24,17 +24,19 @@ from ..host import (
     Host,
     Inbound,
     IncomingMessage,
+    Sender,
     classify,
     install_outbound_gate,
     outbound_secrets,
 )
 from ._answers import Answer, PendingAnswers
+from ._approvals import Approvals, Decision
 from ._buttons import Buttons
 from ._journal import Journal
 from ._logs import quiet_raw_traffic
 from ._outbox import Outbox, RetryPolicy, check_seconds, retry_seconds
 from ._owner import OWNER_TTL, Owners
-from ._ui import Deletions, TelegramUI, render
+from ._ui import Deletions, TelegramUI, one_part, render
 from ._webhook import RedirectRoute, WebhookConfig, serve_webhook
 
 __all__ = ["ALLOWED_UPDATES", "TelegramBot", "TelegramSettings", "build_bot", "run_telegram"]
@@ -185,8 +187,9 @@ class TelegramBot:
         self.owners = Owners(self.outbox, ttl=self.settings.owner_ttl)
         self.answers = PendingAnswers()
         self.buttons = Buttons(self.outbox)
+        self.approvals = Approvals(self.outbox, self.buttons, self._decided)
         self.deletions = Deletions(self.outbox)
-        self._queues: dict[int, deque[_Queued]] = {}
+        self._queues: dict[int, deque[_Queued | Decision]] = {}
         self._idle = anyio.Event()
         self._stopping = False
         self._tg: TaskGroup | None = None
@@ -355,6 +358,7 @@ class TelegramBot:
             # A question waiting in the old group is asked again in the new one, at once: the
             # turn that asks holds the move back until it ends.
             self.answers.move(*move)
+            self.approvals.move(*move)
             # Queued in the new chat, ahead of its first messages; the second notice finds nothing to move.
             name = f"{update.update_id:020d}"
             await anyio.to_thread.run_sync(self.inbox.put, name, {"update": update.to_dict()})
@@ -405,7 +409,14 @@ class TelegramBot:
             return
         self._enqueue(chat_id, queued)
 
-    def _enqueue(self, chat_id: int, queued: _Queued) -> None:
+    def _decided(self, decision: Decision) -> None:
+        """The owner pressed an approval's button: its command waits its turn in the chat, like a typed one.
+
+        Not kept in the inbox: its buttons do not survive a restart either.
+        """
+        self._enqueue(decision.waiting.chat_id, decision)
+
+    def _enqueue(self, chat_id: int, queued: _Queued | Decision) -> None:
         tg = self._tg
         assert tg is not None
         queue = self._queues.get(chat_id)  # again: the chat's worker may have ended meanwhile
@@ -458,10 +469,14 @@ class TelegramBot:
             while queue and not self._stopping:
                 queued = queue[0]
                 try:
-                    await self._handle(queued)
+                    if isinstance(queued, Decision):
+                        await self._decide(queued)
+                    else:
+                        await self._handle(queued)
                 finally:
                     queue.popleft()
-                    self.deletions.forget(chat_id, queued.message.message_id)
+                    if isinstance(queued, _Queued):
+                        self.deletions.forget(chat_id, queued.message.message_id)
         finally:
             if self._queues.get(chat_id) is queue:
                 del self._queues[chat_id]
@@ -524,6 +539,7 @@ class TelegramBot:
                 self.deletions,
                 self.answers,
                 self.buttons,
+                self.approvals,
                 chat_id=chat.id,
                 thread_id=_thread(message),
                 user_id=info.user_id,
@@ -559,6 +575,45 @@ class TelegramBot:
         await anyio.to_thread.run_sync(self.inbox.delete, queued.name)
         if delivery is not None:
             await self.outbox.deliver(delivery)
+
+    async def _decide(self, decision: Decision) -> None:
+        """Run a pressed approval's command as the owner, in the chat the servers belong to.
+
+        The same path as the command typed there: ``Host.handle`` checks that the sender is the
+        chat's owner (as the chat's owner is now) and that the changes are still the ones shown.
+        """
+        waiting = decision.waiting
+        if waiting.superseded:
+            return  # a newer approval came meanwhile; this message says so already
+        chat_id = waiting.chat_id
+        session: ChatSession | None = None
+        text = _SORRY
+        try:
+            owner_id = await self.owners.owner_of(chat_id, private=not waiting.group)
+            session = await self.host.session(
+                f"telegram:{chat_id}", owner=str(owner_id) if owner_id is not None else "unknown"
+            )
+            ui = TelegramUI(
+                self.outbox,
+                self.deletions,
+                self.answers,
+                self.buttons,
+                self.approvals,
+                chat_id=chat_id,
+                thread_id=waiting.thread_id,
+                user_id=waiting.owner_id,
+                message_id=None,
+                redact=partial(self.host.redact, session),
+                group=waiting.group,
+                owner_id=owner_id,
+            )
+            sender = Sender(str(waiting.owner_id), "owner", is_owner=waiting.owner_id == owner_id)
+            reply = await self.host.handle(session, IncomingMessage(decision.command, sender), ui)
+            text = reply.text if reply is not None else _SORRY
+        except Exception as exc:  # boundary: a failed decision is logged and shown; the bot goes on
+            detail = "".join(traceback.format_exception(exc))
+            logger.error("an approval in chat %s failed:\n%s", chat_id, self.host.redact(session, detail))
+        await self.approvals.close(waiting, one_part(text, redact=partial(self.host.redact, session)))
 
     @asynccontextmanager
     async def _typing(self, ui: TelegramUI, chat_id: int) -> AsyncIterator[None]:

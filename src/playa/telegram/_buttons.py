@@ -33,6 +33,8 @@ class Keyboard:
     """Where its messages are; a group's upgrade moves it to the supergroup's id."""
     user_id: int
     on_press: Callable[[str], object]
+    refusal: str = NOT_FOR_YOU
+    """What anyone else who presses is told."""
     token: str = field(default_factory=lambda: secrets.token_urlsafe(12))
     keys: list[str] = field(default_factory=list)
 
@@ -70,12 +72,23 @@ class Buttons:
         ``on_press(key)`` runs when that user presses one of its buttons; anyone else is told
         it is not for them.
         """
-        keyboard = Keyboard(chat_id, user_id, on_press)
-        self._live[keyboard.token] = keyboard
+        keyboard = self.add(chat_id, user_id, on_press)
         try:
             yield keyboard
         finally:
-            del self._live[keyboard.token]
+            self.remove(keyboard)
+
+    def add(
+        self, chat_id: int, user_id: int, on_press: Callable[[str], object], *, refusal: str = NOT_FOR_YOU
+    ) -> Keyboard:
+        """A keyboard for ``user_id`` in ``chat_id``, live until ``remove``: anyone else is told ``refusal``."""
+        keyboard = Keyboard(chat_id, user_id, on_press, refusal)
+        self._live[keyboard.token] = keyboard
+        return keyboard
+
+    def remove(self, keyboard: Keyboard) -> None:
+        """The keyboard's buttons do nothing from now on (a press is told so)."""
+        self._live.pop(keyboard.token, None)
 
     async def pressed(self, query: CallbackQuery) -> None:
         """Handle a button press: answered at once, honoured only from the person it was meant for."""
@@ -83,11 +96,16 @@ class Buttons:
         keyboard = self._live.get(token)
         message = query.message
         chat_id = message.chat.id if message is not None else None
+        if keyboard is None and message is not None:
+            # Its question ended, or the bot restarted since: the buttons go, so nobody tries again.
+            await self._outbox.answer_button(query.id, EXPIRED)
+            await self._outbox.drop_buttons(message.chat.id, message.message_id)
+            return
         if keyboard is None or chat_id != keyboard.chat_id or not index.isdigit():
             await self._outbox.answer_button(query.id, EXPIRED)
             return
         if query.from_user.id != keyboard.user_id:
-            await self._outbox.answer_button(query.id, NOT_FOR_YOU)
+            await self._outbox.answer_button(query.id, keyboard.refusal)
             return
         position = int(index)
         if position >= len(keyboard.keys):

@@ -65,6 +65,10 @@ class Owners:
         self._creators[chat_id] = (creator, now + self._ttl)
         return creator
 
+    async def owner_of(self, chat_id: int, *, private: bool) -> int | None:
+        """The user id of the chat's owner: a private chat's one user, a group's creator."""
+        return chat_id if private else await self.creator(chat_id)
+
     async def identify(self, message: Message) -> SenderInfo:
         """Who sent ``message``, and whether that is the chat's owner."""
         chat = message.chat
@@ -75,10 +79,7 @@ class Owners:
             or user.id in (ANONYMOUS_ADMIN_ID, SERVICE_USER_ID)
             or user.is_bot
         )
-        if chat.type == chat.PRIVATE:
-            owner_id: int | None = chat.id
-        else:
-            owner_id = await self.creator(chat.id)
+        owner_id = await self.owner_of(chat.id, private=chat.type == chat.PRIVATE)
         owner = str(owner_id) if owner_id is not None else "unknown"
         if anonymous or user is None:
             on_behalf = message.sender_chat

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Final
 
 import anyio
 from anyio.abc import TaskGroup
@@ -14,23 +14,14 @@ from telegram import ForceReply, InlineKeyboardMarkup
 from ..host import QUESTION_TIMEOUT, Answer, Approval, MessageRef, Question, render_approval
 from ._answers import Answer as AnswerMessage
 from ._answers import Listener, Moved, PendingAnswers, Pressed
+from ._approvals import Approvals
 from ._buttons import Buttons, Keyboard
 from ._form import ACCEPT, CANCEL, DECLINE, Form, Prompt, url_text
 from ._markdown import render_markdown
 from ._outbox import Delivery, Outbox
 from ._split import MESSAGE_LIMIT, Part, split_formatted, utf16_len
 
-__all__ = [
-    "ANSWER_NOT_DELETED",
-    "APPROVE",
-    "CANCEL",
-    "PROGRESS_EVERY",
-    "REJECT",
-    "Decision",
-    "Deletions",
-    "TelegramUI",
-    "render",
-]
+__all__ = ["ANSWER_NOT_DELETED", "CANCEL", "PROGRESS_EVERY", "Deletions", "TelegramUI", "one_part", "render"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,9 +50,6 @@ _NO_PRIVATE_CHAT: Final = (
     "{asker} asks you to open a link, which I send only in a private chat, and I could not write to "
     "you there: open a chat with me and press Start, then try again. The question was cancelled."
 )
-APPROVE: Final = "Approve"
-REJECT: Final = "Reject"
-Decision = Literal["approve", "reject"]
 _CLOSE_TIMEOUT: Final = 10.0
 """Seconds to take a question's buttons away once it ended."""
 
@@ -80,6 +68,15 @@ def render(text: str, *, markdown: bool, redact: Callable[[str], str]) -> list[P
     if cleaned != plain:
         return split_formatted(cleaned, [])
     return split_formatted(plain, spans)
+
+
+def one_part(text: str, *, redact: Callable[[str], str]) -> Part:
+    """One message's text, redacted, cut to the limit: an edited message cannot become two."""
+    first, *rest = render(text, markdown=False, redact=redact)
+    if not rest:
+        return first
+    cut = first.text if utf16_len(first.text) < MESSAGE_LIMIT else first.text[:-2]
+    return Part(cut + "…", [])
 
 
 @dataclass(eq=False)
@@ -135,11 +132,12 @@ class TelegramUI:
         deletions: Deletions,
         answers: PendingAnswers,
         buttons: Buttons,
+        approvals: Approvals,
         *,
         chat_id: int,
         thread_id: int | None,
         user_id: int | None,
-        message_id: int,
+        message_id: int | None,
         redact: Callable[[str], str],
         group: bool,
         owner_id: int | None = None,
@@ -148,6 +146,7 @@ class TelegramUI:
         self._deletions = deletions
         self._answers = answers
         self._buttons = buttons
+        self._approvals = approvals
         self._chat_id = chat_id
         self._thread_id = thread_id
         self._user_id = user_id
@@ -265,13 +264,25 @@ class TelegramUI:
         )
 
     async def approval(self, approval: Approval) -> MessageRef | None:
-        """The owner's decision on changed tools: in their private chat with the bot, else here.
+        """The owner's decision on changed tools, with Approve and Reject buttons only the owner can press.
 
-        Text for now (the owner types the command); the chat itself only when the private chat
-        cannot be reached, since a group's members need not read what a server changed.
+        In the owner's private chat with the bot; the chat itself only when that cannot be
+        reached, since a group's members need not read what a server changed. A press runs the
+        command as the owner typing it here would (``TelegramBot``); the turn never waits for it.
         """
         text = render_approval(approval)
-        return await self.send_private(text) or await self.send(text)
+        if self._owner_id is None:
+            # Nobody can be told apart as the owner, so no button could be honoured: the text
+            # says which command to type.
+            return await self.send(text)
+        return await self._approvals.show(
+            approval,
+            self._part(text),
+            chat_id=self._chat_id,
+            thread_id=self._thread_id,
+            group=self._group,
+            owner_id=self._owner_id,
+        )
 
     async def notify(self, text: str) -> None:
         """In a group, tell every member: a message of its own, in a forum's General topic.
@@ -436,47 +447,7 @@ class TelegramUI:
         return answer or Answer("cancel")
 
     def _part(self, text: str) -> Part:
-        """One message's text, redacted, cut to the limit: an edited message cannot become two."""
-        first, *rest = render(text, markdown=False, redact=self._redact)
-        if not rest:
-            return first
-        cut = first.text if utf16_len(first.text) < MESSAGE_LIMIT else first.text[:-2]
-        return Part(cut + "…", [])
-
-    async def decide(self, text: str, *, timeout: float = QUESTION_TIMEOUT) -> Decision | None:
-        """Ask the chat's owner to approve something (a changed tool, say): their choice, or ``None``.
-
-        The message, redacted, carries Approve and Reject buttons that only the owner can press,
-        whoever's message started the turn. Unanswered within ``timeout``, or when the owner
-        cannot be known, nothing is chosen; the message then says so, without its buttons.
-        """
-        owner_id = self._owner_id
-        if owner_id is None:
-            return None
-        chosen: list[Decision] = []
-        pressed = anyio.Event()
-
-        def press(key: str) -> None:
-            if key in ("approve", "reject") and not chosen:
-                chosen.append("approve" if key == "approve" else "reject")
-                pressed.set()
-
-        with self._buttons.live(self._chat_id, owner_id, press) as keyboard:
-            markup = keyboard.markup([[(APPROVE, "approve"), (REJECT, "reject")]])
-            hint = "\n\nOnly the chat's owner can answer." if self._group else ""
-            shown_id = await self._show(text + hint, markup)
-            if shown_id is None:
-                return None
-            try:
-                with anyio.move_on_after(timeout):
-                    await pressed.wait()
-            finally:
-                outcome = {"approve": "Approved.", "reject": "Rejected."}.get(
-                    chosen[0] if chosen else "", "Nobody answered in time: nothing was approved."
-                )
-                with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
-                    await self._outbox.edit(self._chat_id, shown_id, self._part(f"{text}\n\n{outcome}"))
-        return chosen[0] if chosen else None
+        return one_part(text, redact=self._redact)
 
     async def progress(self, key: str, text: str) -> None:
         """One message per call, sent at its first progress and edited in place at most every 2 s.
