@@ -30,6 +30,7 @@ from support.oauth import (
     OwnerUI,
     every_file,
     introspect,
+    link_in,
     log_in,
     protected_server,
     remote_host,
@@ -335,3 +336,48 @@ async def test_an_authorization_server_without_revocation_is_said_to_offer_none(
     assert outcome.outcome == "not offered"
     assert "offers no revocation: its tokens stay valid until they expire" in outcome.text
     assert nothing.text == ""
+
+
+@pytest.mark.npm
+async def test_a_connect_refused_for_scopes_the_login_granted_says_so_waits_for_the_owner_and_suggests_one_new_login(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    refused = "the server refused access (403) although the login granted the scopes it asked for: mcp"
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            authorization_server() as auth,
+            # Listing the tools needs "mcp", which every token here holds: the server refuses anyway.
+            protected_server(auth, list_scope="mcp") as mcp,
+            remote_host(data_dir, host_secret, model := RecordingModel()) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui = OwnerUI()
+            await host.handle(session, msg(f"/mcp_add linear {mcp.url}"), ui)
+            await ui.link.wait()
+            await sign_in(ui.link_url())
+            await ui.said.wait()
+            first = f"unavailable: {refused} — the owner can run /mcp_auth linear to log in again"
+            assert ui.sent[-1] == f"Logged in to linear: {first}.", ui.sent
+            listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
+            assert listed is not None
+            assert listed.text.splitlines()[0] == f"linear: {first}", listed.text
+            assert "next retry" not in listed.text  # a timer cannot change the server's mind
+            await host.handle(session, msg("hello"), ScriptedUI())
+            assert first.removeprefix("unavailable: ") in (session.prompt.get("Remote MCP servers") or "")
+            assert first.removeprefix("unavailable: ") in repr(model.seen)
+
+            # The owner logs in again, and the server still refuses: no further login is suggested.
+            ui.link, ui.said = anyio.Event(), anyio.Event()
+            await host.handle(session, msg("/mcp_auth linear"), ui)
+            await ui.link.wait()
+            await sign_in(link_in(ui.private[-1]))
+            await ui.said.wait()
+            again = f"unavailable: {refused}, and again after a new login: the account needs access at the server itself"
+            assert ui.sent[-1] == f"Logged in to linear: {again}.", ui.sent
+            assert "/mcp_auth" not in ui.sent[-1]
+            listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
+            assert listed is not None
+            assert listed.text.splitlines()[0] == f"linear: {again}", listed.text
+            assert "next retry" not in listed.text
+            assert len(ui.private) == 2  # nobody was sent a link but for the owner's two logins
+

@@ -16,6 +16,7 @@ from anyio.abc import TaskGroup
 from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
 from ..exceptions import (
+    AccessRefused,
     CallFailed,
     NeedsLogin,
     RemoteError,
@@ -206,10 +207,10 @@ class ChatServers:
 
     # Connecting
 
-    def _start(self, state: ServerState) -> None:
+    def _start(self, state: ServerState, *, after_login: bool = False) -> None:
         state.status = "connecting"
         state.attempt = anyio.Event()
-        self._tg.start_soon(self._connect, state)
+        self._tg.start_soon(partial(self._connect, state, after_login=after_login))
 
     def _grant(self, state: ServerState) -> GrantStorage:
         """The grant of an ``oauth`` server, kept across connects (tokens refresh in place)."""
@@ -250,7 +251,8 @@ class ChatServers:
             auth=auth,
         )
 
-    async def _connect(self, state: ServerState) -> None:
+    async def _connect(self, state: ServerState, *, after_login: bool = False) -> None:
+        """Connect ``state``'s server; ``after_login``: the first connect with the owner's new login."""
         attempt = state.attempt
         name = state.entry.name
         connection: Connection | None = None
@@ -279,12 +281,16 @@ class ChatServers:
             state.connection, state.status, state.reason = connection, "connected", None
             state.transport, state.protocol = connection.transport, connection.protocol
             state.failures, state.next_retry, state.needs_login = 0, None, False
+            state.refused_logins = 0
             await self._settle(state, adopted)
         except RemoteError as exc:
             if self.servers.get(name) is state:
                 if endpoint is not None and endpoint.auth is not None and endpoint.auth.scope:
                     state.scope = endpoint.auth.scope
-                self._failed(state, exc.reason, needs_login=isinstance(exc, NeedsLogin))
+                refused = isinstance(exc, AccessRefused)
+                if refused and after_login:
+                    state.refused_logins += 1
+                self._failed(state, exc.reason, needs_login=isinstance(exc, NeedsLogin), refused=refused)
         except Exception as exc:  # boundary: one server's bug must not end the chat's task group
             logger.error("connecting %s in %s failed: %s", name, self.session.scope, type(exc).__name__)
             if connection is not None:
@@ -295,14 +301,23 @@ class ChatServers:
             if attempt is not None:
                 attempt.set()
 
-    def _failed(self, state: ServerState, reason: str, *, needs_login: bool = False) -> None:
+    def _failed(
+        self, state: ServerState, reason: str, *, needs_login: bool = False, refused: bool = False
+    ) -> None:
+        """``refused``: the server refused a login's token for the scopes it granted (``AccessRefused``)."""
         # Its tools stay bound but hidden until a connect succeeds and binds them again.
         for exposed in state.tools:
             self.session.tools.deactivate(exposed)
         state.failures += 1
         state.status = "unavailable"
         state.needs_login = needs_login
-        if needs_login:
+        if refused and state.refused_logins >= 2:
+            # A login in answer to the refusal did not help: suggesting another would be a loop.
+            reason += ", and again after a new login: the account needs access at the server itself"
+        elif refused:
+            # The account's access may have changed since the token was issued: one new login may help.
+            reason = f"{_login_hint(reason, state.entry.name)} to log in again"
+        elif needs_login:
             # A timer cannot log in: the server waits for the owner.
             reason = _login_hint(reason, state.entry.name)
         state.reason = self.redactor.redact(reason)
@@ -479,7 +494,7 @@ class ChatServers:
             if self.servers.get(name) is not state:
                 return
             state.scope = None  # asked for and granted: the token's scope holds it now
-            self._start(state)
+            self._start(state, after_login=True)
             if state.attempt is not None:
                 with anyio.move_on_after(self._settings.connection.connect_timeout + CONNECT_WAIT_MARGIN):
                     await state.attempt.wait()

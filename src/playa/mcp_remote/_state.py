@@ -39,6 +39,9 @@ class ServerState:
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     needs_login: bool = False
     """Unavailable until the owner logs in (``/mcp_auth``): never retried on a timer."""
+    refused_logins: int = 0
+    """Logins in a row whose token the server then refused for scopes they granted (a 403):
+    after the second, another login is no longer suggested (the step-up retry limit)."""
     grant: GrantStorage | None = None
     """An ``oauth`` server's grant as held now (tokens change as they are refreshed)."""
     login: anyio.CancelScope | None = None
