@@ -95,8 +95,10 @@ async def test_a_group_owner_logs_in_through_the_public_callback_and_the_tokens_
                 await fake.wait_call("setWebhook", timeout=WAIT)
                 fake.send(GROUP, f"/mcp_add linear {mcp.url}", sender=OWNER)
                 added = await fake.wait_reply(GROUP_ID, "needs a login", timeout=WAIT)
-                assert "your private chat with me" in added.text
+                assert "I sent you the link to log in to linear in our private chat" in added.text
+                # Sent before the reply said so.
                 private = await fake.wait_reply(OWNER_ID, "Log in to linear", timeout=WAIT)
+                assert fake.calls.index(private) < fake.calls.index(added)
                 link = link_in(private.text)
                 assert "--paste" not in private.text  # the public callback is reachable
                 assert all(link not in text for text in fake.texts(GROUP_ID))
@@ -160,6 +162,10 @@ async def test_without_a_public_url_the_owner_pastes_the_address_and_a_group_own
             fake.send(GROUP, f"/mcp_add linear {mcp.url}", sender=OWNER)
             told = await fake.wait_reply(GROUP_ID, "Start a private chat with me first", timeout=WAIT)
             assert "/mcp_auth linear" in told.text
+            # The command's reply itself says it: no link went out, and why.
+            assert told.text.startswith("Added linear: this server needs a login. I could not send"), (
+                told.text
+            )
             fake.no_private_chat.clear()
 
             mark = fake.mark()

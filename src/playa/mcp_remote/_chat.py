@@ -40,7 +40,7 @@ from ..host import (
 )
 from ..mcp import exposed_names, map_result, normalize_schema, server_name_problem
 from ._settings import RemoteMcpSettings
-from ._state import ServerState
+from ._state import LoginStart, ServerState
 from ._tool import Binding, RemoteMcpTool
 from ._views import SECTION_TITLE, section, state_text
 from .store._grant import OAuthGrant, resource_of
@@ -361,29 +361,40 @@ class ChatServers:
         self._write_section()
         return state
 
-    def start_login(
+    async def start_login(
         self,
         name: str,
         *,
         owner: str,
         send_link: Callable[[str], Awaitable[object]],
         report: Callable[[str], Awaitable[object]],
-    ) -> None:
-        """Begin the owner's login to ``name`` in the background; the chat goes on meanwhile.
+    ) -> LoginStart:
+        """Begin the owner's login to ``name``; return once its link is sent, or the login ended before.
 
-        The link goes to ``send_link`` (the owner only); how it ended goes to ``report``. A
+        The link goes to ``send_link`` (the owner only). Once it is out, the login goes on in the
+        background, the chat goes on meanwhile, and how the login ended goes to ``report``. A
+        login that ends before its link is out (discovery or registration refused, no private
+        chat) says why in the ``LoginStart`` returned instead. Preparing a link is bounded;
+        beyond that the caller is told it is slow, and the outcome goes to ``report`` too. A
         login already in flight for the server is cancelled: only the newest link works.
         """
         state = self.servers[name]
         if state.login is not None:
             state.login.cancel()
         scope = state.login = anyio.CancelScope()
-        self._tg.start_soon(self._login, state, scope, owner, send_link, report)
+        start = LoginStart()
+        self._tg.start_soon(self._login, state, scope, start, owner, send_link, report)
+        with anyio.move_on_after(self._settings.connection.connect_timeout + CONNECT_WAIT_MARGIN):
+            await start.settled.wait()
+        # Nothing can settle it between the wait and this line: the outcome goes to ``report`` now.
+        start.waiting = False
+        return start
 
     async def _login(
         self,
         state: ServerState,
         scope: anyio.CancelScope,
+        start: LoginStart,
         owner: str,
         send_link: Callable[[str], Awaitable[object]],
         report: Callable[[str], Awaitable[object]],
@@ -409,6 +420,8 @@ class ChatServers:
                         )
                     if await send_link(text) is None:
                         raise _Undelivered
+                    start.sent = True
+                    start.settled.set()
 
                 login = PendingLogin(
                     self.session.scope, owner, name, deliver, self._callbacks, timeout=timeout
@@ -466,7 +479,7 @@ class ChatServers:
                 message = f"{exc}. Run /mcp_auth {name} for a new link."
             except _Undelivered:
                 message = (
-                    f"I could not send you the link to log in to {name} privately. Start a private "
+                    f"I could not send you the login link for {name} privately. Start a private "
                     f"chat with me first, then run /mcp_auth {name} again."
                 )
             except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as exc:
@@ -489,6 +502,14 @@ class ChatServers:
         if state.login is scope:
             state.login = None
         if scope.cancel_called:
+            if not start.settled.is_set():
+                start.why = f"A newer /mcp_auth {name} replaced this login."
+                start.settled.set()
+            return
+        if not start.sent and start.waiting:
+            # Ended before its link went out: the owner's command, still waiting, says why.
+            start.why = self.redactor.redact(message)
+            start.settled.set()
             return
         if not message:
             if self.servers.get(name) is not state:
@@ -511,6 +532,11 @@ class ChatServers:
         else:
             state.grant.grant = grant
         await self._save_grant(state.entry.name, grant)
+
+    @property
+    def login_timeout(self) -> float:
+        """Seconds an authorization link stays usable."""
+        return self._settings.login_timeout
 
     @property
     def redirect_uri(self) -> str | None:

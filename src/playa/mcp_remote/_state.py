@@ -14,7 +14,7 @@ from .store._store import ServerEntry
 from .transport._connection import Connection
 from .transport._oauth import GrantStorage
 
-__all__ = ["ServerState"]
+__all__ = ["LoginStart", "ServerState"]
 
 
 @dataclass(eq=False)
@@ -82,3 +82,16 @@ class ServerState:
     @property
     def connecting(self) -> bool:
         return self.attempt is not None and not self.attempt.is_set()
+
+
+@dataclass(eq=False)
+class LoginStart:
+    """How the start of an owner's login went, as far as their command waits for it."""
+
+    settled: anyio.Event = field(default_factory=anyio.Event)
+    """Set once the link is sent, or the login ended before that."""
+    sent: bool = False
+    why: str | None = None
+    """Why no link went out (redacted), when the login ended before."""
+    waiting: bool = True
+    """The command still waits: an end before the link goes into its reply, not to ``report``."""
