@@ -33,6 +33,7 @@ from support.oauth import (
     link_in,
     log_in,
     protected_server,
+    refuse_sign_in,
     remote_host,
     sign_in,
     sign_in_elsewhere,
@@ -381,3 +382,54 @@ async def test_a_connect_refused_for_scopes_the_login_granted_says_so_waits_for_
             assert "next retry" not in listed.text
             assert len(ui.private) == 2  # nobody was sent a link but for the owner's two logins
 
+
+@pytest.mark.npm
+async def test_a_new_login_revokes_the_tokens_it_replaces_once_its_own_are_stored_and_a_failed_one_leaves_them_working(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    def tokens_of(grant: OAuthGrant) -> tuple[str, str]:
+        assert grant.tokens is not None and grant.tokens.refresh_token
+        return grant.tokens.access_token, grant.tokens.refresh_token
+
+    async def work(tokens: tuple[str, str]) -> list[bool]:
+        return [await introspect(auth, token) for token in tokens]
+
+    with anyio.fail_after(TEST_TIMEOUT * 2):
+        async with (
+            authorization_server() as auth,
+            protected_server(auth) as mcp,
+            remote_host(data_dir, host_secret, RecordingModel()) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui = await log_in(host, session, mcp.url)
+            first = tokens_of(stored_grant(session.workspace, host_secret))
+
+            # A new login the owner cancels at the authorization server changes nothing.
+            ui.link, ui.said = anyio.Event(), anyio.Event()
+            await host.handle(session, msg("/mcp_auth linear"), ui)
+            await refuse_sign_in(link_in(ui.private[-1]))
+            await ui.said.wait()
+            assert ui.sent[-1].startswith("The login to linear failed: access_denied"), ui.sent
+            assert await work(first) == [True, True]
+            assert tokens_of(stored_grant(session.workspace, host_secret)) == first
+            called = await host.handle(session, msg("linear__whoami"), ScriptedUI())
+            assert called is not None and "signed in" in called.text, called.text
+
+            # One that succeeds revokes them, once its own tokens are stored.
+            ui.link, ui.said = anyio.Event(), anyio.Event()
+            await host.handle(session, msg("/mcp_auth linear"), ui)
+            await sign_in(link_in(ui.private[-1]))
+            await ui.said.wait()
+            assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 2 tools.", ui.sent
+            second = tokens_of(stored_grant(session.workspace, host_secret))
+            assert set(second).isdisjoint(first)
+            assert await work(first) == [False, False]
+            assert await work(second) == [True, True]
+            called = await host.handle(session, msg("linear__whoami"), ScriptedUI())
+            assert called is not None and "signed in" in called.text, called.text
+
+            # Replacing the entry (/mcp_add with its name): its new login revokes the grant it replaces.
+            ui = await log_in(host, session, mcp.url)
+            third = tokens_of(stored_grant(session.workspace, host_secret))
+            assert await work(second) == [False, False]
+            assert await work(third) == [True, True]

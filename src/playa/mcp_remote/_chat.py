@@ -221,12 +221,15 @@ class ChatServers:
             state.grant = GrantStorage(grant, lambda new: self._save_grant(name, new), clock=self._clock)
         return state.grant
 
-    async def _save_grant(self, name: str, grant: OAuthGrant) -> None:
-        """Seal a changed grant into the entry (new tokens, a registration) before it is used."""
+    async def _save_grant(self, name: str, grant: OAuthGrant) -> bool:
+        """Seal a changed grant into the entry (new tokens, a registration) before it is used.
+
+        Returns whether it was sealed into the file.
+        """
         self._remember(grant.secrets)
         state = self.servers.get(name)
         if self.store is None or state is None:
-            return
+            return False
         entry = replace(state.entry, oauth=grant)
         state.entry = entry
         try:
@@ -234,6 +237,8 @@ class ChatServers:
         except StoreError as exc:
             # The connection goes on with the tokens held; the next refresh tries again.
             logger.warning("could not save the authorization of %s in %s: %s", name, self.session.scope, exc)
+            return False
+        return True
 
     def _endpoint(self, state: ServerState) -> Endpoint:
         entry = state.entry
@@ -282,6 +287,10 @@ class ChatServers:
             state.transport, state.protocol = connection.transport, connection.protocol
             state.failures, state.next_retry, state.needs_login = 0, None, False
             state.refused_logins = 0
+            if state.superseded is not None and state.entry.auth_kind != "oauth":
+                # It replaced an OAuth entry and needs no login: the old tokens are abandoned.
+                self._tg.start_soon(self._revoke_abandoned, name, state.superseded)
+                state.superseded = None
             await self._settle(state, adopted)
         except RemoteError as exc:
             if self.servers.get(name) is state:
@@ -342,8 +351,11 @@ class ChatServers:
         await self.wait_for_connects()
         self._write_section()
 
-    async def _pick_up(self, entry: ServerEntry) -> ServerState:
-        """After ``add`` saved ``entry``: pick it up and wait for its connect."""
+    async def _pick_up(self, entry: ServerEntry, *, superseded: OAuthGrant | None = None) -> ServerState:
+        """After ``add`` saved ``entry``: pick it up and wait for its connect.
+
+        ``superseded``: the OAuth grant of the entry it replaced, revoked once a new one is stored.
+        """
         self._remember_secrets((entry,))
         # A re-add connects afresh even when the entry did not change: it is how the owner
         # retries a server in backoff, or picks up a changed tool list.
@@ -355,6 +367,7 @@ class ChatServers:
         if state is None:
             raise ToolError(f"{entry.name} was saved but cannot be read back; see /mcp_list")
         state.quiet_adopt = True  # the reply lists the tools the add pins
+        state.superseded = superseded  # before its connect runs: set before the first await
         if state.attempt is not None:
             with anyio.move_on_after(self._settings.connection.connect_timeout + CONNECT_WAIT_MARGIN):
                 await state.attempt.wait()
@@ -403,6 +416,14 @@ class ChatServers:
         message: str
         login: PendingLogin | None = None
         auth: ServerAuth | None = None
+        superseded: list[OAuthGrant] = []
+        """The grants this login replaces once its own is stored: revoked then, never before."""
+        stored = False
+
+        async def persist(grant: OAuthGrant) -> None:
+            nonlocal stored
+            stored = await self._login_done(state, grant) or stored
+
         with scope:
             # The boundary: this runs in the task group every chat of the host shares.
             try:
@@ -427,6 +448,7 @@ class ChatServers:
                     self.session.scope, owner, name, deliver, self._callbacks, timeout=timeout
                 )
                 previous = self._grant(state).grant
+                superseded = [g for g in (previous, state.superseded) if g is not None and g.authorized]
                 client = previous.client
                 if (
                     client is not None
@@ -443,7 +465,7 @@ class ChatServers:
                     client = None  # registered for fewer scopes than a step-up asks for
                 storage = GrantStorage(
                     OAuthGrant(resource=previous.resource, issuer=previous.issuer, client=client),
-                    lambda grant: self._login_done(state, grant),
+                    persist,
                     clock=self._clock,
                 )
                 auth = ServerAuth(
@@ -515,23 +537,67 @@ class ChatServers:
             if self.servers.get(name) is not state:
                 return
             state.scope = None  # asked for and granted: the token's scope holds it now
+            note = ""
+            if stored and superseded:
+                # The new grant is sealed: the ones it replaces go. The connection that holds
+                # the old tokens goes first; the connect below uses the new ones.
+                if (old := state.connection) is not None:
+                    state.connection = None
+                    self._tg.start_soon(old.aclose)
+                note = await self._revoke_superseded(name, superseded)
+                if state.superseded in superseded:
+                    state.superseded = None
             self._start(state, after_login=True)
             if state.attempt is not None:
                 with anyio.move_on_after(self._settings.connection.connect_timeout + CONNECT_WAIT_MARGIN):
                     await state.attempt.wait()
             self._write_section()
-            message = f"Logged in to {name}: {state_text(state, self._clock())}."
+            message = f"Logged in to {name}: {state_text(state, self._clock())}.{note}"
+            if superseded and stored and (state.reason or "").startswith("authorization expired"):
+                # RFC 7009 2.1: revoking a refresh token may end every token of its grant, and an
+                # authorization server may have issued the new tokens under the same grant.
+                message += (
+                    " Its authorization server ended this login's tokens with the previous ones, "
+                    f"which Playa revoked: run /mcp_auth {name} once more."
+                )
         await report(self.redactor.redact(message))
 
-    async def _login_done(self, state: ServerState, grant: OAuthGrant) -> None:
-        """A login's grant changed (registered, tokens received): it becomes the server's."""
+    async def _login_done(self, state: ServerState, grant: OAuthGrant) -> bool:
+        """A login's grant changed (registered, tokens received); returns whether it was sealed.
+
+        Only a grant with tokens becomes the server's: until then the server keeps the one it
+        has, so a login that fails or expires leaves the old tokens working.
+        """
+        if not grant.authorized:
+            self._remember(grant.secrets)  # a registration's client secret
+            return False
         if state.grant is None:
             state.grant = GrantStorage(
                 grant, lambda new: self._save_grant(state.entry.name, new), clock=self._clock
             )
         else:
             state.grant.grant = grant
-        await self._save_grant(state.entry.name, grant)
+        return await self._save_grant(state.entry.name, grant)
+
+    async def _revoke_superseded(self, name: str, grants: list[OAuthGrant]) -> str:
+        """Revoke the grants a new one replaced (RFC 7009); "" or a note for the owner when it failed."""
+        notes: list[str] = []
+        for grant in grants:
+            revoked = await self._revoke(grant)
+            logger.info("the replaced tokens of %s in %s: %s", name, self.session.scope, revoked.outcome)
+            if revoked.outcome == "failed":
+                notes.append(
+                    f" The previous login's tokens could not be revoked ({revoked.why}): they stay "
+                    "valid until they expire, or until you revoke Playa's access at the authorization server."
+                )
+        return "".join(dict.fromkeys(notes))
+
+    async def _revoke_abandoned(self, name: str, grant: OAuthGrant) -> None:
+        """Revoke the grant of an OAuth entry replaced by one that needs no login, once that connected."""
+        try:
+            await self._revoke_superseded(name, [grant])
+        except Exception as exc:  # boundary: this runs in the task group every chat of the host shares
+            logger.warning("revoking the replaced tokens of %s failed: %s", name, type(exc).__name__)
 
     @property
     def login_timeout(self) -> float:
@@ -582,8 +648,12 @@ class ChatServers:
 
         Raises ``StoreError`` when the file cannot take it; nothing changed then.
         """
+        previous = self.servers.get(entry.name)
+        superseded = self._held_grant(entry.name)
+        if superseded is None or not superseded.authorized:
+            superseded = previous.superseded if previous is not None else None
         saved = await anyio.to_thread.run_sync(self._file().put, entry)
-        return saved, await self._pick_up(entry)
+        return saved, await self._pick_up(entry, superseded=superseded)
 
     async def add_for_login(self, entry: ServerEntry) -> tuple[Saved, ServerState]:
         """Save ``entry`` as an ``oauth`` entry without a grant yet, and pick it up: a login comes next."""
@@ -604,6 +674,9 @@ class ChatServers:
         revoked = Revocation("nothing")
         if saved.changed and grant is not None:
             revoked = await self._revoke(grant)
+        if saved.changed and state is not None and state.superseded is not None:
+            # The grant of an entry this one replaced, whose new login never came.
+            await self._revoke_superseded(name, [state.superseded])
         return saved, tools, revoked
 
     async def restore(self) -> Saved:

@@ -10,6 +10,7 @@ import mcp_types
 from mcp.client.caching import InMemoryResponseCacheStore
 
 from ..host import Redactor
+from .store._grant import OAuthGrant
 from .store._store import ServerEntry
 from .transport._connection import Connection
 from .transport._oauth import GrantStorage
@@ -46,6 +47,9 @@ class ServerState:
     """An ``oauth`` server's grant as held now (tokens change as they are refreshed)."""
     login: anyio.CancelScope | None = None
     """The owner's login in flight, if any."""
+    superseded: OAuthGrant | None = None
+    """The grant of the OAuth entry this one replaced (``/mcp_add`` with its name): revoked once
+    a new grant is stored, or once the entry connects without needing a login."""
     held: dict[str, mcp_types.Tool] = field(default_factory=dict)
     """New or changed tools held back from the model until the owner decides, by the server's names."""
     approved: dict[str, mcp_types.Tool] = field(default_factory=dict)

@@ -135,7 +135,11 @@ class GrantStorage:
     """
 
     def __init__(
-        self, grant: OAuthGrant, persist: Callable[[OAuthGrant], Awaitable[None]], *, clock: Clock = time.time
+        self,
+        grant: OAuthGrant,
+        persist: Callable[[OAuthGrant], Awaitable[object]],
+        *,
+        clock: Clock = time.time,
     ) -> None:
         self.grant = grant
         self._persist = persist
