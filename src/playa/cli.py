@@ -198,6 +198,7 @@ def remote_mcp(
 _OAUTH_VARIABLES = {
     "oauth_client_metadata_url": "PLAYA_OAUTH_CLIENT_METADATA_URL",
     "oauth_callback_port": "PLAYA_OAUTH_CALLBACK_PORT",
+    "login_timeout": "PLAYA_OAUTH_LOGIN_TIMEOUT",
 }
 
 
@@ -216,6 +217,7 @@ def _remote_settings(environ: Mapping[str, str], connection: ConnectionSettings)
             approval_interval=_seconds(environ, "PLAYA_APPROVAL_INTERVAL", 600.0),
             oauth_client_metadata_url=environ.get("PLAYA_OAUTH_CLIENT_METADATA_URL", "").strip() or None,
             oauth_callback_port=port,
+            login_timeout=_seconds(environ, "PLAYA_OAUTH_LOGIN_TIMEOUT", 600.0),
         )
     except ConfigError as exc:
         variable = next((v for field, v in _OAUTH_VARIABLES.items() if field in str(exc)), None)

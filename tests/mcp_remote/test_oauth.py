@@ -136,12 +136,14 @@ async def test_a_link_not_used_in_time_expires_with_a_clear_message(
             ui = OwnerUI()
             await host.handle(session, msg(f"/mcp_add linear {mcp.url} --oauth"), ui)
             await ui.link.wait()
-            ui.said = anyio.Event()
-            await ui.said.wait()
+            # Told where the link went: the owner's private channel.
+            await ui.until(lambda seen: len(seen.private) == 2)
             assert time.monotonic() - started >= 0.5
-            assert "was not used within" in ui.sent[-1]
-            assert "/mcp_auth linear" in ui.sent[-1]
-            callback = await sign_in(ui.link_url())
+            assert ui.private[-1] == (
+                "The login link for linear was not used within 1 second. Run /mcp_auth linear for a new link."
+            )
+            assert not any("was not used within" in said for said in ui.sent)
+            callback = await sign_in(link_in(ui.private[0]))
             assert "unknown, used or expired" in callback.text
 
 

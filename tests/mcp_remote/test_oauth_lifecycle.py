@@ -308,10 +308,9 @@ async def test_a_pasted_address_with_another_issuer_or_after_the_link_expired_co
             ui = OwnerUI()
             await host.handle(session, msg(f"/mcp_add linear {mcp.url} --oauth"), ui)
             await ui.link.wait()
-            ui.said = anyio.Event()
-            await ui.said.wait()
-            assert "was not used within" in ui.sent[-1]
-            ended_at = await sign_in_elsewhere(ui.link_url())
+            await ui.until(lambda seen: len(seen.private) == 2)
+            assert "was not used within" in ui.private[-1]
+            ended_at = await sign_in_elsewhere(link_in(ui.private[0]))
             late = await host.handle(session, msg(f"/mcp_auth linear {ended_at}"), ScriptedUI())
             assert late is not None and "unknown, used or expired" in late.text
 

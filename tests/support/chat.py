@@ -59,6 +59,7 @@ class ScriptedUI:
 
     async def send_private(self, text: str) -> MessageRef | None:
         self.private.append(text)
+        self._changed_now()
         return len(self.private)
 
     async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:

@@ -414,6 +414,8 @@ class ChatServers:
     ) -> None:
         name, url = state.entry.name, state.entry.url
         message: str
+        to_owner = False
+        """The outcome goes where the link went (``send_link``), not to the chat (``report``)."""
         login: PendingLogin | None = None
         auth: ServerAuth | None = None
         superseded: list[OAuthGrant] = []
@@ -499,6 +501,8 @@ class ChatServers:
                     message = ""
             except LoginExpired as exc:
                 message = f"{exc}. Run /mcp_auth {name} for a new link."
+                # Told where the link went: the owner alone (a group learns nothing of the link).
+                to_owner = start.sent
             except _Undelivered:
                 message = (
                     f"I could not send you the login link for {name} privately. Start a private "
@@ -532,6 +536,8 @@ class ChatServers:
             # Ended before its link went out: the owner's command, still waiting, says why.
             start.why = self.redactor.redact(message)
             start.settled.set()
+            return
+        if to_owner and await send_link(self.redactor.redact(message)) is not None:
             return
         if not message:
             if self.servers.get(name) is not state:

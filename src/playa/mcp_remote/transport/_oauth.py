@@ -537,7 +537,8 @@ async def _respond(stream: SocketStream, status: int, text: str) -> None:
 
 
 def duration_text(seconds: float) -> str:
-    """``600`` → "10 minutes", ``30`` → "30 seconds" (rounded up: never shorter than it was)."""
+    """``600`` → "10 minutes", ``30`` → "30 seconds", ``1`` → "1 second" (rounded up: never shorter than it was)."""
     if seconds >= 120:
         return f"{math.ceil(seconds / 60)} minutes"
-    return f"{math.ceil(seconds)} seconds"
+    count = math.ceil(seconds)
+    return f"{count} second{'' if count == 1 else 's'}"
