@@ -100,6 +100,12 @@ def _parser() -> argparse.ArgumentParser:
     tg.add_argument(
         "--webhook-port", type=int, default=8443, help="port the webhook listens on (default: %(default)s)"
     )
+    tg.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="with long polling and $PLAYA_PUBLIC_URL: where the login redirect's listener takes "
+        "requests, forwarded from the public URL (default: $PLAYA_LISTEN or 127.0.0.1:8443)",
+    )
     return parser
 
 
@@ -281,7 +287,8 @@ async def _telegram(args: argparse.Namespace) -> None:
     redirect = None
     if options.public_url is not None:
         path = urlsplit(options.public_url).path.rstrip("/") + CALLBACK_PATH
-        redirect = RedirectRoute(path=path, complete=remote.callbacks.complete)
+        # With long polling, on a listener of its own (``options.listen``); else the webhook's.
+        redirect = RedirectRoute(path=path, complete=remote.callbacks.complete, listen=options.listen)
     stop = anyio.Event()
     async with Host(config, extensions) as host, anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signals, stop, tg.cancel_scope)

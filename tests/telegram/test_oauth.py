@@ -307,3 +307,49 @@ async def test_a_refresh_that_fails_leaves_the_server_waiting_for_the_owner_in_t
                 assert await stopped(process) == 0
             delivery.cancel_scope.cancel()
     assert_nowhere(grant.secrets, fake, stderr, data_dir)
+
+
+async def test_in_polling_mode_a_public_url_serves_the_login_redirect_on_a_listener_of_its_own(
+    tmp_path: Path,
+) -> None:
+    fake = FakeBotApi(TOKEN)
+    fake.administrators[GROUP_ID] = [creator(OWNER)]
+    port = free_port()
+    public = f"http://127.0.0.1:{port}/playa"
+    data_dir, stderr = tmp_path / "data", tmp_path / "stderr.log"
+    secrets: set[str] = set()
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            serve_asgi(fake.app()) as api,
+            authorization_server() as auth,
+            protected_server(auth) as mcp,
+            run_bot_process(
+                TOKEN,
+                api.url,
+                data_dir,
+                stderr,
+                extra_env={"PLAYA_PUBLIC_URL": public, "PLAYA_LISTEN": f"127.0.0.1:{port}"},
+            ) as process,
+        ):
+            await fake.wait_call("getUpdates", timeout=WAIT)  # polling: no webhook
+            fake.send(GROUP, f"/mcp_add linear {mcp.url}", sender=OWNER)
+            private = await fake.wait_reply(OWNER_ID, "Log in to linear", timeout=WAIT)
+            assert "--paste" not in private.text  # the public callback is reachable
+            ended_at = await sign_in_elsewhere(link_in(private.text))
+            assert ended_at.startswith(f"{public}/oauth/callback?")
+            secrets.add(parse_qs(urlsplit(ended_at).query)["code"][0])
+            async with httpx2.AsyncClient() as browser:
+                page = await browser.get(ended_at)
+                assert page.status_code == 200 and "received the login for linear" in page.text, page.text
+                assert page.headers["cache-control"] == "no-store"
+                # The listener serves the redirect and nothing else.
+                other = await browser.post(f"{public}/hook", json={})
+                assert other.status_code == 404
+            logged = await fake.wait_reply(GROUP_ID, "Logged in to linear", timeout=WAIT)
+            assert "connected" in logged.text, logged.text
+            fake.send(GROUP, "linear__whoami", sender=OWNER)
+            await fake.wait_reply(GROUP_ID, "signed in", timeout=WAIT)
+            assert not fake.find("setWebhook")
+            secrets |= stored_grant(data_dir).secrets
+            assert await stopped(process) == 0
+    assert_nowhere(secrets, fake, stderr, data_dir)
