@@ -414,16 +414,20 @@ class ChatServers:
     ) -> None:
         name, url = state.entry.name, state.entry.url
         message: str
-        to_owner = False
-        """The outcome goes where the link went (``send_link``), not to the chat (``report``)."""
+        to_owner = False  # the outcome goes where the link went (``send_link``), not to ``report``
         login: PendingLogin | None = None
         auth: ServerAuth | None = None
-        superseded: list[OAuthGrant] = []
-        """The grants this login replaces once its own is stored: revoked then, never before."""
+        # The grants this login replaces: revoked once its own is sealed (``stored``), never before.
+        superseded = [state.superseded] if state.superseded is not None else []
         stored = False
 
         async def persist(grant: OAuthGrant) -> None:
             nonlocal stored
+            if grant.authorized:
+                # As held now: a connection may have refreshed its tokens while the owner logged in.
+                held = state.grant.grant if state.grant is not None else state.entry.oauth
+                if held is not None and held.authorized and held.tokens != grant.tokens:
+                    superseded.append(held)
             stored = await self._login_done(state, grant) or stored
 
         with scope:
@@ -450,7 +454,6 @@ class ChatServers:
                     self.session.scope, owner, name, deliver, self._callbacks, timeout=timeout
                 )
                 previous = self._grant(state).grant
-                superseded = [g for g in (previous, state.superseded) if g is not None and g.authorized]
                 client = previous.client
                 if (
                     client is not None
@@ -551,8 +554,7 @@ class ChatServers:
                     state.connection = None
                     self._tg.start_soon(old.aclose)
                 note = await self._revoke_superseded(name, superseded)
-                if state.superseded in superseded:
-                    state.superseded = None
+                state.superseded = None
             self._start(state, after_login=True)
             if state.attempt is not None:
                 with anyio.move_on_after(self._settings.connection.connect_timeout + CONNECT_WAIT_MARGIN):

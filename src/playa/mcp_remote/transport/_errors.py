@@ -109,7 +109,7 @@ def refused_although_granted(scopes: Sequence[str]) -> str:
 
 
 def _scope_list(scopes: Sequence[str]) -> str:
-    """ "files:write, repo": the scope tokens among ``scopes``, five at most; "" when there are none."""
+    """The scope tokens among ``scopes``, five at most, as "files:write, repo"; "" when there are none."""
     shown = [scope for scope in scopes if _SCOPE_TOKEN.fullmatch(scope)][:_SCOPES_SHOWN]
     if not shown:
         return ""
