@@ -43,6 +43,8 @@ TOKEN = "bench-token-0123456789abcdef0123456789"
 class QuietUI:
     """A front end that shows nothing and answers no question."""
 
+    private_place = "above"
+
     async def send(self, text: str) -> MessageRef | None:
         return None
 

@@ -56,6 +56,10 @@ def test_only_the_console_generates_a_host_secret(tmp_path: Path) -> None:
         ({"PLAYA_APPROVAL_INTERVAL": "0"}, "PLAYA_APPROVAL_INTERVAL must be a positive number of seconds"),
         ({"PLAYA_APPROVAL_INTERVAL": "10m"}, "PLAYA_APPROVAL_INTERVAL must be a positive number of seconds"),
         ({"PLAYA_EGRESS": "sometimes"}, "PLAYA_EGRESS"),
+        (
+            {"PLAYA_OAUTH_LOGIN_TIMEOUT": "0"},
+            "PLAYA_OAUTH_LOGIN_TIMEOUT must be a positive number of seconds",
+        ),
         ({"PLAYA_OAUTH_CALLBACK_PORT": "eighty"}, "PLAYA_OAUTH_CALLBACK_PORT must be a port number"),
         ({"PLAYA_OAUTH_CALLBACK_PORT": "65536"}, "PLAYA_OAUTH_CALLBACK_PORT: .*must be a port"),
         (
@@ -175,13 +179,16 @@ def test_the_oauth_settings_come_from_the_environment(tmp_path: Path) -> None:
         "MCP_ENCRYPTION_SECRET": "s" * 32,
         "PLAYA_OAUTH_CALLBACK_PORT": "8976",
         "PLAYA_OAUTH_CLIENT_METADATA_URL": "https://example.com/playa/client.json",
+        "PLAYA_OAUTH_LOGIN_TIMEOUT": "90",
     }
     extension = remote_mcp(HostConfig(data_dir=tmp_path), environ, console=True)
+    assert extension.settings.login_timeout == 90.0
     assert extension.settings.oauth_callback_port == 8976
     assert extension.settings.oauth_client_metadata_url == "https://example.com/playa/client.json"
     assert extension.callbacks.redirect_uri_or_placeholder == "http://127.0.0.1:8976/oauth/callback"
     unset = remote_mcp(HostConfig(data_dir=tmp_path), {"MCP_ENCRYPTION_SECRET": "s" * 32}, console=True)
     assert (unset.settings.oauth_callback_port, unset.settings.oauth_client_metadata_url) == (0, None)
+    assert unset.settings.login_timeout == 600.0
 
 
 def _playa(*args: str, environ: dict[str, str]) -> subprocess.CompletedProcess[str]:

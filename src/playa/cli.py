@@ -100,6 +100,12 @@ def _parser() -> argparse.ArgumentParser:
     tg.add_argument(
         "--webhook-port", type=int, default=8443, help="port the webhook listens on (default: %(default)s)"
     )
+    tg.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="with long polling and $PLAYA_PUBLIC_URL: where the login redirect's listener takes "
+        "requests, forwarded from the public URL (default: $PLAYA_LISTEN or 127.0.0.1:8443)",
+    )
     return parser
 
 
@@ -198,6 +204,7 @@ def remote_mcp(
 _OAUTH_VARIABLES = {
     "oauth_client_metadata_url": "PLAYA_OAUTH_CLIENT_METADATA_URL",
     "oauth_callback_port": "PLAYA_OAUTH_CALLBACK_PORT",
+    "login_timeout": "PLAYA_OAUTH_LOGIN_TIMEOUT",
 }
 
 
@@ -216,6 +223,7 @@ def _remote_settings(environ: Mapping[str, str], connection: ConnectionSettings)
             approval_interval=_seconds(environ, "PLAYA_APPROVAL_INTERVAL", 600.0),
             oauth_client_metadata_url=environ.get("PLAYA_OAUTH_CLIENT_METADATA_URL", "").strip() or None,
             oauth_callback_port=port,
+            login_timeout=_seconds(environ, "PLAYA_OAUTH_LOGIN_TIMEOUT", 600.0),
         )
     except ConfigError as exc:
         variable = next((v for field, v in _OAUTH_VARIABLES.items() if field in str(exc)), None)
@@ -279,7 +287,8 @@ async def _telegram(args: argparse.Namespace) -> None:
     redirect = None
     if options.public_url is not None:
         path = urlsplit(options.public_url).path.rstrip("/") + CALLBACK_PATH
-        redirect = RedirectRoute(path=path, complete=remote.callbacks.complete)
+        # With long polling, on a listener of its own (``options.listen``); else the webhook's.
+        redirect = RedirectRoute(path=path, complete=remote.callbacks.complete, listen=options.listen)
     stop = anyio.Event()
     async with Host(config, extensions) as host, anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signals, stop, tg.cancel_scope)

@@ -13,6 +13,7 @@
     └── RemoteError             a remote MCP server or the network failed (``reason``)
         ├── ConnectFailed         connecting, the handshake or the tool listing failed
         │   └── NeedsLogin          an OAuth server needs the owner's login (no retry timer)
+        │       └── AccessRefused     it refuses a token for scopes the login granted (403)
         ├── RemoteTimeout         a connect or a call ran out of time
         └── CallFailed            a call failed in transport (the client is dropped)
 
@@ -24,6 +25,7 @@ credential: callers pass redacted text only.
 from __future__ import annotations
 
 __all__ = [
+    "AccessRefused",
     "CallFailed",
     "ConfigError",
     "ConnectFailed",
@@ -125,6 +127,14 @@ class NeedsLogin(ConnectFailed):
 
     ``reason`` is "this server needs a login" or "authorization expired". Retrying on a
     timer cannot help, so nothing does.
+    """
+
+
+class AccessRefused(NeedsLogin):
+    """An OAuth server refuses a token for the very scopes the login granted (403 ``insufficient_scope``).
+
+    No scope is missing, so no step-up can be asked for; a timer cannot change the server's
+    mind either. A new login may (the account's access may have changed), once.
     """
 
 

@@ -192,6 +192,7 @@ class Owner:
     """
 
     tg: TaskGroup
+    private_place: str = "above"
     said: list[str] = field(default_factory=list)
     news: anyio.Event = field(default_factory=anyio.Event)
 
@@ -281,6 +282,9 @@ async def _log_in_and_call(url: str) -> None:
             session = await host.session(f"console:{SERVER}", owner=OWNER.id)
             reply = await owner.command(host, session, _add_command(url))
             for _ in range(OWNER_PATIENCE):
+                if f"The login to {SERVER} failed" in reply:
+                    # It failed before any link went out (discovery, registration): the reply says so.
+                    raise SystemExit(f"the login did not succeed: {reply}")
                 if "link to log in" in reply:
                     outcome = await owner.next_said()
                     if not outcome.startswith("Logged in"):

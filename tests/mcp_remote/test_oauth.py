@@ -51,8 +51,13 @@ async def test_a_server_that_needs_a_login_is_logged_in_by_the_owner_and_its_tok
                 ui = OwnerUI()
                 added = await host.handle(session, msg(f"/mcp_add linear {mcp.url}"), ui)
                 assert added is not None
-                assert added.text.startswith("Added linear: this server needs a login.")
-                await ui.link.wait()
+                # The reply says what happened: the link was sent already, above (the console's
+                # private channel), on a line of its own.
+                assert added.text == (
+                    "Added linear: this server needs a login. I sent you the link to log in to linear "
+                    "above: it works for 10 minutes. I say here when the login is done; the chat goes on meanwhile."
+                ), added.text
+                assert ui.link.is_set() and len(ui.private) == 1
                 link = ui.link_url()
                 assert link.startswith(f"{auth.issuer}/auth?")
                 assert "code_challenge_method=S256" in link
@@ -131,12 +136,14 @@ async def test_a_link_not_used_in_time_expires_with_a_clear_message(
             ui = OwnerUI()
             await host.handle(session, msg(f"/mcp_add linear {mcp.url} --oauth"), ui)
             await ui.link.wait()
-            ui.said = anyio.Event()
-            await ui.said.wait()
+            # Told where the link went: the owner's private channel.
+            await ui.until(lambda seen: len(seen.private) == 2)
             assert time.monotonic() - started >= 0.5
-            assert "was not used within" in ui.sent[-1]
-            assert "/mcp_auth linear" in ui.sent[-1]
-            callback = await sign_in(ui.link_url())
+            assert ui.private[-1] == (
+                "The login link for linear was not used within 1 second. Run /mcp_auth linear for a new link."
+            )
+            assert not any("was not used within" in said for said in ui.sent)
+            callback = await sign_in(link_in(ui.private[0]))
             assert "unknown, used or expired" in callback.text
 
 
@@ -286,14 +293,20 @@ async def test_a_server_that_wants_a_fixed_bearer_token_is_tried_as_oauth_and_th
             session = await host.session(SCOPE, owner="owner")
             ui = OwnerUI()
             added = await host.handle(session, msg(f"/mcp_add fixed {fixed.url}"), ui)
-            assert added is not None and "this server needs a login" in added.text
-            await ui.said.wait()
-            assert ui.sent[-1].startswith("The login to fixed failed: ")
-            assert ui.sent[-1].endswith(
+            assert added is not None
+            # The login failed before any link could be sent: the reply says so, and why.
+            assert added.text.startswith(
+                "Added fixed: this server needs a login. The login to fixed failed: "
+            )
+            assert added.text.endswith(
                 "It publishes no OAuth metadata: if it takes a fixed token, add it again with "
                 "/mcp_add fixed <url> --bearer"
             )
+            assert "sent you the link" not in added.text
             assert ui.private == []  # no link: there was nothing to log in to
+            assert ui.sent == []  # and nothing more is said later: the reply said it all
+            again = await host.handle(session, msg("/mcp_auth fixed"), ui)
+            assert again is not None and again.text.startswith("The login to fixed failed: "), again.text
 
 
 async def test_a_fixed_callback_port_is_the_redirect_uri_the_login_registers_and_listens_on(
@@ -317,5 +330,44 @@ async def test_a_fixed_callback_port_is_the_redirect_uri_the_login_registers_and
             assert redirect == f"http://127.0.0.1:{port}/oauth/callback"
             callback = await sign_in(ui.link_url())
             assert callback.url.port == port and "received the login for linear" in callback.text
+            await ui.said.wait()
+            assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 2 tools."
+
+
+class NoPrivateChat(OwnerUI):
+    """A group's owner who never opened a private chat with the bot: nothing private reaches them."""
+
+    async def send_private(self, text: str) -> object:
+        return None
+
+
+async def test_the_reply_says_when_the_link_could_not_be_sent_privately_and_a_new_login_sends_it(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            authorization_server() as auth,
+            protected_server(auth) as mcp,
+            remote_host(data_dir, host_secret, RecordingModel()) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui = NoPrivateChat(private_place="in our private chat")
+            added = await host.handle(session, msg(f"/mcp_add linear {mcp.url}"), ui)
+            assert added is not None
+            assert added.text == (
+                "Added linear: this server needs a login. I could not send you the login link for linear "
+                "privately. Start a private chat with me first, then run /mcp_auth linear again."
+            ), added.text
+            assert ui.sent == [] and ui.private == []
+
+            ui = OwnerUI(private_place="in our private chat")
+            again = await host.handle(session, msg("/mcp_auth linear"), ui)
+            assert again is not None
+            assert again.text == (
+                "Logging in to linear. I sent you the link to log in to linear in our private chat: it "
+                "works for 10 minutes. I say here when the login is done; the chat goes on meanwhile."
+            ), again.text
+            assert len(ui.private) == 1
+            await sign_in(ui.link_url())
             await ui.said.wait()
             assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 2 tools."

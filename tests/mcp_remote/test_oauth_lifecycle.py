@@ -30,8 +30,10 @@ from support.oauth import (
     OwnerUI,
     every_file,
     introspect,
+    link_in,
     log_in,
     protected_server,
+    refuse_sign_in,
     remote_host,
     sign_in,
     sign_in_elsewhere,
@@ -306,10 +308,9 @@ async def test_a_pasted_address_with_another_issuer_or_after_the_link_expired_co
             ui = OwnerUI()
             await host.handle(session, msg(f"/mcp_add linear {mcp.url} --oauth"), ui)
             await ui.link.wait()
-            ui.said = anyio.Event()
-            await ui.said.wait()
-            assert "was not used within" in ui.sent[-1]
-            ended_at = await sign_in_elsewhere(ui.link_url())
+            await ui.until(lambda seen: len(seen.private) == 2)
+            assert "was not used within" in ui.private[-1]
+            ended_at = await sign_in_elsewhere(link_in(ui.private[0]))
             late = await host.handle(session, msg(f"/mcp_auth linear {ended_at}"), ScriptedUI())
             assert late is not None and "unknown, used or expired" in late.text
 
@@ -335,3 +336,99 @@ async def test_an_authorization_server_without_revocation_is_said_to_offer_none(
     assert outcome.outcome == "not offered"
     assert "offers no revocation: its tokens stay valid until they expire" in outcome.text
     assert nothing.text == ""
+
+
+@pytest.mark.npm
+async def test_a_connect_refused_for_scopes_the_login_granted_says_so_waits_for_the_owner_and_suggests_one_new_login(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    refused = "the server refused access (403) although the login granted the scopes it asked for: mcp"
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            authorization_server() as auth,
+            # Listing the tools needs "mcp", which every token here holds: the server refuses anyway.
+            protected_server(auth, list_scope="mcp") as mcp,
+            remote_host(data_dir, host_secret, model := RecordingModel()) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui = OwnerUI()
+            await host.handle(session, msg(f"/mcp_add linear {mcp.url}"), ui)
+            await ui.link.wait()
+            await sign_in(ui.link_url())
+            await ui.said.wait()
+            first = f"unavailable: {refused} — the owner can run /mcp_auth linear to log in again"
+            assert ui.sent[-1] == f"Logged in to linear: {first}.", ui.sent
+            listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
+            assert listed is not None
+            assert listed.text.splitlines()[0] == f"linear: {first}", listed.text
+            assert "next retry" not in listed.text  # a timer cannot change the server's mind
+            await host.handle(session, msg("hello"), ScriptedUI())
+            assert first.removeprefix("unavailable: ") in (session.prompt.get("Remote MCP servers") or "")
+            assert first.removeprefix("unavailable: ") in repr(model.seen)
+
+            # The owner logs in again, and the server still refuses: no further login is suggested.
+            ui.link, ui.said = anyio.Event(), anyio.Event()
+            await host.handle(session, msg("/mcp_auth linear"), ui)
+            await ui.link.wait()
+            await sign_in(link_in(ui.private[-1]))
+            await ui.said.wait()
+            again = f"unavailable: {refused}, and again after a new login: the account needs access at the server itself"
+            assert ui.sent[-1] == f"Logged in to linear: {again}.", ui.sent
+            assert "/mcp_auth" not in ui.sent[-1]
+            listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
+            assert listed is not None
+            assert listed.text.splitlines()[0] == f"linear: {again}", listed.text
+            assert "next retry" not in listed.text
+            assert len(ui.private) == 2  # nobody was sent a link but for the owner's two logins
+
+
+@pytest.mark.npm
+async def test_a_new_login_revokes_the_tokens_it_replaces_once_its_own_are_stored_and_a_failed_one_leaves_them_working(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    def tokens_of(grant: OAuthGrant) -> tuple[str, str]:
+        assert grant.tokens is not None and grant.tokens.refresh_token
+        return grant.tokens.access_token, grant.tokens.refresh_token
+
+    async def work(tokens: tuple[str, str]) -> list[bool]:
+        return [await introspect(auth, token) for token in tokens]
+
+    with anyio.fail_after(TEST_TIMEOUT * 2):
+        async with (
+            authorization_server() as auth,
+            protected_server(auth) as mcp,
+            remote_host(data_dir, host_secret, RecordingModel()) as host,
+        ):
+            session = await host.session(SCOPE, owner="owner")
+            ui = await log_in(host, session, mcp.url)
+            first = tokens_of(stored_grant(session.workspace, host_secret))
+
+            # A new login the owner cancels at the authorization server changes nothing.
+            ui.link, ui.said = anyio.Event(), anyio.Event()
+            await host.handle(session, msg("/mcp_auth linear"), ui)
+            await refuse_sign_in(link_in(ui.private[-1]))
+            await ui.said.wait()
+            assert ui.sent[-1].startswith("The login to linear failed: access_denied"), ui.sent
+            assert await work(first) == [True, True]
+            assert tokens_of(stored_grant(session.workspace, host_secret)) == first
+            called = await host.handle(session, msg("linear__whoami"), ScriptedUI())
+            assert called is not None and "signed in" in called.text, called.text
+
+            # One that succeeds revokes them, once its own tokens are stored.
+            ui.link, ui.said = anyio.Event(), anyio.Event()
+            await host.handle(session, msg("/mcp_auth linear"), ui)
+            await sign_in(link_in(ui.private[-1]))
+            await ui.said.wait()
+            assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 2 tools.", ui.sent
+            second = tokens_of(stored_grant(session.workspace, host_secret))
+            assert set(second).isdisjoint(first)
+            assert await work(first) == [False, False]
+            assert await work(second) == [True, True]
+            called = await host.handle(session, msg("linear__whoami"), ScriptedUI())
+            assert called is not None and "signed in" in called.text, called.text
+
+            # Replacing the entry (/mcp_add with its name): its new login revokes the grant it replaces.
+            ui = await log_in(host, session, mcp.url)
+            third = tokens_of(stored_grant(session.workspace, host_secret))
+            assert await work(second) == [False, False]
+            assert await work(third) == [True, True]

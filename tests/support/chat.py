@@ -42,6 +42,8 @@ class ScriptedUI:
     approvals: list[Approval] = field(default_factory=list)
     progress_shown: list[tuple[str, str]] = field(default_factory=list)
     """Each ``progress(key, text)``, in order."""
+    private_place: str = "above"
+    """Where ``send_private`` shows text: this front end is the owner's own, like the console."""
     _changed: anyio.Event | None = None
 
     async def send(self, text: str) -> MessageRef | None:
@@ -57,6 +59,7 @@ class ScriptedUI:
 
     async def send_private(self, text: str) -> MessageRef | None:
         self.private.append(text)
+        self._changed_now()
         return len(self.private)
 
     async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:

@@ -38,6 +38,7 @@ __all__ = [
     "link_in",
     "log_in",
     "protected_server",
+    "refuse_sign_in",
     "remote_host",
     "sign_in",
     "sign_in_elsewhere",
@@ -289,6 +290,15 @@ async def sign_in(link: str) -> httpx2.Response:
         if "/interaction/" in str(page.url):
             page = await browser.post(str(page.url), data={"prompt": "consent"})
         return page
+
+
+async def refuse_sign_in(link: str) -> httpx2.Response:
+    """The owner's browser: signs in, then cancels at the authorization server, which redirects to
+    Playa's callback with ``error=access_denied``."""
+    async with httpx2.AsyncClient(follow_redirects=True) as browser:
+        page = await browser.get(link)
+        assert "/interaction/" in str(page.url), page.text[:200]
+        return await browser.get(str(page.url).rstrip("/") + "/abort")
 
 
 def remote_host(

@@ -8,6 +8,7 @@ webhook listener; without one the owner pastes the address the browser ended at.
 from __future__ import annotations
 
 import json
+import time
 from functools import partial
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -23,6 +24,8 @@ from playa.mcp_remote.store._seal import Sealer
 from servers.oidc import authorization_server
 from servers.python_servers import serve_asgi
 from support.oauth import introspect, link_in, protected_server, sign_in_elsewhere
+from support.providers import DUMMY_KEY, serve_provider
+from support.providers import text as answer_text
 
 from .fake_bot_api import FakeBotApi, creator, group_chat, user
 from .process import free_port, run_bot_process, stopped
@@ -95,8 +98,10 @@ async def test_a_group_owner_logs_in_through_the_public_callback_and_the_tokens_
                 await fake.wait_call("setWebhook", timeout=WAIT)
                 fake.send(GROUP, f"/mcp_add linear {mcp.url}", sender=OWNER)
                 added = await fake.wait_reply(GROUP_ID, "needs a login", timeout=WAIT)
-                assert "your private chat with me" in added.text
+                assert "I sent you the link to log in to linear in our private chat" in added.text
+                # Sent before the reply said so.
                 private = await fake.wait_reply(OWNER_ID, "Log in to linear", timeout=WAIT)
+                assert fake.calls.index(private) < fake.calls.index(added)
                 link = link_in(private.text)
                 assert "--paste" not in private.text  # the public callback is reachable
                 assert all(link not in text for text in fake.texts(GROUP_ID))
@@ -160,6 +165,10 @@ async def test_without_a_public_url_the_owner_pastes_the_address_and_a_group_own
             fake.send(GROUP, f"/mcp_add linear {mcp.url}", sender=OWNER)
             told = await fake.wait_reply(GROUP_ID, "Start a private chat with me first", timeout=WAIT)
             assert "/mcp_auth linear" in told.text
+            # The command's reply itself says it: no link went out, and why.
+            assert told.text.startswith("Added linear: this server needs a login. I could not send"), (
+                told.text
+            )
             fake.no_private_chat.clear()
 
             mark = fake.mark()
@@ -179,5 +188,168 @@ async def test_without_a_public_url_the_owner_pastes_the_address_and_a_group_own
             fake.send(GROUP, "linear__whoami", sender=OWNER)
             await fake.wait_reply(GROUP_ID, "signed in", after=mark, timeout=WAIT)
             secrets = {code, *stored_grant(data_dir).secrets}
+            assert await stopped(process) == 0
+    assert_nowhere(secrets, fake, stderr, data_dir)
+
+
+async def test_a_link_not_used_in_time_expires_with_a_message_to_the_owner_alone(tmp_path: Path) -> None:
+    fake = FakeBotApi(TOKEN)
+    fake.administrators[GROUP_ID] = [creator(OWNER)]
+    data_dir, stderr = tmp_path / "data", tmp_path / "stderr.log"
+    expiry = 2.0  # the operator's setting: short, for the test
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            serve_asgi(fake.app()) as api,
+            authorization_server() as auth,
+            protected_server(auth) as mcp,
+            run_bot_process(
+                TOKEN, api.url, data_dir, stderr, extra_env={"PLAYA_OAUTH_LOGIN_TIMEOUT": f"{expiry:g}"}
+            ) as process,
+        ):
+            await fake.wait_call("getUpdates", timeout=WAIT)
+            asked_at = time.monotonic()  # the fake's clock: the link cannot expire before
+            fake.send(GROUP, f"/mcp_add linear {mcp.url}", sender=OWNER)
+            added = await fake.wait_reply(GROUP_ID, "needs a login", timeout=WAIT)
+            assert "in our private chat: it works for 2 seconds" in added.text, added.text
+            sent = await fake.wait_reply(OWNER_ID, "Log in to linear within 2 seconds", timeout=WAIT)
+            link = link_in(sent.text)
+            expired = await fake.wait_reply(OWNER_ID, "was not used within", timeout=WAIT)
+            assert expired.at - asked_at >= expiry  # a lower bound: never sooner
+            assert expired.text == (
+                "The login link for linear was not used within 2 seconds. Run /mcp_auth linear for a new link."
+            ), expired.text
+            # The group learns nothing of the link: neither it nor its state.
+            (state,) = parse_qs(urlsplit(link).query)["state"]
+            group = fake.texts(GROUP_ID)
+            assert all(link not in text and state not in text for text in group), group
+            assert not any("was not used within" in text for text in group)
+
+            # Used late, the link completes nothing.
+            ended_at = await sign_in_elsewhere(link)
+            mark = fake.mark()
+            fake.send(GROUP, f"/mcp_auth linear {ended_at}", sender=OWNER)
+            late = await fake.wait_reply(GROUP_ID, "unknown, used or expired", after=mark, timeout=WAIT)
+            assert "Logged in" not in late.text
+            fake.send(GROUP, "/mcp_list", sender=OWNER)
+            listed = await fake.wait_reply(GROUP_ID, "linear: unavailable", after=mark, timeout=WAIT)
+            assert listed.text.splitlines()[0] == (
+                "linear: unavailable: this server needs a login — the owner can run /mcp_auth linear"
+            ), listed.text
+            assert await stopped(process) == 0
+
+
+async def test_a_refresh_that_fails_leaves_the_server_waiting_for_the_owner_in_the_list_and_the_prompt(
+    tmp_path: Path,
+) -> None:
+    fake = FakeBotApi(TOKEN)
+    fake.administrators[GROUP_ID] = [creator(OWNER)]
+    port = free_port()
+    public = f"http://127.0.0.1:{port}/playa"
+    data_dir, stderr = tmp_path / "data", tmp_path / "stderr.log"
+    expired = "authorization expired — the owner can run /mcp_auth linear"
+    with anyio.fail_after(TEST_TIMEOUT):
+        # Access tokens live 30 s, within the refresh margin: every connect refreshes first.
+        async with (
+            serve_asgi(fake.app()) as api,
+            authorization_server(access_ttl=30) as auth,
+            protected_server(auth) as mcp,
+            serve_provider() as provider,
+            anyio.create_task_group() as delivery,
+        ):
+            delivery.start_soon(fake.post_to_webhook)
+            bot = partial(
+                run_bot_process,
+                TOKEN,
+                api.url,
+                data_dir,
+                stderr,
+                webhook_port=port,
+                extra_env={
+                    "PLAYA_PUBLIC_URL": public,
+                    "PLAYA_MODEL": "openai-chat:gpt-5",
+                    "OPENAI_BASE_URL": provider.url,
+                    "OPENAI_API_KEY": DUMMY_KEY,
+                },
+            )
+            async with bot() as process:
+                await fake.wait_call("setWebhook", timeout=WAIT)
+                fake.send(GROUP, f"/mcp_add linear {mcp.url}", sender=OWNER)
+                private = await fake.wait_reply(OWNER_ID, "Log in to linear", timeout=WAIT)
+                async with httpx2.AsyncClient() as browser:
+                    page = await browser.get(await sign_in_elsewhere(link_in(private.text)))
+                assert "received the login for linear" in page.text
+                logged = await fake.wait_reply(GROUP_ID, "Logged in to linear", timeout=WAIT)
+                assert "connected" in logged.text, logged.text
+                grant = stored_grant(data_dir)
+                assert await stopped(process) == 0
+
+            # The owner revokes Playa's access at the authorization server: the refresh is refused.
+            assert grant.client is not None and grant.tokens is not None and grant.tokens.refresh_token
+            async with httpx2.AsyncClient() as client:
+                revoked = await client.post(
+                    f"{auth.issuer}/token/revocation",
+                    data={"token": grant.tokens.refresh_token, "client_id": grant.client.client_id},
+                )
+            assert revoked.status_code == 200
+
+            async with bot() as process:
+                mark = fake.mark()
+                await fake.wait_call("setWebhook", after=mark, timeout=WAIT)
+                provider.script(answer_text("noted"))
+                fake.send(GROUP, "hello", sender=OWNER)
+                await fake.wait_reply(GROUP_ID, "noted", after=mark, timeout=WAIT)
+                (request,) = provider.requests
+                assert f"linear: unavailable: {expired}" in json.dumps(request.body, ensure_ascii=False)
+                fake.send(GROUP, "/mcp_list", sender=OWNER)
+                listed = await fake.wait_reply(GROUP_ID, "linear: unavailable", after=mark, timeout=WAIT)
+                assert listed.text.splitlines()[0] == f"linear: unavailable: {expired}", listed.text
+                assert "next retry" not in listed.text  # a timer cannot log in
+                assert await stopped(process) == 0
+            delivery.cancel_scope.cancel()
+    assert_nowhere(grant.secrets, fake, stderr, data_dir)
+
+
+async def test_in_polling_mode_a_public_url_serves_the_login_redirect_on_a_listener_of_its_own(
+    tmp_path: Path,
+) -> None:
+    fake = FakeBotApi(TOKEN)
+    fake.administrators[GROUP_ID] = [creator(OWNER)]
+    port = free_port()
+    public = f"http://127.0.0.1:{port}/playa"
+    data_dir, stderr = tmp_path / "data", tmp_path / "stderr.log"
+    secrets: set[str] = set()
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            serve_asgi(fake.app()) as api,
+            authorization_server() as auth,
+            protected_server(auth) as mcp,
+            run_bot_process(
+                TOKEN,
+                api.url,
+                data_dir,
+                stderr,
+                extra_env={"PLAYA_PUBLIC_URL": public, "PLAYA_LISTEN": f"127.0.0.1:{port}"},
+            ) as process,
+        ):
+            await fake.wait_call("getUpdates", timeout=WAIT)  # polling: no webhook
+            fake.send(GROUP, f"/mcp_add linear {mcp.url}", sender=OWNER)
+            private = await fake.wait_reply(OWNER_ID, "Log in to linear", timeout=WAIT)
+            assert "--paste" not in private.text  # the public callback is reachable
+            ended_at = await sign_in_elsewhere(link_in(private.text))
+            assert ended_at.startswith(f"{public}/oauth/callback?")
+            secrets.add(parse_qs(urlsplit(ended_at).query)["code"][0])
+            async with httpx2.AsyncClient() as browser:
+                page = await browser.get(ended_at)
+                assert page.status_code == 200 and "received the login for linear" in page.text, page.text
+                assert page.headers["cache-control"] == "no-store"
+                # The listener serves the redirect and nothing else.
+                other = await browser.post(f"{public}/hook", json={})
+                assert other.status_code == 404
+            logged = await fake.wait_reply(GROUP_ID, "Logged in to linear", timeout=WAIT)
+            assert "connected" in logged.text, logged.text
+            fake.send(GROUP, "linear__whoami", sender=OWNER)
+            await fake.wait_reply(GROUP_ID, "signed in", timeout=WAIT)
+            assert not fake.find("setWebhook")
+            secrets |= stored_grant(data_dir).secrets
             assert await stopped(process) == 0
     assert_nowhere(secrets, fake, stderr, data_dir)

@@ -706,7 +706,23 @@ async def test_a_group_upgraded_to_a_supergroup_keeps_its_servers_history_and_wo
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"PLAYA_PUBLIC_URL": "https://bot.example.org"}, "needs the webhook"),
+        (
+            {"PLAYA_PUBLIC_URL": "https://bot.example.org", "PLAYA_LISTEN": "127.0.0.1"},
+            "PLAYA_LISTEN (--listen) must be HOST:PORT",
+        ),
+        (
+            {"PLAYA_PUBLIC_URL": "https://bot.example.org", "PLAYA_LISTEN": "127.0.0.1:99999"},
+            "PLAYA_LISTEN (--listen) must be HOST:PORT",
+        ),
+        ({"PLAYA_LISTEN": "127.0.0.1:8080"}, "serves the login redirect of PLAYA_PUBLIC_URL: set that too"),
+        (
+            {
+                "PLAYA_PUBLIC_URL": "https://bot.example.org",
+                "PLAYA_LISTEN": "127.0.0.1:8080",
+                "PLAYA_TELEGRAM_WEBHOOK_URL": "https://b.example/h",
+            },
+            "PLAYA_LISTEN (--listen) is for long polling",
+        ),
         (
             {
                 "PLAYA_PUBLIC_URL": "https://u:p@bot.example.org",
@@ -730,6 +746,17 @@ def test_a_public_url_that_cannot_serve_the_login_redirect_is_a_clear_error(
         telegram_options(argparse.Namespace(), {"TELEGRAM_BOT_TOKEN": TOKEN, **env})
     assert message in str(caught.value)
     assert "u:p" not in str(caught.value)
+
+
+def test_a_public_url_without_the_webhook_is_served_on_a_listener_of_its_own() -> None:
+    environ = {"TELEGRAM_BOT_TOKEN": TOKEN, "PLAYA_PUBLIC_URL": "https://bot.example.org/playa"}
+    options = telegram_options(argparse.Namespace(), environ)
+    assert options.webhook is None and options.public_url == "https://bot.example.org/playa"
+    assert options.listen == ("127.0.0.1", 8443)
+    options = telegram_options(argparse.Namespace(), {**environ, "PLAYA_LISTEN": "[::1]:9000"})
+    assert options.listen == ("::1", 9000)
+    flagged = telegram_options(argparse.Namespace(listen="0.0.0.0:8080"), {**environ, "PLAYA_LISTEN": "x"})
+    assert flagged.listen == ("0.0.0.0", 8080)
 
 
 def test_a_public_url_with_the_webhook_is_where_logins_redirect() -> None:

@@ -80,6 +80,9 @@ class ConsoleUI:
         self._stdout.flush()
         return next(self._counter)
 
+    private_place = "above, on a line of its own"
+    """Where ``send_private`` shows text: the console has one person, its chat is private."""
+
     async def send_private(self, text: str) -> MessageRef | None:
         # The console has one person: its chat is private.
         return await self.send(text)

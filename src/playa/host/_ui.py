@@ -42,6 +42,12 @@ class IncomingMessage:
 class UI(Protocol):
     """A chat's front end, as seen by the host, commands and extensions."""
 
+    @property
+    def private_place(self) -> str:
+        """Where ``send_private`` shows text, as a reply says it: "above" where the chat is the
+        sender's own (the console, a private chat), "in our private chat" from a group."""
+        ...
+
     async def send(self, text: str) -> MessageRef | None:
         """Show text in the chat."""
         ...

@@ -16,6 +16,7 @@ from anyio.abc import TaskGroup
 from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
 from ..exceptions import (
+    AccessRefused,
     CallFailed,
     NeedsLogin,
     RemoteError,
@@ -39,7 +40,7 @@ from ..host import (
 )
 from ..mcp import exposed_names, map_result, normalize_schema, server_name_problem
 from ._settings import RemoteMcpSettings
-from ._state import ServerState
+from ._state import LoginStart, ServerState
 from ._tool import Binding, RemoteMcpTool
 from ._views import SECTION_TITLE, section, state_text
 from .store._grant import OAuthGrant, resource_of
@@ -206,10 +207,10 @@ class ChatServers:
 
     # Connecting
 
-    def _start(self, state: ServerState) -> None:
+    def _start(self, state: ServerState, *, after_login: bool = False) -> None:
         state.status = "connecting"
         state.attempt = anyio.Event()
-        self._tg.start_soon(self._connect, state)
+        self._tg.start_soon(partial(self._connect, state, after_login=after_login))
 
     def _grant(self, state: ServerState) -> GrantStorage:
         """The grant of an ``oauth`` server, kept across connects (tokens refresh in place)."""
@@ -220,12 +221,15 @@ class ChatServers:
             state.grant = GrantStorage(grant, lambda new: self._save_grant(name, new), clock=self._clock)
         return state.grant
 
-    async def _save_grant(self, name: str, grant: OAuthGrant) -> None:
-        """Seal a changed grant into the entry (new tokens, a registration) before it is used."""
+    async def _save_grant(self, name: str, grant: OAuthGrant) -> bool:
+        """Seal a changed grant into the entry (new tokens, a registration) before it is used.
+
+        Returns whether it was sealed into the file.
+        """
         self._remember(grant.secrets)
         state = self.servers.get(name)
         if self.store is None or state is None:
-            return
+            return False
         entry = replace(state.entry, oauth=grant)
         state.entry = entry
         try:
@@ -233,6 +237,8 @@ class ChatServers:
         except StoreError as exc:
             # The connection goes on with the tokens held; the next refresh tries again.
             logger.warning("could not save the authorization of %s in %s: %s", name, self.session.scope, exc)
+            return False
+        return True
 
     def _endpoint(self, state: ServerState) -> Endpoint:
         entry = state.entry
@@ -250,7 +256,8 @@ class ChatServers:
             auth=auth,
         )
 
-    async def _connect(self, state: ServerState) -> None:
+    async def _connect(self, state: ServerState, *, after_login: bool = False) -> None:
+        """Connect ``state``'s server; ``after_login``: the first connect with the owner's new login."""
         attempt = state.attempt
         name = state.entry.name
         connection: Connection | None = None
@@ -279,12 +286,20 @@ class ChatServers:
             state.connection, state.status, state.reason = connection, "connected", None
             state.transport, state.protocol = connection.transport, connection.protocol
             state.failures, state.next_retry, state.needs_login = 0, None, False
+            state.refused_logins = 0
+            if state.superseded is not None and state.entry.auth_kind != "oauth":
+                # It replaced an OAuth entry and needs no login: the old tokens are abandoned.
+                self._tg.start_soon(self._revoke_abandoned, name, state.superseded)
+                state.superseded = None
             await self._settle(state, adopted)
         except RemoteError as exc:
             if self.servers.get(name) is state:
                 if endpoint is not None and endpoint.auth is not None and endpoint.auth.scope:
                     state.scope = endpoint.auth.scope
-                self._failed(state, exc.reason, needs_login=isinstance(exc, NeedsLogin))
+                refused = isinstance(exc, AccessRefused)
+                if refused and after_login:
+                    state.refused_logins += 1
+                self._failed(state, exc.reason, needs_login=isinstance(exc, NeedsLogin), refused=refused)
         except Exception as exc:  # boundary: one server's bug must not end the chat's task group
             logger.error("connecting %s in %s failed: %s", name, self.session.scope, type(exc).__name__)
             if connection is not None:
@@ -295,14 +310,23 @@ class ChatServers:
             if attempt is not None:
                 attempt.set()
 
-    def _failed(self, state: ServerState, reason: str, *, needs_login: bool = False) -> None:
+    def _failed(
+        self, state: ServerState, reason: str, *, needs_login: bool = False, refused: bool = False
+    ) -> None:
+        """``refused``: the server refused a login's token for the scopes it granted (``AccessRefused``)."""
         # Its tools stay bound but hidden until a connect succeeds and binds them again.
         for exposed in state.tools:
             self.session.tools.deactivate(exposed)
         state.failures += 1
         state.status = "unavailable"
         state.needs_login = needs_login
-        if needs_login:
+        if refused and state.refused_logins >= 2:
+            # A login in answer to the refusal did not help: suggesting another would be a loop.
+            reason += ", and again after a new login: the account needs access at the server itself"
+        elif refused:
+            # The account's access may have changed since the token was issued: one new login may help.
+            reason = f"{_login_hint(reason, state.entry.name)} to log in again"
+        elif needs_login:
             # A timer cannot log in: the server waits for the owner.
             reason = _login_hint(reason, state.entry.name)
         state.reason = self.redactor.redact(reason)
@@ -327,8 +351,11 @@ class ChatServers:
         await self.wait_for_connects()
         self._write_section()
 
-    async def _pick_up(self, entry: ServerEntry) -> ServerState:
-        """After ``add`` saved ``entry``: pick it up and wait for its connect."""
+    async def _pick_up(self, entry: ServerEntry, *, superseded: OAuthGrant | None = None) -> ServerState:
+        """After ``add`` saved ``entry``: pick it up and wait for its connect.
+
+        ``superseded``: the OAuth grant of the entry it replaced, revoked once a new one is stored.
+        """
         self._remember_secrets((entry,))
         # A re-add connects afresh even when the entry did not change: it is how the owner
         # retries a server in backoff, or picks up a changed tool list.
@@ -340,43 +367,69 @@ class ChatServers:
         if state is None:
             raise ToolError(f"{entry.name} was saved but cannot be read back; see /mcp_list")
         state.quiet_adopt = True  # the reply lists the tools the add pins
+        state.superseded = superseded  # before its connect runs: set before the first await
         if state.attempt is not None:
             with anyio.move_on_after(self._settings.connection.connect_timeout + CONNECT_WAIT_MARGIN):
                 await state.attempt.wait()
         self._write_section()
         return state
 
-    def start_login(
+    async def start_login(
         self,
         name: str,
         *,
         owner: str,
         send_link: Callable[[str], Awaitable[object]],
         report: Callable[[str], Awaitable[object]],
-    ) -> None:
-        """Begin the owner's login to ``name`` in the background; the chat goes on meanwhile.
+    ) -> LoginStart:
+        """Begin the owner's login to ``name``; return once its link is sent, or the login ended before.
 
-        The link goes to ``send_link`` (the owner only); how it ended goes to ``report``. A
+        The link goes to ``send_link`` (the owner only). Once it is out, the login goes on in the
+        background, the chat goes on meanwhile, and how the login ended goes to ``report``. A
+        login that ends before its link is out (discovery or registration refused, no private
+        chat) says why in the ``LoginStart`` returned instead. Preparing a link is bounded;
+        beyond that the caller is told it is slow, and the outcome goes to ``report`` too. A
         login already in flight for the server is cancelled: only the newest link works.
         """
         state = self.servers[name]
         if state.login is not None:
             state.login.cancel()
         scope = state.login = anyio.CancelScope()
-        self._tg.start_soon(self._login, state, scope, owner, send_link, report)
+        start = LoginStart()
+        self._tg.start_soon(self._login, state, scope, start, owner, send_link, report)
+        with anyio.move_on_after(self._settings.connection.connect_timeout + CONNECT_WAIT_MARGIN):
+            await start.settled.wait()
+        # Nothing can settle it between the wait and this line: the outcome goes to ``report`` now.
+        start.waiting = False
+        return start
 
     async def _login(
         self,
         state: ServerState,
         scope: anyio.CancelScope,
+        start: LoginStart,
         owner: str,
         send_link: Callable[[str], Awaitable[object]],
         report: Callable[[str], Awaitable[object]],
     ) -> None:
         name, url = state.entry.name, state.entry.url
         message: str
+        to_owner = False  # the outcome goes where the link went (``send_link``), not to ``report``
         login: PendingLogin | None = None
         auth: ServerAuth | None = None
+        # The grants this login replaces: revoked once its own is sealed (``stored``), never before.
+        superseded = [state.superseded] if state.superseded is not None else []
+        stored = False
+
+        async def persist(grant: OAuthGrant) -> None:
+            nonlocal stored
+            if grant.authorized:
+                # As held now: a connection may have refreshed its tokens while the owner logged in.
+                held = state.grant.grant if state.grant is not None else state.entry.oauth
+                if held is not None and held.authorized and held.tokens != grant.tokens:
+                    superseded.append(held)
+            stored = await self._login_done(state, grant) or stored
+
         with scope:
             # The boundary: this runs in the task group every chat of the host shares.
             try:
@@ -394,6 +447,8 @@ class ChatServers:
                         )
                     if await send_link(text) is None:
                         raise _Undelivered
+                    start.sent = True
+                    start.settled.set()
 
                 login = PendingLogin(
                     self.session.scope, owner, name, deliver, self._callbacks, timeout=timeout
@@ -415,7 +470,7 @@ class ChatServers:
                     client = None  # registered for fewer scopes than a step-up asks for
                 storage = GrantStorage(
                     OAuthGrant(resource=previous.resource, issuer=previous.issuer, client=client),
-                    lambda grant: self._login_done(state, grant),
+                    persist,
                     clock=self._clock,
                 )
                 auth = ServerAuth(
@@ -449,9 +504,11 @@ class ChatServers:
                     message = ""
             except LoginExpired as exc:
                 message = f"{exc}. Run /mcp_auth {name} for a new link."
+                # Told where the link went: the owner alone (a group learns nothing of the link).
+                to_owner = start.sent
             except _Undelivered:
                 message = (
-                    f"I could not send you the link to log in to {name} privately. Start a private "
+                    f"I could not send you the login link for {name} privately. Start a private "
                     f"chat with me first, then run /mcp_auth {name} again."
                 )
             except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as exc:
@@ -474,28 +531,86 @@ class ChatServers:
         if state.login is scope:
             state.login = None
         if scope.cancel_called:
+            if not start.settled.is_set():
+                start.why = f"A newer /mcp_auth {name} replaced this login."
+                start.settled.set()
+            return
+        if not start.sent and start.waiting:
+            # Ended before its link went out: the owner's command, still waiting, says why.
+            start.why = self.redactor.redact(message)
+            start.settled.set()
+            return
+        if to_owner and await send_link(self.redactor.redact(message)) is not None:
             return
         if not message:
             if self.servers.get(name) is not state:
                 return
             state.scope = None  # asked for and granted: the token's scope holds it now
-            self._start(state)
+            note = ""
+            if stored and superseded:
+                # The new grant is sealed: the ones it replaces go. The connection that holds
+                # the old tokens goes first; the connect below uses the new ones.
+                if (old := state.connection) is not None:
+                    state.connection = None
+                    self._tg.start_soon(old.aclose)
+                note = await self._revoke_superseded(name, superseded)
+                state.superseded = None
+            self._start(state, after_login=True)
             if state.attempt is not None:
                 with anyio.move_on_after(self._settings.connection.connect_timeout + CONNECT_WAIT_MARGIN):
                     await state.attempt.wait()
             self._write_section()
-            message = f"Logged in to {name}: {state_text(state, self._clock())}."
+            message = f"Logged in to {name}: {state_text(state, self._clock())}.{note}"
+            if superseded and stored and (state.reason or "").startswith("authorization expired"):
+                # RFC 7009 2.1: revoking a refresh token may end every token of its grant, and an
+                # authorization server may have issued the new tokens under the same grant.
+                message += (
+                    " Its authorization server ended this login's tokens with the previous ones, "
+                    f"which Playa revoked: run /mcp_auth {name} once more."
+                )
         await report(self.redactor.redact(message))
 
-    async def _login_done(self, state: ServerState, grant: OAuthGrant) -> None:
-        """A login's grant changed (registered, tokens received): it becomes the server's."""
+    async def _login_done(self, state: ServerState, grant: OAuthGrant) -> bool:
+        """A login's grant changed (registered, tokens received); returns whether it was sealed.
+
+        Only a grant with tokens becomes the server's: until then the server keeps the one it
+        has, so a login that fails or expires leaves the old tokens working.
+        """
+        if not grant.authorized:
+            self._remember(grant.secrets)  # a registration's client secret
+            return False
         if state.grant is None:
             state.grant = GrantStorage(
                 grant, lambda new: self._save_grant(state.entry.name, new), clock=self._clock
             )
         else:
             state.grant.grant = grant
-        await self._save_grant(state.entry.name, grant)
+        return await self._save_grant(state.entry.name, grant)
+
+    async def _revoke_superseded(self, name: str, grants: list[OAuthGrant]) -> str:
+        """Revoke the grants a new one replaced (RFC 7009); "" or a note for the owner when it failed."""
+        notes: list[str] = []
+        for grant in grants:
+            revoked = await self._revoke(grant)
+            logger.info("the replaced tokens of %s in %s: %s", name, self.session.scope, revoked.outcome)
+            if revoked.outcome == "failed":
+                notes.append(
+                    f" The previous login's tokens could not be revoked ({revoked.why}): they stay "
+                    "valid until they expire, or until you revoke Playa's access at the authorization server."
+                )
+        return "".join(dict.fromkeys(notes))
+
+    async def _revoke_abandoned(self, name: str, grant: OAuthGrant) -> None:
+        """Revoke the grant of an OAuth entry replaced by one that needs no login, once that connected."""
+        try:
+            await self._revoke_superseded(name, [grant])
+        except Exception as exc:  # boundary: this runs in the task group every chat of the host shares
+            logger.warning("revoking the replaced tokens of %s failed: %s", name, type(exc).__name__)
+
+    @property
+    def login_timeout(self) -> float:
+        """Seconds an authorization link stays usable."""
+        return self._settings.login_timeout
 
     @property
     def redirect_uri(self) -> str | None:
@@ -541,8 +656,12 @@ class ChatServers:
 
         Raises ``StoreError`` when the file cannot take it; nothing changed then.
         """
+        previous = self.servers.get(entry.name)
+        superseded = self._held_grant(entry.name)
+        if superseded is None or not superseded.authorized:
+            superseded = previous.superseded if previous is not None else None
         saved = await anyio.to_thread.run_sync(self._file().put, entry)
-        return saved, await self._pick_up(entry)
+        return saved, await self._pick_up(entry, superseded=superseded)
 
     async def add_for_login(self, entry: ServerEntry) -> tuple[Saved, ServerState]:
         """Save ``entry`` as an ``oauth`` entry without a grant yet, and pick it up: a login comes next."""
@@ -563,6 +682,9 @@ class ChatServers:
         revoked = Revocation("nothing")
         if saved.changed and grant is not None:
             revoked = await self._revoke(grant)
+        if saved.changed and state is not None and state.superseded is not None:
+            # The grant of an entry this one replaced, whose new login never came.
+            await self._revoke_superseded(name, [state.superseded])
         return saved, tools, revoked
 
     async def restore(self) -> Saved:

@@ -14,8 +14,8 @@ from ..host import ChatSession, Command, CommandContext, looks_like_credential, 
 from ..mcp import is_server_name
 from ._chat import ChatServers
 from ._parse import USAGE, AddRequest, carries_secret, check_secret, parse_add
-from ._state import ServerState
-from ._views import added_text, link_sent, notice, server_list, tool_list
+from ._state import LoginStart, ServerState
+from ._views import added_text, login_started, notice, server_list, tool_list
 from .store._grant import OAuthGrant, resource_of
 from .store._store import AuthKind, Saved
 
@@ -77,9 +77,16 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
         # What the write had to move out of the way, so the owner knows where it went.
         return "\n".join([*(f"Note: {note}." for note in saved.notes), text])
 
-    def login(ctx: CommandContext, chat: ChatServers, name: str) -> None:
-        """Start the owner's login; the link goes to the owner alone, the outcome to the chat."""
-        chat.start_login(name, owner=ctx.sender.id, send_link=ctx.ui.send_private, report=ctx.ui.send)
+    async def login(ctx: CommandContext, chat: ChatServers, name: str) -> tuple[LoginStart, str]:
+        """Start the owner's login; the link goes to the owner alone, the outcome to the chat.
+
+        Returns, once it is known, what happened to the link (sent, and where, or why not) and
+        the words for it.
+        """
+        start = await chat.start_login(
+            name, owner=ctx.sender.id, send_link=ctx.ui.send_private, report=ctx.ui.send
+        )
+        return start, login_started(name, start, ctx.ui.private_place, chat.login_timeout)
 
     async def add(ctx: CommandContext) -> str:
         chat = await servers(ctx)
@@ -139,11 +146,8 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             except StoreError as exc:
                 return f"Could not save {entry.name}: {exc}"
         if state.needs_login:
-            login(ctx, chat, entry.name)
-            return with_notes(
-                f"{verb} {entry.name}: this server needs a login. {link_sent(entry.name)} I say here when it is done.",
-                saved,
-            )
+            _, started = await login(ctx, chat, entry.name)
+            return with_notes(f"{verb} {entry.name}: this server needs a login. {started}", saved)
         return with_notes(added_text(verb, entry.name, state, clock()), saved)
 
     async def auth(ctx: CommandContext) -> str:
@@ -164,8 +168,8 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
                 _, state = await chat.add_for_login(state.entry)
             except StoreError as exc:
                 return f"Could not save {name}: {exc}"
-        login(ctx, chat, name)
-        return f"Logging in to {name}. {link_sent(name)}"
+        start, started = await login(ctx, chat, name)
+        return started if start.why is not None else f"Logging in to {name}. {started}"
 
     async def paste(ctx: CommandContext, chat: ChatServers, rest: str) -> str:
         """The owner pastes the address their browser ended at, where the redirect could not reach us.

@@ -10,11 +10,12 @@ import mcp_types
 from mcp.client.caching import InMemoryResponseCacheStore
 
 from ..host import Redactor
+from .store._grant import OAuthGrant
 from .store._store import ServerEntry
 from .transport._connection import Connection
 from .transport._oauth import GrantStorage
 
-__all__ = ["ServerState"]
+__all__ = ["LoginStart", "ServerState"]
 
 
 @dataclass(eq=False)
@@ -39,10 +40,16 @@ class ServerState:
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     needs_login: bool = False
     """Unavailable until the owner logs in (``/mcp_auth``): never retried on a timer."""
+    refused_logins: int = 0
+    """Logins in a row whose token the server then refused for scopes they granted (a 403):
+    after the second, another login is no longer suggested (the step-up retry limit)."""
     grant: GrantStorage | None = None
     """An ``oauth`` server's grant as held now (tokens change as they are refreshed)."""
     login: anyio.CancelScope | None = None
     """The owner's login in flight, if any."""
+    superseded: OAuthGrant | None = None
+    """The grant of the OAuth entry this one replaced (``/mcp_add`` with its name): revoked once
+    a new grant is stored, or once the entry connects without needing a login."""
     held: dict[str, mcp_types.Tool] = field(default_factory=dict)
     """New or changed tools held back from the model until the owner decides, by the server's names."""
     approved: dict[str, mcp_types.Tool] = field(default_factory=dict)
@@ -79,3 +86,16 @@ class ServerState:
     @property
     def connecting(self) -> bool:
         return self.attempt is not None and not self.attempt.is_set()
+
+
+@dataclass(eq=False)
+class LoginStart:
+    """How the start of an owner's login went, as far as their command waits for it."""
+
+    settled: anyio.Event = field(default_factory=anyio.Event)
+    """Set once the link is sent, or the login ended before that."""
+    sent: bool = False
+    why: str | None = None
+    """Why no link went out (redacted), when the login ended before."""
+    waiting: bool = True
+    """The command still waits: an end before the link goes into its reply, not to ``report``."""

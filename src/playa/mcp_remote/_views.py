@@ -12,16 +12,17 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from ..host import Redactor
-from ._state import ServerState
+from ._state import LoginStart, ServerState
 from ._tool import RemoteMcpTool
 from .store._pins import without_format
 from .store._store import Rejected
+from .transport._oauth import duration_text
 
 __all__ = [
     "SECTION_TITLE",
     "ServersView",
     "added_text",
-    "link_sent",
+    "login_started",
     "notice",
     "section",
     "server_list",
@@ -187,11 +188,21 @@ def tool_list(chat: ServersView, name: str | None, now: float) -> str:
     return "\n".join(lines) or "No remote MCP servers. Add one with /mcp_add."
 
 
-def link_sent(name: str) -> str:
-    """Where a login's link goes: the owner alone. In a group that is a private chat they may not have yet."""
+def login_started(name: str, start: LoginStart, place: str, timeout: float) -> str:
+    """What the owner's command says of the login it started: the link sent and where, or why not.
+
+    ``place`` is where the front end shows private text (``UI.private_place``).
+    """
+    if start.sent:
+        return (
+            f"I sent you the link to log in to {name} {place}: it works for {duration_text(timeout)}. "
+            "I say here when the login is done; the chat goes on meanwhile."
+        )
+    if start.why is not None:
+        return start.why
     return (
-        "The link to log in goes to you alone, in a private message (in a group: your private chat "
-        f"with me; if you have none, start one and run /mcp_auth {name} again). The chat goes on meanwhile."
+        f"Preparing the login to {name} takes longer than usual: the link comes to you {place} when "
+        "it is ready, or I say here why not."
     )
 
 

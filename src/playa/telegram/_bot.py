@@ -37,7 +37,7 @@ from ._logs import quiet_raw_traffic
 from ._outbox import Outbox, RetryPolicy, check_seconds, retry_seconds
 from ._owner import OWNER_TTL, Owners
 from ._ui import Deletions, TelegramUI, one_part, render
-from ._webhook import RedirectRoute, WebhookConfig, serve_webhook
+from ._webhook import RedirectRoute, WebhookConfig, serve_redirect, serve_webhook
 
 __all__ = ["ALLOWED_UPDATES", "TelegramBot", "TelegramSettings", "build_bot", "run_telegram"]
 
@@ -209,7 +209,8 @@ class TelegramBot:
     ) -> None:
         """Serve until cancelled, or until ``stop`` is set: then stop gracefully.
 
-        ``redirect`` (a login's redirect) is served by the webhook's listener.
+        ``redirect`` (a login's redirect) is served by the webhook's listener, or with long
+        polling by a listener of its own.
 
         A graceful stop takes no more updates, lets running turns finish within
         ``settings.stop_grace``, and leaves what is unfinished in the journals for the restart.
@@ -224,6 +225,8 @@ class TelegramBot:
                     if stop is not None:
                         intake.start_soon(self._stop_when, stop, intake.cancel_scope)
                     if webhook is None:
+                        if redirect is not None:
+                            intake.start_soon(serve_redirect, redirect)
                         await self._poll()
                     else:
                         await serve_webhook(
@@ -665,12 +668,9 @@ async def run_telegram(
 ) -> None:
     """Run ``host``'s chats as a Telegram bot until cancelled, or gracefully until ``stop`` is set.
 
-    ``redirect`` serves logins' redirects on the webhook's listener, so it needs ``webhook``.
+    ``redirect`` serves logins' redirects: on the webhook's listener, or with long polling on a
+    listener of its own (``redirect.listen``, ``redirect.port``).
     """
-    if redirect is not None and webhook is None:
-        raise ConfigError(
-            "PLAYA_PUBLIC_URL needs the webhook (--webhook-url): its listener serves the login redirect"
-        )
     settings = settings or TelegramSettings()
     # Before the bot is built: every Bot API URL holds the token, and httpx logs each at INFO.
     install_outbound_gate()

@@ -16,6 +16,8 @@ ENV_TOKEN = "TELEGRAM_BOT_TOKEN"
 ENV_BASE_URL = "PLAYA_TELEGRAM_BASE_URL"
 ENV_WEBHOOK_URL = "PLAYA_TELEGRAM_WEBHOOK_URL"
 ENV_PUBLIC_URL = "PLAYA_PUBLIC_URL"
+ENV_LISTEN = "PLAYA_LISTEN"
+DEFAULT_LISTEN = ("127.0.0.1", 8443)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,7 +29,10 @@ class TelegramOptions:
     webhook: WebhookConfig | None = None
     public_url: str | None = None
     """Where the owner's browser reaches this host (``$PLAYA_PUBLIC_URL``): logins redirect to
-    ``<public_url>/oauth/callback``, which the webhook's listener serves."""
+    ``<public_url>/oauth/callback``, which the webhook's listener serves, or ``listen``."""
+    listen: tuple[str, int] | None = None
+    """With ``public_url`` and long polling: the address the login redirect's own listener
+    takes (``--listen`` or ``$PLAYA_LISTEN``), where the operator's proxy forwards the public URL."""
 
 
 def telegram_options(args: argparse.Namespace, environ: Mapping[str, str]) -> TelegramOptions:
@@ -49,12 +54,31 @@ def telegram_options(args: argparse.Namespace, environ: Mapping[str, str]) -> Te
             port=getattr(args, "webhook_port", 8443),
         )
     public_url = public_url_from(environ)
-    if public_url is not None and webhook is None:
+    listen_text = getattr(args, "listen", None) or environ.get(ENV_LISTEN, "").strip() or None
+    listen = None
+    if listen_text is not None and public_url is None:
         raise ConfigError(
-            f"{ENV_PUBLIC_URL} needs the webhook ({ENV_WEBHOOK_URL} or --webhook-url): "
-            "its listener serves the login redirect"
+            f"{ENV_LISTEN} (--listen) serves the login redirect of {ENV_PUBLIC_URL}: set that too, or unset it"
         )
-    return TelegramOptions(token=token, base_url=base_url, webhook=webhook, public_url=public_url)
+    if listen_text is not None and webhook is not None:
+        raise ConfigError(
+            f"{ENV_LISTEN} (--listen) is for long polling: with the webhook, its listener "
+            "(--webhook-listen, --webhook-port) serves the login redirect; unset it"
+        )
+    if public_url is not None and webhook is None:
+        listen = _address(listen_text) if listen_text is not None else DEFAULT_LISTEN
+    return TelegramOptions(
+        token=token, base_url=base_url, webhook=webhook, public_url=public_url, listen=listen
+    )
+
+
+def _address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:8443`` for IPv6) as a host and a port."""
+    host, _, port = text.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not host or not port.isascii() or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ConfigError(f"{ENV_LISTEN} (--listen) must be HOST:PORT, like 127.0.0.1:8443; got {text!r}")
+    return host, int(port)
 
 
 def public_url_from(environ: Mapping[str, str]) -> str | None:

@@ -175,6 +175,11 @@ class TelegramUI:
             reply_to=self._message_id if self._group else None,
         )
 
+    @property
+    def private_place(self) -> str:
+        """Where ``send_private`` shows text: this chat when it is the sender's private chat."""
+        return "in our private chat" if self._group else "above"
+
     async def send_private(self, text: str) -> MessageRef | None:
         """Send plain text, redacted, in the sender's private chat with the bot (never the group)."""
         if self._user_id is None:

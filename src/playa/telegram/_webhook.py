@@ -23,7 +23,7 @@ from telegram.error import TelegramError
 from .._asgi import bind, serving
 from ..exceptions import ConfigError
 
-__all__ = ["SECRET_HEADER", "RedirectRoute", "WebhookConfig", "serve_webhook"]
+__all__ = ["SECRET_HEADER", "RedirectRoute", "WebhookConfig", "serve_redirect", "serve_webhook"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,20 +73,34 @@ class WebhookConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class RedirectRoute:
-    """A login's redirect, served by the webhook's listener (behind the same public URL).
+    """A login's redirect, served behind the public URL: by the webhook's listener, or with long
+    polling by a listener of its own on ``listen:port``.
 
     A GET of ``path`` hands its query to ``complete``, whose answer the owner's browser shows.
     """
 
     path: str
     complete: Callable[[str], str] = field(repr=False)
+    listen: tuple[str, int] | None = None
+    """Where it is served on its own (long polling); None when the webhook's listener serves it."""
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def _bind(host: str, port: int, what: str = "the webhook") -> socket.socket:
     try:
         return bind(host, port)
     except OSError as exc:
-        raise ConfigError(f"cannot listen for the webhook on {host}:{port}: {exc.strerror}") from None
+        raise ConfigError(f"cannot listen for {what} on {host}:{port}: {exc.strerror}") from None
+
+
+def _redirect_route(redirect: RedirectRoute) -> Route:
+    async def redirected(request: Request) -> Response:
+        # The query holds the authorization code: the page tells only the outcome, is never
+        # cached, and sends no referrer anywhere.
+        text = redirect.complete(request.url.query)
+        page = f"<!doctype html><meta charset=utf-8><title>Playa</title><p>{html.escape(text)}</p>"
+        return HTMLResponse(page, headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
+
+    return Route(redirect.path, redirected, methods=["GET"])
 
 
 def _app(
@@ -115,18 +129,33 @@ def _app(
         await on_update(update)
         return Response(status_code=200)
 
-    async def redirected(request: Request) -> Response:
-        assert redirect is not None
-        # The query holds the authorization code: the page tells only the outcome, is never
-        # cached, and sends no referrer anywhere.
-        text = redirect.complete(request.url.query)
-        page = f"<!doctype html><meta charset=utf-8><title>Playa</title><p>{html.escape(text)}</p>"
-        return HTMLResponse(page, headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
-
     routes = [Route(config.route, receive, methods=["POST"])]
     if redirect is not None:
-        routes.append(Route(redirect.path, redirected, methods=["GET"]))
+        routes.append(_redirect_route(redirect))
     return Starlette(routes=routes)
+
+
+async def serve_redirect(redirect: RedirectRoute, *, listening: Callable[[int], None] | None = None) -> None:
+    """Serve a login's redirect alone, on ``redirect.listen``, until cancelled.
+
+    With long polling there is no webhook listener to serve it beside: the operator's proxy
+    forwards the public URL here instead.
+    """
+    if redirect.listen is None:
+        raise ConfigError("the login redirect has no address to listen on: set PLAYA_LISTEN")
+    host, wanted = redirect.listen
+    sock = _bind(host, wanted, "the login redirect")
+    try:
+        async with serving(
+            Starlette(routes=[_redirect_route(redirect)]), sock, lifespan="off", grace=2.0
+        ) as stopped:
+            port: int = sock.getsockname()[1]
+            if listening is not None:
+                listening(port)
+            logger.info("serving the login redirect on %s:%s%s", host, port, redirect.path)
+            await stopped.wait()
+    finally:
+        sock.close()
 
 
 async def serve_webhook(

@@ -71,7 +71,15 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from playa import __version__
-from playa.exceptions import CallFailed, ConfigError, ConnectFailed, NeedsLogin, RemoteError, RemoteTimeout
+from playa.exceptions import (
+    AccessRefused,
+    CallFailed,
+    ConfigError,
+    ConnectFailed,
+    NeedsLogin,
+    RemoteError,
+    RemoteTimeout,
+)
 from playa.host import Redactor
 from playa.mcp_remote.store._store import TransportChoice
 from playa.mcp_remote.transport._budget import (
@@ -619,6 +627,10 @@ class Connection:
         if self.endpoint.auth is not None and (why := self.endpoint.auth.needs_login) is not None:
             # Only a person can unblock it: no other transport, and no retry timer.
             return ConnectFailure(NeedsLogin(why, server=server), try_other_transport=False)
+        if self.endpoint.auth is not None and (why := self.endpoint.auth.refused) is not None:
+            # The server refuses the token for scopes it holds: neither a timer nor the other
+            # transport changes that. (A call refused so fails alone: the connection is fine.)
+            return ConnectFailure(AccessRefused(why, server=server), try_other_transport=False)
         if self.endpoint.auth is None and not self.endpoint.headers and self._trace.login_challenge:
             # Added without credentials, and it takes a bearer token: a login can get one.
             return ConnectFailure(

@@ -36,6 +36,7 @@ __all__ = [
     "connect_error",
     "missing_scope",
     "needs_scope",
+    "refused_although_granted",
     "timed_out",
 ]
 
@@ -93,11 +94,27 @@ def needs_scope(scopes: Sequence[str]) -> str:
     Fit for a reply and the prompt section that carries it every turn: a server chose the
     scopes, so only short scope tokens are named, five at most.
     """
+    shown = _scope_list(scopes)
+    return f"needs scope {shown}" if shown else "needs a scope the login did not grant"
+
+
+def refused_although_granted(scopes: Sequence[str]) -> str:
+    """A 403 ``insufficient_scope`` for ``scopes`` the token holds already: the server's refusal.
+
+    Named as ``needs_scope`` names them; no new scope can be asked for, so no login is known to help.
+    """
+    shown = _scope_list(scopes)
+    reason = "the server refused access (403) although the login granted the scopes it asked for"
+    return f"{reason}: {shown}" if shown else reason
+
+
+def _scope_list(scopes: Sequence[str]) -> str:
+    """The scope tokens among ``scopes``, five at most, as "files:write, repo"; "" when there are none."""
     shown = [scope for scope in scopes if _SCOPE_TOKEN.fullmatch(scope)][:_SCOPES_SHOWN]
     if not shown:
-        return "needs a scope the login did not grant"
+        return ""
     more = len(scopes) - len(shown)
-    return "needs scope " + ", ".join(shown) + (f", and {more} more" if more else "")
+    return ", ".join(shown) + (f", and {more} more" if more else "")
 
 
 class HttpTrace:

@@ -46,7 +46,7 @@ from mcp.shared.auth import (
 from playa import __version__
 from playa.host import outbound_secrets
 from playa.mcp_remote.store._grant import OAuthGrant
-from playa.mcp_remote.transport._errors import needs_scope
+from playa.mcp_remote.transport._errors import needs_scope, refused_although_granted
 
 __all__ = [
     "CALLBACK_PATH",
@@ -135,7 +135,11 @@ class GrantStorage:
     """
 
     def __init__(
-        self, grant: OAuthGrant, persist: Callable[[OAuthGrant], Awaitable[None]], *, clock: Clock = time.time
+        self,
+        grant: OAuthGrant,
+        persist: Callable[[OAuthGrant], Awaitable[object]],
+        *,
+        clock: Clock = time.time,
     ) -> None:
         self.grant = grant
         self._persist = persist
@@ -175,8 +179,8 @@ class ServerAuth(OAuthClientProvider):
     Step-up (a 403 ``insufficient_scope``): a connection cannot ask the owner, so it fails the
     request with ``needs_login`` naming the missing scopes and ``scope`` holding what the next
     login asks for: the scopes asked and granted before with the ones challenged (SEP-2350).
-    A 403 for scopes the token already holds is the server's refusal, which no login changes:
-    ``needs_login`` stays None and nobody is asked to log in again (the retry limit).
+    A 403 for scopes the token already holds is the server's refusal, which no step-up changes:
+    ``needs_login`` stays None, ``refused`` says why, and no login is started (the retry limit).
     """
 
     def __init__(
@@ -210,6 +214,8 @@ class ServerAuth(OAuthClientProvider):
         """The scopes the next login asks for besides those the server names, if any."""
         self.needs_login: str | None = None
         """Why the last connect failed for want of a person's login; None if it did not."""
+        self.refused: str | None = None
+        """Why the server refused a request (403) for scopes the token holds; None if it did not."""
 
     @property
     def found_no_metadata(self) -> bool:
@@ -289,9 +295,10 @@ class ServerAuth(OAuthClientProvider):
             needed = (self._challenged or wanted or "").split()
             missing = [scope for scope in needed if scope not in granted and scope != "offline_access"]
             if not missing:
-                raise _NeedsLogin(
-                    "the server refuses the request although the login granted the scopes it names"
+                self.refused = refused_although_granted(
+                    [scope for scope in needed if scope != "offline_access"]
                 )
+                raise _NeedsLogin(self.refused)
             self.scope = wanted
             self.needs_login = needs_scope(missing)
             raise _NeedsLogin(self.needs_login)
@@ -530,7 +537,8 @@ async def _respond(stream: SocketStream, status: int, text: str) -> None:
 
 
 def duration_text(seconds: float) -> str:
-    """``600`` → "10 minutes", ``30`` → "30 seconds" (rounded up: never shorter than it was)."""
+    """``600`` → "10 minutes", ``30`` → "30 seconds", ``1`` → "1 second" (rounded up: never shorter than it was)."""
     if seconds >= 120:
         return f"{math.ceil(seconds / 60)} minutes"
-    return f"{math.ceil(seconds)} seconds"
+    count = math.ceil(seconds)
+    return f"{count} second{'' if count == 1 else 's'}"
