@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from ._inbound import looks_like_credential
-from ._redact import MIN_SECRET_LENGTH, REDACTED, _plain_forms
+from ._redact import MIN_SECRET_LENGTH, REDACTED, _kept, _plain_forms
 
 __all__ = ["OutboundSecrets", "install_outbound_gate", "outbound_secrets"]
 
@@ -124,18 +124,7 @@ class _Pieces:
                 at = text.find(form, at + 1)
         if not spans:
             return text
-        spans.sort()
-        kept: list[str] = []
-        done = 0
-        start, end = spans[0]
-        for next_start, next_end in spans[1:]:
-            if next_start <= end:
-                end = max(end, next_end)
-                continue
-            kept.append(text[done:start])
-            done, (start, end) = end, (next_start, next_end)
-        kept += [text[done:start], text[end:]]
-        return REDACTED.join(kept)
+        return REDACTED.join([text[start:end] for start, end in _kept(spans, len(text))])
 
 
 class OutboundSecrets:
