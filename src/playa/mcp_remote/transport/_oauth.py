@@ -21,6 +21,7 @@ import contextlib
 import logging
 import math
 import time
+import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Final
@@ -144,22 +145,32 @@ class GrantStorage:
         self.grant = grant
         self._persist = persist
         self._clock = clock
-        _register(grant.secrets)
+        # The log gate holds the grant's credentials and the ones they replaced (a late record
+        # may quote a token just refreshed away), no older ones: a bot refreshes for ever, and
+        # each token kept would cost the gate its pieces for ever. Let go with this object.
+        self._holder = object()
+        outbound_secrets().hold(self._holder, grant.secrets)
+        weakref.finalize(self, outbound_secrets().release, self._holder)
+
+    def _hold(self, grant: OAuthGrant) -> None:
+        outbound_secrets().hold(self._holder, grant.secrets | self.grant.secrets)
 
     async def get_tokens(self) -> OAuthToken | None:
         return self.grant.tokens
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
-        _register((tokens.access_token, tokens.refresh_token))
-        self.grant = self.grant.with_tokens(tokens, now=self._clock())
+        grant = self.grant.with_tokens(tokens, now=self._clock())
+        self._hold(grant)
+        self.grant = grant
         await self._persist(self.grant)
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         return self.grant.client
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        _register((client_info.client_secret,))
-        self.grant = self.grant.with_client(client_info)
+        grant = self.grant.with_client(client_info)
+        self._hold(grant)
+        self.grant = grant
         await self._persist(self.grant)
 
 
