@@ -15,9 +15,6 @@ the token in any encoded form the redactor knows, nor any 12-character piece of 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Annotated
@@ -29,7 +26,8 @@ from pydantic import Field
 
 from playa.host import encoded_forms
 from servers.python_servers import serve_mcp
-from support.providers import ProviderServer, serve_provider, text, tool_call
+from support import canary
+from support.providers import serve_provider, text, tool_call
 
 pytestmark = pytest.mark.anyio
 
@@ -91,31 +89,6 @@ def leaks(data: bytes | str) -> list[str]:
     return sorted(form for form in forms() if form in shown)
 
 
-def files_under(folder: Path) -> list[tuple[Path, bytes]]:
-    return [(path, path.read_bytes()) for path in folder.rglob("*") if path.is_file()]
-
-
-def run_console(
-    data_dir: Path, provider: ProviderServer, lines: list[str], level: str
-) -> subprocess.CompletedProcess[bytes]:
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("PLAYA_", "MCP_"))},
-        "OPENAI_BASE_URL": provider.url,
-        "OPENAI_API_KEY": "test-provider-key",
-        "MCP_ENCRYPTION_SECRET": "canary-host-secret-" + "c" * 20,
-        "PLAYA_LOG_LEVEL": level,
-        "PLAYA_CONNECT_TIMEOUT": "20",
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "playa", "chat", "--data-dir", str(data_dir), "--model", "openai-chat:gpt-5"],
-        input="".join(line + "\n" for line in lines).encode(),
-        capture_output=True,
-        timeout=240,
-        env=env,
-        check=False,
-    )
-
-
 @pytest.mark.parametrize("level", ["DEBUG", "WARNING"])
 async def test_a_server_that_turns_hostile_after_the_add_leaks_the_token_nowhere(
     tmp_path: Path, level: str
@@ -135,7 +108,7 @@ async def test_a_server_that_turns_hostile_after_the_add_leaks_the_token_nowhere
             "/mcp_approve hostile",
             "hello once more",
         ]
-        done = await anyio.to_thread.run_sync(run_console, tmp_path, provider, lines, level)
+        done = await anyio.to_thread.run_sync(canary.run_console, tmp_path, provider, lines, level)
     out, err = done.stdout.decode(), done.stderr.decode()
     assert done.returncode == 0, err[-3000:]
 
@@ -168,5 +141,5 @@ async def test_a_server_that_turns_hostile_after_the_add_leaks_the_token_nowhere
         assert leaks(request.raw) == [], request.raw[:2000]
     assert leaks(err) == [], [line for line in err.splitlines() if leaks(line)][:5]
     assert leaks(out) == [], [line for line in out.splitlines() if leaks(line)][:5]
-    for path, data in files_under(tmp_path):
+    for path, data in canary.files_under(tmp_path):
         assert leaks(data) == [], path

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -44,6 +42,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from playa.host import encoded_forms
 from servers.python_servers import RunningServer, TaskServer, buffered, json_or_none, serve_asgi
+from support import canary
 from support.providers import ProviderServer, serve_provider, text, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -273,31 +272,11 @@ def model_script() -> list[Any]:
     return steps
 
 
-def files_under(folder: Path) -> list[tuple[Path, bytes]]:
-    return [(path, path.read_bytes()) for path in folder.rglob("*") if path.is_file()]
-
-
 def run_console(
     data_dir: Path, provider: ProviderServer, lines: list[str], level: str
 ) -> subprocess.CompletedProcess[bytes]:
-    env = {
-        **os.environ,
-        "OPENAI_BASE_URL": provider.url,
-        "OPENAI_API_KEY": "test-provider-key",
-        "MCP_ENCRYPTION_SECRET": "canary-host-secret-" + "s" * 20,
-        "PLAYA_LOG_LEVEL": level,
-        "PLAYA_CONNECT_TIMEOUT": "20",
-        # The task's turn ends when its call's time is up; the hostile tools all answer at once.
-        "PLAYA_CALL_TIMEOUT": "5",
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "playa", "chat", "--data-dir", str(data_dir), "--model", "openai-chat:gpt-5"],
-        input="".join(line + "\n" for line in lines).encode(),
-        capture_output=True,
-        timeout=240,
-        env=env,
-        check=False,
-    )
+    # The task's turn ends when its call's time is up; the hostile tools all answer at once.
+    return canary.run_console(data_dir, provider, lines, level, {"PLAYA_CALL_TIMEOUT": "5"})
 
 
 @pytest.mark.parametrize("level", ["DEBUG", "WARNING"])
@@ -329,14 +308,14 @@ async def test_no_credential_reaches_the_model_a_log_a_reply_or_a_file(tmp_path:
     # The task outlived its turn; its result came to the chat later, and into the history.
     assert any(b"tasks__slow is still running on its server as a task" in r.raw for r in provider.requests)
     assert "The task of tasks__slow (task t-1), still running when its turn ended, has finished." in out
-    assert any(b"the report: [redacted] and [redacted]" in data for _, data in files_under(tmp_path))
+    assert any(b"the report: [redacted] and [redacted]" in data for _, data in canary.files_under(tmp_path))
 
     # The oracle: every request body the provider received, all of stderr, every reply, every file.
     for request in provider.requests:
         assert leaks(request.raw) == [], request.raw[:2000]
     assert leaks(err) == [], [line for line in err.splitlines() if leaks(line)][:5]
     assert leaks(out) == [], [line for line in out.splitlines() if leaks(line)][:5]
-    for path, data in files_under(tmp_path):
+    for path, data in canary.files_under(tmp_path):
         assert leaks(data) == [], path
 
     # A key on its own never reached the model; hidden commands were commands.

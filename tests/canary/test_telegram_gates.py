@@ -28,6 +28,7 @@ from tests.telegram.process import run_bot_process, stopped
 
 from playa.host import encoded_forms
 from servers.python_servers import serve_asgi, serve_mcp
+from support import canary
 
 pytestmark = pytest.mark.anyio
 
@@ -106,10 +107,6 @@ def labels(call: ApiCall) -> list[str]:
     return [button["text"] for row in markup.get("inline_keyboard", []) for button in row]
 
 
-def files_under(folder: Path) -> list[tuple[Path, bytes]]:
-    return [(path, path.read_bytes()) for path in folder.rglob("*") if path.is_file()]
-
-
 async def test_a_hostile_question_leaks_the_token_into_no_bot_api_request_log_line_or_file(
     tmp_path: Path,
 ) -> None:
@@ -153,5 +150,5 @@ async def test_a_hostile_question_leaks_the_token_into_no_bot_api_request_log_li
     log = stderr.read_text(errors="replace")
     assert "DEBUG" in log
     assert leaks(log) == [], [line for line in log.splitlines() if leaks(line)][:5]
-    for path, data in files_under(data_dir):
+    for path, data in canary.files_under(data_dir):
         assert leaks(data) == [], path
