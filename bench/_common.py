@@ -143,9 +143,9 @@ class Served:
 
 
 @contextlib.asynccontextmanager
-async def bench_server(*, json_response: bool = False) -> AsyncIterator[Served]:
+async def bench_server(*, json_response: bool = False, discover_ttl_ms: int = 0) -> AsyncIterator[Served]:
     """Start ``python -m bench.server`` on a free loopback port and stop it on exit."""
-    args = [sys.executable, "-m", "bench.server", "--port", "0"]
+    args = [sys.executable, "-m", "bench.server", "--port", "0", "--discover-ttl", str(discover_ttl_ms)]
     if json_response:
         args.append("--json")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")])}

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 
 import anyio
 import uvicorn
+from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import MCPServer
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -35,8 +36,9 @@ def _blob(size: int) -> str:
     return line[:size]
 
 
-def build_server() -> MCPServer:
-    server = MCPServer("playa-bench")
+def build_server(discover_ttl_ms: int = 0) -> MCPServer:
+    # ttlMs 0 (the SDK's default) says "revalidate": a client discovers on every connect.
+    server = MCPServer("playa-bench", cache_hints={"server/discover": CacheHint(ttl_ms=discover_ttl_ms)})
 
     @server.tool()
     def echo(text: str) -> str:
@@ -56,8 +58,8 @@ def build_server() -> MCPServer:
     return server
 
 
-def build_app(*, json_response: bool) -> Starlette:
-    mcp = build_server()
+def build_app(*, json_response: bool, discover_ttl_ms: int = 0) -> Starlette:
+    mcp = build_server(discover_ttl_ms)
     # No idle timeout: the memory benchmark holds thousands of sessions open and quiet.
     http = mcp.streamable_http_app(
         json_response=json_response, host=LOOPBACK, session_idle_timeout=None, max_sessions=None
@@ -84,11 +86,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="answer Streamable HTTP posts with JSON bodies")
+    parser.add_argument(
+        "--discover-ttl", type=int, default=0, metavar="MS", help="the ttlMs of its server/discover answer"
+    )
     args = parser.parse_args()
     # Playa's own binding: Nagle's algorithm off on the accepted connections (see playa._asgi).
     sock = bind(LOOPBACK, args.port, backlog=4096)
     config = uvicorn.Config(
-        build_app(json_response=args.json),
+        build_app(json_response=args.json, discover_ttl_ms=args.discover_ttl),
         lifespan="on",
         log_config=None,
         log_level="error",
