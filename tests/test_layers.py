@@ -205,3 +205,14 @@ print(rules.withheld(fine), "|", rules.withheld(bad), "|", "pydantic_ai" in sys.
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert done.stdout.strip() == "None | its name is not 1 to 64 letters, digits, _ or - | False"
+
+
+# ChatServers' parts (logins, approvals, calls) are handed what they use: none reaches back to
+# the service that owns them, nor to the commands or the extension above it.
+SERVICE_PARTS = ("_login", "_approvals", "_calls")
+
+
+@pytest.mark.parametrize("part", SERVICE_PARTS)
+def test_the_parts_of_the_servers_service_never_import_it_or_what_is_above_it(part: str) -> None:
+    imported = module_graph("mcp_remote")[part]
+    assert not imported & {"_chat", "_commands", "_extension"}, f"{part} imports {sorted(imported)}"

@@ -11,7 +11,7 @@ from anyio.abc import TaskGroup
 
 from ..exceptions import UsageError
 from ..host import ChatSession, Command, Extension
-from ._chat import CONNECT_WAIT_MARGIN, ChatServers
+from ._chat import ChatServers
 from ._commands import build_commands
 from ._settings import RemoteMcpSettings
 from .store._seal import Sealer
@@ -70,7 +70,7 @@ class RemoteMcpExtension(Extension):
     @property
     def min_hook_timeout(self) -> float:
         # BeforeAgentStart waits for connects in flight, each bounded by the connect timeout.
-        return self.settings.connection.connect_timeout + CONNECT_WAIT_MARGIN + 1.0
+        return self.settings.connect_wait + 1.0
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:

@@ -10,7 +10,10 @@ from mcp.client.auth.utils import is_valid_client_metadata_url
 from ..exceptions import ConfigError
 from .transport._connection import ConnectionSettings
 
-__all__ = ["RemoteMcpSettings"]
+__all__ = ["CONNECT_WAIT_MARGIN", "RemoteMcpSettings"]
+
+CONNECT_WAIT_MARGIN = 1.0
+"""Seconds a turn waits for connects in flight beyond the connect timeout that bounds each."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +72,11 @@ class RemoteMcpSettings:
             raise ConfigError(
                 f"RemoteMcpSettings.max_tools_per_server must be at least 1, got {self.max_tools_per_server!r}"
             )
+
+    @property
+    def connect_wait(self) -> float:
+        """Seconds a turn or a command waits for connects in flight, each bounded by the connect timeout."""
+        return self.connection.connect_timeout + CONNECT_WAIT_MARGIN
 
     def backoff(self, failures: int) -> float:
         """Seconds to wait after the ``failures``-th failure in a row."""

@@ -1,0 +1,303 @@
+"""What waits for the owner's decision: a server's new or changed tools and instructions.
+
+The model never gets a tool or instructions the owner did not approve: new and changed ones are
+held back, shown to the owner (at most once per approval interval while undecided), reviewed
+with ``/mcp_review`` and decided with ``/mcp_approve`` or ``/mcp_reject``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+
+import anyio.to_thread
+import mcp_types
+
+from ..exceptions import StoreError
+from ..host import UI, Approval, ChatSession, render_approval
+from ._state import ServerState
+from .store._pins import Pins, change_of, field_digests, instructions_change, pending_digest
+from .store._store import ServerStore
+from .transport._connection import Connection
+
+__all__ = ["Approvals"]
+
+logger = logging.getLogger(__name__)
+
+
+def _decided(name: str, tools: list[mcp_types.Tool], instructions: bool, *, approve: bool) -> str:
+    """The reply to the owner's decision on a server's held tools and instructions."""
+    names = ", ".join(sorted(tool.name for tool in tools))
+    if approve:
+        if not tools:
+            return f"Approved the new instructions of {name}: the agent gets them from now on."
+        also = ", and its new instructions" if instructions else ""
+        return f"Approved {len(tools)} tool(s) of {name}: {names}{also}. The agent can use them now."
+    if not tools:
+        return (
+            f"Rejected the new instructions of {name}: the agent keeps what you approved before "
+            "until the server changes them again."
+        )
+    also = ", and its new instructions" if instructions else ""
+    return (
+        f"Rejected {len(tools)} tool(s) of {name}: {names}{also}. They stay hidden until the server "
+        "changes them again."
+    )
+
+
+class Approvals:
+    """The owner's approvals of one chat's servers: what is held back, shown, and decided.
+
+    Handed what it works on: the chat's servers (read only), their file, and the chat's own
+    ``bind`` (to bind what a decision allows), ``wait_for_connects`` and ``write_section``.
+    """
+
+    def __init__(
+        self,
+        session: ChatSession,
+        servers: Mapping[str, ServerState],
+        store: ServerStore | None,
+        *,
+        interval: float,
+        clock: Callable[[], float],
+        redact: Callable[[str], str],
+        bind: Callable[[ServerState, Connection], Pins | None],
+        wait_for_connects: Callable[[], Awaitable[None]],
+        write_section: Callable[[], None],
+    ) -> None:
+        """``interval``: seconds between two messages about one server while the first is undecided."""
+        self._session = session
+        self._servers = servers
+        self._store = store
+        self._interval = interval
+        self._clock = clock
+        self._redact = redact
+        self._bind = bind
+        self._wait_for_connects = wait_for_connects
+        self._write_section = write_section
+        self.owner_ui: UI | None = None
+        """The front end of the owner's latest command: where tool changes are shown to them."""
+        self._untold: list[str] = []
+        """What the owner must hear once a front end of theirs is known (``owner_seen``)."""
+
+    # Holding back
+
+    def hold_tools(
+        self, state: ServerState, offered: dict[str, mcp_types.Tool]
+    ) -> tuple[dict[str, mcp_types.Tool], Pins | None]:
+        """Of the tools a server offers, the ones the model may get; new and changed ones wait in ``state.held``.
+
+        Also returns the pins to save when the entry had none: the list it adopts as approved.
+        """
+        digests = {remote: field_digests(tool) for remote, tool in offered.items()}
+        pins, adopted = state.entry.pins, None
+        if pins is None:
+            pins = adopted = Pins(digests)
+        verdicts = {remote: pins.verdict(tool, digests[remote]) for remote, tool in offered.items()}
+        # A changed definition is not the tool the owner approved: until they decide, the model
+        # gets neither the new text nor the old one (the server would run the new tool).
+        state.held = {remote: tool for remote, tool in offered.items() if verdicts[remote] == "held"}
+        live = {remote: tool for remote, tool in offered.items() if verdicts[remote] == "live"}
+        state.approved.update(live)
+        return live, adopted
+
+    def hold_instructions(self, state: ServerState, text: str | None, adopted: Pins | None) -> Pins | None:
+        """Give the model the server's instructions as approved; hold changed ones for the owner.
+
+        Pins from before instructions were pinned adopt these (returned with ``adopted``, to save).
+        """
+        pins = adopted if adopted is not None else state.entry.pins or Pins()
+        if pins.instructions is None:
+            pins = adopted = pins.approve_instructions(text, self._redact)
+        verdict = pins.instructions_verdict(text)
+        state.held_instructions = text if verdict == "held" else None
+        # Until the owner decides, the model keeps what they approved (or nothing).
+        state.instructions = text if verdict == "live" else pins.instructions_text
+        return adopted
+
+    async def settle(self, state: ServerState, adopted: Pins | None) -> None:
+        """After a bind: save an adopted list, and tell the owner of tools that wait for them."""
+        name = state.entry.name
+        if adopted is not None:
+            tools_too = state.entry.pins is None
+            try:
+                await self._save_pins(state, adopted)
+            except StoreError as exc:
+                # Held in memory meanwhile; the next connect adopts and tries to save again.
+                logger.warning("could not save the tool pins of %s in %s: %s", name, self._session.scope, exc)
+            else:
+                if not state.quiet_adopt:
+                    await self._tell_adopted(name, adopted, tools_too=tools_too)
+        state.quiet_adopt = False
+        if state.waiting and self._pending(state) != state.shown:
+            await self._announce(state)
+
+    async def _tell_adopted(self, name: str, pins: Pins, *, tools_too: bool) -> None:
+        """Tell the owner that an entry from before pins took what its server offers now as approved."""
+        instructions = pins.instructions_text is not None
+        if tools_too:
+            count = len(pins.tools)
+            what = f"{count} tool{'' if count == 1 else 's'}" + (
+                " and its instructions" if instructions else ""
+            )
+            await self._tell(
+                f"{name} was saved before Playa pinned tool definitions: its current {what} are "
+                "pinned now, and a change to any of them will wait for your approval."
+            )
+        elif instructions:
+            await self._tell(
+                f"{name} was saved before Playa pinned server instructions: its current instructions "
+                "are pinned now, and a change to them will wait for your approval."
+            )
+
+    async def _save_pins(self, state: ServerState, pins: Pins) -> None:
+        """Seal new pins into the server's entry (an owner's decision, or an adopted list)."""
+        entry = replace(state.entry, pins=pins)
+        state.entry = entry
+        if self._store is not None and self._servers.get(entry.name) is state:
+            await anyio.to_thread.run_sync(self._store.put, entry)
+
+    # Showing
+
+    def approval(self, state: ServerState) -> Approval | None:
+        """What the owner is shown of the server's held tools and instructions (redacted, cut), or None when none wait."""
+        if not state.waiting:
+            return None
+        name = state.entry.name
+        pins = state.entry.pins or Pins()
+        redact = self._redact
+        changes = tuple(
+            change_of(tool, pins.tools.get(remote), state.approved.get(remote), redact)
+            for remote, tool in sorted(state.held.items())
+        )
+        instructions: tuple[str, ...] = ()
+        note = f"Meanwhile the agent uses its other tools; /mcp_review {name} shows this again."
+        if state.held_instructions is not None:
+            instructions = instructions_change(pins.instructions_text, state.held_instructions, redact)
+            kept = "the instructions you approved" if pins.instructions_text else "no instructions from it"
+            note = f"Meanwhile the agent uses its other tools and gets {kept}; /mcp_review {name} shows this again."
+        return Approval(
+            source=f"The remote MCP server {name}",
+            changes=changes,
+            approve=f"/mcp_approve {name}",
+            reject=f"/mcp_reject {name}",
+            note=note,
+            instructions=instructions,
+            digest=self._pending(state) or "",
+        )
+
+    def _pending(self, state: ServerState) -> str | None:
+        """The digest of what waits for the owner now (None: nothing)."""
+        return pending_digest(state.held.values(), state.held_instructions) if state.waiting else None
+
+    def mark_shown(self, state: ServerState) -> None:
+        """The owner has now seen the server's held tools and instructions as they are (a review, an announcement)."""
+        state.shown = self._pending(state)
+
+    async def _announce(self, state: ServerState) -> None:
+        approval = self.approval(state)
+        ui = self.owner_ui
+        if approval is None:
+            return
+        if ui is None:
+            # No front end of the owner's known yet (after a restart): they hear it with their
+            # next command, and /mcp_list says so meanwhile.
+            logger.info("%s: tool changes of %s wait for the owner", self._session.scope, state.entry.name)
+            return
+        now = self._clock()
+        if state.announced is not None and now - state.announced < self._interval:
+            # The owner has an undecided message about this server: a server that changes
+            # again and again gets no more of their attention than one message per interval.
+            # The newest state waits for the next message, /mcp_review, or the decision.
+            logger.debug("%s: a further change of %s waits silently", self._session.scope, state.entry.name)
+            return
+        state.announced = now
+        self.mark_shown(state)
+        try:
+            await ui.approval(approval)
+        except Exception as exc:  # boundary: a front end's failure must not stop the server's tools
+            state.announced = None  # not shown: the next change may try again
+            logger.warning(
+                "could not show the owner the tool changes of %s: %s", state.entry.name, type(exc).__name__
+            )
+
+    async def _tell(self, text: str) -> None:
+        ui = self.owner_ui
+        if ui is None:
+            self._untold.append(text)
+            return
+        try:
+            await ui.send(self._redact(text))
+        except Exception as exc:  # boundary: a front end's failure must not stop the server's tools
+            logger.warning("could not tell the owner of %s: %s", self._session.scope, type(exc).__name__)
+
+    async def owner_seen(self, ui: UI, *, announce: bool = True) -> None:
+        """The owner ran a command through ``ui``: tell them what waited for them, and remember it.
+
+        With ``announce`` False, held tools are not shown (the command shows them itself).
+        """
+        self.owner_ui = ui
+        untold, self._untold = self._untold, []
+        for text in untold:
+            await self._tell(text)
+        if not announce:
+            return
+        for state in list(self._servers.values()):
+            if state.waiting and self._pending(state) != state.shown:
+                await self._announce(state)
+
+    # Deciding
+
+    async def decide(self, name: str, *, approve: bool, digest: str | None = None) -> str:
+        """The owner's ``/mcp_approve`` or ``/mcp_reject``: of exactly the held tools they were shown.
+
+        ``digest`` names what was shown (an ``Approval``'s); without it, what this chat showed last.
+        """
+        await (
+            self._wait_for_connects()
+        )  # a server reconnecting (a restart, a group's upgrade) lists its tools
+        state = self._servers.get(name)
+        if state is None:
+            return f"No remote MCP server is named {name} any more."
+        if not state.waiting:
+            return f"No tool changes of {name} wait for a decision."
+        if self._pending(state) != (state.shown if digest is None else digest):
+            # A server that changes again between the review and the decision must not get its
+            # newest text approved unseen.
+            if digest is not None and self.owner_ui is not None:
+                # A button of an older message: the newest state comes as a message of its own,
+                # with its own buttons, now (the owner asked: the bounded stream does not apply).
+                state.announced = None
+                await self._announce(state)
+                return (
+                    f"The tools of {name} changed again since that message was shown, so nothing was "
+                    "decided: a new message shows them as they are now."
+                )
+            self.mark_shown(state)
+            approval = self.approval(state)
+            assert approval is not None
+            return f"The tools of {name} changed again since you were shown them. Now:\n{render_approval(approval)}"
+        held = list(state.held.values())
+        instructions = state.held_instructions
+        pins = state.entry.pins or Pins()
+        pins = pins.approve(held) if approve else pins.reject(held)
+        if instructions is not None:
+            if approve:
+                pins = pins.approve_instructions(instructions, self._redact)
+            else:
+                pins = pins.reject_instructions(instructions)
+        connection = state.connection
+        if connection is not None:
+            # Pins of tools the server dropped go: they would only grow with every change.
+            pins = pins.only(tool.name for tool in connection.tools)
+        await self._save_pins(state, pins)
+        if connection is not None and not connection.broken:
+            self.hold_instructions(state, connection.instructions, self._bind(state, connection))
+        else:
+            # The next connect binds what the pins now allow.
+            state.held, state.held_instructions = {}, None
+            state.instructions = pins.instructions_text
+        state.shown = state.announced = None
+        self._write_section()
+        return self._redact(_decided(name, held, instructions is not None, approve=approve))

@@ -1,0 +1,366 @@
+"""The owner's OAuth logins to a chat's servers, and the grants they leave.
+
+A login runs in the background once its link is out; its grant is sealed into the server's
+entry before it is used, and the grants it replaces are revoked (RFC 7009) only once it is.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+
+import anyio
+import anyio.to_thread
+from anyio.abc import TaskGroup
+from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
+
+from ..exceptions import StoreError
+from ..host import ChatSession
+from ._settings import RemoteMcpSettings
+from ._state import LoginStart, ServerState
+from ._views import state_text
+from .store._grant import OAuthGrant, resource_of
+from .store._store import ServerStore
+from .transport._connection import Connector
+from .transport._oauth import Callbacks, GrantStorage, LoginExpired, PendingLogin, ServerAuth, duration_text
+from .transport._revoke import Revocation, revoke
+
+__all__ = ["Logins", "login_hint"]
+
+logger = logging.getLogger(__name__)
+
+
+class _Undelivered(Exception):
+    """The owner could not be sent the authorization link privately (no private chat with the bot)."""
+
+
+def login_hint(reason: str, name: str) -> str:
+    """Why a server is unavailable, with what the owner can do about it."""
+    return f"{reason} — the owner can run /mcp_auth {name}"
+
+
+class Logins:
+    """The OAuth side of one chat's servers: each ``oauth`` server's grant, the owner's logins, revocations.
+
+    Handed what it works on: the chat's servers (read only), their file, ``remember`` (a new
+    credential, before anything can log it) and ``reconnect`` (the first connect with a new
+    login, waited for).
+    """
+
+    def __init__(
+        self,
+        session: ChatSession,
+        servers: Mapping[str, ServerState],
+        store: ServerStore | None,
+        *,
+        connector: Connector,
+        callbacks: Callbacks,
+        settings: RemoteMcpSettings,
+        task_group: TaskGroup,
+        clock: Callable[[], float],
+        redact: Callable[[str], str],
+        remember: Callable[[frozenset[str]], None],
+        reconnect: Callable[[ServerState], Awaitable[None]],
+    ) -> None:
+        self._session = session
+        self._servers = servers
+        self._store = store
+        self._connector = connector
+        self._callbacks = callbacks
+        self._settings = settings
+        self._tg = task_group
+        self._clock = clock
+        self._redact = redact
+        self._remember = remember
+        self._reconnect = reconnect
+
+    def grant(self, state: ServerState) -> GrantStorage:
+        """The grant of an ``oauth`` server, kept across connects (tokens refresh in place)."""
+        if state.grant is None:
+            entry = state.entry
+            grant = entry.oauth if entry.oauth is not None else OAuthGrant(resource=resource_of(entry.url))
+            name = entry.name
+            state.grant = GrantStorage(grant, lambda new: self._save_grant(name, new), clock=self._clock)
+        return state.grant
+
+    async def _save_grant(self, name: str, grant: OAuthGrant) -> bool:
+        """Seal a changed grant into the entry (new tokens, a registration) before it is used.
+
+        Returns whether it was sealed into the file.
+        """
+        self._remember(grant.secrets)
+        state = self._servers.get(name)
+        if self._store is None or state is None:
+            return False
+        entry = replace(state.entry, oauth=grant)
+        state.entry = entry
+        try:
+            await anyio.to_thread.run_sync(self._store.put, entry)
+        except StoreError as exc:
+            # The connection goes on with the tokens held; the next refresh tries again.
+            logger.warning("could not save the authorization of %s in %s: %s", name, self._session.scope, exc)
+            return False
+        return True
+
+    async def start(
+        self,
+        name: str,
+        *,
+        owner: str,
+        send_link: Callable[[str], Awaitable[object]],
+        report: Callable[[str], Awaitable[object]],
+    ) -> LoginStart:
+        """Begin the owner's login to ``name``; return once its link is sent, or the login ended before.
+
+        The link goes to ``send_link`` (the owner only). Once it is out, the login goes on in the
+        background, the chat goes on meanwhile, and how the login ended goes to ``report``. A
+        login that ends before its link is out (discovery or registration refused, no private
+        chat) says why in the ``LoginStart`` returned instead. Preparing a link is bounded;
+        beyond that the caller is told it is slow, and the outcome goes to ``report`` too. A
+        login already in flight for the server is cancelled: only the newest link works.
+        """
+        state = self._servers[name]
+        if state.login is not None:
+            state.login.cancel()
+        scope = state.login = anyio.CancelScope()
+        start = LoginStart()
+        self._tg.start_soon(self._login, state, scope, start, owner, send_link, report)
+        with anyio.move_on_after(self._settings.connect_wait):
+            await start.settled.wait()
+        # Nothing can settle it between the wait and this line: the outcome goes to ``report`` now.
+        start.waiting = False
+        return start
+
+    async def _login(
+        self,
+        state: ServerState,
+        scope: anyio.CancelScope,
+        start: LoginStart,
+        owner: str,
+        send_link: Callable[[str], Awaitable[object]],
+        report: Callable[[str], Awaitable[object]],
+    ) -> None:
+        name, url = state.entry.name, state.entry.url
+        message: str
+        to_owner = False  # the outcome goes where the link went (``send_link``), not to ``report``
+        login: PendingLogin | None = None
+        auth: ServerAuth | None = None
+        # The grants this login replaces: revoked once its own is sealed (``stored``), never before.
+        superseded = [state.superseded] if state.superseded is not None else []
+        stored = False
+
+        async def persist(grant: OAuthGrant) -> None:
+            nonlocal stored
+            if grant.authorized:
+                # As held now: a connection may have refreshed its tokens while the owner logged in.
+                held = state.grant.grant if state.grant is not None else state.entry.oauth
+                if held is not None and held.authorized and held.tokens != grant.tokens:
+                    superseded.append(held)
+            stored = await self._login_done(state, grant) or stored
+
+        with scope:
+            # The boundary: this runs in the task group every chat of the host shares.
+            try:
+                redirect_uri = await self._callbacks.ensure_started(self._tg)
+
+                timeout = self._settings.login_timeout
+
+                async def deliver(link: str) -> None:
+                    text = f"Log in to {name} within {duration_text(timeout)}:\n{link}"
+                    if not self._callbacks.public:
+                        # The redirect goes to this host's loopback: a browser elsewhere cannot reach it.
+                        text += (
+                            "\nIf the page you end at does not load, copy its address and send "
+                            f"/mcp_auth {name} --paste in the chat you started from."
+                        )
+                    if await send_link(text) is None:
+                        raise _Undelivered
+                    start.sent = True
+                    start.settled.set()
+
+                login = PendingLogin(
+                    self._session.scope, owner, name, deliver, self._callbacks, timeout=timeout
+                )
+                previous = self.grant(state).grant
+                client = previous.client
+                if (
+                    client is not None
+                    and client.redirect_uris
+                    and redirect_uri not in {str(uri) for uri in client.redirect_uris}
+                ):
+                    client = None  # registered for another redirect address: register again
+                if (
+                    client is not None
+                    and client.scope is not None
+                    and state.scope is not None
+                    and not set(state.scope.split()) <= set(client.scope.split())
+                ):
+                    client = None  # registered for fewer scopes than a step-up asks for
+                storage = GrantStorage(
+                    OAuthGrant(resource=previous.resource, issuer=previous.issuer, client=client),
+                    persist,
+                    clock=self._clock,
+                )
+                auth = ServerAuth(
+                    url,
+                    storage,
+                    redirect_uri=redirect_uri,
+                    login=login,
+                    client_metadata_url=self._settings.oauth_client_metadata_url,
+                    scope=state.scope,
+                    clock=self._clock,
+                )
+                # Any request starts the flow on its 401; ping opens no session to clean up.
+                http = await self._connector.login_client(auth)
+                async with (
+                    http,
+                    http.stream(
+                        "POST",
+                        url,
+                        json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                        headers={
+                            "Accept": "application/json, text/event-stream",
+                            "MCP-Protocol-Version": "2025-11-25",
+                        },
+                    ),
+                ):
+                    pass
+                if not storage.grant.authorized:
+                    message = f"{name} did not ask for a login: it answered without one."
+                    state.grant = storage
+                else:
+                    message = ""
+            except LoginExpired as exc:
+                message = f"{exc}. Run /mcp_auth {name} for a new link."
+                # Told where the link went: the owner alone (a group learns nothing of the link).
+                to_owner = start.sent
+            except _Undelivered:
+                message = (
+                    f"I could not send you the login link for {name} privately. Start a private "
+                    f"chat with me first, then run /mcp_auth {name} again."
+                )
+            except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as exc:
+                why = login.refusal if login is not None and login.refusal else str(exc)
+                message = f"The login to {name} failed: {self._redact(why)[:300]}"
+                if auth is not None and auth.found_no_metadata:
+                    # A bare Bearer challenge can mean a fixed token as well as a 2025-03-26
+                    # OAuth server: with no metadata anywhere, the owner may know which.
+                    message += (
+                        f". It publishes no OAuth metadata: if it takes a fixed token, add it "
+                        f"again with /mcp_add {name} <url> --bearer"
+                    )
+            except Exception as exc:  # boundary: one login's failure must not end the chat's task group
+                logger.warning(
+                    "the login to %s in %s failed: %s", name, self._session.scope, type(exc).__name__
+                )
+                message = (
+                    f"The login to {name} failed ({type(exc).__name__}). Run /mcp_auth {name} to try again."
+                )
+        if state.login is scope:
+            state.login = None
+        if scope.cancel_called:
+            if not start.settled.is_set():
+                start.why = f"A newer /mcp_auth {name} replaced this login."
+                start.settled.set()
+            return
+        if not start.sent and start.waiting:
+            # Ended before its link went out: the owner's command, still waiting, says why.
+            start.why = self._redact(message)
+            start.settled.set()
+            return
+        if to_owner and await send_link(self._redact(message)) is not None:
+            return
+        if not message:
+            if self._servers.get(name) is not state:
+                return
+            state.scope = None  # asked for and granted: the token's scope holds it now
+            note = ""
+            if stored and superseded:
+                # The new grant is sealed: the ones it replaces go. The connection that holds
+                # the old tokens goes first; the connect below uses the new ones.
+                if (old := state.connection) is not None:
+                    state.connection = None
+                    self._tg.start_soon(old.aclose)
+                note = await self.revoke_superseded(name, superseded)
+                state.superseded = None
+            await self._reconnect(state)
+            message = f"Logged in to {name}: {state_text(state, self._clock())}.{note}"
+            if superseded and stored and (state.reason or "").startswith("authorization expired"):
+                # RFC 7009 2.1: revoking a refresh token may end every token of its grant, and an
+                # authorization server may have issued the new tokens under the same grant.
+                message += (
+                    " Its authorization server ended this login's tokens with the previous ones, "
+                    f"which Playa revoked: run /mcp_auth {name} once more."
+                )
+        await report(self._redact(message))
+
+    async def _login_done(self, state: ServerState, grant: OAuthGrant) -> bool:
+        """A login's grant changed (registered, tokens received); returns whether it was sealed.
+
+        Only a grant with tokens becomes the server's: until then the server keeps the one it
+        has, so a login that fails or expires leaves the old tokens working.
+        """
+        if not grant.authorized:
+            self._remember(grant.secrets)  # a registration's client secret
+            return False
+        if state.grant is None:
+            state.grant = GrantStorage(
+                grant, lambda new: self._save_grant(state.entry.name, new), clock=self._clock
+            )
+        else:
+            state.grant.grant = grant
+        return await self._save_grant(state.entry.name, grant)
+
+    async def revoke_superseded(self, name: str, grants: list[OAuthGrant]) -> str:
+        """Revoke the grants a new one replaced (RFC 7009); "" or a note for the owner when it failed."""
+        notes: list[str] = []
+        for grant in grants:
+            revoked = await self.revoke(grant)
+            logger.info("the replaced tokens of %s in %s: %s", name, self._session.scope, revoked.outcome)
+            if revoked.outcome == "failed":
+                notes.append(
+                    f" The previous login's tokens could not be revoked ({revoked.why}): they stay "
+                    "valid until they expire, or until you revoke Playa's access at the authorization server."
+                )
+        return "".join(dict.fromkeys(notes))
+
+    async def revoke_abandoned(self, name: str, grant: OAuthGrant) -> None:
+        """Revoke the grant of an OAuth entry replaced by one that needs no login, once that connected."""
+        try:
+            await self.revoke_superseded(name, [grant])
+        except Exception as exc:  # boundary: this runs in the task group every chat of the host shares
+            logger.warning("revoking the replaced tokens of %s failed: %s", name, type(exc).__name__)
+
+    @property
+    def timeout(self) -> float:
+        """Seconds an authorization link stays usable."""
+        return self._settings.login_timeout
+
+    @property
+    def redirect_uri(self) -> str | None:
+        """Where the authorization server sends the owner's browser; None before any login began."""
+        try:
+            return self._callbacks.redirect_uri
+        except RuntimeError:
+            return None
+
+    def paste(self, query: str, *, owner: str) -> str:
+        """Complete a login with the query of the address the owner pasted; returns what to tell them.
+
+        Checked as the redirect listener checks a request (state known, unused, unexpired; the
+        authorization server's ``iss`` by the SDK), and bound to this chat and this owner.
+        """
+        return self._callbacks.complete(query, scope=self._session.scope, owner=owner)
+
+    def held_grant(self, name: str) -> OAuthGrant | None:
+        """The OAuth grant ``name`` holds now, refreshed tokens included; None for a header server."""
+        state = self._servers.get(name)
+        if state is None:
+            return None
+        return state.grant.grant if state.grant is not None else state.entry.oauth
+
+    async def revoke(self, grant: OAuthGrant) -> Revocation:
+        """Revoke a removed server's tokens (RFC 7009), bounded in time; never raises for the server's failure."""
+        async with await self._connector.login_client() as http:
+            return await revoke(grant, http)
