@@ -196,6 +196,7 @@ class Approvals:
         state.shown = self._pending(state)
 
     async def _announce(self, state: ServerState) -> None:
+        """Show the owner what of the server waits for them, at most once per interval while undecided."""
         approval = self.approval(state)
         ui = self.owner_ui
         if approval is None:
@@ -223,6 +224,7 @@ class Approvals:
             )
 
     async def _tell(self, text: str) -> None:
+        """Tell the owner ``text`` (redacted); kept for their next command while no front end of theirs is known."""
         ui = self.owner_ui
         if ui is None:
             self._untold.append(text)

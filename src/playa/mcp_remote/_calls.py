@@ -58,6 +58,7 @@ class Calls:
     async def call(
         self, state: ServerState, exposed: str, remote: str, arguments: dict[str, Any]
     ) -> ToolResult:
+        """Call ``remote`` (exposed to the model as ``exposed``) on ``state``'s server, with its progress shown."""
         connection = await self._connection_for_call(state)
         ui = self._session.turn_ui
         feed = ProgressFeed(ui, exposed, self._redact_out) if ui is not None else None
@@ -130,6 +131,7 @@ class Calls:
     async def _finish_task(
         self, connection: Connection, exposed: str, arguments: dict[str, Any], pending: PendingTask, ui: UI
     ) -> None:
+        """Follow a task to its end, in the chat's task group, and hand its result to the chat."""
         feed = ProgressFeed(ui, exposed, self._redact_out)
         note = f"The task of {exposed} (task {pending.label}), still running when its turn ended,"
         # The boundary: this runs in the task group every chat of the host shares.
@@ -158,6 +160,7 @@ class Calls:
             )
 
     async def _connection_for_call(self, state: ServerState) -> Connection:
+        """The server's working connection: a broken one is replaced (one connect at a time)."""
         connection = state.connection
         if connection is not None and not connection.broken:
             return connection  # the common case, without the lock's cost on every call

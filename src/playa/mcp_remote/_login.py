@@ -141,6 +141,7 @@ class Logins:
         send_link: Callable[[str], Awaitable[object]],
         report: Callable[[str], Awaitable[object]],
     ) -> None:
+        """One login, in the chat's task group: its link out, its grant sealed, the server reconnected."""
         name, url = state.entry.name, state.entry.url
         message: str
         to_owner = False  # the outcome goes where the link went (``send_link``), not to ``report``
