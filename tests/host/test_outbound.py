@@ -145,3 +145,20 @@ def test_a_new_value_costs_its_own_windows_not_a_rebuild() -> None:
     started = time.process_time()
     secrets.add(["Bearer " + uuid.uuid4().hex + uuid.uuid4().hex[:10]])
     assert time.process_time() - started < 0.25  # generous: ~1 ms on an idle machine
+
+
+def test_a_credential_two_owners_share_stays_covered_until_both_let_go() -> None:
+    # "Bearer X" and "X" share every window of X: letting go of one must not uncover the other.
+    secrets = OutboundSecrets()
+    token = "Shared-key-" + uuid.uuid4().hex
+    chat, session = object(), object()
+    secrets.hold(chat, [f"Bearer {token}"])
+    secrets.hold(session, [token, "Own-key-" + uuid.uuid4().hex])
+    secrets.release(chat)
+    assert secrets.pieces.redact(f"saw {token[3:20]}") == f"saw {REDACTED}"
+    secrets.hold(chat, [f"Bearer {token}"])
+    secrets.release(session)
+    assert secrets.pieces.redact(f"saw {token[3:20]}") == f"saw {REDACTED}"
+    secrets.release(chat)
+    assert secrets.pieces.redact(f"saw {token[3:20]}") == f"saw {token[3:20]}"
+    assert not secrets.pieces

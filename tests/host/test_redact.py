@@ -24,6 +24,16 @@ API_KEY = "k3y-value-long"
 AWKWARD = 'pä"ss\\wörd/🔑+key&x=1'
 
 
+@pytest.fixture(autouse=True, params=["direct", "filter"])
+def search(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with each search: each form looked for in the text, and the block filter
+    (a test may ask for the defaults instead, which choose between them)."""
+    if request.param != "default":
+        monkeypatch.setattr(_redact, "_DIRECT", 1 << 62 if request.param == "direct" else 0)
+        monkeypatch.setattr(_redact, "_DIRECT_BUDGET", 1 << 62)
+    return str(request.param)
+
+
 def reference_redact(secrets: list[str], text: str) -> str:
     """What redaction must produce: every occurrence of every form, overlaps merged, found naively."""
     forms = {form for secret in secrets for form in encoded_forms(secret)}
@@ -390,7 +400,7 @@ def test_a_span_full_of_different_hits_is_redacted_like_a_naive_search(non_ascii
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
 def test_base64_wrapped_across_a_line_break_is_redacted_at_every_cut_and_alignment(newline: str) -> None:
     redactor = Redactor([CANARY])
-    stride = redactor._stride
+    stride = redactor._built().stride
     assert stride > 0
     data = b"\x00\x01\x02" + CANARY.encode() + b"\xfe\xfd"
     for pad in range(3):
@@ -434,6 +444,7 @@ def break_searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
+@pytest.mark.parametrize("search", ["filter"], indirect=True)  # counts the filter's own steps
 @pytest.mark.parametrize("newline", ["", "\n", "\r\n"])
 def test_ten_megabytes_of_base64_cost_a_break_search_only_at_rare_chance_hits(
     break_searches: list[int], newline: str
@@ -443,9 +454,10 @@ def test_ten_megabytes_of_base64_cost_a_break_search_only_at_rare_chance_hits(
     text = newline.join(blob[at : at + 76] for at in range(0, len(blob), 76)) if newline else blob
     redactor = Redactor([CANARY, API_KEY])
     assert redactor.redact(text) is text
-    assert break_searches[0] <= len(text) // redactor._stride // 1000
+    assert break_searches[0] <= len(text) // redactor._built().stride // 1000
 
 
+@pytest.mark.parametrize("search", ["filter"], indirect=True)  # counts the filter's own steps
 def test_a_hostile_base64_run_costs_at_most_a_break_search_per_sampled_block(
     break_searches: list[int],
 ) -> None:
@@ -458,7 +470,7 @@ def test_a_hostile_base64_run_costs_at_most_a_break_search_per_sampled_block(
         break_searches[0] = 0
         text = unit * (1_000_000 // len(unit))
         assert redactor.redact(text) is text
-        assert 0 < break_searches[0] <= 2 * len(text) // redactor._stride
+        assert 0 < break_searches[0] <= 2 * len(text) // redactor._built().stride
 
 
 @pytest.mark.parametrize("fill", ["z", "é"])
@@ -478,3 +490,38 @@ def test_a_wrapped_core_across_the_edge_of_two_scanned_chunks_is_redacted(fill: 
                     shift,
                 )
                 assert redactor.contains(text)
+
+
+@pytest.mark.parametrize("search", ["default"], indirect=True)
+def test_short_texts_build_no_filter_until_a_long_text_or_the_budget_needs_it() -> None:
+    # A chat that is only ever shown tool definitions and short replies never pays for the filter.
+    redactor = Redactor([CANARY])
+    wrapped = base64.b64encode(CANARY.encode()).decode()
+    wrapped = wrapped[:9] + "\r\n" + wrapped[9:]
+    assert redactor.redact(f"tool: {TOKEN} and {wrapped}") == f"tool: {REDACTED} and {REDACTED}"
+    assert redactor.contains(f"x\n{TOKEN}") and not redactor.contains("nothing here\n")
+    assert redactor._tables is None
+    long = filler(_redact._DIRECT + 1) + TOKEN
+    assert redactor.redact(long) == long[: -len(TOKEN)] + REDACTED
+    assert redactor._tables is not None
+    # A stream of short texts builds it once what they cost adds up to what building costs.
+    redactor = Redactor([CANARY])
+    short = filler(_redact._DIRECT - 100)
+    for _ in range(_redact._DIRECT_BUDGET // len(short) + 2):
+        assert redactor.redact(short) is short
+    assert redactor._tables is not None
+    assert redactor.redact(short + TOKEN) == short + REDACTED
+
+
+@pytest.mark.parametrize("search", ["default"], indirect=True)
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_texts_either_side_of_the_direct_search_limit_lose_every_form(newline: str) -> None:
+    forms = sorted(encoded_forms(CANARY))
+    for length in (_redact._DIRECT - 1, _redact._DIRECT, _redact._DIRECT + 1):
+        for form in forms[:: max(1, len(forms) // 40)]:
+            text = filler(length)
+            text = text[: length - len(form) - 3] + newline + form + " ."
+            text = text[-length:] if len(text) > length else text
+            out = Redactor([CANARY]).redact(text)
+            assert out == reference_redact([CANARY], text), (length, form)
+            assert leaked(CANARY, out) == []

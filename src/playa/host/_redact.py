@@ -99,6 +99,13 @@ _SPAN: Final = 4096
 _MAX_STRIDE: Final = 64
 # Characters encoded at a time (see the module docstring); 16K to 128K measure the same.
 _CHUNK: Final = 1 << 16
+# Characters up to which a text is searched for each form directly, and how many in all before
+# the block filter is built (see Redactor). Searching costs 0.2-0.4 ns per character and form
+# (more in a text with line breaks), and building ~200 µs per form: the budget is where they meet.
+_DIRECT: Final = 4096
+_DIRECT_BUDGET: Final = 400_000
+# Characters of a wrappable core's ends that _wrapped_in searches for: a core is at least 21.
+_ANCHOR: Final = 8
 
 
 def auth_credential(value: str) -> str | None:
@@ -348,29 +355,122 @@ def _block(data: bytes, at: int = 0) -> int:
     return int.from_bytes(data[at : at + _BLOCK], "little")
 
 
+class _Tables:
+    """The sampled block filter over a Redactor's forms (see the module docstring).
+
+    Built for the first text too long to search for each form directly; never changed after.
+    """
+
+    __slots__ = ("blocks", "chunk", "max_length", "owners", "per_span", "short", "span", "stride")
+
+    def __init__(self, patterns: tuple[bytes, ...], cores: tuple[str, ...]) -> None:
+        lengths = [len(pattern) for pattern in patterns]
+        # A wrapped core is one or two bytes longer than the core.
+        self.max_length = max([*lengths, *(len(core) + 2 for core in cores)], default=0)
+        # Every wrappable core must be found by the sampled scan (see _wrapped_span).
+        self.stride = _choose_stride(lengths, min((len(core) for core in cores), default=None))
+        owners: dict[int, list[_Owner]] = {}
+        short: list[bytes] = []
+        wrappable = {core: _Core(core) for core in map(_utf8, cores)} if self.stride else {}
+        for pattern in patterns:
+            if not self.stride or len(pattern) < self.stride + _BLOCK - 1:
+                short.append(pattern)
+                continue
+            # The sampled block can start at any of the first `stride` offsets of an occurrence.
+            pieces = wrappable.get(pattern)
+            for offset in range(self.stride):
+                owners.setdefault(_block(pattern, offset), []).append((pattern, offset, pieces))
+        # A core cut by a line break. When the first sampled block of the occurrence lies wholly
+        # before or after the break, it is one of the core's own blocks: a failed confirm of the
+        # core then looks for the break after, or just before, where the core would start
+        # (_wrapped_span). Only a block that holds the break itself is new: the few wrapped forms
+        # whose break falls within the first `stride + 3` bytes are patterns owned by those
+        # blocks alone, so the core's blocks keep their short lists of owners. Measured and
+        # dropped (docs/benchmarks.md, section 5): a second pass that unwraps the base64 runs
+        # holding a break (finding them costs more than these blocks), and owning every block of
+        # a core so that fewer blocks must hold the break (fewer blocks, more hits, no gain).
+        for core in cores if self.stride else ():
+            for cut in range(1, min(self.stride + _BLOCK, len(core))):
+                for newline in _NEWLINES:
+                    pattern = _utf8(_wrapped(core, cut, newline))
+                    for offset in range(max(0, cut - _BLOCK + 1), min(self.stride, cut + len(newline))):
+                        owners.setdefault(_block(pattern, offset), []).append((pattern, offset, None))
+        self.owners: dict[int, tuple[_Owner, ...]] = {block: tuple(pairs) for block, pairs in owners.items()}
+        # A dict's keys view: its intersection with a sample probes the dict, which spreads keys
+        # that share their low bits (see the module docstring).
+        self.blocks = self.owners.keys()
+        self.short: tuple[bytes, ...] = tuple(short)
+        # Whole forms fit in a chunk, so an occurrence spans at most two chunks.
+        self.chunk = max(_CHUNK, self.max_length)
+        self.per_span = max(1, _SPAN // (self.stride or _BLOCK))
+        self.span = _sampler(self.stride or _BLOCK, self.per_span)
+
+
+def _wrapped_in(text: str, core: str, found: list[tuple[int, int]]) -> None:
+    """Add the span of every occurrence of ``core`` cut by one line break (LF or CRLF) in ``text``.
+
+    A core is longer than twice :data:`_ANCHOR`, so wherever the break falls, the core's first
+    or its last ``_ANCHOR`` characters lie whole on one side of it: each occurrence of either is
+    followed to the one line break that can cut the core there (a core holds none).
+    """
+    length = len(core)
+    head, tail = core[:_ANCHOR], core[-_ANCHOR:]
+    # The break after the core's first _ANCHOR characters: the core starts at the head.
+    start = text.find(head)
+    while start >= 0:
+        newline = text.find("\n", start + _ANCHOR, start + length + 1)
+        if newline >= 0:
+            cut = newline - start - (text[newline - 1] == "\r")
+            if (
+                cut < length
+                and text.startswith(core[:cut], start)
+                and text.startswith(core[cut:], newline + 1)
+            ):
+                found.append((start, newline + 1 + length - cut))
+        start = text.find(head, start + 1)
+    # The break within the core's first _ANCHOR characters: the core ends with the tail.
+    at = text.find(tail)
+    while at >= 0:
+        end = at + _ANCHOR
+        newline = text.rfind("\n", max(0, end - length - 2), at)
+        if newline >= 0:
+            cut = length - (end - newline - 1)
+            start = newline - cut - (text[newline - 1] == "\r")
+            if (
+                0 < cut < _ANCHOR
+                and start >= 0
+                and text.startswith(core[:cut], start)
+                and text.startswith(core[cut:], newline + 1)
+            ):
+                found.append((start, end))
+        at = text.find(tail, at + 1)
+
+
 class Redactor:
     """Replaces a fixed set of secrets, and their encoded forms, with :data:`REDACTED`.
 
     Immutable and safe to share between tasks. ``redact`` is the one verb; a text with nothing
     to redact is returned as the same object.
+
+    The block filter costs milliseconds and hundreds of kilobytes per secret to build, and most
+    texts are short (tool definitions, errors, replies, prompt sections): a text of up to
+    :data:`_DIRECT` characters is searched for each form directly, which needs nothing built,
+    until :data:`_DIRECT_BUDGET` characters have been searched so. The filter is built for the
+    first longer text, or once the budget is spent (what the direct searches cost by then is
+    about what building it costs), and every text is scanned with it from then on.
     """
 
     EMPTY: ClassVar[Redactor]
 
     __slots__ = (
-        "_blocks",
-        "_chunk",
+        "_cores",
         "_forms",
-        "_max_length",
         "_min_length",
-        "_owners",
         "_patterns",
-        "_per_span",
+        "_searched",
         "_secret_count",
-        "_short",
         "_skipped",
-        "_span",
-        "_stride",
+        "_tables",
     )
 
     def __init__(self, secrets: Iterable[str] = (), *, literal: Iterable[str] = ()) -> None:
@@ -390,49 +490,13 @@ class Redactor:
             cores |= _cores(value)
         # Sorted so that two redactors over the same secrets behave identically.
         self._forms: tuple[str, ...] = tuple(sorted(forms))
+        self._cores: tuple[str, ...] = tuple(sorted(cores))
         self._patterns: tuple[bytes, ...] = tuple(_utf8(form) for form in self._forms)
-        lengths = [len(pattern) for pattern in self._patterns]
         # In characters: a text shorter than every form is returned before it is even encoded.
         self._min_length = min((len(form) for form in self._forms), default=0)
-        # A wrapped core is one or two bytes longer than the core.
-        self._max_length = max([*lengths, *(len(core) + 2 for core in cores)], default=0)
-        # Every wrappable core must be found by the sampled scan (see _wrapped_span).
-        self._stride = _choose_stride(lengths, min((len(core) for core in cores), default=None))
-        owners: dict[int, list[_Owner]] = {}
-        short: list[bytes] = []
-        wrappable = {core: _Core(core) for core in map(_utf8, cores)} if self._stride else {}
-        for pattern in self._patterns:
-            if not self._stride or len(pattern) < self._stride + _BLOCK - 1:
-                short.append(pattern)
-                continue
-            # The sampled block can start at any of the first `stride` offsets of an occurrence.
-            pieces = wrappable.get(pattern)
-            for offset in range(self._stride):
-                owners.setdefault(_block(pattern, offset), []).append((pattern, offset, pieces))
-        # A core cut by a line break. When the first sampled block of the occurrence lies wholly
-        # before or after the break, it is one of the core's own blocks: a failed confirm of the
-        # core then looks for the break after, or just before, where the core would start
-        # (_wrapped_span). Only a block that holds the break itself is new: the few wrapped forms
-        # whose break falls within the first `stride + 3` bytes are patterns owned by those
-        # blocks alone, so the core's blocks keep their short lists of owners. Measured and
-        # dropped (docs/benchmarks.md, section 5): a second pass that unwraps the base64 runs
-        # holding a break (finding them costs more than these blocks), and owning every block of
-        # a core so that fewer blocks must hold the break (fewer blocks, more hits, no gain).
-        for core in cores if self._stride else ():
-            for cut in range(1, min(self._stride + _BLOCK, len(core))):
-                for newline in _NEWLINES:
-                    pattern = _utf8(_wrapped(core, cut, newline))
-                    for offset in range(max(0, cut - _BLOCK + 1), min(self._stride, cut + len(newline))):
-                        owners.setdefault(_block(pattern, offset), []).append((pattern, offset, None))
-        self._owners: dict[int, tuple[_Owner, ...]] = {block: tuple(pairs) for block, pairs in owners.items()}
-        # A dict's keys view: its intersection with a sample probes the dict, which spreads keys
-        # that share their low bits (see the module docstring).
-        self._blocks = self._owners.keys()
-        self._short: tuple[bytes, ...] = tuple(short)
-        # Whole forms fit in a chunk, so an occurrence spans at most two chunks.
-        self._chunk = max(_CHUNK, self._max_length)
-        self._per_span = max(1, _SPAN // (self._stride or _BLOCK))
-        self._span = _sampler(self._stride or _BLOCK, self._per_span)
+        self._tables: _Tables | None = None
+        self._searched = 0
+        """Characters searched directly so far (see the class docstring)."""
 
     def __repr__(self) -> str:
         skipped = f", {self._skipped} too short" if self._skipped else ""
@@ -450,25 +514,61 @@ class Redactor:
         """``text`` with every match replaced by REDACTED; the same object when nothing matched."""
         if len(text) < self._min_length or not self._forms:
             return text
-        if text.isascii():
+        if self._direct_for(text):
+            spans = self._direct(text, first_only=False)
+        elif text.isascii():
             # Byte offsets are character offsets: its bytes are one copy, made at once (no seams to
             # scan), and the text itself is sliced.
-            spans: list[tuple[int, int]] = []
-            self._scan(text.encode("ascii"), 0, spans)
-            if not spans:
-                return text
-            return REDACTED.join([text[start:end] for start, end in _kept(spans, len(text))])
-        encoded = bytearray()
-        spans, surrogates = self._matches(text, encoded, first_only=False)
+            spans = self._scan(self._built(), text.encode("ascii"), 0, [])
+        else:
+            encoded = bytearray()
+            spans, surrogates = self._matches(text, encoded, first_only=False)
+            return _cut_out(encoded, spans, surrogates) if spans else text
         if not spans:
             return text
-        return _cut_out(encoded, spans, surrogates)
+        return REDACTED.join([text[start:end] for start, end in _kept(spans, len(text))])
 
     def contains(self, text: str) -> bool:
         """Whether ``text`` holds any secret or encoded form: what ``redact`` would change."""
         if len(text) < self._min_length or not self._forms:
             return False
+        if self._direct_for(text):
+            return bool(self._direct(text, first_only=True))
         return bool(self._matches(text, None, first_only=True)[0])
+
+    def _direct_for(self, text: str) -> bool:
+        """Whether ``text`` is searched for each form directly (see the class docstring)."""
+        if self._tables is not None or len(text) > _DIRECT or self._searched >= _DIRECT_BUDGET:
+            return False
+        self._searched += len(text)
+        return True
+
+    def _built(self) -> _Tables:
+        """The block filter, built now if no text needed it before.
+
+        Two threads may both build it; each uses a complete one, and one of them is kept.
+        """
+        tables = self._tables
+        if tables is None:
+            tables = self._tables = _Tables(self._patterns, self._cores)
+        return tables
+
+    def _direct(self, text: str, *, first_only: bool) -> list[tuple[int, int]]:
+        """The (start, end) of every occurrence of every form in ``text``, each form searched for."""
+        found: list[tuple[int, int]] = []
+        for form in self._forms:
+            at = text.find(form)
+            while at >= 0:
+                found.append((at, at + len(form)))
+                if first_only:
+                    return found
+                at = text.find(form, at + 1)
+        if "\n" in text:
+            for core in self._cores:
+                _wrapped_in(text, core, found)
+                if first_only and found:
+                    break
+        return found
 
     def _matches(
         self, text: str, encoded: bytearray | None, *, first_only: bool
@@ -478,13 +578,14 @@ class Redactor:
         And whether the text holds lone surrogates. The UTF-8 of ``text`` is appended to
         ``encoded`` (unless None) a piece at a time, as it is scanned.
         """
+        tables = self._built()
         found: list[tuple[int, int]] = []
         surrogates = False
-        seam = self._max_length - 1
+        seam = tables.max_length - 1
         offset = 0
         previous = b""
-        for first in range(0, len(text), self._chunk):
-            piece = text[first : first + self._chunk]
+        for first in range(0, len(text), tables.chunk):
+            piece = text[first : first + tables.chunk]
             try:
                 chunk = piece.encode("utf-8")
             except UnicodeEncodeError:
@@ -492,28 +593,31 @@ class Redactor:
             if previous and seam:
                 # An occurrence across the edge lies within `seam` bytes of it on either side.
                 tail = previous[-seam:]
-                self._scan(tail + chunk[:seam], offset - len(tail), found)
+                self._scan(tables, tail + chunk[:seam], offset - len(tail), found)
             if encoded is not None:
                 encoded += chunk
-            self._scan(chunk, offset, found)
+            self._scan(tables, chunk, offset, found)
             if first_only and found:
                 break
             offset += len(chunk)
             previous = chunk
         return found, surrogates
 
-    def _scan(self, data: bytes, offset: int, found: list[tuple[int, int]]) -> None:
-        """Add the span, shifted by ``offset``, of every occurrence of every form in ``data``."""
-        for pattern in self._short:
+    @staticmethod
+    def _scan(
+        tables: _Tables, data: bytes, offset: int, found: list[tuple[int, int]]
+    ) -> list[tuple[int, int]]:
+        """Add the span, shifted by ``offset``, of every occurrence of every form in ``data``; return ``found``."""
+        for pattern in tables.short:
             at = data.find(pattern)
             while at >= 0:
                 found.append((offset + at, offset + at + len(pattern)))
                 at = data.find(pattern, at + 1)
-        stride = self._stride
+        stride = tables.stride
         if not stride:
-            return
-        blocks, owners, span = self._blocks, self._owners, self._span
-        step = self._per_span * stride
+            return found
+        blocks, owners, span = tables.blocks, tables.owners, tables.span
+        step = tables.per_span * stride
         last_start = len(data) - _BLOCK  # the last offset where a whole block fits
         for base in range(0, last_start + 1, step):
             if base + step - stride <= last_start:
@@ -543,6 +647,7 @@ class Redactor:
                             elif core is not None and (wrapped := _wrapped_span(data, core, start, position)):
                                 found.append((offset + wrapped[0], offset + wrapped[1]))
                     at = firsts.find(first, at + 1)
+        return found
 
 
 Redactor.EMPTY = Redactor(())
