@@ -1,14 +1,16 @@
 """Holds many MCP connections open in a fresh process and reports what they cost in memory.
 
-``python -m bench._memory --side playa|sdk-shared|sdk-default --count N --url URL`` opens N
+``python -m bench._memory --side playa|sdk-same|sdk-shared|sdk-default --count N --url URL`` opens N
 connections to one server (at most ``--concurrency`` connecting at once), then prints one JSON
 line: how many opened and failed, the resident-set growth, and the seconds it took. A process
 of its own, so that memory freed by an earlier measurement never hides the cost of a later one.
 
 - ``playa``: ``Connector.connect`` (one shared SSL context, tools listed).
-- ``sdk-shared``: ``mcp.Client`` over ``streamable_http_client`` with an httpx2 client built on
-  one shared SSL context, pinned to the 2026 protocol as Playa is once it negotiated, tools
-  listed: the bare SDK used with care.
+- ``sdk-same``: ``mcp.Client`` over ``streamable_http_client`` with an httpx2 client built on
+  one shared SSL context, sending what Playa sends: ``server/discover`` (``mode="auto"``),
+  ``tools/list``, and a ``subscriptions/listen`` stream for tool-list changes held open.
+- ``sdk-shared``: the same client pinned to the 2026 protocol, tools listed, nothing held: the
+  bare SDK used with care, learning neither the server's instructions nor its changes.
 - ``sdk-default``: ``mcp.Client(url)``, every default (its own SSL context, ``mode="auto"``).
 """
 
@@ -18,6 +20,9 @@ import argparse
 import contextlib
 import gc
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -28,11 +33,25 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import LATEST_MODERN_VERSION
 
-from bench._common import raise_fd_limit, rss_bytes
+from bench._common import ROOT, raise_fd_limit, rss_bytes
 from playa._runtime import tune_garbage_collector
 from playa.mcp_remote import ConnectionSettings, Connector, Endpoint
 
 HEADERS = {"Authorization": "Bearer bench-token-0123456789abcdef0123456789"}
+
+
+async def hold_elsewhere(side: str, count: int, url: str, concurrency: int = 50) -> dict[str, object]:
+    """Run this module in a fresh process against ``url``; its result, or what crashed."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")])}
+    args = [sys.executable, "-m", "bench._memory", "--side", side, "--count", str(count), "--url", url]
+    args += ["--concurrency", str(concurrency)]
+    with anyio.fail_after(600):
+        done = await anyio.run_process(args, cwd=ROOT, env=env, check=False, stderr=subprocess.PIPE)
+    if done.returncode != 0:
+        tail = done.stderr.decode(errors="replace").strip().splitlines()[-3:]
+        return {"side": side, "count": count, "opened": 0, "failures": {"crashed": count}, "error": tail}
+    result: dict[str, object] = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    return result
 
 
 async def hold(args: argparse.Namespace) -> dict[str, Any]:
@@ -52,16 +71,17 @@ async def hold(args: argparse.Namespace) -> dict[str, Any]:
         assert connection.tools
         return connection.aclose
 
-    def sdk_client(shared: bool) -> contextlib.AbstractAsyncContextManager[Client]:
-        if not shared:
+    def sdk_client(side: str) -> contextlib.AbstractAsyncContextManager[Client]:
+        if side == "sdk-default":
             return Client(args.url)
+        mode = "auto" if side == "sdk-same" else LATEST_MODERN_VERSION
 
         @contextlib.asynccontextmanager
         async def client() -> Any:
             timeout = httpx2.Timeout(30.0, read=300.0)
             async with (
                 httpx2.AsyncClient(verify=ssl_context, timeout=timeout, headers=HEADERS) as http,
-                Client(streamable_http_client(args.url, http_client=http), mode=LATEST_MODERN_VERSION) as c,
+                Client(streamable_http_client(args.url, http_client=http), mode=mode) as c,
             ):
                 yield c
 
@@ -84,8 +104,10 @@ async def hold(args: argparse.Namespace) -> dict[str, Any]:
                 return
             async with contextlib.AsyncExitStack() as stack:
                 async with limiter:
-                    client = await stack.enter_async_context(sdk_client(args.side == "sdk-shared"))
+                    client = await stack.enter_async_context(sdk_client(args.side))
                     assert (await client.list_tools()).tools
+                    if args.side == "sdk-same":
+                        await stack.enter_async_context(client.listen(tools_list_changed=True))
                 opened += 1
                 tried()
                 await stop.wait()
@@ -103,7 +125,7 @@ async def hold(args: argparse.Namespace) -> dict[str, Any]:
                 close = await playa(tg)
                 await close()
             else:
-                async with sdk_client(args.side == "sdk-shared") as client:
+                async with sdk_client(args.side) as client:
                     await client.list_tools()
             warm.set()
 
@@ -132,7 +154,7 @@ async def hold(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--side", choices=("playa", "sdk-shared", "sdk-default"), required=True)
+    parser.add_argument("--side", choices=("playa", "sdk-same", "sdk-shared", "sdk-default"), required=True)
     parser.add_argument("--count", type=int, required=True)
     parser.add_argument("--url", required=True)
     parser.add_argument("--concurrency", type=int, default=50)

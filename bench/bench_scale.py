@@ -1,8 +1,11 @@
 """Target 6: 1,000 chats with 2 servers each against one server process.
 
-Every chat's sealed ``servers.json`` is written first; then all sessions start at once (each
-SessionStart connects in the background) and the clock runs until every chat's connects have
-ended. A turn that calls a remote tool (``a__echo`` through the offline model) in one chat is
+First the baseline: the same 2,000 connections made by the bare SDK in a process of its own
+(``bench._memory --side sdk-same``: what Playa sends per connection, ``server/discover``,
+``tools/list`` and a ``subscriptions/listen`` stream held open, as many at once as Playa's
+connector allows), timed until all are open, then closed. Then every chat's sealed
+``servers.json`` is written; all sessions start at once (each SessionStart connects in the
+background) and the clock runs until every chat's connects have ended. A turn that calls a remote tool (``a__echo`` through the offline model) in one chat is
 timed while all chats stay connected, in alternating blocks with the same turn in a host that
 has that single chat (``bench._single_chat``, another process, the same server).
 """
@@ -19,11 +22,12 @@ from collections.abc import Callable, Iterator
 import anyio
 
 from bench._common import ROOT, GcPauses, Report, Spread, bench_server, verdict
+from bench._memory import hold_elsewhere
 from bench._playa import data_dir, entry, playa_host, timed_echo_turns, token_of, write_servers
 from playa.host import ChatSession
-from playa.mcp_remote import RemoteMcpSettings
+from playa.mcp_remote import ConnectionSettings, RemoteMcpSettings
 
-TARGET_CONNECT = 15.0
+TARGET_CONNECT_RATIO = 1.5
 TARGET_TURN_RATIO = 1.10
 CONNECT_WAIT_LIMIT = 180.0  # seconds: the storm is waited out, but not forever
 
@@ -74,6 +78,10 @@ async def run(quick: bool) -> Report:
     blocks, per_block = (4, 10) if quick else (10, 20)
     report = Report("scale", f"6. Scale: {chats:,} chats × 2 servers against one server process")
     async with bench_server() as served:
+        # The SDK's connections carry no chat: one credential serves them all.
+        sdk = await hold_elsewhere(
+            "sdk-same", chats * 2, served.url, ConnectionSettings().max_concurrent_connects
+        )
         with data_dir() as data, single_chat(served.url) as single_turns:
             scopes = [f"console:chat{n:04d}" for n in range(chats)]
             for scope in scopes:
@@ -127,12 +135,18 @@ async def run(quick: bool) -> Report:
                             alone += await anyio.to_thread.run_sync(single_turns, per_block)
 
     total = chats * 2
+    sdk_seconds = float(str(sdk.get("seconds", "nan")))
+    sdk_opened = int(str(sdk.get("opened", 0)))
     report.add(
         f"all {total:,} connections connected",
         f"{took:.1f} s, {connected:,}/{total:,} connected",
-        target=f"≤ {TARGET_CONNECT:.0f} s, all",
-        verdict=verdict(took <= TARGET_CONNECT and connected == total),
+        f"{sdk_seconds:.1f} s, {sdk_opened:,}/{total:,} open (SDK, no chats)",
+        f"{took / sdk_seconds:.2f}",
+        f"≤ {TARGET_CONNECT_RATIO:.1f}×, all",
+        verdict(took <= TARGET_CONNECT_RATIO * sdk_seconds and connected == total and sdk_opened == total),
     )
+    if "error" in sdk:
+        report.notes.append(f"the SDK's run failed: {sdk['error']}")
     report.add(
         "CPU spent connecting",
         f"client {client_used:.1f} s, server {server_used:.1f} s",
@@ -152,7 +166,9 @@ async def run(quick: bool) -> Report:
         report.notes.append("not connected: " + "; ".join(f"{n}× {r}" for r, n in reasons.items()))
     report.notes.append(
         f"sessions started in {sessions_started:.1f} s (connects run in the background); baseline column: "
-        "the same turn in a host with that single chat, in another process, in alternating blocks"
+        "for the connects, the bare SDK making the same 2 connections × chats with the same requests "
+        "(discover, tools/list, a subscriptions/listen stream) in a process of its own, before; for the "
+        "turn, the same turn in a host with that single chat, in another process, in alternating blocks"
     )
     report.notes.append(f"garbage collection during the crowded turns: {gc_crowded.text() or 'none'}")
     report.chart = {"connect_seconds": took, "connected": connected, "total": total, "crowded": a, "alone": b}
