@@ -106,24 +106,24 @@ async def test_a_revocation_that_fails_never_blocks_the_removal_and_the_reply_ho
                     assert form not in removed.text
 
 
+def grant_from(issuer: str, *, revocation: bool) -> OAuthGrant:
+    """A grant ``issuer`` made (its metadata names a revocation endpoint, or none), with made-up tokens."""
+    endpoints = {"authorization_endpoint": f"{issuer}/auth", "token_endpoint": f"{issuer}/token"}
+    if revocation:
+        endpoints["revocation_endpoint"] = f"{issuer}/revoke"
+    return OAuthGrant(
+        resource="http://127.0.0.1:1/mcp",
+        issuer=issuer,
+        client=OAuthClientInformationFull(client_id="playa", token_endpoint_auth_method="none"),
+        tokens=OAuthToken(access_token="access-7f3a9c", refresh_token="refresh-2b8e41"),
+        metadata=OAuthMetadata.model_validate({"issuer": issuer, **endpoints}),
+    )
+
+
 async def test_a_revocation_endpoint_that_never_answers_is_given_up_in_time() -> None:
     async with await anyio.create_tcp_listener(local_host="127.0.0.1") as silent:
         port = silent.extra(anyio.abc.SocketAttribute.local_port)
-        issuer = f"http://127.0.0.1:{port}"
-        grant = OAuthGrant(
-            resource="http://127.0.0.1:1/mcp",
-            issuer=issuer,
-            client=OAuthClientInformationFull(client_id="playa", token_endpoint_auth_method="none"),
-            tokens=OAuthToken(access_token="access-7f3a9c", refresh_token="refresh-2b8e41"),
-            metadata=OAuthMetadata.model_validate(
-                {
-                    "issuer": issuer,
-                    "authorization_endpoint": f"{issuer}/auth",
-                    "token_endpoint": f"{issuer}/token",
-                    "revocation_endpoint": f"{issuer}/revoke",
-                }
-            ),
-        )
+        grant = grant_from(f"http://127.0.0.1:{port}", revocation=True)
         started = time.monotonic()
         with anyio.fail_after(TEST_TIMEOUT):
             async with httpx2.AsyncClient(timeout=30.0) as http:
@@ -282,20 +282,7 @@ async def test_a_pasted_address_with_another_issuer_or_after_the_link_expired_co
 
 
 async def test_an_authorization_server_without_revocation_is_said_to_offer_none() -> None:
-    issuer = "http://127.0.0.1:9"
-    grant = OAuthGrant(
-        resource="http://127.0.0.1:1/mcp",
-        issuer=issuer,
-        client=OAuthClientInformationFull(client_id="playa", token_endpoint_auth_method="none"),
-        tokens=OAuthToken(access_token="access-7f3a9c", refresh_token="refresh-2b8e41"),
-        metadata=OAuthMetadata.model_validate(
-            {
-                "issuer": issuer,
-                "authorization_endpoint": f"{issuer}/auth",
-                "token_endpoint": f"{issuer}/token",
-            }
-        ),
-    )
+    grant = grant_from("http://127.0.0.1:9", revocation=False)
     async with httpx2.AsyncClient() as http:
         outcome = await revoke(grant, http)
         nothing = await revoke(OAuthGrant(resource="http://127.0.0.1:1/mcp"), http)

@@ -112,6 +112,16 @@ async def add_and_change(chat: OwnerChat, url: str, owner: ScriptedUI, model: Re
     await owner.approval_shown(len(owner.approvals) + 1)
 
 
+@asynccontextmanager
+async def changed(
+    setup: Setup, data_dir: Path, secret: HostSecret, owner: ScriptedUI, model: RecordingModel
+) -> AsyncIterator[tuple[RunningServer, OwnerChat]]:
+    """The changing server, added by the owner and changed once (see ``add_and_change``)."""
+    async with served(setup) as server, owner_chat(data_dir, secret, SCOPE, model) as chat:
+        await add_and_change(chat, server.url, owner, model)
+        yield server, chat
+
+
 @pytest.mark.parametrize("setup", SETUPS, ids=IDS)
 async def test_a_rewritten_tool_reaches_the_model_only_once_the_owner_approves(
     data_dir: Path, host_secret: HostSecret, setup: Setup
@@ -119,8 +129,7 @@ async def test_a_rewritten_tool_reaches_the_model_only_once_the_owner_approves(
     model = RecordingModel()
     owner = ScriptedUI()
     with anyio.fail_after(TEST_TIMEOUT):
-        async with served(setup) as server, owner_chat(data_dir, host_secret, SCOPE, model) as chat:
-            await add_and_change(chat, server.url, owner, model)
+        async with changed(setup, data_dir, host_secret, owner, model) as (_, chat):
             (approval,) = owner.approvals
             changes = {change.tool: change for change in approval.changes}
             assert set(changes) == {"lookup", "fresh"}
@@ -202,8 +211,7 @@ async def test_an_approval_covers_only_what_the_owner_was_shown(
     model = RecordingModel()
     owner = ScriptedUI()
     with anyio.fail_after(TEST_TIMEOUT):
-        async with served(SETUPS[0]) as server, owner_chat(data_dir, host_secret, SCOPE, model) as owned:
-            await add_and_change(owned, server.url, owner, model)
+        async with changed(SETUPS[0], data_dir, host_secret, owner, model) as (_, owned):
             host = owned.host
             extension = host.extensions[0]
             assert isinstance(extension, RemoteMcpExtension)
@@ -325,8 +333,7 @@ async def test_adding_the_same_server_again_keeps_what_waits_for_the_owner(
     model = RecordingModel()
     owner = ScriptedUI()
     with anyio.fail_after(TEST_TIMEOUT):
-        async with served(SETUPS[0]) as server, owner_chat(data_dir, host_secret, SCOPE, model) as chat:
-            await add_and_change(chat, server.url, owner, model)
+        async with changed(SETUPS[0], data_dir, host_secret, owner, model) as (server, chat):
             again = await chat.command(f"/mcp_add changing {server.url}", owner)
             assert again.startswith("Replaced changing: connected over streamable-http, 1 tools"), again
             await owner.approval_shown(2)

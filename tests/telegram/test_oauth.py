@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -21,8 +23,8 @@ from playa.host import encoded_forms
 from playa.mcp_remote import HostSecret, ServerStore, resolve_host_secret
 from playa.mcp_remote.store._grant import OAuthGrant
 from playa.mcp_remote.store._seal import Sealer
-from servers.oidc import authorization_server
-from servers.python_servers import serve_asgi
+from servers.oidc import AuthorizationServer, authorization_server
+from servers.python_servers import RunningServer, serve_asgi
 from support.oauth import introspect, link_in, protected_server, sign_in_elsewhere
 from support.providers import DUMMY_KEY, serve_provider
 from support.providers import text as answer_text
@@ -72,6 +74,20 @@ async def logged_in_and_signed_in(fake: FakeBotApi, *, after: int = 0) -> None:
     await fake.wait_reply(GROUP_ID, "signed in", after=after, timeout=WAIT)
 
 
+@asynccontextmanager
+async def loopback(
+    fake: FakeBotApi, *, access_ttl: int = 3600
+) -> AsyncIterator[tuple[RunningServer, AuthorizationServer, RunningServer]]:
+    """``fake`` served, an authorization server whose access tokens live ``access_ttl`` seconds, and
+    the MCP server it protects."""
+    async with (
+        serve_asgi(fake.app()) as api,
+        authorization_server(access_ttl=access_ttl) as auth,
+        protected_server(auth) as mcp,
+    ):
+        yield api, auth, mcp
+
+
 def assert_nowhere(secrets: set[str], fake: FakeBotApi, stderr: Path, data_dir: Path) -> None:
     """No secret in the log, in any request the fake Bot API received, or in any file but the sealed
     store (the workspace's servers.json, and the private copy of it that detects a rollback)."""
@@ -97,9 +113,7 @@ async def test_a_group_owner_logs_in_through_the_public_callback_and_the_tokens_
     with anyio.fail_after(TEST_TIMEOUT):
         # Access tokens live 30 s, within the refresh margin: every connect refreshes first.
         async with (
-            serve_asgi(fake.app()) as api,
-            authorization_server(access_ttl=30) as auth,
-            protected_server(auth) as mcp,
+            loopback(fake, access_ttl=30) as (api, auth, mcp),
             anyio.create_task_group() as delivery,
         ):
             delivery.start_soon(fake.post_to_webhook)
@@ -167,9 +181,7 @@ async def test_without_a_public_url_the_owner_pastes_the_address_and_a_group_own
     fake, data_dir, stderr = owned_group(tmp_path)
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
-            serve_asgi(fake.app()) as api,
-            authorization_server() as auth,
-            protected_server(auth) as mcp,
+            loopback(fake) as (api, _, mcp),
             run_bot_process(TOKEN, api.url, data_dir, stderr) as process,
         ):
             await fake.wait_call("getUpdates", timeout=WAIT)
@@ -207,9 +219,7 @@ async def test_a_link_not_used_in_time_expires_with_a_message_to_the_owner_alone
     expiry = 2.0  # the operator's setting: short, for the test
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
-            serve_asgi(fake.app()) as api,
-            authorization_server() as auth,
-            protected_server(auth) as mcp,
+            loopback(fake) as (api, _, mcp),
             run_bot_process(
                 TOKEN, api.url, data_dir, stderr, extra_env={"PLAYA_OAUTH_LOGIN_TIMEOUT": f"{expiry:g}"}
             ) as process,
@@ -255,9 +265,7 @@ async def test_a_refresh_that_fails_leaves_the_server_waiting_for_the_owner_in_t
     with anyio.fail_after(TEST_TIMEOUT):
         # Access tokens live 30 s, within the refresh margin: every connect refreshes first.
         async with (
-            serve_asgi(fake.app()) as api,
-            authorization_server(access_ttl=30) as auth,
-            protected_server(auth) as mcp,
+            loopback(fake, access_ttl=30) as (api, auth, mcp),
             serve_provider() as provider,
             anyio.create_task_group() as delivery,
         ):
@@ -322,9 +330,7 @@ async def test_in_polling_mode_a_public_url_serves_the_login_redirect_on_a_liste
     secrets: set[str] = set()
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
-            serve_asgi(fake.app()) as api,
-            authorization_server() as auth,
-            protected_server(auth) as mcp,
+            loopback(fake) as (api, _, mcp),
             run_bot_process(
                 TOKEN,
                 api.url,
