@@ -128,25 +128,6 @@ async def form_shown(
     return await fake.wait_reply(chat["id"], "asking asks:", after=after)
 
 
-async def fill_in(
-    fake: FakeBotApi,
-    chat: dict[str, Any],
-    shown: ApiCall,
-    button: str,
-    asks: str,
-    value: str,
-    *,
-    sender: dict[str, Any],
-    after: int,
-) -> ApiCall:
-    """Press a field's ``button`` and, asked for it (``asks``), reply ``value``: the question once it shows it."""
-    press(fake, shown, button, sender=sender)
-    prompt = await fake.wait_reply(chat["id"], asks, after=after)
-    fake.send(chat, value, sender=sender, reply_to=prompt)
-    field = button.removeprefix("✎ ").partition(":")[0]
-    return await edited(fake, shown, f"• {field}: {value}", after=after)
-
-
 async def test_a_form_is_filled_in_with_buttons_and_a_forced_reply_and_accepted(tmp_path: Path) -> None:
     chat = private_chat(3101)
     async with bot_with_asking_server(tmp_path, chat, 3101) as bot:
@@ -210,16 +191,10 @@ async def test_accept_alone_takes_the_defaults_and_a_bad_reply_is_asked_again(tm
         again = await fake.wait_reply(3201, "age is an integer, not 'thirty'", after=mark)
         fake.send(chat, "41", sender=me, reply_to=again)
         shown = await edited(fake, shown, "• Age: 41", after=mark)
-        shown = await fill_in(
-            fake,
-            chat,
-            shown,
-            "✎ Name: required, not given",
-            "Reply with Name (Your name)",
-            "Grace",
-            sender=me,
-            after=mark,
-        )
+        press(fake, shown, "✎ Name: required, not given", sender=me)
+        prompt = await fake.wait_reply(3201, "Reply with Name (Your name)", after=mark)
+        fake.send(chat, "Grace", sender=me, reply_to=prompt)
+        shown = await edited(fake, shown, "• Name: Grace", after=mark)
         press(fake, shown, "Accept", sender=me)
         result = await fake.wait_reply(3201, "asking__form returned", after=mark)
     content = json.loads(result.text.split("answered: ", 1)[1])
@@ -479,16 +454,10 @@ async def test_a_server_question_waiting_when_the_group_is_upgraded_is_asked_aga
         migration(fake, old, owner, to=new_id)
         again = await fake.wait_reply(new_id, "asked again here", after=mark)
         assert "• Subscribe: yes" in again.text  # what was filled in came along
-        again = await fill_in(
-            fake,
-            new,
-            again,
-            "✎ Name: required, not given",
-            "Reply with Name",
-            "Ada",
-            sender=member,
-            after=mark,
-        )
+        press(fake, again, "✎ Name: required, not given", sender=member)
+        prompt = await fake.wait_reply(new_id, "Reply with Name", after=mark)
+        fake.send(new, "Ada", sender=member, reply_to=prompt)
+        again = await edited(fake, again, "• Name: Ada", after=mark)
         press(fake, again, "Accept", sender=member)
         result = await fake.wait_reply(new_id, "asking__form returned", after=mark)
     content = json.loads(result.text.split("answered: ", 1)[1])
