@@ -102,11 +102,6 @@ def leaks(data: bytes | str) -> list[str]:
     return sorted(form for form in forms() if form in shown)
 
 
-def labels(call: ApiCall) -> list[str]:
-    markup = call.params.get("reply_markup") or {}
-    return [button["text"] for row in markup.get("inline_keyboard", []) for button in row]
-
-
 async def test_a_hostile_question_leaks_the_token_into_no_bot_api_request_log_line_or_file(
     tmp_path: Path,
 ) -> None:
@@ -125,7 +120,7 @@ async def test_a_hostile_question_leaks_the_token_into_no_bot_api_request_log_li
 
         fake.send(chat, "hostile__ask {}", sender=owner)
         shown = await fake.wait_reply(OWNER, "hostile asks: I got [redacted]", timeout=WAIT)
-        buttons = labels(shown)
+        buttons = shown.labels
         assert "☐ Keep [redacted]?" in buttons, buttons
         # A tick edits the question in place; then the defaults are accepted.
         mark = fake.mark()

@@ -8,21 +8,24 @@ rewrites what ``lookup`` says it does each time it runs.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
 
-from playa.host import Approval, Host, HostConfig
-from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpExtension, RemoteMcpSettings
+from playa.host import Approval
+from playa.mcp_remote import HostSecret
 from servers.python_servers import serve_mcp
-from support.chat import RecordingModel, ScriptedUI, msg
+from support.chat import RecordingModel, ScriptedUI
+from support.remote import SETTINGS, OwnerChat, owner_chat
 
 pytestmark = pytest.mark.anyio
 
 SCOPE = "console:digest"
-HEALTHY = ConnectionSettings(connect_timeout=15.0, call_timeout=15.0, close_timeout=5.0)
+# Each change is shown when it comes: the bounded approval stream is not under test here.
+EVERY_CHANGE = replace(SETTINGS, approval_interval=0.001)
 
 
 def lookup(word: str) -> str:
@@ -45,45 +48,14 @@ def changing_server() -> MCPServer:
     return server
 
 
-class OwnerUI(ScriptedUI):
-    """The owner's front end; ``shown`` counts the approvals it was given."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.shown = anyio.Event()
-
-    async def approval(self, approval: Approval) -> object:
-        ref = await super().approval(approval)
-        self.shown.set()
-        self.shown = anyio.Event()
-        return ref
+async def change(chat: OwnerChat, owner: ScriptedUI, version: int) -> Approval:
+    shown = len(owner.approvals)
+    await chat.host.call_tool(await chat.session(), "changing__change", {"version": version})
+    return await owner.approval_shown(shown + 1)
 
 
-def remote_host(data_dir: Path, secret: HostSecret, model: RecordingModel) -> Host:
-    # Each change is shown when it comes: the bounded approval stream is not under test here.
-    settings = RemoteMcpSettings(connection=HEALTHY, approval_interval=0.001)
-    extension = RemoteMcpExtension(secret, settings=settings)
-    return Host(HostConfig(data_dir=data_dir, model=model.model()), [extension])
-
-
-async def command(host: Host, text: str, ui: ScriptedUI) -> str:
-    session = await host.session(SCOPE, owner="owner")
-    reply = await host.handle(session, msg(text), ui)
-    assert reply is not None
-    return reply.text
-
-
-async def change(host: Host, owner: OwnerUI, version: int) -> Approval:
-    shown = owner.shown
-    session = await host.session(SCOPE, owner="owner")
-    await host.call_tool(session, "changing__change", {"version": version})
-    await shown.wait()
-    return owner.approvals[-1]
-
-
-async def lookup_description(host: Host, model: RecordingModel) -> str | None:
-    session = await host.session(SCOPE, owner="owner")
-    await host.handle(session, msg("hello"), ScriptedUI())
+async def lookup_description(chat: OwnerChat, model: RecordingModel) -> str | None:
+    await chat.say("hello")
     tools = {tool.name: tool.description for tool in model.seen[-1][1].function_tools}
     return tools.get("changing__lookup")
 
@@ -91,42 +63,45 @@ async def lookup_description(host: Host, model: RecordingModel) -> str | None:
 async def test_an_approvals_digest_never_approves_a_newer_change_shown_meanwhile(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
-    model, owner = RecordingModel(), OwnerUI()
+    model, owner = RecordingModel(), ScriptedUI()
     with anyio.fail_after(60):
-        async with serve_mcp(changing_server()) as server, remote_host(data_dir, host_secret, model) as host:
-            added = await command(host, f"/mcp_add changing {server.url}", owner)
+        async with (
+            serve_mcp(changing_server()) as server,
+            owner_chat(data_dir, host_secret, SCOPE, model, EVERY_CHANGE) as chat,
+        ):
+            added = await chat.command(f"/mcp_add changing {server.url}", owner)
             assert added.startswith("Added changing"), added
-            first = await change(host, owner, 1)
-            second = await change(host, owner, 2)
+            first = await change(chat, owner, 1)
+            second = await change(chat, owner, 2)
             assert first.digest and second.digest and first.digest != second.digest
 
             # The first message's button, pressed after the second was shown: nothing is approved,
             # and the newest state comes as a message of its own.
-            stale = await command(host, f"{first.approve} {first.digest}", owner)
+            stale = await chat.command(f"{first.approve} {first.digest}", owner)
             assert stale.startswith("The tools of changing changed again since that message was shown"), stale
             assert "nothing was decided" in stale
             assert owner.approvals[-1].digest == second.digest
             assert len(owner.approvals) == 3
-            assert await lookup_description(host, model) is None
+            assert await lookup_description(chat, model) is None
 
-            approved = await command(host, f"{second.approve} {second.digest}", owner)
+            approved = await chat.command(f"{second.approve} {second.digest}", owner)
             assert approved.startswith("Approved 1 tool(s) of changing"), approved
-            assert await lookup_description(host, model) == "[changing] Look up a word, version 2."
+            assert await lookup_description(chat, model) == "[changing] Look up a word, version 2."
 
 
 async def test_an_approvals_digest_still_decides_after_a_restart(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
-    model, owner = RecordingModel(), OwnerUI()
+    model, owner = RecordingModel(), ScriptedUI()
     with anyio.fail_after(60):
         async with serve_mcp(changing_server()) as server:
-            async with remote_host(data_dir, host_secret, model) as host:
-                await command(host, f"/mcp_add changing {server.url}", owner)
-                shown = await change(host, owner, 1)
-            async with remote_host(data_dir, host_secret, model) as host:
+            async with owner_chat(data_dir, host_secret, SCOPE, model, EVERY_CHANGE) as chat:
+                await chat.command(f"/mcp_add changing {server.url}", owner)
+                shown = await change(chat, owner, 1)
+            async with owner_chat(data_dir, host_secret, SCOPE, model, EVERY_CHANGE) as chat:
                 # The first thing the new host does: the server is still connecting.
-                rejected = await command(host, f"{shown.reject} {shown.digest}", ScriptedUI())
+                rejected = await chat.command(f"{shown.reject} {shown.digest}", ScriptedUI())
                 assert rejected.startswith("Rejected 1 tool(s) of changing"), rejected
-                assert await lookup_description(host, model) is None
-                again = await command(host, f"{shown.approve} {shown.digest}", ScriptedUI())
+                assert await lookup_description(chat, model) is None
+                again = await chat.command(f"{shown.approve} {shown.digest}", ScriptedUI())
                 assert again == "No tool changes of changing wait for a decision."

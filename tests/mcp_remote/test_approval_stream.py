@@ -9,24 +9,25 @@ judged by the extension's clock, which the test moves.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
 
-from playa.host import Approval, Host, HostConfig, render_approval
-from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpExtension, RemoteMcpSettings
+from playa.host import render_approval
+from playa.mcp_remote import HostSecret
 from playa.mcp_remote._chat import ChatServers
 from playa.mcp_remote._state import ServerState
 from playa.mcp_remote.transport._connection import Connection
 from servers.python_servers import serve_mcp
-from support.chat import RecordingModel, ScriptedUI, msg
+from support.chat import RecordingModel, ScriptedUI
+from support.remote import SETTINGS, owner_chat
 
 pytestmark = pytest.mark.anyio
 
 SCOPE = "console:stream"
-HEALTHY = ConnectionSettings(connect_timeout=15.0, call_timeout=15.0, close_timeout=5.0)
 TEST_TIMEOUT = 90.0
 INTERVAL = 600.0
 
@@ -85,17 +86,6 @@ class Listings:
             await taken.wait()
 
 
-class OwnerUI(ScriptedUI):
-    def __init__(self) -> None:
-        super().__init__()
-        self.shown = anyio.Event()
-
-    async def approval(self, approval: Approval) -> object:
-        ref = await super().approval(approval)
-        self.shown.set()
-        return ref
-
-
 async def test_a_server_that_keeps_changing_gets_one_message_and_the_owner_approves_what_they_were_shown(
     data_dir: Path, host_secret: HostSecret, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -103,24 +93,16 @@ async def test_a_server_that_keeps_changing_gets_one_message_and_the_owner_appro
     listings.trace(monkeypatch)
     clock = Clock()
     model = RecordingModel()
-    owner = OwnerUI()
-    extension = RemoteMcpExtension(
-        host_secret,
-        settings=RemoteMcpSettings(connection=HEALTHY, approval_interval=INTERVAL),
-        clock=clock,
-    )
+    owner = ScriptedUI()
+    settings = replace(SETTINGS, approval_interval=INTERVAL)
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
             serve_mcp(flapping_server()) as running,
-            Host(HostConfig(data_dir=data_dir, model=model.model()), [extension]) as host,
+            owner_chat(data_dir, host_secret, SCOPE, model, settings, clock=clock) as owned,
         ):
+            host, extension = owned.host, owned.extension
             session = await host.session(SCOPE, owner="owner")
             chat = extension.chat(session)
-
-            async def command(text: str) -> str:
-                reply = await host.handle(session, msg(text), owner)
-                assert reply is not None
-                return reply.text
 
             def waiting(version: int) -> Callable[[], bool]:
                 def held() -> bool:
@@ -134,12 +116,12 @@ async def test_a_server_that_keeps_changing_gets_one_message_and_the_owner_appro
                 assert f"version {version}" in str(result), result
                 await listings.until(waiting(version))
 
-            added = await command(f"/mcp_add flapping {running.url}")
+            added = await owned.command(f"/mcp_add flapping {running.url}", owner)
             assert added.startswith("Added flapping: connected"), added
 
             # The first change is told at once; four more, while it is undecided, are not.
             await change(1)
-            await owner.shown.wait()
+            await owner.approval_shown(1)
             for version in range(2, 6):
                 await change(version)
             assert len(owner.approvals) == 1
@@ -147,15 +129,15 @@ async def test_a_server_that_keeps_changing_gets_one_message_and_the_owner_appro
             assert [text for text in owner.sent if "flapping" in text] == []
 
             # The review shows the newest; approving approves exactly that.
-            reviewed = await command("/mcp_review flapping")
+            reviewed = await owned.command("/mcp_review flapping", owner)
             assert "(version 5)" in reviewed and "(version 1)" not in reviewed, reviewed
             await change(6)
-            again = await command("/mcp_approve flapping")
+            again = await owned.command("/mcp_approve flapping", owner)
             assert again.startswith("The tools of flapping changed again since you were shown them"), again
             assert "(version 6)" in again
-            approved = await command("/mcp_approve flapping")
+            approved = await owned.command("/mcp_approve flapping", owner)
             assert approved == "Approved 1 tool(s) of flapping: lookup. The agent can use them now."
-            await host.handle(session, msg("hello"), ScriptedUI())
+            await owned.say("hello")
             described = {tool.name: tool.description for tool in model.seen[-1][1].function_tools}
             assert "(version 6)" in (described["flapping__lookup"] or "")
             assert len(owner.approvals) == 1
@@ -172,5 +154,5 @@ async def test_a_server_that_keeps_changing_gets_one_message_and_the_owner_appro
             assert len(owner.approvals) == 3
             shown = render_approval(owner.approvals[2])
             assert "(version 9)" in shown and "(version 8)" not in shown
-            approved = await command("/mcp_approve flapping")
+            approved = await owned.command("/mcp_approve flapping", owner)
             assert approved.startswith("Approved 1 tool(s) of flapping"), approved

@@ -24,22 +24,17 @@ from starlette.types import Receive, Scope, Send
 
 from playa.demo_server import build_app
 from playa.exceptions import ToolUnbound
-from playa.host import ChatSession, Host, HostConfig, Reply, ToolResult, encoded_forms
-from playa.mcp_remote import (
-    ConnectionSettings,
-    HostSecret,
-    RemoteMcpExtension,
-    RemoteMcpSettings,
-)
+from playa.host import ChatSession, Host, Reply, ToolResult, encoded_forms
+from playa.mcp_remote import HostSecret
 from playa.mcp_remote.store._store import store_path
 from servers.python_servers import RunningServer, closed_port, serve_asgi, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
+from support.remote import remote_host
 
 pytestmark = pytest.mark.anyio
 
 SCOPE = "console:canary"
 SERVERS_JSON = ".volcanic/mcp/servers.json"
-HEALTHY = ConnectionSettings(connect_timeout=15.0, call_timeout=15.0, close_timeout=5.0)
 
 # The test servers run in this process, but stand for servers elsewhere: what they log about
 # the requests they receive (the token included) is not Playa's output.
@@ -104,11 +99,6 @@ async def servers(canary: str) -> AsyncIterator[tuple[RunningServer, RunningServ
         closed_port() as down,
     ):
         yield demo, leaky, echoing, down
-
-
-def remote_host(data_dir: Path, secret: HostSecret, model: RecordingModel) -> Host:
-    extension = RemoteMcpExtension(secret, settings=RemoteMcpSettings(connection=HEALTHY))
-    return Host(HostConfig(data_dir=data_dir, model=model.model()), [extension])
 
 
 def read_files(root: Path) -> dict[str, bytes]:

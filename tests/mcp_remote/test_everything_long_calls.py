@@ -2,39 +2,44 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import pytest
 from pydantic_ai.messages import ModelRequest, ToolReturnPart
 
-from playa.host import Host, HostConfig
-from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpExtension, RemoteMcpSettings
+from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpSettings
 from servers.node import server_everything
-from support.chat import RecordingModel, ScriptedUI, msg
+from support.chat import RecordingModel, ScriptedUI
+from support.remote import OwnerChat, owner_chat
 
 pytestmark = [pytest.mark.anyio, pytest.mark.npm]
 
 RESEARCH = "everything__simulate-research-query"
 
 
-def extension(secret: HostSecret, *, call_timeout: float = 15.0) -> RemoteMcpExtension:
+@asynccontextmanager
+async def everything_chat(
+    data_dir: Path,
+    secret: HostSecret,
+    ui: ScriptedUI,
+    model: RecordingModel | None = None,
+    *,
+    call_timeout: float = 15.0,
+) -> AsyncIterator[OwnerChat]:
+    """server-everything, added by the owner of a chat on a host that waits up to a minute for a task."""
     connection = ConnectionSettings(connect_timeout=15.0, call_timeout=call_timeout, call_max=60.0)
-    return RemoteMcpExtension(secret, settings=RemoteMcpSettings(connection=connection))
-
-
-async def add_everything(host: Host, url: str, ui: ScriptedUI) -> None:
-    session = await host.session("console:everything", owner="owner")
-    added = await host.handle(session, msg(f"/mcp_add everything {url}"), ui)
-    assert added is not None and added.text.startswith("Added everything: connected")
-    assert RESEARCH in added.text  # a task-only tool is offered: the host runs it as a task
-
-
-async def ask(host: Host, text: str, ui: ScriptedUI) -> str:
-    session = await host.session("console:everything", owner="owner")
-    reply = await host.handle(session, msg(text), ui)
-    assert reply is not None
-    return reply.text
+    settings = RemoteMcpSettings(connection=connection)
+    async with (
+        server_everything() as url,
+        owner_chat(data_dir, secret, "console:everything", model, settings) as chat,
+    ):
+        added = await chat.command(f"/mcp_add everything {url}", ui)
+        assert added.startswith("Added everything: connected")
+        assert RESEARCH in added  # a task-only tool is offered: the host runs it as a task
+        yield chat
 
 
 async def test_a_task_only_tool_runs_as_a_task_and_its_states_are_shown(
@@ -42,12 +47,8 @@ async def test_a_task_only_tool_runs_as_a_task_and_its_states_are_shown(
 ) -> None:
     ui = ScriptedUI()
     with anyio.fail_after(60):
-        async with (
-            server_everything() as url,
-            Host(HostConfig(data_dir=tmp_path), [extension(host_secret)]) as host,
-        ):
-            await add_everything(host, url, ui)
-            reply = await ask(host, f'{RESEARCH} {{"topic": "tides"}}', ui)
+        async with everything_chat(tmp_path, host_secret, ui) as chat:
+            reply = await chat.command(f'{RESEARCH} {{"topic": "tides"}}', ui)
             await ui.until(lambda seen: any(text.endswith(": done") for _, text in seen.progress_shown))
     assert reply.startswith(f"[offline model] {RESEARCH} returned:\n# Research Report: tides")
     texts = [text for _, text in ui.progress_shown]
@@ -60,12 +61,8 @@ async def test_a_task_asks_its_question_through_the_person_whose_turn_started_it
 ) -> None:
     ui = ScriptedUI(replies=["/accept interpretation=snake"])
     with anyio.fail_after(60):
-        async with (
-            server_everything() as url,
-            Host(HostConfig(data_dir=tmp_path), [extension(host_secret)]) as host,
-        ):
-            await add_everything(host, url, ui)
-            reply = await ask(host, f'{RESEARCH} {{"topic": "python", "ambiguous": true}}', ui)
+        async with everything_chat(tmp_path, host_secret, ui) as chat:
+            reply = await chat.command(f'{RESEARCH} {{"topic": "python", "ambiguous": true}}', ui)
     assert [question.asker for question in ui.questions] == ["everything"]
     assert "# Research Report: python (snake)" in reply
 
@@ -77,16 +74,9 @@ async def test_a_task_that_outlives_the_turn_comes_to_the_chat_later_and_the_age
     ui = ScriptedUI()
     call_timeout = 1.0  # under test: the research takes four stages of a second each
     with anyio.fail_after(60):
-        async with (
-            server_everything() as url,
-            Host(
-                HostConfig(data_dir=tmp_path, model=model.model()),
-                [extension(host_secret, call_timeout=call_timeout)],
-            ) as host,
-        ):
-            await add_everything(host, url, ui)
+        async with everything_chat(tmp_path, host_secret, ui, model, call_timeout=call_timeout) as chat:
             started = anyio.current_time()
-            reply = await ask(host, f'{RESEARCH} {{"topic": "tides"}}', ui)
+            reply = await chat.command(f'{RESEARCH} {{"topic": "tides"}}', ui)
             assert anyio.current_time() - started >= call_timeout
             assert "is still running on its server as a task" in reply
             assert "Research Report" not in reply
@@ -95,7 +85,7 @@ async def test_a_task_that_outlives_the_turn_comes_to_the_chat_later_and_the_age
             assert late.startswith(f"The task of {RESEARCH} (task ")
             assert "), still running when its turn ended, has finished.\n# Research Report: tides" in late
 
-            await ask(host, "hello", ui)
+            await chat.command("hello", ui)
     returned = [
         part.content
         for message in model.seen[-1][0]
@@ -112,13 +102,9 @@ async def test_progress_of_server_everythings_long_operation_is_shown(
 ) -> None:
     ui = ScriptedUI()
     with anyio.fail_after(60):
-        async with (
-            server_everything() as url,
-            Host(HostConfig(data_dir=tmp_path), [extension(host_secret)]) as host,
-        ):
-            await add_everything(host, url, ui)
-            reply = await ask(
-                host, 'everything__trigger-long-running-operation {"duration": 2, "steps": 4}', ui
+        async with everything_chat(tmp_path, host_secret, ui) as chat:
+            reply = await chat.command(
+                'everything__trigger-long-running-operation {"duration": 2, "steps": 4}', ui
             )
             await ui.until(lambda seen: any(text.endswith(": done") for _, text in seen.progress_shown))
     assert "Long running operation completed. Duration: 2 seconds, Steps: 4." in reply

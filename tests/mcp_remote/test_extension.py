@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -44,6 +45,7 @@ from servers.python_servers import (
     serve_mcp,
 )
 from support.chat import GUEST, RecordingModel, Script, ScriptedUI, msg
+from support.remote import HEALTHY, SETTINGS, remote_host
 
 pytestmark = pytest.mark.anyio
 
@@ -52,8 +54,6 @@ SECTION = "Remote MCP servers"
 DEMO_TOOLS = ["demo__whoami", "demo__echo", "demo__add", "demo__tiny_image", "demo__fail"]
 SERVERS_JSON = ".volcanic/mcp/servers.json"
 T0 = 1000.0  # the fake clock's start: 00:16:40 UTC on 1970-01-01
-# Generous for the healthy servers these tests use: a busy machine must not fail them.
-FAST = ConnectionSettings(connect_timeout=15.0, call_timeout=15.0, close_timeout=5.0)
 TEST_TIMEOUT = 30.0
 
 
@@ -67,24 +67,27 @@ class Clock:
         return self.now
 
 
-def remote_host(
-    data_dir: Path,
-    secret: HostSecret,
-    model: RecordingModel | None = None,
-    clock: Callable[[], float] | None = None,
-    connection: ConnectionSettings = FAST,
-) -> Host:
-    extension = RemoteMcpExtension(
-        secret, settings=RemoteMcpSettings(connection=connection), clock=clock or time.time
-    )
-    return Host(HostConfig(data_dir=data_dir, model=model.model() if model else "offline"), [extension])
-
-
 @asynccontextmanager
 async def demo_server(token: str, *, port: int = 0) -> AsyncIterator[RunningServer]:
     """Playa's demo server (bearer-protected, ``whoami`` echoes the request headers)."""
     async with serve_asgi(build_app(token, transport="streamable-http"), port=port, path="/mcp") as server:
         yield server
+
+
+@asynccontextmanager
+async def demo_added(
+    data_dir: Path,
+    secret: HostSecret,
+    token: str,
+    model: RecordingModel | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+) -> AsyncIterator[tuple[Host, ChatSession]]:
+    """A host whose owner added the demo server to chat ``SCOPE`` with ``token``: the host, and the chat."""
+    async with demo_server(token) as demo, remote_host(data_dir, secret, model, clock=clock) as host:
+        session = await host.session(SCOPE, owner="owner")
+        await say(host, session, f"/mcp_add demo {demo.url} --bearer {token}")
+        yield host, session
 
 
 def ping_server() -> MCPServer:
@@ -201,9 +204,7 @@ async def test_removing_a_server_deactivates_its_tools_and_hides_them_from_the_m
     token = "demo-" + uuid.uuid4().hex
     model = RecordingModel()
     with anyio.fail_after(TEST_TIMEOUT):
-        async with demo_server(token) as demo, remote_host(data_dir, host_secret, model) as host:
-            session = await host.session(SCOPE, owner="owner")
-            await say(host, session, f"/mcp_add demo {demo.url} --bearer {token}")
+        async with demo_added(data_dir, host_secret, token, model) as (host, session):
             await say(host, session, "hello")
             assert set(DEMO_TOOLS) <= model.tools()
 
@@ -319,9 +320,7 @@ async def test_the_agent_cannot_delete_the_file_and_its_servers_stay(
     token = "demo-" + uuid.uuid4().hex
     model = RecordingModel()
     with anyio.fail_after(TEST_TIMEOUT):
-        async with demo_server(token) as demo, remote_host(data_dir, host_secret, model) as host:
-            session = await host.session(SCOPE, owner="owner")
-            await say(host, session, f"/mcp_add demo {demo.url} --bearer {token}")
+        async with demo_added(data_dir, host_secret, token, model) as (host, session):
             deleted = await say(host, session, "delete_file " + json.dumps({"path": SERVERS_JSON}))
             assert "the workspace tools cannot use it" in deleted.text
             assert store_path(session.workspace).is_file()
@@ -337,9 +336,7 @@ async def test_a_deleted_file_is_refused_told_and_restored_with_one_command(
 ) -> None:
     token = "demo-" + uuid.uuid4().hex
     with anyio.fail_after(TEST_TIMEOUT):
-        async with demo_server(token) as demo, remote_host(data_dir, host_secret) as host:
-            session = await host.session(SCOPE, owner="owner")
-            await say(host, session, f"/mcp_add demo {demo.url} --bearer {token}")
+        async with demo_added(data_dir, host_secret, token) as (host, session):
             store_path(session.workspace).unlink()  # a writer other than the agent
 
             await say(host, session, "hello")
@@ -373,11 +370,8 @@ async def test_a_down_server_does_not_stop_the_turn_and_the_prompt_says_why(
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
             closed_port() as down_url,
-            demo_server(token) as demo,
-            remote_host(data_dir, host_secret, model, clock) as host,
+            demo_added(data_dir, host_secret, token, model, clock=clock) as (host, session),
         ):
-            session = await host.session(SCOPE, owner="owner")
-            await say(host, session, f"/mcp_add demo {demo.url} --bearer {token}")
             added = await say(host, session, f"/mcp_add down {down_url}")
             assert added.text == (
                 "Added down, but it is unavailable: connection refused; next retry at 00:17:40 UTC (in 60 s). "
@@ -455,12 +449,11 @@ async def test_a_server_that_hangs_is_given_up_after_the_connect_timeout_and_the
     data_dir: Path, host_secret: HostSecret
 ) -> None:
     clock = Clock()
+    hanging = RemoteMcpSettings(connection=ConnectionSettings(connect_timeout=1.0))
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
             blackhole() as hole,
-            remote_host(
-                data_dir, host_secret, clock=clock, connection=ConnectionSettings(connect_timeout=1.0)
-            ) as host,
+            remote_host(data_dir, host_secret, settings=hanging, clock=clock) as host,
         ):
             session = await host.session(SCOPE, owner="owner")
             added = await say(host, session, f"/mcp_add hung {hole.url}")
@@ -481,7 +474,7 @@ async def test_a_server_that_comes_back_is_used_again_once_its_backoff_passes(
     model = RecordingModel()
     clock = Clock()
     with anyio.fail_after(TEST_TIMEOUT):
-        async with remote_host(data_dir, host_secret, model, clock) as host:
+        async with remote_host(data_dir, host_secret, model, clock=clock) as host:
             session = await host.session(SCOPE, owner="owner")
             async with closed_port() as url:
                 added = await say(host, session, f"/mcp_add back {url}")
@@ -653,10 +646,10 @@ async def test_shutdown_closes_every_chat_s_connections_at_once(
 ) -> None:
     # One after another, the first close would wait out its close timeout for the others.
     app = DeletesMeet(OneProtocol(ping_server().streamable_http_app(host=LOOPBACK), "handshake"), 6)
-    settings = ConnectionSettings(connect_timeout=15.0, call_timeout=15.0, close_timeout=10.0)
+    settings = RemoteMcpSettings(connection=replace(HEALTHY, close_timeout=10.0))
     with anyio.fail_after(TEST_TIMEOUT):
         async with serve_asgi(app, path="/mcp") as server:
-            async with remote_host(data_dir, host_secret, connection=settings) as host:
+            async with remote_host(data_dir, host_secret, settings=settings) as host:
                 for n in range(3):
                     session = await host.session(f"console:{n}", owner="owner")
                     assert "connected" in (await say(host, session, f"/mcp_add one {server.url}")).text
@@ -676,9 +669,7 @@ async def test_junk_entries_are_counted_in_the_prompt_never_named_and_shown_safe
     junk = [{"name": huge}, {"name": f"\x1b[2J\u202eevil\x00 {token} tail"}]
     junk += [{"name": f"junk-{i}", "url": "x"} for i in range(15_000)]
     with anyio.fail_after(TEST_TIMEOUT):
-        async with demo_server(token) as demo, remote_host(data_dir, host_secret, model) as host:
-            session = await host.session(SCOPE, owner="owner")
-            await say(host, session, f"/mcp_add demo {demo.url} --bearer {token}")
+        async with demo_added(data_dir, host_secret, token, model) as (host, session):
             path = store_path(session.workspace)
             doc = json.loads(path.read_text())
             doc["servers"] += junk
@@ -734,7 +725,7 @@ async def test_a_key_in_the_url_connects_but_is_shown_masked_and_never_reaches_t
         return ModelResponse(parts=[TextPart("done")])
 
     script = Script([call_echo, done])
-    extension = RemoteMcpExtension(host_secret, settings=RemoteMcpSettings(connection=FAST))
+    extension = RemoteMcpExtension(host_secret, settings=SETTINGS)
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
             demo_server(token) as demo,

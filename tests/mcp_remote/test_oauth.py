@@ -26,11 +26,21 @@ from playa.mcp_remote.store._store import ServerStore
 from servers.oidc import authorization_server
 from servers.python_servers import LOOPBACK, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
-from support.oauth import SETTINGS, OwnerUI, every_file, link_in, protected_server, remote_host, sign_in
+from support.oauth import (
+    SCOPE,
+    OwnerUI,
+    every_file,
+    link_in,
+    log_in,
+    log_in_again,
+    protected_chat,
+    protected_server,
+    sign_in,
+)
+from support.remote import SETTINGS, owner_chat, remote_host
 
 pytestmark = [pytest.mark.anyio, pytest.mark.npm]
 
-SCOPE = "console:oauth"
 TEST_TIMEOUT = 60.0
 
 
@@ -110,15 +120,11 @@ async def test_a_server_that_needs_a_login_is_logged_in_by_the_owner_and_its_tok
                             assert form not in text, name
 
             # After a restart the stored tokens connect at once: no login.
-            async with remote_host(data_dir, host_secret, RecordingModel()) as host:
-                session = await host.session(SCOPE, owner="owner")
-                await host.handle(session, msg("hello"), ScriptedUI())
-                reply = await host.handle(session, msg("/mcp_list"), ScriptedUI())
-                assert reply is not None
-                assert reply.text.startswith("linear: connected over streamable-http, 2 tools"), reply.text
-                called = await host.handle(session, msg("linear__whoami"), ScriptedUI())
-                assert called is not None
-                assert "signed in" in called.text
+            async with owner_chat(data_dir, host_secret, SCOPE) as chat:
+                await chat.say("hello")
+                listed = await chat.command("/mcp_list")
+                assert listed.startswith("linear: connected over streamable-http, 2 tools"), listed
+                assert "signed in" in await chat.command("linear__whoami")
 
 
 async def test_a_link_not_used_in_time_expires_with_a_clear_message(
@@ -127,12 +133,8 @@ async def test_a_link_not_used_in_time_expires_with_a_clear_message(
     model = RecordingModel()
     started = time.monotonic()
     with anyio.fail_after(TEST_TIMEOUT):
-        async with (
-            authorization_server() as auth,
-            protected_server(auth) as mcp,
-            remote_host(data_dir, host_secret, model, replace(SETTINGS, login_timeout=0.5)) as host,
-        ):
-            session = await host.session(SCOPE, owner="owner")
+        expiring = replace(SETTINGS, login_timeout=0.5)
+        async with protected_chat(data_dir, host_secret, model, expiring) as (_, mcp, host, session):
             ui = OwnerUI()
             await host.handle(session, msg(f"/mcp_add linear {mcp.url} --oauth"), ui)
             await ui.link.wait()
@@ -154,13 +156,9 @@ async def test_tokens_are_refreshed_before_expiry_and_a_refused_refresh_waits_fo
         # Tokens that live 30 s are within the 60 s refresh margin from the start: every connect
         # refreshes first, and the refreshed token outlives the connect.
         async with authorization_server(access_ttl=30) as auth, protected_server(auth) as mcp:
-            async with remote_host(data_dir, host_secret, RecordingModel()) as host:
+            async with remote_host(data_dir, host_secret) as host:
                 session = await host.session(SCOPE, owner="owner")
-                ui = OwnerUI()
-                await host.handle(session, msg(f"/mcp_add linear {mcp.url}"), ui)
-                await ui.link.wait()
-                await sign_in(ui.link_url())
-                await ui.said.wait()
+                ui = await log_in(host, session, mcp.url)
                 assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 2 tools."
                 workspace = session.workspace
             store = ServerStore(workspace, SCOPE, Sealer(host_secret.value))
@@ -168,12 +166,10 @@ async def test_tokens_are_refreshed_before_expiry_and_a_refused_refresh_waits_fo
             assert first.oauth is not None and first.oauth.tokens is not None
 
             # A restart connects with a refreshed token: the sealed one changes.
-            async with remote_host(data_dir, host_secret, RecordingModel()) as host:
-                session = await host.session(SCOPE, owner="owner")
-                await host.handle(session, msg("hello"), ScriptedUI())
-                listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
-                assert listed is not None
-                assert listed.text.startswith("linear: connected"), listed.text
+            async with owner_chat(data_dir, host_secret, SCOPE) as chat:
+                await chat.say("hello")
+                listed = await chat.command("/mcp_list")
+                assert listed.startswith("linear: connected"), listed
             (second,) = store.load().entries
             assert second.oauth is not None and second.oauth.tokens is not None
             assert second.oauth.tokens.access_token != first.oauth.tokens.access_token
@@ -189,17 +185,15 @@ async def test_tokens_are_refreshed_before_expiry_and_a_refused_refresh_waits_fo
                     },
                 )
             assert revoked.status_code == 200
-            async with remote_host(data_dir, host_secret, RecordingModel()) as host:
-                session = await host.session(SCOPE, owner="owner")
-                await host.handle(session, msg("hello"), ScriptedUI())
-                listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
-                assert listed is not None
-                first_line = listed.text.splitlines()[0]
+            async with owner_chat(data_dir, host_secret, SCOPE) as chat:
+                await chat.say("hello")
+                listed = await chat.command("/mcp_list")
+                first_line = listed.splitlines()[0]
                 assert first_line == (
                     "linear: unavailable: authorization expired — the owner can run /mcp_auth linear"
                 ), first_line
-                assert "next retry" not in listed.text
-                prompt = session.prompt.get("Remote MCP servers") or ""
+                assert "next retry" not in listed
+                prompt = (await chat.session()).prompt.get("Remote MCP servers") or ""
                 assert "authorization expired — the owner can run /mcp_auth linear" in prompt
 
 
@@ -208,19 +202,11 @@ async def test_a_call_refused_for_a_scope_waits_for_the_owners_login_with_the_wi
 ) -> None:
     caplog.set_level(logging.DEBUG)
     with anyio.fail_after(TEST_TIMEOUT):
-        async with (
-            authorization_server() as auth,
-            protected_server(auth, step_up=True) as mcp,
-            remote_host(data_dir, host_secret, model := RecordingModel()) as host,
-        ):
-            session = await host.session(SCOPE, owner="owner")
-            ui = OwnerUI()
-            await host.handle(session, msg(f"/mcp_add notes {mcp.url}"), ui)
-            await ui.link.wait()
+        model = RecordingModel()
+        async with protected_chat(data_dir, host_secret, model, step_up=True) as (_, mcp, host, session):
+            ui = await log_in(host, session, mcp.url, "notes")
             (first_scope,) = parse_qs(urlsplit(ui.link_url()).query)["scope"]
             assert "mcp:write" not in first_scope.split()
-            await sign_in(ui.link_url())
-            await ui.said.wait()
             assert ui.sent[-1] == "Logged in to notes: connected over streamable-http, 4 tools."
             first_grant = sealed_secrets(data_dir, host_secret, session.workspace)
 
@@ -234,15 +220,10 @@ async def test_a_call_refused_for_a_scope_waits_for_the_owners_login_with_the_wi
             assert listed is not None and "next retry" not in listed.text
 
             # The new login asks for what was granted and what the call needed (SEP-2350).
-            ui.link, ui.said = anyio.Event(), anyio.Event()
-            await host.handle(session, msg("/mcp_auth notes"), ui)
-            await ui.link.wait()
-            second_link = link_in(ui.private[-1])
-            (scope,) = parse_qs(urlsplit(second_link).query)["scope"]
+            said = await log_in_again(host, session, ui, "notes")
+            (scope,) = parse_qs(urlsplit(link_in(ui.private[-1])).query)["scope"]
             assert set(scope.split()) == {*first_scope.split(), "mcp:write"}
-            await sign_in(second_link)
-            await ui.said.wait()
-            assert ui.sent[-1] == "Logged in to notes: connected over streamable-http, 4 tools."
+            assert said == "Logged in to notes: connected over streamable-http, 4 tools."
             published = await host.handle(session, msg("notes__publish"), ScriptedUI())
             assert published is not None and "published" in published.text
 
@@ -288,7 +269,7 @@ async def test_a_server_that_wants_a_fixed_bearer_token_is_tried_as_oauth_and_th
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
             serve_mcp(server, bearer="a-fixed-token-" + "x" * 20) as fixed,
-            remote_host(data_dir, host_secret, RecordingModel()) as host,
+            remote_host(data_dir, host_secret) as host,
         ):
             session = await host.session(SCOPE, owner="owner")
             ui = OwnerUI()
@@ -317,12 +298,7 @@ async def test_a_fixed_callback_port_is_the_redirect_uri_the_login_registers_and
     sock.close()  # a free port, for the listener to take
     settings = replace(SETTINGS, oauth_callback_port=port)
     with anyio.fail_after(TEST_TIMEOUT):
-        async with (
-            authorization_server() as auth,
-            protected_server(auth) as mcp,
-            remote_host(data_dir, host_secret, RecordingModel(), settings) as host,
-        ):
-            session = await host.session(SCOPE, owner="owner")
+        async with protected_chat(data_dir, host_secret, settings=settings) as (_, mcp, host, session):
             ui = OwnerUI()
             await host.handle(session, msg(f"/mcp_add linear {mcp.url}"), ui)
             await ui.link.wait()
@@ -345,12 +321,7 @@ async def test_the_reply_says_when_the_link_could_not_be_sent_privately_and_a_ne
     data_dir: Path, host_secret: HostSecret
 ) -> None:
     with anyio.fail_after(TEST_TIMEOUT):
-        async with (
-            authorization_server() as auth,
-            protected_server(auth) as mcp,
-            remote_host(data_dir, host_secret, RecordingModel()) as host,
-        ):
-            session = await host.session(SCOPE, owner="owner")
+        async with protected_chat(data_dir, host_secret) as (_, mcp, host, session):
             ui = NoPrivateChat(private_place="in our private chat")
             added = await host.handle(session, msg(f"/mcp_add linear {mcp.url}"), ui)
             assert added is not None

@@ -26,22 +26,22 @@ from playa.mcp_remote.transport._revoke import revoke
 from servers.oidc import authorization_server
 from support.chat import GUEST, RecordingModel, ScriptedUI, msg
 from support.oauth import (
-    SETTINGS,
+    SCOPE,
     OwnerUI,
     every_file,
     introspect,
     link_in,
     log_in,
+    log_in_again,
+    protected_chat,
     protected_server,
     refuse_sign_in,
-    remote_host,
-    sign_in,
     sign_in_elsewhere,
 )
+from support.remote import SETTINGS, remote_host
 
 pytestmark = [pytest.mark.anyio]
 
-SCOPE = "console:oauth"
 TEST_TIMEOUT = 60.0
 
 
@@ -56,12 +56,7 @@ async def test_removing_a_server_revokes_its_tokens_and_they_no_longer_work(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
     with anyio.fail_after(TEST_TIMEOUT):
-        async with (
-            authorization_server() as auth,
-            protected_server(auth) as mcp,
-            remote_host(data_dir, host_secret, RecordingModel()) as host,
-        ):
-            session = await host.session(SCOPE, owner="owner")
+        async with protected_chat(data_dir, host_secret) as (auth, mcp, host, session):
             await log_in(host, session, mcp.url)
             grant = stored_grant(session.workspace, host_secret)
             assert grant.tokens is not None and grant.tokens.refresh_token
@@ -92,7 +87,7 @@ async def test_a_revocation_that_fails_never_blocks_the_removal_and_the_reply_ho
     data_dir: Path, host_secret: HostSecret
 ) -> None:
     with anyio.fail_after(TEST_TIMEOUT):
-        async with remote_host(data_dir, host_secret, RecordingModel()) as host:
+        async with remote_host(data_dir, host_secret) as host:
             session = await host.session(SCOPE, owner="owner")
             async with authorization_server() as auth, protected_server(auth) as mcp:
                 await log_in(host, session, mcp.url)
@@ -111,24 +106,24 @@ async def test_a_revocation_that_fails_never_blocks_the_removal_and_the_reply_ho
                     assert form not in removed.text
 
 
+def grant_from(issuer: str, *, revocation: bool) -> OAuthGrant:
+    """A grant ``issuer`` made (its metadata names a revocation endpoint, or none), with made-up tokens."""
+    endpoints = {"authorization_endpoint": f"{issuer}/auth", "token_endpoint": f"{issuer}/token"}
+    if revocation:
+        endpoints["revocation_endpoint"] = f"{issuer}/revoke"
+    return OAuthGrant(
+        resource="http://127.0.0.1:1/mcp",
+        issuer=issuer,
+        client=OAuthClientInformationFull(client_id="playa", token_endpoint_auth_method="none"),
+        tokens=OAuthToken(access_token="access-7f3a9c", refresh_token="refresh-2b8e41"),
+        metadata=OAuthMetadata.model_validate({"issuer": issuer, **endpoints}),
+    )
+
+
 async def test_a_revocation_endpoint_that_never_answers_is_given_up_in_time() -> None:
     async with await anyio.create_tcp_listener(local_host="127.0.0.1") as silent:
         port = silent.extra(anyio.abc.SocketAttribute.local_port)
-        issuer = f"http://127.0.0.1:{port}"
-        grant = OAuthGrant(
-            resource="http://127.0.0.1:1/mcp",
-            issuer=issuer,
-            client=OAuthClientInformationFull(client_id="playa", token_endpoint_auth_method="none"),
-            tokens=OAuthToken(access_token="access-7f3a9c", refresh_token="refresh-2b8e41"),
-            metadata=OAuthMetadata.model_validate(
-                {
-                    "issuer": issuer,
-                    "authorization_endpoint": f"{issuer}/auth",
-                    "token_endpoint": f"{issuer}/token",
-                    "revocation_endpoint": f"{issuer}/revoke",
-                }
-            ),
-        )
+        grant = grant_from(f"http://127.0.0.1:{port}", revocation=True)
         started = time.monotonic()
         with anyio.fail_after(TEST_TIMEOUT):
             async with httpx2.AsyncClient(timeout=30.0) as http:
@@ -144,12 +139,8 @@ async def test_a_tool_that_needs_a_scope_the_login_lacks_names_it_and_the_comman
     data_dir: Path, host_secret: HostSecret
 ) -> None:
     with anyio.fail_after(TEST_TIMEOUT):
-        async with (
-            authorization_server() as auth,
-            protected_server(auth, write_scope="files:write") as mcp,
-            remote_host(data_dir, host_secret, RecordingModel()) as host,
-        ):
-            session = await host.session(SCOPE, owner="owner")
+        scope = "files:write"  # which the authorization server never grants
+        async with protected_chat(data_dir, host_secret, write_scope=scope) as (_, mcp, host, session):
             ui = await log_in(host, session, mcp.url)
             called = await host.handle(session, msg('linear__write {"text": "x"}'), ScriptedUI())
             assert called is not None
@@ -191,17 +182,8 @@ async def test_a_server_that_wants_more_scope_to_connect_says_which_and_waits_fo
     data_dir: Path, host_secret: HostSecret
 ) -> None:
     with anyio.fail_after(TEST_TIMEOUT):
-        async with (
-            authorization_server() as auth,
-            protected_server(auth, list_scope="tools:read") as mcp,
-            remote_host(data_dir, host_secret, RecordingModel()) as host,
-        ):
-            session = await host.session(SCOPE, owner="owner")
-            ui = OwnerUI()
-            await host.handle(session, msg(f"/mcp_add linear {mcp.url}"), ui)
-            await ui.link.wait()
-            await sign_in(ui.link_url())
-            await ui.said.wait()
+        async with protected_chat(data_dir, host_secret, list_scope="tools:read") as (_, mcp, host, session):
+            ui = await log_in(host, session, mcp.url, outcome="unavailable")
             expected = "unavailable: needs scope tools:read — the owner can run /mcp_auth linear"
             assert ui.sent[-1] == f"Logged in to linear: {expected}.", ui.sent
             listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
@@ -229,12 +211,7 @@ async def test_the_owner_pastes_the_address_the_login_ended_at_as_a_secret_answe
     caplog.set_level(logging.DEBUG)
     model = RecordingModel()
     with anyio.fail_after(TEST_TIMEOUT):
-        async with (
-            authorization_server() as auth,
-            protected_server(auth) as mcp,
-            remote_host(data_dir, host_secret, model) as host,
-        ):
-            session = await host.session(SCOPE, owner="owner")
+        async with protected_chat(data_dir, host_secret, model) as (_, mcp, host, session):
             ui, ended_at = await started_login(host, session, mcp.url)
             code = parse_qs(urlsplit(ended_at).query)["code"][0]
             caplog.clear()  # the test's own browser logged the address it was sent to
@@ -281,12 +258,7 @@ async def test_a_pasted_address_with_another_issuer_or_after_the_link_expired_co
     data_dir: Path, host_secret: HostSecret
 ) -> None:
     with anyio.fail_after(TEST_TIMEOUT):
-        async with (
-            authorization_server() as auth,
-            protected_server(auth) as mcp,
-            remote_host(data_dir, host_secret, RecordingModel()) as host,
-        ):
-            session = await host.session(SCOPE, owner="owner")
+        async with protected_chat(data_dir, host_secret) as (auth, mcp, host, session):
             ui, ended_at = await started_login(host, session, mcp.url)
             assert f"iss={quote(auth.issuer, safe='')}" in ended_at
             forged = ended_at.replace(quote(auth.issuer, safe=""), quote("http://127.0.0.1:9/", safe=""))
@@ -297,14 +269,8 @@ async def test_a_pasted_address_with_another_issuer_or_after_the_link_expired_co
             listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
             assert listed is not None and "this server needs a login" in listed.text
 
-        async with (
-            authorization_server() as auth,
-            protected_server(auth) as mcp,
-            remote_host(
-                data_dir, host_secret, RecordingModel(), replace(SETTINGS, login_timeout=0.5)
-            ) as host,
-        ):
-            session = await host.session(SCOPE, owner="owner")
+        expiring = replace(SETTINGS, login_timeout=0.5)
+        async with protected_chat(data_dir, host_secret, settings=expiring) as (_, mcp, host, session):
             ui = OwnerUI()
             await host.handle(session, msg(f"/mcp_add linear {mcp.url} --oauth"), ui)
             await ui.link.wait()
@@ -316,20 +282,7 @@ async def test_a_pasted_address_with_another_issuer_or_after_the_link_expired_co
 
 
 async def test_an_authorization_server_without_revocation_is_said_to_offer_none() -> None:
-    issuer = "http://127.0.0.1:9"
-    grant = OAuthGrant(
-        resource="http://127.0.0.1:1/mcp",
-        issuer=issuer,
-        client=OAuthClientInformationFull(client_id="playa", token_endpoint_auth_method="none"),
-        tokens=OAuthToken(access_token="access-7f3a9c", refresh_token="refresh-2b8e41"),
-        metadata=OAuthMetadata.model_validate(
-            {
-                "issuer": issuer,
-                "authorization_endpoint": f"{issuer}/auth",
-                "token_endpoint": f"{issuer}/token",
-            }
-        ),
-    )
+    grant = grant_from("http://127.0.0.1:9", revocation=False)
     async with httpx2.AsyncClient() as http:
         outcome = await revoke(grant, http)
         nothing = await revoke(OAuthGrant(resource="http://127.0.0.1:1/mcp"), http)
@@ -344,18 +297,10 @@ async def test_a_connect_refused_for_scopes_the_login_granted_says_so_waits_for_
 ) -> None:
     refused = "the server refused access (403) although the login granted the scopes it asked for: mcp"
     with anyio.fail_after(TEST_TIMEOUT):
-        async with (
-            authorization_server() as auth,
-            # Listing the tools needs "mcp", which every token here holds: the server refuses anyway.
-            protected_server(auth, list_scope="mcp") as mcp,
-            remote_host(data_dir, host_secret, model := RecordingModel()) as host,
-        ):
-            session = await host.session(SCOPE, owner="owner")
-            ui = OwnerUI()
-            await host.handle(session, msg(f"/mcp_add linear {mcp.url}"), ui)
-            await ui.link.wait()
-            await sign_in(ui.link_url())
-            await ui.said.wait()
+        # Listing the tools needs "mcp", which every token here holds: the server refuses anyway.
+        model = RecordingModel()
+        async with protected_chat(data_dir, host_secret, model, list_scope="mcp") as (_, mcp, host, session):
+            ui = await log_in(host, session, mcp.url, outcome="unavailable")
             first = f"unavailable: {refused} — the owner can run /mcp_auth linear to log in again"
             assert ui.sent[-1] == f"Logged in to linear: {first}.", ui.sent
             listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
@@ -367,13 +312,9 @@ async def test_a_connect_refused_for_scopes_the_login_granted_says_so_waits_for_
             assert first.removeprefix("unavailable: ") in repr(model.seen)
 
             # The owner logs in again, and the server still refuses: no further login is suggested.
-            ui.link, ui.said = anyio.Event(), anyio.Event()
-            await host.handle(session, msg("/mcp_auth linear"), ui)
-            await ui.link.wait()
-            await sign_in(link_in(ui.private[-1]))
-            await ui.said.wait()
+            said = await log_in_again(host, session, ui)
             again = f"unavailable: {refused}, and again after a new login: the account needs access at the server itself"
-            assert ui.sent[-1] == f"Logged in to linear: {again}.", ui.sent
+            assert said == f"Logged in to linear: {again}.", ui.sent
             assert "/mcp_auth" not in ui.sent[-1]
             listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
             assert listed is not None
@@ -394,32 +335,21 @@ async def test_a_new_login_revokes_the_tokens_it_replaces_once_its_own_are_store
         return [await introspect(auth, token) for token in tokens]
 
     with anyio.fail_after(TEST_TIMEOUT * 2):
-        async with (
-            authorization_server() as auth,
-            protected_server(auth) as mcp,
-            remote_host(data_dir, host_secret, RecordingModel()) as host,
-        ):
-            session = await host.session(SCOPE, owner="owner")
+        async with protected_chat(data_dir, host_secret) as (auth, mcp, host, session):
             ui = await log_in(host, session, mcp.url)
             first = tokens_of(stored_grant(session.workspace, host_secret))
 
             # A new login the owner cancels at the authorization server changes nothing.
-            ui.link, ui.said = anyio.Event(), anyio.Event()
-            await host.handle(session, msg("/mcp_auth linear"), ui)
-            await refuse_sign_in(link_in(ui.private[-1]))
-            await ui.said.wait()
-            assert ui.sent[-1].startswith("The login to linear failed: access_denied"), ui.sent
+            said = await log_in_again(host, session, ui, browser=refuse_sign_in)
+            assert said.startswith("The login to linear failed: access_denied"), ui.sent
             assert await work(first) == [True, True]
             assert tokens_of(stored_grant(session.workspace, host_secret)) == first
             called = await host.handle(session, msg("linear__whoami"), ScriptedUI())
             assert called is not None and "signed in" in called.text, called.text
 
             # One that succeeds revokes them, once its own tokens are stored.
-            ui.link, ui.said = anyio.Event(), anyio.Event()
-            await host.handle(session, msg("/mcp_auth linear"), ui)
-            await sign_in(link_in(ui.private[-1]))
-            await ui.said.wait()
-            assert ui.sent[-1] == "Logged in to linear: connected over streamable-http, 2 tools.", ui.sent
+            said = await log_in_again(host, session, ui)
+            assert said == "Logged in to linear: connected over streamable-http, 2 tools.", ui.sent
             second = tokens_of(stored_grant(session.workspace, host_secret))
             assert set(second).isdisjoint(first)
             assert await work(first) == [False, False]

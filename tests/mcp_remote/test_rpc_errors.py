@@ -11,12 +11,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
 from playa.exceptions import CallFailed, RemoteError
-from playa.mcp_remote.transport._connection import ConnectionSettings, Connector, Endpoint
+from playa.mcp_remote.transport._connection import Connector, Endpoint
 from servers.python_servers import serve_mcp
+from support.remote import HEALTHY
 
 pytestmark = pytest.mark.anyio
-
-HEALTHY = ConnectionSettings(connect_timeout=15.0, call_timeout=15.0, close_timeout=5.0)
 
 
 def refusing_server() -> MCPServer:

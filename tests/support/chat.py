@@ -77,7 +77,13 @@ class ScriptedUI:
 
     async def approval(self, approval: Approval) -> MessageRef | None:
         self.approvals.append(approval)
+        self._changed_now()
         return len(self.approvals)
+
+    async def approval_shown(self, count: int) -> Approval:
+        """The ``count``-th approval, once it was shown (bound it with ``fail_after``)."""
+        await self.until(lambda seen: len(seen.approvals) >= count)
+        return self.approvals[count - 1]
 
     async def delete(self, ref: MessageRef) -> bool:
         self.deleted.append(ref)

@@ -7,7 +7,7 @@ consents on the authorization server's own pages, and its last redirect reaches 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,14 +22,15 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from playa._asgi import bind
-from playa.host import ChatSession, Host, HostConfig
-from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpExtension, RemoteMcpSettings
-from servers.oidc import AuthorizationServer
+from playa.host import ChatSession, Host
+from playa.mcp_remote import HostSecret, RemoteMcpSettings
+from servers.oidc import AuthorizationServer, authorization_server
 from servers.python_servers import LOOPBACK, RunningServer, buffered, json_or_none, serve_asgi
 from support.chat import RecordingModel, ScriptedUI, msg
+from support.remote import SETTINGS, remote_host
 
 __all__ = [
-    "SETTINGS",
+    "SCOPE",
     "Introspection",
     "OwnerUI",
     "StepUp",
@@ -37,16 +38,17 @@ __all__ = [
     "introspect",
     "link_in",
     "log_in",
+    "log_in_again",
+    "protected_chat",
     "protected_server",
     "refuse_sign_in",
-    "remote_host",
     "sign_in",
     "sign_in_elsewhere",
 ]
 
-SETTINGS = RemoteMcpSettings(
-    connection=ConnectionSettings(connect_timeout=15.0, call_timeout=15.0, close_timeout=5.0)
-)
+
+SCOPE = "console:oauth"
+"""The owner's chat that logs in, unless a test says otherwise."""
 
 
 class Introspection:
@@ -301,11 +303,27 @@ async def refuse_sign_in(link: str) -> httpx2.Response:
         return await browser.get(str(page.url).rstrip("/") + "/abort")
 
 
-def remote_host(
-    data_dir: Path, secret: HostSecret, model: RecordingModel, settings: RemoteMcpSettings = SETTINGS
-) -> Host:
-    extension = RemoteMcpExtension(secret, settings=settings)
-    return Host(HostConfig(data_dir=data_dir, model=model.model()), [extension])
+@asynccontextmanager
+async def protected_chat(
+    data_dir: Path,
+    secret: HostSecret,
+    model: RecordingModel | None = None,
+    settings: RemoteMcpSettings = SETTINGS,
+    *,
+    scope: str = SCOPE,
+    access_ttl: int = 3600,
+    write_scope: str | None = None,
+    list_scope: str | None = None,
+    step_up: bool = False,
+) -> AsyncIterator[tuple[AuthorizationServer, RunningServer, Host, ChatSession]]:
+    """An authorization server, the MCP server it protects (see ``protected_server``), a host with
+    the remote-MCP extension, and the owner's chat ``scope`` on it."""
+    async with (
+        authorization_server(access_ttl=access_ttl) as auth,
+        protected_server(auth, write_scope=write_scope, list_scope=list_scope, step_up=step_up) as mcp,
+        remote_host(data_dir, secret, model, settings) as host,
+    ):
+        yield auth, mcp, host, await host.session(scope, owner="owner")
 
 
 def every_file(root: Path) -> dict[str, str]:
@@ -324,13 +342,33 @@ async def introspect(auth: AuthorizationServer, token: str) -> bool:
     return bool(answer.json().get("active"))
 
 
-async def log_in(host: Host, session: ChatSession, url: str, name: str = "linear") -> OwnerUI:
-    """``/mcp_add`` a server that needs a login, and sign in with the link the owner was sent."""
+async def log_in(
+    host: Host, session: ChatSession, url: str, name: str = "linear", *, outcome: str = "connected"
+) -> OwnerUI:
+    """``/mcp_add`` a server that needs a login, and sign in with the link the owner was sent; the
+    chat then says ``Logged in to <name>: <outcome>…``."""
     ui = OwnerUI()
     added = await host.handle(session, msg(f"/mcp_add {name} {url}"), ui)
     assert added is not None and "needs a login" in added.text, added
     await ui.link.wait()
     await sign_in(ui.link_url())
     await ui.said.wait()
-    assert ui.sent[-1].startswith(f"Logged in to {name}: connected"), ui.sent
+    assert ui.sent[-1].startswith(f"Logged in to {name}: {outcome}"), ui.sent
     return ui
+
+
+async def log_in_again(
+    host: Host,
+    session: ChatSession,
+    ui: OwnerUI,
+    name: str = "linear",
+    *,
+    browser: Callable[[str], Awaitable[object]] = sign_in,
+) -> str:
+    """``/mcp_auth`` for a new login, the owner's ``browser`` taking the new link; what the chat says then."""
+    ui.link, ui.said = anyio.Event(), anyio.Event()
+    await host.handle(session, msg(f"/mcp_auth {name}"), ui)
+    await ui.link.wait()
+    await browser(link_in(ui.private[-1]))
+    await ui.said.wait()
+    return ui.sent[-1]

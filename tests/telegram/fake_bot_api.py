@@ -79,6 +79,12 @@ class ApiCall:
     def text(self) -> str:
         return str(self.params.get("text", ""))
 
+    @property
+    def labels(self) -> list[str]:
+        """The labels of the message's inline buttons, row by row."""
+        markup = self.params.get("reply_markup") or {}
+        return [button["text"] for row in markup.get("inline_keyboard", []) for button in row]
+
 
 @dataclass
 class FakeBotApi:

@@ -129,16 +129,18 @@ async def turn(fake: FakeBotApi, chat: dict[str, Any], sender: int, model: Recor
     return {tool.name: tool.description or "" for tool in model.seen[-1][1].function_tools}
 
 
-def labels(call: ApiCall) -> list[str]:
-    markup = call.params.get("reply_markup") or {}
-    return [button["text"] for row in markup.get("inline_keyboard", []) for button in row]
-
-
 async def decided(fake: FakeBotApi, shown: ApiCall, contains: str, *, after: int) -> ApiCall:
     """The edit of the approval message that says what was decided."""
     return await fake.wait_call(
         "editMessageText", after=after, message_id=shown.result_id, where=lambda call: contains in call.text
     )
+
+
+async def approve(fake: FakeBotApi, shown: ApiCall, owner: int, says: str) -> ApiCall:
+    """The owner presses Approve under ``shown``: the edit of it that says what was decided."""
+    mark = fake.mark()
+    fake.press(shown, "Approve", sender=user(owner))
+    return await decided(fake, shown, says, after=mark)
 
 
 async def answered(fake: FakeBotApi, *, after: int) -> ApiCall:
@@ -160,7 +162,7 @@ async def test_the_owner_approves_with_a_button_and_the_held_tool_reaches_the_mo
     async with bot_with_changing_server(tmp_path, chat, 5101, model) as bot:
         fake = bot.fake
         shown = await change(fake, chat, 5101, 5101)
-        assert labels(shown) == ["Approve", "Reject"]
+        assert shown.labels == ["Approve", "Reject"]
         assert "- lookup (changed)" in shown.text
         assert f'description: "{OLD}" → "{CHANGED.format(version=1)}"' in shown.text
         assert "leak" not in shown.text  # a definition quoting the key is never offered, nor shown
@@ -196,7 +198,7 @@ async def test_in_a_group_a_members_press_changes_nothing_and_the_owners_reject_
         fake = bot.fake
         fake.no_private_chat.add(owner)  # never started a private chat: the approval goes to the group
         shown = await change(fake, group, member, -5201)
-        assert labels(shown) == ["Approve", "Reject"]
+        assert shown.labels == ["Approve", "Reject"]
 
         mark = fake.mark()
         fake.press(shown, "Approve", sender=user(member))
@@ -256,9 +258,7 @@ async def test_a_newer_approval_supersedes_the_older_whose_buttons_then_do_nothi
         tools = await turn(fake, chat, 5301, model)
         assert "changing__lookup" not in tools
 
-        mark = fake.mark()
-        fake.press(second, "Approve", sender=user(5301))
-        await decided(fake, second, "Approved 3 tool(s) of changing", after=mark)
+        await approve(fake, second, 5301, "Approved 3 tool(s) of changing")
         tools = await turn(fake, chat, 5301, model)
         assert tools["changing__lookup"] == "[changing] " + CHANGED.format(version=2)
     assert_key_never_sent(fake, model)
@@ -289,16 +289,14 @@ async def test_a_press_on_changes_that_changed_again_unseen_decides_nothing_and_
         fake.press(first, "Approve", sender=user(5701))
         newest = await fake.wait_reply(5701, "The remote MCP server changing changed", after=mark)
         assert CHANGED.format(version=2) in newest.text
-        assert labels(newest) == ["Approve", "Reject"]
+        assert newest.labels == ["Approve", "Reject"]
         final = await decided(fake, first, "nothing was decided", after=mark)
         assert "changed again since that message was shown" in final.text
         assert "reply_markup" not in final.params
         tools = await turn(fake, chat, 5701, model)
         assert "changing__lookup" not in tools
 
-        mark = fake.mark()
-        fake.press(newest, "Approve", sender=user(5701))
-        await decided(fake, newest, "Approved 3 tool(s) of changing", after=mark)
+        await approve(fake, newest, 5701, "Approved 3 tool(s) of changing")
         tools = await turn(fake, chat, 5701, model)
         assert tools["changing__lookup"] == "[changing] " + CHANGED.format(version=2)
     assert_key_never_sent(fake, model)
@@ -326,8 +324,7 @@ async def test_a_press_after_a_restart_does_nothing_and_the_owner_is_shown_the_c
             mark = fake.mark()
             fake.send(chat, "/mcp_list", sender=user(5501))
             again = await fake.wait_reply(5501, "The remote MCP server changing changed", after=mark)
-            fake.press(again, "Approve", sender=user(5501))
-            await decided(fake, again, "Approved 2 tool(s) of changing", after=mark)
+            await approve(fake, again, 5501, "Approved 2 tool(s) of changing")
             tools = await turn(fake, chat, 5501, model)
             assert "changing__lookup" in tools
     assert_key_never_sent(fake, model)
@@ -350,8 +347,7 @@ async def test_an_approval_waiting_when_the_group_is_upgraded_approves_in_the_su
         migration(fake, new, user(owner), **{"from": old_id})
         await fake.wait_reply(new_id, "is now a supergroup, with a new chat id", after=mark)
 
-        fake.press(shown, "Approve", sender=user(owner))
-        await decided(fake, shown, "Approved 2 tool(s) of changing", after=mark)
+        await approve(fake, shown, owner, "Approved 2 tool(s) of changing")
         tools = await turn(fake, new, member, model)
         assert tools["changing__lookup"] == "[changing] " + CHANGED.format(version=1)
     # The group's members never read what the server changed: only the owner, privately.

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -21,8 +23,8 @@ from playa.host import encoded_forms
 from playa.mcp_remote import HostSecret, ServerStore, resolve_host_secret
 from playa.mcp_remote.store._grant import OAuthGrant
 from playa.mcp_remote.store._seal import Sealer
-from servers.oidc import authorization_server
-from servers.python_servers import serve_asgi
+from servers.oidc import AuthorizationServer, authorization_server
+from servers.python_servers import RunningServer, serve_asgi
 from support.oauth import introspect, link_in, protected_server, sign_in_elsewhere
 from support.providers import DUMMY_KEY, serve_provider
 from support.providers import text as answer_text
@@ -51,6 +53,41 @@ def stored_grant(data_dir: Path) -> OAuthGrant:
     return entry.oauth
 
 
+def owned_group(tmp_path: Path) -> tuple[FakeBotApi, Path, Path]:
+    """The fake Bot API, its group created by ``OWNER``; the bot's data dir, and the file its log goes to."""
+    fake = FakeBotApi(TOKEN)
+    fake.administrators[GROUP_ID] = [creator(OWNER)]
+    return fake, tmp_path / "data", tmp_path / "stderr.log"
+
+
+def public_url() -> tuple[int, str]:
+    """A free loopback port, and the public URL the bot is told it is reached at through it."""
+    port = free_port()
+    return port, f"http://127.0.0.1:{port}/playa"
+
+
+async def logged_in_and_signed_in(fake: FakeBotApi, *, after: int = 0) -> None:
+    """The group is told the login connected the server, and the owner's call of its tool is signed in."""
+    logged = await fake.wait_reply(GROUP_ID, "Logged in to linear", after=after, timeout=WAIT)
+    assert "connected" in logged.text, logged.text
+    fake.send(GROUP, "linear__whoami", sender=OWNER)
+    await fake.wait_reply(GROUP_ID, "signed in", after=after, timeout=WAIT)
+
+
+@asynccontextmanager
+async def loopback(
+    fake: FakeBotApi, *, access_ttl: int = 3600
+) -> AsyncIterator[tuple[RunningServer, AuthorizationServer, RunningServer]]:
+    """``fake`` served, an authorization server whose access tokens live ``access_ttl`` seconds, and
+    the MCP server it protects."""
+    async with (
+        serve_asgi(fake.app()) as api,
+        authorization_server(access_ttl=access_ttl) as auth,
+        protected_server(auth) as mcp,
+    ):
+        yield api, auth, mcp
+
+
 def assert_nowhere(secrets: set[str], fake: FakeBotApi, stderr: Path, data_dir: Path) -> None:
     """No secret in the log, in any request the fake Bot API received, or in any file but the sealed
     store (the workspace's servers.json, and the private copy of it that detects a rollback)."""
@@ -70,18 +107,13 @@ def assert_nowhere(secrets: set[str], fake: FakeBotApi, stderr: Path, data_dir: 
 async def test_a_group_owner_logs_in_through_the_public_callback_and_the_tokens_refresh_survive_a_restart_and_are_revoked(
     tmp_path: Path,
 ) -> None:
-    fake = FakeBotApi(TOKEN)
-    fake.administrators[GROUP_ID] = [creator(OWNER)]
-    port = free_port()
-    public = f"http://127.0.0.1:{port}/playa"
-    data_dir, stderr = tmp_path / "data", tmp_path / "stderr.log"
+    fake, data_dir, stderr = owned_group(tmp_path)
+    port, public = public_url()
     secrets: set[str] = set()
     with anyio.fail_after(TEST_TIMEOUT):
         # Access tokens live 30 s, within the refresh margin: every connect refreshes first.
         async with (
-            serve_asgi(fake.app()) as api,
-            authorization_server(access_ttl=30) as auth,
-            protected_server(auth) as mcp,
+            loopback(fake, access_ttl=30) as (api, auth, mcp),
             anyio.create_task_group() as delivery,
         ):
             delivery.start_soon(fake.post_to_webhook)
@@ -115,10 +147,7 @@ async def test_a_group_owner_logs_in_through_the_public_callback_and_the_tokens_
                     assert page.headers["cache-control"] == "no-store"
                     replayed = await browser.get(ended_at)
                     assert "unknown, used or expired" in replayed.text
-                logged = await fake.wait_reply(GROUP_ID, "Logged in to linear", timeout=WAIT)
-                assert "connected" in logged.text, logged.text
-                fake.send(GROUP, "linear__whoami", sender=OWNER)
-                await fake.wait_reply(GROUP_ID, "signed in", timeout=WAIT)
+                await logged_in_and_signed_in(fake)
                 first = stored_grant(data_dir)
                 secrets |= first.secrets
                 assert await stopped(process) == 0
@@ -149,14 +178,10 @@ async def test_a_group_owner_logs_in_through_the_public_callback_and_the_tokens_
 async def test_without_a_public_url_the_owner_pastes_the_address_and_a_group_owner_without_a_private_chat_is_told(
     tmp_path: Path,
 ) -> None:
-    fake = FakeBotApi(TOKEN)
-    fake.administrators[GROUP_ID] = [creator(OWNER)]
-    data_dir, stderr = tmp_path / "data", tmp_path / "stderr.log"
+    fake, data_dir, stderr = owned_group(tmp_path)
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
-            serve_asgi(fake.app()) as api,
-            authorization_server() as auth,
-            protected_server(auth) as mcp,
+            loopback(fake) as (api, _, mcp),
             run_bot_process(TOKEN, api.url, data_dir, stderr) as process,
         ):
             await fake.wait_call("getUpdates", timeout=WAIT)
@@ -183,25 +208,18 @@ async def test_without_a_public_url_the_owner_pastes_the_address_and_a_group_own
             answer_id = fake.send(GROUP, ended_at, sender=OWNER, reply_to=question)
             await fake.wait_call("deleteMessage", after=mark, chat_id=GROUP_ID, message_id=answer_id)
             await fake.wait_reply(GROUP_ID, "Playa received the login for linear", after=mark, timeout=WAIT)
-            logged = await fake.wait_reply(GROUP_ID, "Logged in to linear", after=mark, timeout=WAIT)
-            assert "connected" in logged.text, logged.text
-            fake.send(GROUP, "linear__whoami", sender=OWNER)
-            await fake.wait_reply(GROUP_ID, "signed in", after=mark, timeout=WAIT)
+            await logged_in_and_signed_in(fake, after=mark)
             secrets = {code, *stored_grant(data_dir).secrets}
             assert await stopped(process) == 0
     assert_nowhere(secrets, fake, stderr, data_dir)
 
 
 async def test_a_link_not_used_in_time_expires_with_a_message_to_the_owner_alone(tmp_path: Path) -> None:
-    fake = FakeBotApi(TOKEN)
-    fake.administrators[GROUP_ID] = [creator(OWNER)]
-    data_dir, stderr = tmp_path / "data", tmp_path / "stderr.log"
+    fake, data_dir, stderr = owned_group(tmp_path)
     expiry = 2.0  # the operator's setting: short, for the test
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
-            serve_asgi(fake.app()) as api,
-            authorization_server() as auth,
-            protected_server(auth) as mcp,
+            loopback(fake) as (api, _, mcp),
             run_bot_process(
                 TOKEN, api.url, data_dir, stderr, extra_env={"PLAYA_OAUTH_LOGIN_TIMEOUT": f"{expiry:g}"}
             ) as process,
@@ -241,18 +259,13 @@ async def test_a_link_not_used_in_time_expires_with_a_message_to_the_owner_alone
 async def test_a_refresh_that_fails_leaves_the_server_waiting_for_the_owner_in_the_list_and_the_prompt(
     tmp_path: Path,
 ) -> None:
-    fake = FakeBotApi(TOKEN)
-    fake.administrators[GROUP_ID] = [creator(OWNER)]
-    port = free_port()
-    public = f"http://127.0.0.1:{port}/playa"
-    data_dir, stderr = tmp_path / "data", tmp_path / "stderr.log"
+    fake, data_dir, stderr = owned_group(tmp_path)
+    port, public = public_url()
     expired = "authorization expired — the owner can run /mcp_auth linear"
     with anyio.fail_after(TEST_TIMEOUT):
         # Access tokens live 30 s, within the refresh margin: every connect refreshes first.
         async with (
-            serve_asgi(fake.app()) as api,
-            authorization_server(access_ttl=30) as auth,
-            protected_server(auth) as mcp,
+            loopback(fake, access_ttl=30) as (api, auth, mcp),
             serve_provider() as provider,
             anyio.create_task_group() as delivery,
         ):
@@ -312,17 +325,12 @@ async def test_a_refresh_that_fails_leaves_the_server_waiting_for_the_owner_in_t
 async def test_in_polling_mode_a_public_url_serves_the_login_redirect_on_a_listener_of_its_own(
     tmp_path: Path,
 ) -> None:
-    fake = FakeBotApi(TOKEN)
-    fake.administrators[GROUP_ID] = [creator(OWNER)]
-    port = free_port()
-    public = f"http://127.0.0.1:{port}/playa"
-    data_dir, stderr = tmp_path / "data", tmp_path / "stderr.log"
+    fake, data_dir, stderr = owned_group(tmp_path)
+    port, public = public_url()
     secrets: set[str] = set()
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
-            serve_asgi(fake.app()) as api,
-            authorization_server() as auth,
-            protected_server(auth) as mcp,
+            loopback(fake) as (api, _, mcp),
             run_bot_process(
                 TOKEN,
                 api.url,
@@ -345,10 +353,7 @@ async def test_in_polling_mode_a_public_url_serves_the_login_redirect_on_a_liste
                 # The listener serves the redirect and nothing else.
                 other = await browser.post(f"{public}/hook", json={})
                 assert other.status_code == 404
-            logged = await fake.wait_reply(GROUP_ID, "Logged in to linear", timeout=WAIT)
-            assert "connected" in logged.text, logged.text
-            fake.send(GROUP, "linear__whoami", sender=OWNER)
-            await fake.wait_reply(GROUP_ID, "signed in", timeout=WAIT)
+            await logged_in_and_signed_in(fake)
             assert not fake.find("setWebhook")
             secrets |= stored_grant(data_dir).secrets
             assert await stopped(process) == 0

@@ -100,11 +100,6 @@ def files_holding(root: Path, text: str) -> list[Path]:
     return [path for path in root.rglob("*") if path.is_file() and text.encode() in path.read_bytes()]
 
 
-def labels(call: ApiCall) -> list[str]:
-    markup = call.params.get("reply_markup") or {}
-    return [button["text"] for row in markup.get("inline_keyboard", []) for button in row]
-
-
 def press(fake: FakeBotApi, shown: ApiCall, label: str, *, sender: dict[str, Any]) -> None:
     """Press a button of the message as it looks now: ``shown`` is its first send or its latest edit."""
     message = shown if shown.method == "sendMessage" else _as_sent(fake, shown)
@@ -125,6 +120,14 @@ async def edited(fake: FakeBotApi, shown: ApiCall, contains: str, *, after: int)
     )
 
 
+async def form_shown(
+    fake: FakeBotApi, chat: dict[str, Any], sender: dict[str, Any], *, after: int
+) -> ApiCall:
+    """``sender`` calls the asking server's ``form`` in ``chat``: its question, as shown there."""
+    fake.send(chat, "asking__form {}", sender=sender)
+    return await fake.wait_reply(chat["id"], "asking asks:", after=after)
+
+
 async def test_a_form_is_filled_in_with_buttons_and_a_forced_reply_and_accepted(tmp_path: Path) -> None:
     chat = private_chat(3101)
     async with bot_with_asking_server(tmp_path, chat, 3101) as bot:
@@ -135,7 +138,7 @@ async def test_a_form_is_filled_in_with_buttons_and_a_forced_reply_and_accepted(
         assert shown.params["reply_parameters"]["message_id"] == asked
         assert "• Name: required, not given — Your name" in shown.text
         assert "• colour: green (default)" in shown.text
-        assert labels(shown) == [
+        assert shown.labels == [
             "✎ Name: required, not given",
             "▾ colour: green (default)",
             "☐ Subscribe",
@@ -149,10 +152,10 @@ async def test_a_form_is_filled_in_with_buttons_and_a_forced_reply_and_accepted(
         mark = fake.mark()
         press(fake, shown, "☐ Subscribe", sender=me)
         shown = await edited(fake, shown, "• Subscribe: yes", after=mark)
-        assert "☑ Subscribe" in labels(shown)
+        assert "☑ Subscribe" in shown.labels
         press(fake, shown, "▾ colour: green (default)", sender=me)
-        shown = await fake.wait_call("editMessageText", after=mark, where=lambda c: "‹ Back" in labels(c))
-        assert labels(shown) == ["red", "☑ green", "blue", "‹ Back"]
+        shown = await fake.wait_call("editMessageText", after=mark, where=lambda c: "‹ Back" in c.labels)
+        assert shown.labels == ["red", "☑ green", "blue", "‹ Back"]
         press(fake, shown, "blue", sender=me)
         shown = await edited(fake, shown, "• colour: blue", after=mark)
 
@@ -181,8 +184,7 @@ async def test_accept_alone_takes_the_defaults_and_a_bad_reply_is_asked_again(tm
     async with bot_with_asking_server(tmp_path, chat, 3201) as bot:
         fake, me = bot.fake, user(3201)
         mark = fake.mark()
-        fake.send(chat, "asking__form {}", sender=me)
-        shown = await fake.wait_reply(3201, "asking asks:", after=mark)
+        shown = await form_shown(fake, chat, me, after=mark)
         press(fake, shown, "✎ Age: 30 (default)", sender=me)
         prompt = await fake.wait_reply(3201, "Reply with Age", after=mark)
         fake.send(chat, "thirty", sender=me, reply_to=prompt)
@@ -205,8 +207,7 @@ async def test_a_key_sent_as_a_form_value_is_deleted_and_never_reaches_the_serve
     async with bot_with_asking_server(tmp_path, chat, 3301) as bot:
         fake, me = bot.fake, user(3301)
         mark = fake.mark()
-        fake.send(chat, "asking__form {}", sender=me)
-        shown = await fake.wait_reply(3301, "asking asks:", after=mark)
+        shown = await form_shown(fake, chat, me, after=mark)
         press(fake, shown, "✎ Name: required, not given", sender=me)
         prompt = await fake.wait_reply(3301, "Reply with Name", after=mark)
         sent = fake.send(chat, key, sender=me, reply_to=prompt)
@@ -253,7 +254,7 @@ async def test_a_link_goes_to_the_asker_privately_and_the_group_is_told_to_look_
         fake.send(group, "asking__link {}", sender=member)
         private = await fake.wait_reply(3502, "asking asks: Please log in", after=mark)
         assert LINK in private.text
-        assert labels(private) == ["Accept", "Decline", "Cancel"]
+        assert private.labels == ["Accept", "Decline", "Cancel"]
         told = await fake.wait_reply(-3501, "I sent it to you in our private chat", after=mark)
         assert told.params["reply_parameters"]["message_id"]
         fake.press(private, "Accept", sender=member)
@@ -269,8 +270,7 @@ async def test_cancel_in_the_chat_ends_the_question(tmp_path: Path) -> None:
     async with bot_with_asking_server(tmp_path, chat, 3601) as bot:
         fake, me = bot.fake, user(3601)
         mark = fake.mark()
-        fake.send(chat, "asking__form {}", sender=me)
-        shown = await fake.wait_reply(3601, "asking asks:", after=mark)
+        shown = await form_shown(fake, chat, me, after=mark)
         fake.send(chat, "/cancel", sender=me)
         result = await fake.wait_reply(3601, "asking__form returned", after=mark)
         await edited(fake, shown, "Cancelled.", after=mark)
@@ -363,7 +363,7 @@ async def test_server_everythings_form_through_a_group_where_another_member_pres
         fake.send(group, "everything__trigger-elicitation-request {}", sender=member)
         shown = await fake.wait_reply(-3801, "everything asks: Please provide inputs", after=mark, timeout=30)
         assert "• Integer: 42 (default)" in shown.text
-        assert "✎ String: required, not given" in labels(shown)
+        assert "✎ String: required, not given" in shown.labels
 
         press(fake, shown, "Accept", sender=other)
         refused = await fake.wait_call("answerCallbackQuery", after=mark)
@@ -372,16 +372,16 @@ async def test_server_everythings_form_through_a_group_where_another_member_pres
         press(fake, shown, "☐ Boolean", sender=member)
         shown = await edited(fake, shown, "• Boolean: yes", after=mark)
         press(fake, shown, "▾ Untitled Single Select Enum: Monica (default)", sender=member)
-        shown = await fake.wait_call("editMessageText", after=mark, where=lambda c: "Joey" in labels(c))
+        shown = await fake.wait_call("editMessageText", after=mark, where=lambda c: "Joey" in c.labels)
         press(fake, shown, "Joey", sender=member)
         shown = await edited(fake, shown, "• Untitled Single Select Enum: Joey", after=mark)
         press(fake, shown, "▾ Untitled Multiple Select Enum: Guitar (default)", sender=member)
-        shown = await fake.wait_call("editMessageText", after=mark, where=lambda c: "Done" in labels(c))
+        shown = await fake.wait_call("editMessageText", after=mark, where=lambda c: "Done" in c.labels)
         press(fake, shown, "Piano", sender=member)
-        shown = await fake.wait_call("editMessageText", after=mark, where=lambda c: "☑ Piano" in labels(c))
+        shown = await fake.wait_call("editMessageText", after=mark, where=lambda c: "☑ Piano" in c.labels)
         mark = fake.mark()
         press(fake, shown, "Done", sender=member)
-        shown = await fake.wait_call("editMessageText", after=mark, where=lambda c: "Accept" in labels(c))
+        shown = await fake.wait_call("editMessageText", after=mark, where=lambda c: "Accept" in c.labels)
         assert "• Untitled Multiple Select Enum: Guitar,Piano" in shown.text
 
         press(fake, shown, "Accept", sender=member)
@@ -446,8 +446,7 @@ async def test_a_server_question_waiting_when_the_group_is_upgraded_is_asked_aga
         fake = bot.fake
         fake.administrators[new_id] = [creator(owner)]
         mark = fake.mark()
-        fake.send(old, "asking__form {}", sender=member)
-        shown = await fake.wait_reply(old_id, "asking asks:", after=mark)
+        shown = await form_shown(fake, old, member, after=mark)
         press(fake, shown, "☐ Subscribe", sender=member)
         await edited(fake, shown, "• Subscribe: yes", after=mark)
 
@@ -477,7 +476,7 @@ async def test_a_question_that_quotes_the_chats_key_shows_it_redacted_in_the_tex
         mark = fake.mark()
         fake.send(chat, "asking__leaky {}", sender=me)
         shown = await fake.wait_reply(4301, "asking asks: I got [redacted]", after=mark)
-        assert labels(shown)[0] == "☐ Keep [redacted]?"
+        assert shown.labels[0] == "☐ Keep [redacted]?"
         press(fake, shown, "Accept", sender=me)
         await fake.wait_reply(4301, "asking__leaky returned", after=mark)
         await edited(fake, shown, "Accepted.", after=mark)
