@@ -4,10 +4,12 @@ First the baseline: the same 2,000 connections made by the bare SDK in a process
 (``bench._memory --side sdk-same``: what Playa sends per connection, ``server/discover``,
 ``tools/list`` and a ``subscriptions/listen`` stream held open, as many at once as Playa's
 connector allows), timed until all are open, then closed. Then every chat's sealed
-``servers.json`` is written; all sessions start at once (each SessionStart connects in the
-background) and the clock runs until every chat's connects have ended. A turn that calls a remote tool (``a__echo`` through the offline model) in one chat is
-timed while all chats stay connected, in alternating blocks with the same turn in a host that
-has that single chat (``bench._single_chat``, another process, the same server).
+``servers.json`` is written, its entries holding the pins a first connect saved (as after a
+restart: the first chat connects first, and its pins are every chat's); all sessions start at
+once (each SessionStart connects in the background) and the clock runs until every chat's
+connects have ended. A turn that calls a remote tool (``a__echo`` through the offline model) in
+one chat is timed while all chats stay connected, in alternating blocks with the same turn in a
+host that has that single chat (``bench._single_chat``, another process, the same server).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import anyio
 
@@ -84,15 +87,24 @@ async def run(quick: bool) -> Report:
         )
         with data_dir() as data, single_chat(served.url) as single_turns:
             scopes = [f"console:chat{n:04d}" for n in range(chats)]
-            for scope in scopes:
-                write_servers(
-                    data,
-                    scope,
-                    [entry("a", served.url, token_of(scope)), entry("b", served.url, token_of(scope))],
-                )
+            first_entries = [entry(name, served.url, token_of(scopes[0])) for name in ("a", "b")]
+            write_servers(data, scopes[0], first_entries)
             async with playa_host(data, RemoteMcpSettings()) as (host, extension):
                 first = await host.session(scopes[0], owner="owner")
                 await extension.chat(first).wait_for_connects()
+                # A restarted bot's entries carry the pins their first connect saved (the tools
+                # the owner approved); this server offers every chat the same tools.
+                pins = {name: state.entry.pins for name, state in extension.chat(first).servers.items()}
+                assert all(pins.values())
+                for scope in scopes[1:]:
+                    write_servers(
+                        data,
+                        scope,
+                        [
+                            replace(entry(name, served.url, token_of(scope)), pins=pins[name])
+                            for name in ("a", "b")
+                        ],
+                    )
                 await timed_echo_turns(host, first, 10)  # warm up (it ends with a cleared history)
 
                 client_cpu, server_cpu = os.times(), _cpu_seconds(served.process.pid)
