@@ -21,6 +21,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 
 from playa.host import REDACTED, GatedModel, GateLimits, Redactor, encoded_forms, gate_messages
+from playa.host._gate import GateMemory
 
 pytestmark = pytest.mark.anyio
 
@@ -181,3 +182,23 @@ def test_strings_inside_tuples_named_tuples_sets_and_dict_keys_are_redacted() ->
     assert leaks(walked) == []
     assert isinstance(walked["p"], Pair) and walked["p"].value == "[redacted]"
     assert walked["t"] == (1, "a [redacted]") and walked["s"] == {"[redacted]", "x"}
+
+
+def test_a_remembered_message_is_gated_again_once_the_chat_knows_a_new_credential() -> None:
+    # The history is the same objects every turn; the gate remembers what it made of each, but
+    # only for the redactor it used: a key learnt later is found in messages gated before.
+    memory = GateMemory()
+    history: list[ModelMessage] = [
+        ModelRequest.user_text_prompt(f"here is {KEY} again"),
+        ModelResponse(parts=[TextPart("noted")]),
+    ]
+    before = gate_messages(history, Redactor(["Bearer unrelated-key-0123456789"]), GateLimits(), memory)
+    assert leaks(before)  # not a credential of this chat yet
+    after = gate_messages(history, REDACTOR, GateLimits(), memory)
+    assert not leaks(after) and REDACTED in repr(after[0])
+    again = gate_messages(history, REDACTOR, GateLimits(), memory)
+    assert again[0] is after[0] and again[1] is after[1]  # not walked twice
+    # A message the chat no longer sends is forgotten once they outnumber those it sends.
+    for n in range(200):
+        gate_messages([ModelRequest.user_text_prompt(f"turn {n}")], REDACTOR, GateLimits(), memory)
+    assert gate_messages(history, REDACTOR, GateLimits(), memory)[0] is not after[0]

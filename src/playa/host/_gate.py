@@ -50,7 +50,7 @@ from pydantic_ai.tools import RunContext, ToolDefinition
 from ..exceptions import ConfigError
 from ._redact import Redactor
 
-__all__ = ["DefinitionVerdicts", "GateLimits", "GatedModel", "gate_messages"]
+__all__ = ["GateLimits", "GateMemory", "GatedModel", "gate_messages"]
 
 logger = logging.getLogger(__name__)
 
@@ -189,13 +189,29 @@ def _cut_results(messages: list[ModelMessage], limit: int) -> list[ModelMessage]
     return out
 
 
-def gate_messages(messages: list[ModelMessage], redactor: Redactor, limits: GateLimits) -> list[ModelMessage]:
-    """``messages`` as the model may receive them (and the history may keep them): redacted, then cut."""
+def gate_messages(
+    messages: list[ModelMessage], redactor: Redactor, limits: GateLimits, memory: GateMemory | None = None
+) -> list[ModelMessage]:
+    """``messages`` as the model may receive them (and the history may keep them): redacted, then cut.
+
+    With ``memory``, a message already gated with this very redactor is not walked again: a
+    chat's history is the same objects turn after turn.
+    """
     walker = _Walker(redactor)
-    redacted: list[ModelMessage] = walker(messages)
+    if memory is None:
+        gated: list[ModelMessage] = [_gate_one(message, walker, limits) for message in messages]
+    else:
+        gated = [memory.message(message, walker, limits) for message in messages]
+        memory.keep_only_messages(messages)
     if walker.changed:
         logger.info("the model gate redacted or withheld %d items", walker.changed)
-    return _cut_results(redacted, limits.max_result_chars)
+    return gated
+
+
+def _gate_one(message: ModelMessage, walker: _Walker, limits: GateLimits) -> ModelMessage:
+    # With no credential to find, walking changes nothing: only the cut is left to do.
+    walked: ModelMessage = walker(message) if walker.redactor else message
+    return _cut_results([walked], limits.max_result_chars)[0]
 
 
 def _definition_text(tool: ToolDefinition) -> str:
@@ -204,15 +220,17 @@ def _definition_text(tool: ToolDefinition) -> str:
     return json.dumps(fields, default=str, ensure_ascii=False)
 
 
-class DefinitionVerdicts:
-    """The gate's verdict on each tool definition, kept across a chat's turns.
+class GateMemory:
+    """The gate's verdicts, kept across a chat's turns: on each tool definition and each message.
 
-    Definitions are reused while their tool does not change, so a chat of thousands of tools
-    pays for the scan once per definition and redactor, not once per model request.
+    Definitions are reused while their tool does not change, and the history's messages are the
+    same objects from one turn to the next, so a chat of thousands of tools or a long history
+    pays for the scan once per definition or message and redactor, not once per model request.
     """
 
     def __init__(self) -> None:
         self._verdicts: dict[int, tuple[ToolDefinition, Redactor, ToolDefinition | None]] = {}
+        self._messages: dict[int, tuple[ModelMessage, Redactor, ModelMessage]] = {}
 
     def passed(self, tool: ToolDefinition, redactor: Redactor, limits: GateLimits) -> ToolDefinition | None:
         """``tool`` as the model may see it (its description cut), or None when it holds a credential."""
@@ -235,6 +253,21 @@ class DefinitionVerdicts:
             current = {id(tool) for tool in tools}
             self._verdicts = {key: value for key, value in self._verdicts.items() if key in current}
 
+    def message(self, message: ModelMessage, walker: _Walker, limits: GateLimits) -> ModelMessage:
+        """``message`` gated by ``walker``'s redactor, walked only the first time it meets it."""
+        known = self._messages.get(id(message))
+        if known is not None and known[0] is message and known[1] is walker.redactor:
+            return known[2]
+        gated = _gate_one(message, walker, limits)
+        self._messages[id(message)] = (message, walker.redactor, gated)
+        return gated
+
+    def keep_only_messages(self, messages: list[ModelMessage]) -> None:
+        """Forget the messages no longer sent, once they outnumber those sent."""
+        if len(self._messages) > 2 * len(messages) + 64:
+            current = {id(message) for message in messages}
+            self._messages = {key: value for key, value in self._messages.items() if key in current}
+
 
 class GatedModel(WrapperModel):
     """Wraps a chat's model for one turn; every request passes :meth:`gate` first.
@@ -249,12 +282,12 @@ class GatedModel(WrapperModel):
         redactor: Callable[[], Redactor],
         *,
         limits: GateLimits | None = None,
-        verdicts: DefinitionVerdicts | None = None,
+        memory: GateMemory | None = None,
     ) -> None:
         super().__init__(wrapped)
         self._redactor = redactor
         self.limits = limits or GateLimits()
-        self._verdicts = verdicts or DefinitionVerdicts()
+        self._memory = memory or GateMemory()
 
     def gate(
         self, messages: list[ModelMessage], parameters: ModelRequestParameters
@@ -262,18 +295,18 @@ class GatedModel(WrapperModel):
         """What the model may receive of ``messages`` and ``parameters``: redacted, then cut."""
         redactor = self._redactor()
         parameters = self._gate_parameters(parameters, _Walker(redactor))
-        return gate_messages(messages, redactor, self.limits), parameters
+        return gate_messages(messages, redactor, self.limits, self._memory), parameters
 
     def _gate_parameters(self, parameters: ModelRequestParameters, walker: _Walker) -> ModelRequestParameters:
         tools: list[ToolDefinition] = []
         withheld: list[str] = []
         for tool in parameters.function_tools:
-            passed = self._verdicts.passed(tool, walker.redactor, self.limits)
+            passed = self._memory.passed(tool, walker.redactor, self.limits)
             if passed is None:
                 withheld.append(walker.redactor.redact(tool.name))
             else:
                 tools.append(passed)
-        self._verdicts.keep_only(parameters.function_tools)
+        self._memory.keep_only(parameters.function_tools)
         if withheld:
             logger.warning("tool definitions withheld from the model, they hold a credential: %s", withheld)
         rest: ModelRequestParameters = walker(dataclasses.replace(parameters, function_tools=[]))

@@ -26,7 +26,7 @@ from ._commands import Command, CommandContext, CommandRouter
 from ._context import ContextBudget, definition_tokens, estimate_tokens, latest_turns
 from ._env import EnvPolicy
 from ._extension import Extension, ToolResultEvent
-from ._gate import DefinitionVerdicts, GatedModel, GateLimits, gate_messages
+from ._gate import GatedModel, GateLimits, GateMemory, gate_messages
 from ._history import History
 from ._inbound import Inbound, classify
 from ._offline import is_offline, offline_model
@@ -143,7 +143,7 @@ class Host:
         self._env_secrets = config.env.denied_values()
         outbound_secrets().add(self._env_secrets)
         self._redactors: dict[str, tuple[tuple[Collection[str], ...], Redactor]] = {}
-        self._verdicts: dict[str, DefinitionVerdicts] = {}
+        self._gate_memory: dict[str, GateMemory] = {}
         self._sessions: dict[str, ChatSession] = {}
         self._closing: dict[str, ChatSession] = {}
         self._closed_since_collect = 0
@@ -379,7 +379,7 @@ class Host:
             session.closed.set()
             self._redactors.pop(session.scope, None)
             outbound_secrets().release(session)
-            self._verdicts.pop(session.scope, None)
+            self._gate_memory.pop(session.scope, None)
             if self._closing.get(session.scope) is session:
                 del self._closing[session.scope]
 
@@ -463,9 +463,9 @@ class Host:
         history = self._window(session, text, instructions, toolset)
         limits = self.config.model_limits
         # The gate is the only model the agent has: no request can bypass it.
-        verdicts = self._verdicts.setdefault(session.scope, DefinitionVerdicts())
+        memory = self._gate_memory.setdefault(session.scope, GateMemory())
         model = GatedModel(
-            self._model, lambda: self.redactor(session), limits=self.config.limits, verdicts=verdicts
+            self._model, lambda: self.redactor(session), limits=self.config.limits, memory=memory
         )
         try:
             with self._running.run(session.scope) as running:
