@@ -6,7 +6,8 @@
 - loop lag: a probe task asks for a 1 ms sleep over and over during those turns; how late it
   wakes is how long something held the event loop (pydantic-ai's and the offline model's work
   as well as Playa's). Playa's own synchronous steps of a turn (choosing the history window,
-  the instructions, the model gate) are timed each time they run: the longest is the target.
+  the instructions, each batch of the model gate) are timed each time they run: the longest is
+  the target.
 - shutdown: a host with many chats, one open connection each, leaves its ``async with``.
 - memory: chats touched once each (a server with the chat's own key, one turn), then closed as
   idle; resident memory after the first tenth and after all of them.
@@ -68,7 +69,7 @@ class ChatKeys(Extension):
 @contextlib.contextmanager
 def timed_steps(steps: dict[str, list[float]]) -> Iterator[None]:
     """Time every run of Playa's own synchronous steps of a turn, by name, while inside."""
-    patched = [(Host, "_window"), (Host, "instructions"), (GatedModel, "gate")]
+    patched = [(Host, "_window"), (Host, "instructions"), (GatedModel, "gate_batch")]
     originals = {name: getattr(owner, name) for owner, name in patched}
 
     def timer(name: str, original: Callable[..., Any]) -> Callable[..., Any]:

@@ -6,6 +6,7 @@ import base64
 import json
 from typing import Any
 
+import anyio
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
@@ -17,11 +18,12 @@ from pydantic_ai.messages import (
     ToolCallPart,
     ToolReturnPart,
 )
+from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 
 from playa.host import REDACTED, GatedModel, GateLimits, Redactor, encoded_forms, gate_messages
-from playa.host._gate import GateMemory
+from playa.host._gate import GATE_BATCH, GateMemory
 
 pytestmark = pytest.mark.anyio
 
@@ -157,13 +159,12 @@ def test_messages_without_credentials_pass_as_the_same_objects() -> None:
     assert all(a is b for a, b in zip(out, messages, strict=True))
 
 
-def test_long_tool_descriptions_are_cut_after_redaction() -> None:
+async def test_long_tool_descriptions_are_cut_after_redaction() -> None:
     long = "d" * 2000
     gated = GatedModel(FunctionModel(lambda m, i: ModelResponse(parts=[])), lambda: REDACTOR)
-    from pydantic_ai.models import ModelRequestParameters
 
     params = ModelRequestParameters(function_tools=[ToolDefinition(name="t", description=long)])
-    _, gated_params = gated.gate([], params)
+    _, gated_params = await gated.gate([], params)
     description = gated_params.function_tools[0].description
     assert description is not None and len(description) == GateLimits().max_description_chars
 
@@ -202,3 +203,27 @@ def test_a_remembered_message_is_gated_again_once_the_chat_knows_a_new_credentia
     for n in range(200):
         gate_messages([ModelRequest.user_text_prompt(f"turn {n}")], REDACTOR, GateLimits(), memory)
     assert gate_messages(history, REDACTOR, GateLimits(), memory)[0] is not after[0]
+
+
+async def test_a_long_history_not_gated_before_lets_other_chats_run_between_batches() -> None:
+    history: list[ModelMessage] = [
+        ModelRequest.user_text_prompt(f"turn {n}: {KEY}") for n in range(5 * GATE_BATCH)
+    ]
+    model = GatedModel(FunctionModel(lambda m, i: ModelResponse(parts=[])), lambda: REDACTOR)
+    ticks = 0
+
+    async def other_chat() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(other_chat)
+        await anyio.lowlevel.checkpoint()
+        before = ticks
+        gated, _ = await model.gate(history, ModelRequestParameters())
+        ran = ticks - before
+        tg.cancel_scope.cancel()
+    assert ran >= 4  # between each of the five batches
+    assert len(gated) == len(history) and not leaks(gated)
