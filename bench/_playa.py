@@ -7,7 +7,7 @@ import hashlib
 import shutil
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import anyio
@@ -92,6 +92,30 @@ async def timed_echo_turns(host: Host, session: ChatSession, count: int) -> list
         assert reply is not None and "hello" in reply.text, reply
         if turn % 10 == 9:
             await session.history.clear()
+    return times
+
+
+async def alternating_turns(
+    host: Host,
+    chats: tuple[ChatSession, ChatSession],
+    turns: int,
+    *,
+    after: Callable[[int], Awaitable[None]] | None = None,
+) -> tuple[list[float], list[float]]:
+    """Time ``turns`` "hello" turns in each of two chats, which goes first alternating.
+
+    ``after(turn)`` runs after each pair. Returns each chat's wall times in seconds.
+    """
+    ui = QuietUI()
+    times: tuple[list[float], list[float]] = ([], [])
+    for turn in range(turns):
+        order = [0, 1] if turn % 2 == 0 else [1, 0]
+        for side in order:
+            began = anyio.current_time()
+            await host.handle(chats[side], message("hello"), ui)
+            times[side].append(anyio.current_time() - began)
+        if after is not None:
+            await after(turn)
     return times
 
 

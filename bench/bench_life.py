@@ -29,7 +29,7 @@ import anyio
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
 
 from bench._common import ROOT, Report, Spread, bench_server, rss_bytes, verdict
-from bench._playa import QuietUI, entry, message, playa_host, token_of, write_servers
+from bench._playa import QuietUI, alternating_turns, entry, message, playa_host, token_of, write_servers
 from playa.host import ChatSession, Extension, GatedModel, History, Host, HostConfig, scope_folder
 from playa.mcp_remote import ConnectionSettings, RemoteMcpSettings
 
@@ -121,18 +121,9 @@ async def run_history(quick: bool) -> Report:
             for _ in range(5):  # warm up
                 await host.handle(short, message("hello"), ui)
             tg.start_soon(probe.run)
-            ours: list[float] = []
-            theirs: list[float] = []
             steps: dict[str, list[float]] = {}
             with timed_steps(steps):
-                for turn in range(turns):
-                    sides = [(long, ours), (short, theirs)]
-                    if turn % 2:
-                        sides.reverse()
-                    for session, into in sides:
-                        began = anyio.current_time()
-                        await host.handle(session, message("hello"), ui)
-                        into.append(anyio.current_time() - began)
+                ours, theirs = await alternating_turns(host, (long, short), turns)
             probe.running = False
             lengths = len(long.history), len(short.history)
             # Playa's own part of a turn: appending it to the history file.

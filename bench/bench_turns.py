@@ -21,7 +21,7 @@ import time
 import anyio
 
 from bench._common import Report, Spread, bench_server, blackhole, verdict
-from bench._playa import QuietUI, data_dir, entry, message, playa_host, write_servers
+from bench._playa import QuietUI, alternating_turns, data_dir, entry, message, playa_host, write_servers
 from playa.mcp_remote import ConnectionSettings, RemoteMcpSettings
 
 TARGET_BEFORE_TURN = 2e-3
@@ -101,20 +101,14 @@ async def run_dead_server(quick: bool) -> Report:
                 assert reply is not None
                 state = extension.chat(dead).servers["dead"]
                 assert state.status == "unavailable", state.status
-                ours: list[float] = []
-                theirs: list[float] = []
-                for turn in range(turns):
-                    sides = [(dead, ours), (empty, theirs)]
-                    if turn % 2:
-                        sides.reverse()
-                    for session, into in sides:
-                        began = anyio.current_time()
-                        await host.handle(session, message("hello"), ui)
-                        into.append(anyio.current_time() - began)
+
+                async def keep_short(turn: int) -> None:
                     if turn % 20 == 19:
                         # Histories grow with every turn; keep both short and alike.
                         await dead.history.clear()
                         await empty.history.clear()
+
+                ours, theirs = await alternating_turns(host, (dead, empty), turns, after=keep_short)
                 still = extension.chat(dead).servers["dead"].status
                 before_retries = hole.accepted
                 retry: list[float] = []
