@@ -6,8 +6,8 @@
 - loop lag: a probe task asks for a 1 ms sleep over and over during those turns; how late it
   wakes is how long something held the event loop (pydantic-ai's and the offline model's work
   as well as Playa's). Playa's own synchronous steps of a turn (choosing the history window,
-  the instructions, each batch of the model gate) are timed each time they run: the longest is
-  the target.
+  the instructions, each batch of the model gate) are timed each time they run, less any
+  garbage collection inside them (listed on its own): the longest is the target.
 - shutdown: a host with many chats, one open connection each, leaves its ``async with``.
 - memory: chats touched once each (a server with the chat's own key, one turn), then closed as
   idle; resident memory after the first tenth and after all of them.
@@ -67,27 +67,43 @@ class ChatKeys(Extension):
 
 
 @contextlib.contextmanager
-def timed_steps(steps: dict[str, list[float]]) -> Iterator[None]:
-    """Time every run of Playa's own synchronous steps of a turn, by name, while inside."""
+def timed_steps(steps: dict[str, list[float]], collections: list[float]) -> Iterator[None]:
+    """Time every run of Playa's own synchronous steps of a turn, by name, while inside.
+
+    A garbage collection that lands inside a step is the collector's, not the step's: whoever
+    allocates when the young generation is full pays it, Playa or pydantic-ai. It is taken out
+    of the step's time and listed in ``collections``.
+    """
     patched = [(Host, "_window"), (Host, "instructions"), (GatedModel, "gate_batch")]
     originals = {name: getattr(owner, name) for owner, name in patched}
+    paused = [0.0, 0.0]  # the collections' time so far, and when the running one started
+
+    def collected(phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            paused[1] = time.perf_counter()
+        else:
+            took = time.perf_counter() - paused[1]
+            paused[0] += took
+            collections.append(took)
 
     def timer(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)
         def timed(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
+            started, before = time.perf_counter(), paused[0]
             try:
                 return original(*args, **kwargs)
             finally:
-                steps.setdefault(name, []).append(time.perf_counter() - started)
+                steps.setdefault(name, []).append(time.perf_counter() - started - (paused[0] - before))
 
         return timed
 
     for owner, name in patched:
         setattr(owner, name, timer(name, originals[name]))
+    gc.callbacks.append(collected)
     try:
         yield
     finally:
+        gc.callbacks.remove(collected)
         for owner, name in patched:
             setattr(owner, name, originals[name])
 
@@ -122,7 +138,8 @@ async def run_history(quick: bool) -> Report:
                 await host.handle(short, message("hello"), ui)
             tg.start_soon(probe.run)
             steps: dict[str, list[float]] = {}
-            with timed_steps(steps):
+            collections: list[float] = []
+            with timed_steps(steps, collections):
                 ours, theirs = await alternating_turns(host, (long, short), turns)
             probe.running = False
             lengths = len(long.history), len(short.history)
@@ -159,6 +176,10 @@ async def run_history(quick: bool) -> Report:
         verdict=verdict(own <= TARGET_LAG),
     )
     lag = Spread.of(probe.lags)
+    report.add(
+        "  garbage collections during the turns",
+        f"{len(collections)}, longest {max(collections, default=0.0) * 1e3:.2f} ms (taken out of the steps)",
+    )
     report.add(
         "event-loop lag during the turns, max (all work on the loop)", f"{max(probe.lags) * 1e3:.2f} ms"
     )
