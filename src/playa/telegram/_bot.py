@@ -537,17 +537,12 @@ class TelegramBot:
         try:
             info = await self.owners.identify(message)
             session = await self.host.session(f"telegram:{chat.id}", owner=info.owner)
-            ui = TelegramUI(
-                self.outbox,
-                self.deletions,
-                self.answers,
-                self.buttons,
-                self.approvals,
-                chat_id=chat.id,
+            ui = self._ui(
+                session,
+                chat.id,
                 thread_id=_thread(message),
                 user_id=info.user_id,
                 message_id=message.message_id,
-                redact=partial(self.host.redact, session),
                 group=chat.type != chat.PRIVATE,
                 owner_id=info.owner_id,
             )
@@ -596,17 +591,12 @@ class TelegramBot:
             session = await self.host.session(
                 f"telegram:{chat_id}", owner=str(owner_id) if owner_id is not None else "unknown"
             )
-            ui = TelegramUI(
-                self.outbox,
-                self.deletions,
-                self.answers,
-                self.buttons,
-                self.approvals,
-                chat_id=chat_id,
+            ui = self._ui(
+                session,
+                chat_id,
                 thread_id=waiting.thread_id,
                 user_id=waiting.owner_id,
                 message_id=None,
-                redact=partial(self.host.redact, session),
                 group=waiting.group,
                 owner_id=owner_id,
             )
@@ -617,6 +607,33 @@ class TelegramBot:
             detail = "".join(traceback.format_exception(exc))
             logger.error("an approval in chat %s failed:\n%s", chat_id, self.host.redact(session, detail))
         await self.approvals.close(waiting, one_part(text, redact=partial(self.host.redact, session)))
+
+    def _ui(
+        self,
+        session: ChatSession,
+        chat_id: int,
+        *,
+        thread_id: int | None,
+        user_id: int | None,
+        message_id: int | None,
+        group: bool,
+        owner_id: int | None,
+    ) -> TelegramUI:
+        """The front end a command or turn of ``session`` acts through, in ``chat_id`` (and topic)."""
+        return TelegramUI(
+            self.outbox,
+            self.deletions,
+            self.answers,
+            self.buttons,
+            self.approvals,
+            chat_id=chat_id,
+            thread_id=thread_id,
+            user_id=user_id,
+            message_id=message_id,
+            redact=partial(self.host.redact, session),
+            group=group,
+            owner_id=owner_id,
+        )
 
     @asynccontextmanager
     async def _typing(self, ui: TelegramUI, chat_id: int) -> AsyncIterator[None]:
