@@ -30,7 +30,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 
 from bench._common import ROOT, Report, Spread, bench_server, rss_bytes, verdict
 from bench._playa import QuietUI, alternating_turns, entry, message, playa_host, token_of, write_servers
-from playa.host import ChatSession, Extension, GatedModel, History, Host, HostConfig, scope_folder
+from playa.host import ChatSession, Extension, GatedModel, History, Host, HostConfig, Redactor, scope_folder
 from playa.mcp_remote import ConnectionSettings, RemoteMcpSettings
 
 TARGET_HISTORY_RATIO = 1.10
@@ -70,11 +70,14 @@ class ChatKeys(Extension):
 def timed_steps(steps: dict[str, list[float]], collections: list[float]) -> Iterator[None]:
     """Time every run of Playa's own synchronous steps of a turn, by name, while inside.
 
+    The steps: the history window, the instructions, a batch of the model gate, and each step
+    of a redactor building its block filter.
+
     A garbage collection that lands inside a step is the collector's, not the step's: whoever
     allocates when the young generation is full pays it, Playa or pydantic-ai. It is taken out
     of the step's time and listed in ``collections``.
     """
-    patched = [(Host, "_window"), (Host, "instructions"), (GatedModel, "gate_batch")]
+    patched: list[tuple[type, str]] = [(Host, "_window"), (Host, "instructions"), (GatedModel, "gate_batch")]
     originals = {name: getattr(owner, name) for owner, name in patched}
     paused = [0.0, 0.0]  # the collections' time so far, and when the running one started
 
@@ -97,8 +100,27 @@ def timed_steps(steps: dict[str, list[float]], collections: list[float]) -> Iter
 
         return timed
 
+    def stepper(name: str, original: Callable[..., Iterator[None]]) -> Callable[..., Iterator[None]]:
+        # A generator run a step at a time: each step is one of Playa's synchronous steps.
+        @functools.wraps(original)
+        def timed(*args: Any, **kwargs: Any) -> Iterator[None]:
+            inner = original(*args, **kwargs)
+            while True:
+                started, before = time.perf_counter(), paused[0]
+                try:
+                    next(inner)
+                except StopIteration:
+                    return
+                finally:
+                    steps.setdefault(name, []).append(time.perf_counter() - started - (paused[0] - before))
+                yield
+
+        return timed
+
     for owner, name in patched:
         setattr(owner, name, timer(name, originals[name]))
+    stepped = Redactor.filter_steps
+    Redactor.filter_steps = stepper("filter step", stepped)  # type: ignore[method-assign]
     gc.callbacks.append(collected)
     try:
         yield
@@ -106,6 +128,7 @@ def timed_steps(steps: dict[str, list[float]], collections: list[float]) -> Iter
         gc.callbacks.remove(collected)
         for owner, name in patched:
             setattr(owner, name, originals[name])
+        Redactor.filter_steps = stepped  # type: ignore[method-assign]
 
 
 class LagProbe:

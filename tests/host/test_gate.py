@@ -22,7 +22,7 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 
-from playa.host import REDACTED, GatedModel, GateLimits, Redactor, encoded_forms, gate_messages
+from playa.host import REDACTED, GatedModel, GateLimits, Redactor, _redact, encoded_forms, gate_messages
 from playa.host._gate import GATE_BATCH, GateMemory
 
 pytestmark = pytest.mark.anyio
@@ -226,4 +226,36 @@ async def test_a_long_history_not_gated_before_lets_other_chats_run_between_batc
         ran = ticks - before
         tg.cancel_scope.cancel()
     assert ran >= 4  # between each of the five batches
+    assert len(gated) == len(history) and not leaks(gated)
+
+
+async def test_the_redactor_filter_is_built_a_step_at_a_time_once_the_history_asks_for_it() -> None:
+    # A long history of short messages spends the redactor's direct searches; the gate then
+    # builds its block filter with the event loop running other chats between the steps.
+    redactor = Redactor([f"Bearer {KEY}"])
+    steps = len(list(Redactor([f"Bearer {KEY}"]).filter_steps()))
+    words = "tool output " * 250
+    history: list[ModelMessage] = [
+        ModelRequest.user_text_prompt(f"{words} turn {n}: {KEY}") for n in range(192)
+    ]
+    batches = -(-len(history) // GATE_BATCH)
+    assert _redact._DIRECT_BUDGET < sum(len(words) for _ in history) < 2 * _redact._DIRECT_BUDGET
+    model = GatedModel(FunctionModel(lambda m, i: ModelResponse(parts=[])), lambda: redactor)
+    ticks = 0
+
+    async def other_chat() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(other_chat)
+        await anyio.lowlevel.checkpoint()
+        before = ticks
+        gated, _ = await model.gate(history, ModelRequestParameters())
+        ran = ticks - before
+        tg.cancel_scope.cancel()
+    assert redactor._tables is not None and not redactor.filter_wanted
+    assert steps > 3 and ran >= batches - 1 + steps  # between the batches, and between the build's steps
     assert len(gated) == len(history) and not leaks(gated)

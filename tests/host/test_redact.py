@@ -504,13 +504,47 @@ def test_short_texts_build_no_filter_until_a_long_text_or_the_budget_needs_it() 
     long = filler(_redact._DIRECT + 1) + TOKEN
     assert redactor.redact(long) == long[: -len(TOKEN)] + REDACTED
     assert redactor._tables is not None
-    # A stream of short texts builds it once what they cost adds up to what building costs.
+    # A stream of short texts asks for it once what they cost adds up to what building costs,
+    # goes on searching directly while no caller builds it, and builds it past twice that.
     redactor = Redactor([CANARY])
     short = filler(_redact._DIRECT - 100)
+    while not redactor.filter_wanted:
+        assert redactor.redact(short) is short
+    assert redactor._tables is None
+    assert redactor.redact(short[:200] + TOKEN) == short[:200] + REDACTED
     for _ in range(_redact._DIRECT_BUDGET // len(short) + 2):
         assert redactor.redact(short) is short
-    assert redactor._tables is not None
+    assert redactor._tables is not None and not redactor.filter_wanted
     assert redactor.redact(short + TOKEN) == short + REDACTED
+
+
+@pytest.mark.parametrize("search", ["default"], indirect=True)
+def test_the_filter_built_a_step_at_a_time_is_used_only_once_complete() -> None:
+    secrets = [CANARY, API_KEY, AWKWARD]
+    whole = Redactor(secrets)._built()
+    redactor = Redactor(secrets)
+    text = f"x {TOKEN} y " + base64.b64encode(AWKWARD.encode()).decode() + "\n" + filler(50)
+    steps = redactor.filter_steps()
+    taken = 0
+    for _ in steps:
+        taken += 1
+        # Half built, nothing uses it: short texts are searched directly.
+        assert redactor._tables is None
+        assert redactor.redact(text) == reference_redact(secrets, text)
+    assert taken > 3  # the build pauses between forms and cores
+    built = redactor._tables
+    assert built is not None and built.short == whole.short
+
+    def owners(tables: _redact._Tables) -> dict[int, list[tuple[bytes, int, bool]]]:
+        return {
+            block: [(form, offset, core is not None) for form, offset, core in pairs]
+            for block, pairs in tables.owners.items()
+        }
+
+    assert owners(built) == owners(whole)
+    assert list(redactor.filter_steps()) == []  # built once
+    long = filler(_redact._DIRECT + 1) + text
+    assert redactor.redact(long) == reference_redact(secrets, long)
 
 
 @pytest.mark.parametrize("search", ["default"], indirect=True)

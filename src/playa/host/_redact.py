@@ -64,7 +64,7 @@ import itertools
 import json
 import re
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import ClassVar, Final
 from urllib.parse import quote, quote_plus
 
@@ -106,6 +106,9 @@ _DIRECT: Final = 4096
 _DIRECT_BUDGET: Final = 400_000
 # Characters of a wrappable core's ends that _wrapped_in searches for: a core is at least 21.
 _ANCHOR: Final = 8
+# Forms whose blocks are entered into the filter between two pauses of Redactor.filter_steps
+# (~0.2-0.5 ms).
+_STEP_FORMS: Final = 8
 
 
 def auth_credential(value: str) -> str | None:
@@ -358,28 +361,53 @@ def _block(data: bytes, at: int = 0) -> int:
 class _Tables:
     """The sampled block filter over a Redactor's forms (see the module docstring).
 
-    Built for the first text too long to search for each form directly; never changed after.
+    Built for the first text too long to search for each form directly, or by a caller that
+    steps through :meth:`steps`; used only once complete, never changed after.
     """
 
-    __slots__ = ("blocks", "chunk", "max_length", "owners", "per_span", "short", "span", "stride")
+    __slots__ = (
+        "_cores",
+        "_patterns",
+        "blocks",
+        "chunk",
+        "max_length",
+        "owners",
+        "per_span",
+        "short",
+        "span",
+        "stride",
+    )
 
     def __init__(self, patterns: tuple[bytes, ...], cores: tuple[str, ...]) -> None:
+        """Choose the stride; the table of blocks is filled by :meth:`steps`."""
         lengths = [len(pattern) for pattern in patterns]
         # A wrapped core is one or two bytes longer than the core.
         self.max_length = max([*lengths, *(len(core) + 2 for core in cores)], default=0)
         # Every wrappable core must be found by the sampled scan (see _wrapped_span).
         self.stride = _choose_stride(lengths, min((len(core) for core in cores), default=None))
+        self.short: tuple[bytes, ...] = tuple(
+            pattern for pattern in patterns if not self.stride or len(pattern) < self.stride + _BLOCK - 1
+        )
+        self._patterns = tuple(pattern for pattern in patterns if pattern not in self.short)
+        self._cores = cores if self.stride else ()
+        self.owners: dict[int, tuple[_Owner, ...]] = {}
+        self.blocks = self.owners.keys()
+        # Whole forms fit in a chunk, so an occurrence spans at most two chunks.
+        self.chunk = max(_CHUNK, self.max_length)
+        self.per_span = max(1, _SPAN // (self.stride or _BLOCK))
+        self.span = _sampler(self.stride or _BLOCK, self.per_span)
+
+    def steps(self) -> Iterator[None]:
+        """Fill the table of blocks, pausing after every :data:`_STEP_FORMS` forms or wrappable core."""
         owners: dict[int, list[_Owner]] = {}
-        short: list[bytes] = []
-        wrappable = {core: _Core(core) for core in map(_utf8, cores)} if self.stride else {}
-        for pattern in patterns:
-            if not self.stride or len(pattern) < self.stride + _BLOCK - 1:
-                short.append(pattern)
-                continue
+        wrappable = {core: _Core(core) for core in map(_utf8, self._cores)}
+        for number, pattern in enumerate(self._patterns, 1):
             # The sampled block can start at any of the first `stride` offsets of an occurrence.
             pieces = wrappable.get(pattern)
             for offset in range(self.stride):
                 owners.setdefault(_block(pattern, offset), []).append((pattern, offset, pieces))
+            if number % _STEP_FORMS == 0:
+                yield
         # A core cut by a line break. When the first sampled block of the occurrence lies wholly
         # before or after the break, it is one of the core's own blocks: a failed confirm of the
         # core then looks for the break after, or just before, where the core would start
@@ -389,21 +417,17 @@ class _Tables:
         # dropped (docs/benchmarks.md, section 5): a second pass that unwraps the base64 runs
         # holding a break (finding them costs more than these blocks), and owning every block of
         # a core so that fewer blocks must hold the break (fewer blocks, more hits, no gain).
-        for core in cores if self.stride else ():
+        for core in self._cores:
             for cut in range(1, min(self.stride + _BLOCK, len(core))):
                 for newline in _NEWLINES:
                     pattern = _utf8(_wrapped(core, cut, newline))
                     for offset in range(max(0, cut - _BLOCK + 1), min(self.stride, cut + len(newline))):
                         owners.setdefault(_block(pattern, offset), []).append((pattern, offset, None))
-        self.owners: dict[int, tuple[_Owner, ...]] = {block: tuple(pairs) for block, pairs in owners.items()}
+            yield
+        self.owners = {block: tuple(pairs) for block, pairs in owners.items()}
         # A dict's keys view: its intersection with a sample probes the dict, which spreads keys
         # that share their low bits (see the module docstring).
         self.blocks = self.owners.keys()
-        self.short: tuple[bytes, ...] = tuple(short)
-        # Whole forms fit in a chunk, so an occurrence spans at most two chunks.
-        self.chunk = max(_CHUNK, self.max_length)
-        self.per_span = max(1, _SPAN // (self.stride or _BLOCK))
-        self.span = _sampler(self.stride or _BLOCK, self.per_span)
 
 
 def _wrapped_in(text: str, core: str, found: list[tuple[int, int]]) -> None:
@@ -454,10 +478,12 @@ class Redactor:
 
     The block filter costs milliseconds and hundreds of kilobytes per secret to build, and most
     texts are short (tool definitions, errors, replies, prompt sections): a text of up to
-    :data:`_DIRECT` characters is searched for each form directly, which needs nothing built,
-    until :data:`_DIRECT_BUDGET` characters have been searched so. The filter is built for the
-    first longer text, or once the budget is spent (what the direct searches cost by then is
-    about what building it costs), and every text is scanned with it from then on.
+    :data:`_DIRECT` characters is searched for each form directly, which needs nothing built.
+    The filter is built for the first longer text, or once :data:`_DIRECT_BUDGET` characters
+    have been searched directly (what the direct searches cost by then is about what building
+    it costs): then :attr:`filter_wanted` asks a caller that can pause to build it a step at a
+    time (:meth:`filter_steps`), and the text after twice the budget builds it at once. Every
+    text is scanned with it from then on.
     """
 
     EMPTY: ClassVar[Redactor]
@@ -538,20 +564,41 @@ class Redactor:
 
     def _direct_for(self, text: str) -> bool:
         """Whether ``text`` is searched for each form directly (see the class docstring)."""
-        if self._tables is not None or len(text) > _DIRECT or self._searched >= _DIRECT_BUDGET:
+        if self._tables is not None or len(text) > _DIRECT or self._searched >= 2 * _DIRECT_BUDGET:
             return False
         self._searched += len(text)
         return True
 
-    def _built(self) -> _Tables:
-        """The block filter, built now if no text needed it before.
+    @property
+    def filter_wanted(self) -> bool:
+        """Whether the direct searches have cost what building the block filter costs, and it is not built.
 
-        Two threads may both build it; each uses a complete one, and one of them is kept.
+        A caller that can pause (the model gate) then builds it through :meth:`filter_steps`;
+        texts are still searched directly until it is built, or until twice the budget, when
+        the next text builds it at once.
         """
-        tables = self._tables
-        if tables is None:
-            tables = self._tables = _Tables(self._patterns, self._cores)
-        return tables
+        return self._tables is None and self._searched >= _DIRECT_BUDGET
+
+    def filter_steps(self) -> Iterator[None]:
+        """Build the block filter, yielding after every few forms; nothing if it is built already.
+
+        Building takes a few milliseconds per secret: a caller on an event loop lets other work
+        run at each step. The filter is used only once complete. Two callers (or threads) may
+        both build it; each uses a complete one, and one of them is kept.
+        """
+        if self._tables is not None:
+            return
+        tables = _Tables(self._patterns, self._cores)
+        yield from tables.steps()
+        self._tables = tables
+
+    def _built(self) -> _Tables:
+        """The block filter, built now if no text needed it before."""
+        if self._tables is None:
+            for _ in self.filter_steps():
+                pass
+        assert self._tables is not None
+        return self._tables
 
     def _direct(self, text: str, *, first_only: bool) -> list[tuple[int, int]]:
         """The (start, end) of every occurrence of every form in ``text``, each form searched for."""
