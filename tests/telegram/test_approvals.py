@@ -143,6 +143,14 @@ async def approve(fake: FakeBotApi, shown: ApiCall, owner: int, says: str) -> Ap
     return await decided(fake, shown, says, after=mark)
 
 
+async def approved(
+    fake: FakeBotApi, shown: ApiCall, chat: dict[str, Any], owner: int, model: RecordingModel, says: str
+) -> dict[str, str]:
+    """The owner approves ``shown`` (its edit ``says`` so); the tools the model is offered on the next turn."""
+    await approve(fake, shown, owner, says)
+    return await turn(fake, chat, owner, model)
+
+
 async def answered(fake: FakeBotApi, *, after: int) -> ApiCall:
     return await fake.wait_call("answerCallbackQuery", after=after)
 
@@ -258,8 +266,7 @@ async def test_a_newer_approval_supersedes_the_older_whose_buttons_then_do_nothi
         tools = await turn(fake, chat, 5301, model)
         assert "changing__lookup" not in tools
 
-        await approve(fake, second, 5301, "Approved 3 tool(s) of changing")
-        tools = await turn(fake, chat, 5301, model)
+        tools = await approved(fake, second, chat, 5301, model, "Approved 3 tool(s) of changing")
         assert tools["changing__lookup"] == "[changing] " + CHANGED.format(version=2)
     assert_key_never_sent(fake, model)
 
@@ -296,8 +303,7 @@ async def test_a_press_on_changes_that_changed_again_unseen_decides_nothing_and_
         tools = await turn(fake, chat, 5701, model)
         assert "changing__lookup" not in tools
 
-        await approve(fake, newest, 5701, "Approved 3 tool(s) of changing")
-        tools = await turn(fake, chat, 5701, model)
+        tools = await approved(fake, newest, chat, 5701, model, "Approved 3 tool(s) of changing")
         assert tools["changing__lookup"] == "[changing] " + CHANGED.format(version=2)
     assert_key_never_sent(fake, model)
 
@@ -324,8 +330,7 @@ async def test_a_press_after_a_restart_does_nothing_and_the_owner_is_shown_the_c
             mark = fake.mark()
             fake.send(chat, "/mcp_list", sender=user(5501))
             again = await fake.wait_reply(5501, "The remote MCP server changing changed", after=mark)
-            await approve(fake, again, 5501, "Approved 2 tool(s) of changing")
-            tools = await turn(fake, chat, 5501, model)
+            tools = await approved(fake, again, chat, 5501, model, "Approved 2 tool(s) of changing")
             assert "changing__lookup" in tools
     assert_key_never_sent(fake, model)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 import anyio
 import httpx2
 import pytest
+from anyio.abc import Process
 
 from playa.host import encoded_forms
 from playa.mcp_remote import HostSecret, ServerStore, resolve_host_secret
@@ -64,6 +65,21 @@ def public_url() -> tuple[int, str]:
     """A free loopback port, and the public URL the bot is told it is reached at through it."""
     port = free_port()
     return port, f"http://127.0.0.1:{port}/playa"
+
+
+def public_bot(
+    api_url: str, data_dir: Path, stderr: Path, port: int, public: str, **env: str
+) -> Callable[[], AbstractAsyncContextManager[Process]]:
+    """Starts the bot anew at each call: by webhook on ``port``, reached at ``public``, with ``env``."""
+    return partial(
+        run_bot_process,
+        TOKEN,
+        api_url,
+        data_dir,
+        stderr,
+        webhook_port=port,
+        extra_env={"PLAYA_PUBLIC_URL": public, **env},
+    )
 
 
 async def logged_in_and_signed_in(fake: FakeBotApi, *, after: int = 0) -> None:
@@ -117,15 +133,7 @@ async def test_a_group_owner_logs_in_through_the_public_callback_and_the_tokens_
             anyio.create_task_group() as delivery,
         ):
             delivery.start_soon(fake.post_to_webhook)
-            bot = partial(
-                run_bot_process,
-                TOKEN,
-                api.url,
-                data_dir,
-                stderr,
-                webhook_port=port,
-                extra_env={"PLAYA_PUBLIC_URL": public},
-            )
+            bot = public_bot(api.url, data_dir, stderr, port, public)
             async with bot() as process:
                 await fake.wait_call("setWebhook", timeout=WAIT)
                 fake.send(GROUP, f"/mcp_add linear {mcp.url}", sender=OWNER)
@@ -270,19 +278,15 @@ async def test_a_refresh_that_fails_leaves_the_server_waiting_for_the_owner_in_t
             anyio.create_task_group() as delivery,
         ):
             delivery.start_soon(fake.post_to_webhook)
-            bot = partial(
-                run_bot_process,
-                TOKEN,
+            bot = public_bot(
                 api.url,
                 data_dir,
                 stderr,
-                webhook_port=port,
-                extra_env={
-                    "PLAYA_PUBLIC_URL": public,
-                    "PLAYA_MODEL": "openai-chat:gpt-5",
-                    "OPENAI_BASE_URL": provider.url,
-                    "OPENAI_API_KEY": DUMMY_KEY,
-                },
+                port,
+                public,
+                PLAYA_MODEL="openai-chat:gpt-5",
+                OPENAI_BASE_URL=provider.url,
+                OPENAI_API_KEY=DUMMY_KEY,
             )
             async with bot() as process:
                 await fake.wait_call("setWebhook", timeout=WAIT)
