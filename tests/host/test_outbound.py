@@ -162,3 +162,20 @@ def test_a_credential_two_owners_share_stays_covered_until_both_let_go() -> None
     secrets.release(chat)
     assert secrets.pieces.redact(f"saw {token[3:20]}") == f"saw {token[3:20]}"
     assert not secrets.pieces
+
+
+def test_two_credentials_that_share_a_part_keep_it_covered_until_both_let_go() -> None:
+    # JWTs signed alike share their header: letting go of one token must keep the other's head.
+    secrets = OutboundSecrets()
+    header = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    first, second = f"{header}.{uuid.uuid4().hex}", f"{header}.{uuid.uuid4().hex}"
+    chat_a, chat_b = object(), object()
+    secrets.hold(chat_a, [first])
+    secrets.hold(chat_b, [second])
+    secrets.release(chat_a)
+    assert secrets.pieces.redact(f"saw {header[4:20]}") == f"saw {REDACTED}"
+    assert secrets.pieces.redact(f"saw {second[-20:]}") == f"saw {REDACTED}"
+    assert secrets.pieces.redact(f"saw {first[-20:]}") == f"saw {first[-20:]}"
+    secrets.release(chat_b)
+    assert secrets.pieces.redact(f"saw {header[4:20]}") == f"saw {header[4:20]}"
+    assert not secrets.pieces and not secrets.pieces._shared

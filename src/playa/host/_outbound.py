@@ -60,11 +60,18 @@ class _Pieces:
     form's windows.
     """
 
-    __slots__ = ("_alphabet", "_of", "_runs", "_short", "_short_counts", "_windows")
+    __slots__ = ("_alphabet", "_of", "_runs", "_shared", "_short", "_short_counts", "_windows")
 
     def __init__(self) -> None:
-        self._windows: dict[str, int] = {}
-        """Each window, with how many held values have it."""
+        self._windows: set[str] = set()
+        """Every window of every value held."""
+        self._shared: dict[str, int] = {}
+        """The windows two or more values held have, with how many: dropping one keeps them.
+
+        Rare (random keys share no 12 characters; JWTs share their header), so adding and
+        dropping a value are set operations over its windows, in C, and only shared windows
+        are counted one by one.
+        """
         self._short_counts: dict[str, int] = {}
         self._of: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
         """Each value's windows and short forms, so that dropping it costs no encoding."""
@@ -79,29 +86,44 @@ class _Pieces:
     def add(self, value: str) -> None:
         if value in self._of:
             return
-        windows: set[str] = set()
+        parts: list[str] = []
         short: set[str] = set()
-        alphabet = set(self._alphabet)
         for form in _plain_forms(value):
             for part in form.split():
                 if len(part) >= PIECE:
-                    alphabet.update(part)
-                    windows.update(part[i : i + PIECE] for i in range(len(part) - PIECE + 1))
+                    parts.append(part)
                 elif len(part) >= MIN_SECRET_LENGTH:
                     short.add(part)
+        windows = {part[i : i + PIECE] for part in parts for i in range(len(part) - PIECE + 1)}
         self._of[value] = (tuple(windows), tuple(short))
-        _count(self._windows, windows, 1)
+        for window in windows & self._windows:
+            self._shared[window] = self._shared.get(window, 1) + 1
+        self._windows |= windows
         if short:
             _count(self._short_counts, short, 1)
             self._short = tuple(sorted(self._short_counts))
+        alphabet = self._alphabet.union(*parts)
         if alphabet != self._alphabet:
-            self._alphabet = frozenset(alphabet)
+            self._alphabet = alphabet
             self._runs = re.compile(f"[{re.escape(''.join(sorted(alphabet)))}]{{{PIECE},}}")
 
     def remove(self, value: str) -> None:
         """Undo ``add(value)``; what other values held share stays."""
         windows, short = self._of.pop(value, ((), ()))
-        _count(self._windows, windows, -1)
+        shared = self._shared
+        if shared and not shared.keys().isdisjoint(windows):
+            gone: list[str] = []
+            for window in windows:
+                count = shared.get(window)
+                if count is None:
+                    gone.append(window)
+                elif count > 2:
+                    shared[window] = count - 1
+                else:
+                    del shared[window]
+            self._windows.difference_update(gone)
+        else:
+            self._windows.difference_update(windows)
         if short:
             _count(self._short_counts, short, -1)
             self._short = tuple(sorted(self._short_counts))

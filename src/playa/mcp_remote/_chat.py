@@ -492,9 +492,12 @@ class ChatServers:
         """Close every connection at once; each close is bounded by the close timeout."""
         connections = [connection for name in list(self.servers) if (connection := self._drop(name))]
         try:
-            async with anyio.create_task_group() as tg:
-                for connection in connections:
-                    tg.start_soon(connection.aclose)
+            if len(connections) == 1:
+                await connections[0].aclose()
+            elif connections:
+                async with anyio.create_task_group() as tg:
+                    for connection in connections:
+                        tg.start_soon(connection.aclose)
         finally:
             # Nothing of this chat's is left to log its credentials.
             outbound_secrets().release(self)

@@ -23,6 +23,7 @@ exhaust the host's memory. The cap is enforced while reading, on the decoded byt
 from __future__ import annotations
 
 import logging
+import math
 import re
 import zlib
 from collections.abc import AsyncIterator, Iterator
@@ -154,7 +155,14 @@ class _CappedStream(httpx2.AsyncByteStream):
 
     async def aclose(self) -> None:
         try:
-            if not (self._ended or self._abandoned or self._per_event):
+            # A reader being cancelled (a call's timeout, a connection closing) would be
+            # cancelled at the drain's first read: it reads nothing.
+            if not (
+                self._ended
+                or self._abandoned
+                or self._per_event
+                or anyio.current_effective_deadline() == -math.inf
+            ):
                 await self._drain(self._chunks if self._chunks is not None else aiter(self._inner))
         finally:
             await self._inner.aclose()
