@@ -185,31 +185,38 @@ def test_strings_inside_tuples_named_tuples_sets_and_dict_keys_are_redacted() ->
     assert walked["t"] == (1, "a [redacted]") and walked["s"] == {"[redacted]", "x"}
 
 
-def test_a_remembered_message_is_gated_again_once_the_chat_knows_a_new_credential() -> None:
+async def test_a_remembered_message_is_gated_again_once_the_chat_knows_a_new_credential() -> None:
     # The history is the same objects every turn; the gate remembers what it made of each, but
     # only for the redactor it used: a key learnt later is found in messages gated before.
-    memory = GateMemory()
+    known = [Redactor(["Bearer unrelated-key-0123456789"])]
+    model = GatedModel(
+        FunctionModel(lambda m, i: ModelResponse(parts=[])), lambda: known[0], memory=GateMemory()
+    )
+
+    async def gated(messages: list[ModelMessage]) -> list[ModelMessage]:
+        return (await model.gate(messages, ModelRequestParameters()))[0]
+
     history: list[ModelMessage] = [
         ModelRequest.user_text_prompt(f"here is {KEY} again"),
         ModelResponse(parts=[TextPart("noted")]),
     ]
-    before = gate_messages(history, Redactor(["Bearer unrelated-key-0123456789"]), GateLimits(), memory)
+    before = await gated(history)
     assert leaks(before)  # not a credential of this chat yet
-    after = gate_messages(history, REDACTOR, GateLimits(), memory)
+    known[0] = REDACTOR
+    after = await gated(history)
     assert not leaks(after) and REDACTED in repr(after[0])
-    again = gate_messages(history, REDACTOR, GateLimits(), memory)
+    again = await gated(history)
     assert again[0] is after[0] and again[1] is after[1]  # not walked twice
     # A message the chat no longer sends is forgotten once they outnumber those it sends.
     for n in range(200):
-        gate_messages([ModelRequest.user_text_prompt(f"turn {n}")], REDACTOR, GateLimits(), memory)
-    assert gate_messages(history, REDACTOR, GateLimits(), memory)[0] is not after[0]
+        await gated([ModelRequest.user_text_prompt(f"turn {n}")])
+    assert (await gated(history))[0] is not after[0]
 
 
-async def test_a_long_history_not_gated_before_lets_other_chats_run_between_batches() -> None:
-    history: list[ModelMessage] = [
-        ModelRequest.user_text_prompt(f"turn {n}: {KEY}") for n in range(5 * GATE_BATCH)
-    ]
-    model = GatedModel(FunctionModel(lambda m, i: ModelResponse(parts=[])), lambda: REDACTOR)
+async def gate_beside_another_chat(
+    model: GatedModel, history: list[ModelMessage]
+) -> tuple[list[ModelMessage], int]:
+    """Gate ``history`` while another chat's task runs: what passed, and how often the other ran meanwhile."""
     ticks = 0
 
     async def other_chat() -> None:
@@ -225,6 +232,15 @@ async def test_a_long_history_not_gated_before_lets_other_chats_run_between_batc
         gated, _ = await model.gate(history, ModelRequestParameters())
         ran = ticks - before
         tg.cancel_scope.cancel()
+    return gated, ran
+
+
+async def test_a_long_history_not_gated_before_lets_other_chats_run_between_batches() -> None:
+    history: list[ModelMessage] = [
+        ModelRequest.user_text_prompt(f"turn {n}: {KEY}") for n in range(5 * GATE_BATCH)
+    ]
+    model = GatedModel(FunctionModel(lambda m, i: ModelResponse(parts=[])), lambda: REDACTOR)
+    gated, ran = await gate_beside_another_chat(model, history)
     assert ran >= 4  # between each of the five batches
     assert len(gated) == len(history) and not leaks(gated)
 
@@ -241,21 +257,7 @@ async def test_the_redactor_filter_is_built_a_step_at_a_time_once_the_history_as
     batches = -(-len(history) // GATE_BATCH)
     assert _redact._DIRECT_BUDGET < sum(len(words) for _ in history) < 2 * _redact._DIRECT_BUDGET
     model = GatedModel(FunctionModel(lambda m, i: ModelResponse(parts=[])), lambda: redactor)
-    ticks = 0
-
-    async def other_chat() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await anyio.lowlevel.checkpoint()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(other_chat)
-        await anyio.lowlevel.checkpoint()
-        before = ticks
-        gated, _ = await model.gate(history, ModelRequestParameters())
-        ran = ticks - before
-        tg.cancel_scope.cancel()
+    gated, ran = await gate_beside_another_chat(model, history)
     assert redactor._tables is not None and not redactor.filter_wanted
     assert steps > 3 and ran >= batches - 1 + steps  # between the batches, and between the build's steps
     assert len(gated) == len(history) and not leaks(gated)

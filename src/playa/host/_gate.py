@@ -193,20 +193,10 @@ def _cut_results(messages: list[ModelMessage], limit: int) -> list[ModelMessage]
     return out
 
 
-def gate_messages(
-    messages: list[ModelMessage], redactor: Redactor, limits: GateLimits, memory: GateMemory | None = None
-) -> list[ModelMessage]:
-    """``messages`` as the model may receive them (and the history may keep them): redacted, then cut.
-
-    With ``memory``, a message already gated with this very redactor is not walked again: a
-    chat's history is the same objects turn after turn.
-    """
+def gate_messages(messages: list[ModelMessage], redactor: Redactor, limits: GateLimits) -> list[ModelMessage]:
+    """``messages`` as the model may receive them (and the history may keep them): redacted, then cut."""
     walker = _Walker(redactor)
-    if memory is None:
-        gated: list[ModelMessage] = [_gate_one(message, walker, limits) for message in messages]
-    else:
-        gated = [memory.message(message, walker, limits) for message in messages]
-        memory.keep_only_messages(messages)
+    gated = [_gate_one(message, walker, limits) for message in messages]
     if walker.changed:
         logger.info("the model gate redacted or withheld %d items", walker.changed)
     return gated
