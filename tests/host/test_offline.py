@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic_ai.messages import ModelResponse
 
 from playa.host import Host, ToolResult, ToolResultEvent
 from support.chat import ScriptedUI, msg
@@ -72,3 +73,13 @@ async def test_the_offline_model_shows_the_result_after_hooks_rewrote_it(data_di
         session = await host.session("console:t", owner="o")
         reply = await host.handle(session, msg('write_file {"path": "a", "content": "x"}'), ScriptedUI())
     assert reply is not None and reply.text.endswith("WROTE 1 BYTES TO A")
+
+
+async def test_the_offline_model_reads_no_tokens_and_invents_no_count(offline_host: Host) -> None:
+    # An estimate would walk every message of the request at every step, for numbers nobody pays.
+    session = await offline_host.session("console:t", owner="o")
+    await offline_host.handle(session, msg("hello"), ScriptedUI())
+    response = session.history.messages[-1]
+    assert isinstance(response, ModelResponse)
+    assert response.usage.unmeasured_requests == 1
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (0, 0)

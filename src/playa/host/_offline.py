@@ -16,6 +16,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
 
 __all__ = ["LABEL", "is_offline", "offline_model"]
 
@@ -38,6 +39,14 @@ def is_offline(model: object) -> bool:
 
 
 def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    response = _reply(messages, info)
+    # No tokens are read or written. Left empty, the usage would be estimated over every
+    # message of the request at every step, a cost that grows with the history's window.
+    response.usage = RequestUsage(unmeasured_requests=1)
+    return response
+
+
+def _reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     last = messages[-1]
     if isinstance(last, ModelRequest):
         results = [p for p in last.parts if isinstance(p, ToolReturnPart | RetryPromptPart)]
