@@ -179,3 +179,47 @@ def test_two_credentials_that_share_a_part_keep_it_covered_until_both_let_go() -
     secrets.release(chat_b)
     assert secrets.pieces.redact(f"saw {header[4:20]}") == f"saw {header[4:20]}"
     assert not secrets.pieces and not secrets.pieces._shared
+
+
+def test_owners_letting_go_together_keep_their_values_covered_until_the_block_ends() -> None:
+    secrets = OutboundSecrets()
+    owners = [object() for _ in range(5)]
+    values = ["Key-" + uuid.uuid4().hex for _ in owners]
+    for owner, value in zip(owners, values, strict=True):
+        secrets.hold(owner, [value])
+    with secrets.releasing_together():
+        with secrets.releasing_together():
+            for owner in owners[:4]:
+                secrets.release(owner)
+        # An inner block's end is not the end: a log line still loses what was let go.
+        assert secrets.pieces.redact(values[0]) == REDACTED
+        secrets.hold(owners[0], [values[0]])  # held again before the block ends: it stays
+    assert secrets.pieces.redact(" ".join(values)) == " ".join(
+        [REDACTED, values[1], values[2], values[3], REDACTED]
+    )
+    assert set(secrets.pieces._of) == {values[0], values[4]}
+
+
+def test_letting_go_of_most_values_at_once_leaves_what_one_by_one_would() -> None:
+    # Past half of what is held, the tables are rebuilt from what stays: shared parts included.
+    header = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    values = [f"{header}.{uuid.uuid4().hex}" for _ in range(6)] + ["Short-" + uuid.uuid4().hex[:4]]
+    together, one_by_one = OutboundSecrets(), OutboundSecrets()
+    for secrets in (together, one_by_one):
+        for value in values:
+            secrets.hold(value, [value, f"Bearer {value}"])
+    with together.releasing_together():
+        for value in values[:5]:
+            together.release(value)
+    for value in values[:5]:
+        one_by_one.release(value)
+    for attribute in ("_windows", "_shared", "_short_counts", "_short"):
+        assert getattr(together.pieces, attribute) == getattr(one_by_one.pieces, attribute), attribute
+    line = f"saw {header[4:20]} and {values[0][-20:]} and {values[5][-20:]} and {values[6]}"
+    assert (
+        together.pieces.redact(line) == f"saw {REDACTED} and {values[0][-20:]} and {REDACTED} and {REDACTED}"
+    )
+    with together.releasing_together():
+        for value in values[5:]:
+            together.release(value)
+    assert not together.pieces and not together.pieces._shared and not together.pieces._short_counts

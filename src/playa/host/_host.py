@@ -366,7 +366,7 @@ class Host:
         """Run every session's SessionClose hooks, all sessions at once; each hook is bounded."""
         # Shielded: a cancelled caller (shutdown) must not leave a session half closed, and
         # every wait inside is bounded by a hook timeout.
-        with anyio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True), outbound_secrets().releasing_together():
             async with anyio.create_task_group() as tg:
                 for session in sessions:
                     tg.start_soon(self._close_session, session)
