@@ -98,8 +98,9 @@ class _Pieces:
                     short.add(part)
         windows = {part[i : i + PIECE] for part in parts for i in range(len(part) - PIECE + 1)}
         self._of[value] = (tuple(windows), tuple(short))
-        for window in windows & self._windows:
-            self._shared[window] = self._shared.get(window, 1) + 1
+        if common := windows & self._windows:
+            shared = self._shared
+            shared.update({window: shared.get(window, 1) + 1 for window in common})
         self._windows |= windows
         if short:
             _count(self._short_counts, short, 1)

@@ -190,14 +190,17 @@ def _forms_of(secret: str) -> set[str]:
     return forms
 
 
-def _plain_forms(secret: str) -> set[str]:
+@functools.lru_cache(maxsize=256)
+def _plain_forms(secret: str) -> frozenset[str]:
+    """The forms of ``secret`` but the wrapped ones; kept for the latest secrets, as a chat's
+    redactor and the log gate both learn its credentials when it opens."""
     if len(secret) < MIN_SECRET_LENGTH:
-        return set()
+        return frozenset()
     forms = _forms_of(secret)
     credential = auth_credential(secret)
     if credential is not None and len(credential) >= MIN_SECRET_LENGTH:
         forms |= _forms_of(credential)
-    return {form for form in forms if len(form) >= MIN_SECRET_LENGTH}
+    return frozenset(form for form in forms if len(form) >= MIN_SECRET_LENGTH)
 
 
 def _cores(secret: str) -> set[str]:
@@ -224,7 +227,7 @@ def encoded_forms(secret: str) -> set[str]:
     shorter than :data:`MIN_SECRET_LENGTH` are left out; a secret shorter than that has no
     forms at all.
     """
-    return _plain_forms(secret) | {
+    return set(_plain_forms(secret)) | {
         _wrapped(core, cut, newline)
         for core in _cores(secret)
         for cut in range(1, len(core))

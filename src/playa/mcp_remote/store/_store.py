@@ -45,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -347,6 +348,11 @@ class ServerStore:
         self._loaded: FileSignature | None = None
         self._ever_loaded = False
 
+    @functools.cached_property
+    def _expected_folder(self) -> Path:
+        """Where ``.volcanic/mcp`` must lead: inside the workspace, which the agent cannot move."""
+        return Path(os.path.realpath(self._workspace)) / _RELATIVE_PATH.parent
+
     def __repr__(self) -> str:
         return f"ServerStore(path={str(self._path)!r}, scope={self._scope!r})"
 
@@ -554,8 +560,7 @@ class ServerStore:
                 raise StoreError(
                     f"cannot create {_RELATIVE_PATH.parent.as_posix()}: {exc.strerror}"
                 ) from None
-        expected = Path(os.path.realpath(self._workspace)) / _RELATIVE_PATH.parent
-        if folder.exists() and Path(os.path.realpath(folder)) != expected:
+        if folder.exists() and Path(os.path.realpath(folder)) != self._expected_folder:
             message = f"{_RELATIVE_PATH.parent.as_posix()} is a link to another folder; it is ignored"
             if create:
                 raise StoreError(message)
@@ -741,11 +746,13 @@ class ServerStore:
         if self._private is None:
             yield
             return
+        path, flags = self._private / _LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
         try:
-            os.makedirs(self._private, mode=0o700, exist_ok=True)
-            fd = os.open(
-                self._private / _LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
-            )
+            try:
+                fd = os.open(path, flags, 0o600)
+            except FileNotFoundError:  # the first use of this data dir's store
+                os.makedirs(self._private, mode=0o700, exist_ok=True)
+                fd = os.open(path, flags, 0o600)
         except OSError as exc:
             raise StoreError(f"cannot open the server store's lock: {exc.strerror}") from None
         try:
