@@ -109,9 +109,15 @@ async def run(quick: bool) -> Report:
 
                 client_cpu, server_cpu = os.times(), _cpu_seconds(served.process.pid)
                 started = anyio.current_time()
-                others: list[ChatSession] = []
-                for scope in scopes[1:]:
-                    others.append(await host.session(scope, owner="owner"))
+                opened: dict[str, ChatSession] = {}
+
+                async def open_chat(scope: str) -> None:
+                    opened[scope] = await host.session(scope, owner="owner")
+
+                async with anyio.create_task_group() as tg:
+                    for scope in scopes[1:]:
+                        tg.start_soon(open_chat, scope)
+                others = [opened[scope] for scope in scopes[1:]]
                 sessions_started = anyio.current_time() - started
                 # Connects queue (a connector runs a bounded number at once), and each chat's own
                 # wait gives up after one ConnectTimeout: keep waiting, bounded, until none is

@@ -15,7 +15,7 @@ from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import FunctionModel
 
 from playa.exceptions import ConfigError
-from playa.host import ChatSession, Extension, Host, HostConfig, ToolResult
+from playa.host import ChatSession, Extension, History, Host, HostConfig, ToolResult, scope_folder
 from playa.host._host import COLLECT_AFTER
 from support.chat import Script, ScriptedUI, msg
 
@@ -129,6 +129,41 @@ async def test_shutdown_closes_every_session_at_once(data_dir: Path) -> None:
             for n in range(5):
                 await host.session(f"console:{n}", owner="owner")
     assert all_closing.is_set()
+
+
+async def test_chats_open_side_by_side_and_two_callers_for_one_chat_get_one_session(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A restarted bot meets many chats at once: one chat's history still loading holds up no other.
+    loading, began = anyio.Event(), anyio.Event()
+    opens: list[Path] = []
+    real_open = History.open
+
+    async def open_history(folder: Path) -> History:
+        opens.append(folder)
+        if folder.name == scope_folder("console:slow"):
+            began.set()
+            await loading.wait()
+        return await real_open(folder)
+
+    monkeypatch.setattr(History, "open", open_history)
+    lifecycle = Lifecycle()
+    sessions: list[ChatSession] = []
+
+    async def open_slow(host: Host) -> None:
+        sessions.append(await host.session("console:slow", owner="owner"))
+
+    with anyio.fail_after(10):
+        async with Host(HostConfig(data_dir=data_dir), [lifecycle]) as host, anyio.create_task_group() as tg:
+            tg.start_soon(open_slow, host)
+            tg.start_soon(open_slow, host)
+            await began.wait()
+            other = await host.session("console:other", owner="owner")
+            assert not loading.is_set() and [s.scope for _, s in lifecycle.events] == ["console:other"]
+            loading.set()
+    assert len(sessions) == 2 and sessions[0] is sessions[1] is not other
+    assert [folder.name for folder in opens].count(scope_folder("console:slow")) == 1
+    assert [event for event, s in lifecycle.events if s is sessions[0]] == ["start", "close"]
 
 
 @pytest.mark.parametrize(

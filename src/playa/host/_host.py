@@ -146,6 +146,8 @@ class Host:
         self._gate_memory: dict[str, GateMemory] = {}
         self._sessions: dict[str, ChatSession] = {}
         self._closing: dict[str, ChatSession] = {}
+        self._opening: dict[str, anyio.Event] = {}
+        """The chats whose session is being made, each with an event set when it is."""
         self._closed_since_collect = 0
         self._moving: dict[str, anyio.Event] = {}
         """Scopes a move is under way from or to; set when it is done."""
@@ -192,14 +194,27 @@ class Host:
     # Sessions
 
     async def session(self, scope: str, *, owner: str) -> ChatSession:
-        """The session of a chat, started (SessionStart hooks) on first use or after it was closed."""
-        await self._settled(scope)
-        async with self._session_lock:
-            session = self._sessions.get(scope)
-            if session is not None:
+        """The session of a chat, started (SessionStart hooks) on first use or after it was closed.
+
+        Chats open side by side (a restarted bot meets many at once); two callers for one chat
+        get the one session.
+        """
+        while True:
+            await self._settled(scope)
+            if (session := self._sessions.get(scope)) is not None:
                 session.last_used = anyio.current_time()
                 return session
-            session = self._sessions[scope] = await self._new_session(scope, owner)
+            if (opening := self._opening.get(scope)) is None:
+                break
+            await opening.wait()
+        opened = self._opening[scope] = anyio.Event()
+        try:
+            session = await self._new_session(scope, owner)
+            async with self._session_lock:
+                self._sessions[scope] = session
+        finally:
+            del self._opening[scope]
+            opened.set()
         await self._start(session)
         return session
 
@@ -276,8 +291,13 @@ class Host:
         return "moved"
 
     async def _close_for_move(self, scope: str) -> None:
-        while (closing := self._closing.get(scope)) is not None:
-            await closing.closed.wait()
+        while True:
+            if (closing := self._closing.get(scope)) is not None:
+                await closing.closed.wait()
+            elif (opening := self._opening.get(scope)) is not None:
+                await opening.wait()
+            else:
+                break
         session = self._sessions.get(scope)
         if session is None:
             return
