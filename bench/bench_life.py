@@ -23,6 +23,7 @@ import gc
 import resource
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
@@ -100,13 +101,16 @@ def timed_steps(steps: dict[str, list[Step]], collections: list[float]) -> Itera
     # The collections' wall and CPU time so far, and when the running one started.
     paused = {"wall": 0.0, "cpu": 0.0, "wall started": 0.0, "cpu started": 0.0}
 
+    loop_thread = threading.get_ident()
+
     def collected(phase: str, _info: dict[str, int]) -> None:
         if phase == "start":
             paused["wall started"], paused["cpu started"] = time.perf_counter(), time.thread_time()
         else:
             took = time.perf_counter() - paused["wall started"]
             paused["wall"] += took
-            paused["cpu"] += time.thread_time() - paused["cpu started"]
+            if threading.get_ident() == loop_thread:  # another thread's CPU is not the step's
+                paused["cpu"] += time.thread_time() - paused["cpu started"]
             collections.append(took)
 
     @contextlib.contextmanager
