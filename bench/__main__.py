@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bench._common import Report, Spread, machine, raise_fd_limit
 from bench._run import BENCHMARKS, measure
-from playa._runtime import tune_garbage_collector
+from playa._runtime import HEAP_KEPT_FREE, HEAP_LARGEST, tune_runtime
 
 
 def print_report(report: Report) -> None:
@@ -62,8 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     limit = raise_fd_limit()
     # What each benchmark's process applies (see bench._run.measure), for the machine line.
-    tune_garbage_collector()
+    tuned = tune_runtime()
     facts = machine()
+    facts["malloc"] = (
+        f"glibc, blocks up to {HEAP_LARGEST >> 20} MiB from the heap, {HEAP_KEPT_FREE >> 20} MiB kept free"
+        if tuned
+        else "the C library's defaults"
+    )
     started = datetime.now(UTC)
     print(f"Playa benchmarks, {started:%Y-%m-%d %H:%M} UTC{' (quick)' if args.quick else ''}")
     print("  " + ", ".join(f"{k} {v}" for k, v in facts.items()) + f", open files {limit}")

@@ -35,7 +35,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import LATEST_MODERN_VERSION
 
 from bench._common import ROOT, raise_fd_limit, rss_bytes
-from playa._runtime import tune_garbage_collector
+from playa._runtime import tune_runtime
 from playa.mcp_remote import ConnectionSettings, Connector, Endpoint
 
 HEADERS = {"Authorization": "Bearer bench-token-0123456789abcdef0123456789"}
@@ -163,7 +163,7 @@ def main() -> None:
     parser.add_argument("--url", required=True)
     parser.add_argument("--concurrency", type=int, default=50)
     args = parser.parse_args()
-    tune_garbage_collector()  # as the `playa` command runs
+    tune_runtime()  # as the `playa` command runs
     print(json.dumps(anyio.run(hold, args)), flush=True)
 
 

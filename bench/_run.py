@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from bench._common import Report, raise_fd_limit
-from playa._runtime import tune_garbage_collector
+from playa._runtime import tune_runtime
 
 __all__ = ["BENCHMARKS", "measure"]
 
@@ -38,6 +38,6 @@ def measure(name: str, quick: bool) -> Report:
     """Run one benchmark in this process, with the settings of the `playa` command's process."""
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     raise_fd_limit()
-    # The `playa` command's collector settings, for Playa and its baselines alike.
-    tune_garbage_collector()
+    # The `playa` command's collector and allocator settings, for Playa and its baselines alike.
+    tune_runtime()
     return anyio.run(_benchmark(name), quick)

@@ -15,7 +15,7 @@ import sys
 import anyio
 
 from bench._playa import data_dir, entry, playa_host, timed_echo_turns, write_servers
-from playa._runtime import tune_garbage_collector
+from playa._runtime import tune_runtime
 from playa.mcp_remote import RemoteMcpSettings
 
 
@@ -35,7 +35,7 @@ async def serve(url: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True)
-    tune_garbage_collector()  # as the `playa` command runs
+    tune_runtime()  # as the `playa` command runs
     anyio.run(serve, parser.parse_args().url)
 
 

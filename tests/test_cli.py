@@ -3,6 +3,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from playa._runtime import GC_THRESHOLDS
 from playa.cli import _host_config, default_data_dir, remote_mcp
 from playa.exceptions import ConfigError
 from playa.host import Host, HostConfig
+from support.faults import FAULTS_OF_A_LARGE_STRING, PAGES
 
 
 def _args(data_dir: Path) -> argparse.Namespace:
@@ -114,12 +116,14 @@ def test_environment_proxies_are_used_only_when_the_operator_says_so(tmp_path: P
     assert remote_mcp(config, {"PLAYA_HTTP_TRUST_ENV": "1"}, console=True).settings.connection.trust_env
 
 
-def test_the_playa_command_raises_the_collector_thresholds_for_its_host(tmp_path: Path) -> None:
-    # In a child process: the thresholds are the process's, and this one's stay as they are.
+def test_the_playa_command_tunes_the_collector_and_the_allocator_for_its_host(tmp_path: Path) -> None:
+    # In a child process: the settings are the process's, and this one's stay as they are.
     script = (
         "import gc, sys\n"
         "from playa.cli import main\n"
         "code = main(['chat', '--data-dir', sys.argv[1]])\n"
+        + FAULTS_OF_A_LARGE_STRING
+        + "print('faults', faults_of_a_large_string())\n"
         "print('thresholds', *gc.get_threshold())\n"
         "sys.exit(code)\n"
     )
@@ -134,6 +138,8 @@ def test_the_playa_command_raises_the_collector_thresholds_for_its_host(tmp_path
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "thresholds " + " ".join(map(str, GC_THRESHOLDS))
     assert GC_THRESHOLDS != (700, 10, 10)
+    if platform.libc_ver()[0] == "glibc":  # tests/test_runtime.py: a fault per page without the setting
+        assert int(done.stdout.splitlines()[-2].removeprefix("faults ")) < PAGES // 20
 
 
 def test_the_model_timeout_comes_from_the_environment_and_bad_values_are_clear_errors(tmp_path: Path) -> None:

@@ -2,13 +2,40 @@
 
 from __future__ import annotations
 
+import ctypes
 import gc
+import platform
 from typing import Final
 
-__all__ = ["GC_THRESHOLDS", "tune_garbage_collector"]
+__all__ = [
+    "GC_THRESHOLDS",
+    "HEAP_KEPT_FREE",
+    "HEAP_LARGEST",
+    "tune_allocator",
+    "tune_garbage_collector",
+    "tune_runtime",
+]
 
 GC_THRESHOLDS: Final = (20_000, 50, 10)
 """The collector's thresholds for a host (CPython's defaults: 700, 10, 10)."""
+
+HEAP_LARGEST: Final = 64 * 1024 * 1024
+"""The largest block glibc's malloc takes from its heap rather than from a mapping of its own."""
+HEAP_KEPT_FREE: Final = 128 * 1024 * 1024
+"""How much freed memory at the heap's top glibc keeps before giving it back to the system."""
+
+# glibc's mallopt parameters (malloc.h).
+_M_TRIM_THRESHOLD: Final = -1
+_M_MMAP_THRESHOLD: Final = -3
+
+
+def tune_runtime() -> bool:
+    """Everything this module sets, as the ``playa`` command's process runs with it.
+
+    Returns whether the allocator's settings were applied (see :func:`tune_allocator`).
+    """
+    tune_garbage_collector()
+    return tune_allocator()
 
 
 def tune_garbage_collector() -> None:
@@ -27,3 +54,28 @@ def tune_garbage_collector() -> None:
     (``Host._collect_closed``).
     """
     gc.set_threshold(*GC_THRESHOLDS)
+
+
+def tune_allocator() -> bool:
+    """Let a large string reuse memory the process already has, where the allocator is glibc's.
+
+    A tool result of megabytes is a string of up to four bytes a character, and redacting it
+    makes another of the same size. glibc gives each block over its mmap threshold a fresh
+    mapping and unmaps it when the block is freed; the threshold rises as such blocks are
+    freed, but never past 32 MiB. Each new page of a fresh mapping is a page fault when first
+    written: for a 40 MB string (ten million characters with emoji) some 10,000 faults, about
+    30 ms on the machine of docs/benchmarks.md, as long as redacting it took. With blocks of
+    up to :data:`HEAP_LARGEST` taken from the heap, and up to :data:`HEAP_KEPT_FREE` of freed
+    memory kept at its top, the next large string is written into pages already mapped. The
+    price: after a burst of large results the process may keep that much memory it no longer
+    uses. Returns whether the settings were applied: False where the C library is not glibc.
+    """
+    if platform.libc_ver()[0] != "glibc":
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (AttributeError, OSError):
+        return False
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(_M_MMAP_THRESHOLD, HEAP_LARGEST)) and bool(mallopt(_M_TRIM_THRESHOLD, HEAP_KEPT_FREE))

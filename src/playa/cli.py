@@ -17,7 +17,7 @@ import anyio
 import anyio.abc
 
 from . import __version__
-from ._runtime import tune_garbage_collector
+from ._runtime import tune_runtime
 from .exceptions import ConfigError
 from .host import EnvPolicy, Extension, Host, HostConfig, ModelLimits, install_outbound_gate, outbound_secrets
 from .mcp_remote import (
@@ -355,7 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         args = parser.parse_args(["chat", *argv])
     _configure_logging(getattr(args, "log_level", None))
-    tune_garbage_collector()
+    tune_runtime()
     try:
         if args.command == "oauth-client-metadata":
             print(_oauth_client_metadata(os.environ))
