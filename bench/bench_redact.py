@@ -34,14 +34,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench._common import Report, Spread, verdict
+from bench._common import FAST_LOOP, Report, Spread, cpu_seconds, reference, verdict
 from playa._runtime import tune_runtime
 from playa.host._redact import REDACTED, Redactor, encoded_forms
 
 SIZE = 10_000_000
 TARGETS = {"ascii": 300.0, "non-ascii": 150.0}
-FAST_LOOP = 0.0175
-"""Seconds :func:`reference` takes in the fast state of the machine the targets were met on (30 November)."""
 NAIVE_SIZE = 1_000_000
 """Characters the ``str.replace`` loop is timed on: thousands of forms make it ~0.3 MB/s."""
 SECRET_ALPHABET = string.ascii_letters + string.digits + "-._~+/"
@@ -158,24 +156,10 @@ def naive(forms: list[str]) -> Callable[[str], str]:
     return replace_all
 
 
-def reference() -> int:
-    """A fixed pure-Python workload (~18-25 ms here): a bytecode loop of integer arithmetic."""
-    total = 0
-    for number in range(300_000):
-        total += number * number
-    return total
-
-
 def seconds(function: Callable[[], object]) -> float:
     started = time.perf_counter()
     function()
     return time.perf_counter() - started
-
-
-def cpu_seconds(function: Callable[[], object]) -> float:
-    started = time.process_time()
-    function()
-    return time.process_time() - started
 
 
 def page_faults(function: Callable[[str], str], text: str) -> int:
