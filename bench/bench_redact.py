@@ -227,7 +227,7 @@ def measure(
             result.paired.append(len(text) / (cost * FAST_LOOP) / 1e6)
             if run < naive_runs:
                 result.theirs.append(rate(naive(forms), text[:NAIVE_SIZE]))
-        # Once no large string of an earlier run is alive, as in every timed run but the first.
+        # With no result of an earlier run alive, as in the timed runs.
         result.faults = page_faults(redactor.redact, text)
         measured.append(result)
     return built, measured
