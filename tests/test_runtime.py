@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import sys
@@ -37,5 +38,8 @@ def test_a_large_string_reuses_the_memory_of_the_one_before() -> None:
 def test_the_allocator_is_left_alone_where_it_is_not_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
     from playa import _runtime
 
-    monkeypatch.setattr(platform, "libc_ver", lambda: ("", ""))
+    def unknown(name: str) -> str:
+        raise ValueError(f"unrecognized configuration name {name!r}")  # as musl's Python answers
+
+    monkeypatch.setattr(os, "confstr", unknown)
     assert _runtime.tune_allocator() is False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import platform
+import os
 from typing import Final
 
 __all__ = [
@@ -70,7 +70,7 @@ def tune_allocator() -> bool:
     price: after a burst of large results the process may keep that much memory it no longer
     uses. Returns whether the settings were applied: False where the C library is not glibc.
     """
-    if platform.libc_ver()[0] != "glibc":
+    if not _glibc():
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt
@@ -79,3 +79,12 @@ def tune_allocator() -> bool:
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
     return bool(mallopt(_M_MMAP_THRESHOLD, HEAP_LARGEST)) and bool(mallopt(_M_TRIM_THRESHOLD, HEAP_KEPT_FREE))
+
+
+def _glibc() -> bool:
+    """Whether the C library is glibc: only glibc answers ``CS_GNU_LIBC_VERSION`` (``glibc 2.36``)."""
+    try:
+        version = os.confstr("CS_GNU_LIBC_VERSION")
+    except (ValueError, OSError):  # a name this system does not know
+        return False
+    return version is not None and version.startswith("glibc ")
