@@ -92,12 +92,8 @@ async def timed_calls(call: Callable[[], Awaitable[object]], count: int, into: l
     return time.process_time() - cpu
 
 
-FAST_LOOP = 0.0175
-"""Seconds :func:`reference` takes in the fast state of the machine the targets were met on (30 November)."""
-
-
 def reference() -> int:
-    """A fixed pure-Python workload (~18-25 ms here): a bytecode loop of integer arithmetic.
+    """A fixed pure-Python workload (10-30 ms here): a bytecode loop of integer arithmetic.
 
     Timed beside a benchmark, it shows the speed of this machine's CPU at that moment: the VM
     switches between a fast and a slow state, and is shared with other work.

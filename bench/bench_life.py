@@ -35,7 +35,6 @@ import anyio
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
 
 from bench._common import (
-    FAST_LOOP,
     ROOT,
     Report,
     Spread,
@@ -395,7 +394,6 @@ async def run_shutdown(quick: bool) -> Report:
     report.add(
         "the machine: reference loop, before and after",
         f"{loops[0] * 1e3:.1f} / {loops[1] * 1e3:.1f} ms",
-        f"{FAST_LOOP * 1e3:.1f} ms in the fast state",
     )
     report.notes.append(
         f"{connected} of {chats} connections open at shutdown; the exit is the client's CPU work, "
