@@ -2,7 +2,7 @@
 
 ``python -m bench._memory --side playa|sdk-same|sdk-shared|sdk-default --count N --url URL`` opens N
 connections to one server (at most ``--concurrency`` connecting at once), then prints one JSON
-line: how many opened and failed, the resident-set growth, and the seconds it took. A process
+line: how many opened and failed, the resident-set growth, and the seconds and CPU seconds it took. A process
 of its own, so that memory freed by an earlier measurement never hides the cost of a later one.
 
 - ``playa``: ``Connector.connect`` (one shared SSL context, tools listed).
@@ -137,12 +137,12 @@ async def hold(args: argparse.Namespace) -> dict[str, Any]:
         await warm.wait()
     gc.collect()
     before = rss_bytes()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     async with anyio.create_task_group() as tg:
         for _ in range(args.count):
             tg.start_soon(one, tg)
         await all_tried.wait()
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         gc.collect()
         after = rss_bytes()
         stop.set()
@@ -153,6 +153,7 @@ async def hold(args: argparse.Namespace) -> dict[str, Any]:
         "failures": failures,
         "rss_delta": after - before,
         "seconds": seconds,
+        "cpu": cpu,
     }
 
 
