@@ -2,8 +2,9 @@
 
 ``python -m bench._memory --side playa|sdk-same|sdk-shared|sdk-default --count N --url URL`` opens N
 connections to one server (at most ``--concurrency`` connecting at once), then prints one JSON
-line: how many opened and failed, the resident-set growth, and the seconds and CPU seconds it took. A process
-of its own, so that memory freed by an earlier measurement never hides the cost of a later one.
+line: how many opened and failed, the resident-set growth, and the seconds and CPU seconds it
+took. A process of its own, so that memory freed by an earlier measurement never hides the cost
+of a later one.
 
 - ``playa``: ``Connector.connect`` (one shared SSL context, tools listed).
 - ``sdk-same``: ``mcp.Client`` over ``streamable_http_client`` with an httpx2 client built on
