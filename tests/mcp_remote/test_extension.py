@@ -21,7 +21,7 @@ from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from playa.demo_server import build_app
-from playa.exceptions import ToolUnbound
+from playa.exceptions import ToolUnbound, ValidationError
 from playa.host import ChatSession, Host, HostConfig, Reply, encoded_forms
 from playa.mcp_remote import (
     ConnectionSettings,
@@ -30,6 +30,7 @@ from playa.mcp_remote import (
     RemoteMcpSettings,
     resolve_host_secret,
 )
+from playa.mcp_remote.store import _store as store_module
 from playa.mcp_remote.store._seal import Sealer
 from playa.mcp_remote.store._store import ServerEntry, ServerStore, store_path
 from servers.python_servers import (
@@ -574,8 +575,15 @@ async def test_only_the_owner_can_use_the_mcp_commands(
 # One bad entry never takes the host down
 
 
-async def test_an_entry_named_mcp_put_through_the_store_is_ignored_and_the_host_goes_on(
-    data_dir: Path, host_secret: HostSecret
+def test_the_store_refuses_the_reserved_name_as_the_commands_do() -> None:
+    with pytest.raises(ValidationError) as refused:
+        ServerEntry(name="mcp", url="http://127.0.0.1:1/mcp")
+    assert refused.value.field == "name"
+    assert str(refused.value) == "the name 'mcp' is reserved; choose another"
+
+
+async def test_an_entry_named_mcp_an_older_playa_sealed_is_ignored_and_the_host_goes_on(
+    data_dir: Path, host_secret: HostSecret, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
@@ -583,10 +591,12 @@ async def test_an_entry_named_mcp_put_through_the_store_is_ignored_and_the_host_
             remote_host(data_dir, host_secret) as host,
         ):
             session = await host.session(SCOPE, owner="owner")
-            # The public store API writes what the command parser would refuse: binding it
+            # Sealed as an older store did, before it refused the reserved name: binding it
             # used to raise in the task group every chat shares.
             store = ServerStore(session.workspace, SCOPE, Sealer(host_secret.value))
-            store.put(ServerEntry(name="mcp", url=server.url))
+            with monkeypatch.context() as older:
+                older.setattr(store_module, "_check_name", lambda name: None)
+                store.put(ServerEntry(name="mcp", url=server.url))
             store.put(ServerEntry(name="back", url=server.url))
             reply = await say(host, session, "back__ping")
             assert reply.text == "[offline model] back__ping returned:\npong"

@@ -103,10 +103,8 @@ def exposed_names(server: str, tools: Iterable[str]) -> dict[str, str]:
 
 
 def _check_server(server: str) -> None:
-    if not is_server_name(server):
-        raise ValueError(f"invalid MCP server name {server!r}: must match {_SERVER_NAME.pattern}")
-    if server in RESERVED_SERVER_NAMES:
-        raise ValueError(f"MCP server name {server!r} is reserved")
+    if (problem := server_name_problem(server)) is not None:
+        raise ValueError(f"invalid MCP server name {server!r}: {problem}")
 
 
 def _plain(prefix: str, tool: str) -> str:

@@ -15,7 +15,7 @@ from anyio.abc import TaskGroup
 
 from ..exceptions import AccessRefused, NeedsLogin, RemoteError, ToolError, UsageError
 from ..host import QUESTION_TIMEOUT, Answer, ChatSession, Question, Redactor, outbound_secrets
-from ..mcp import exposed_names, normalize_schema, server_name_problem
+from ..mcp import exposed_names, normalize_schema
 from ._approvals import Approvals
 from ._calls import Calls
 from ._login import Logins, login_hint
@@ -120,16 +120,9 @@ class ChatServers:
         self._apply(await anyio.to_thread.run_sync(self.store.load))
 
     def _apply(self, result: LoadResult) -> None:
-        rejected = list(result.rejected)
-        wanted: dict[str, ServerEntry] = {}
-        for index, entry in enumerate(result.entries):
-            # A sealed entry can still carry a name the binder refuses (the reserved "mcp"
-            # through ``ServerStore.put``): it is shown as ignored, never connected.
-            if (problem := server_name_problem(entry.name)) is not None:
-                rejected.append(Rejected(index=index, name=entry.name, reason=problem))
-            else:
-                wanted[entry.name] = entry
-        self.rejected, self.warning = tuple(rejected), result.warning
+        # Every entry the store verified has a name the binder takes (``server_name_problem``).
+        wanted = {entry.name: entry for entry in result.entries}
+        self.rejected, self.warning = result.rejected, result.warning
         for name, state in list(self.servers.items()):
             if wanted.get(name) != state.entry and (connection := self._drop(name)) is not None:
                 self._tg.start_soon(connection.aclose)

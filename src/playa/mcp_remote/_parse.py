@@ -10,6 +10,7 @@ from typing import Final
 
 from ..exceptions import UsageError, ValidationError
 from ..host import MIN_SECRET_LENGTH, auth_credential, looks_like_credential
+from ..mcp import server_name_problem
 from .store._grant import OAuthGrant
 from .store._store import AuthKind, ServerEntry, TransportChoice
 from .store._url import mask_url
@@ -48,7 +49,6 @@ _TRANSPORTS: Final[dict[str, TransportChoice]] = {
     "streamable-http": "streamable-http",
     "sse": "sse",
 }
-_NAME = re.compile(r"[a-z][a-z0-9-]{0,31}")
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _FLAGS: Final = (
     "--transport",
@@ -220,13 +220,8 @@ def parse_add(args: str) -> AddRequest:
     if len(positional) != 2:
         raise UsageError("usage: /mcp_add <name> <url> [options]; /mcp_add --help explains them")
     name, url = positional
-    if not _NAME.fullmatch(name):
-        raise ValidationError(
-            "name",
-            "the name must be 1-32 characters: a lowercase letter, then lowercase letters, digits or '-'",
-        )
-    if name == "mcp":
-        raise ValidationError("name", "the name 'mcp' is reserved; choose another")
+    if (problem := server_name_problem(name)) is not None:
+        raise ValidationError("name", problem)
     request = AddRequest(name=name, url=url)
     for flag, value, position in options:
         _apply(request, flag, value, position)

@@ -61,6 +61,7 @@ from typing import Final, Literal, cast, get_args
 from urllib.parse import urlsplit
 
 from playa.exceptions import StoreError, ValidationError
+from playa.mcp import server_name_problem
 from playa.mcp_remote.store._grant import OAuthGrant, resource_of
 from playa.mcp_remote.store._pins import Pins
 from playa.mcp_remote.store._seal import SEAL_VERSION, JSONValue, Sealer, SealError
@@ -105,7 +106,6 @@ _SEALED_PINS: Final = ":pins"
 
 _TRANSPORTS: Final[tuple[str, ...]] = get_args(TransportChoice)
 _AUTH_KINDS: Final[tuple[str, ...]] = get_args(AuthKind)
-_NAME_RE: Final = re.compile(r"[a-z][a-z0-9-]{0,31}")
 _TOKEN_RE: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token
 _MAX_URL_CHARS: Final = 2048
 _ENTRY_FIELDS: Final = frozenset({"name", "url", "transport", "tools", "auth", "seal"})
@@ -197,10 +197,8 @@ class ServerEntry:
 
 
 def _check_name(name: object) -> None:
-    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
-        raise ValidationError(
-            "name", "name must be 1-32 characters: a lowercase letter, then lowercase letters, digits or '-'"
-        )
+    if (problem := server_name_problem(name)) is not None:
+        raise ValidationError("name", problem)
 
 
 def _check_url(url: object) -> None:
@@ -510,7 +508,8 @@ class ServerStore:
                 pins=pins,
             )
         except ValidationError as exc:
-            raise _Reject(f"malformed: {exc}") from None
+            # A name an older Playa took and this one refuses (the reserved "mcp") says why.
+            raise _Reject(str(exc) if exc.field == "name" else f"malformed: {exc}") from None
         if _SEALED_URL in extras and entry.shown_url != url:
             raise _Reject("seal does not verify: the sealed URL does not match the shown one")
         return entry
