@@ -35,7 +35,7 @@ from ._questions import (
     render_question,
     shown,
 )
-from ._redact import MIN_SECRET_LENGTH, REDACTED, Redactor, auth_credential, encoded_forms
+from ._redact import MIN_SECRET_LENGTH, REDACTED, Redactor, auth_credential, encoded_forms, is_http_token
 from ._registry import ToolRegistry
 from ._schemas import ToolRules, Withheld, repair_schema
 from ._scope import scope_folder
@@ -141,6 +141,7 @@ __all__ = [
     "field_value",
     "gate_messages",
     "install_outbound_gate",
+    "is_http_token",
     "looks_like_credential",
     "normalize",
     "offline_model",

@@ -68,7 +68,7 @@ from collections.abc import Iterable, Iterator
 from typing import ClassVar, Final
 from urllib.parse import quote, quote_plus
 
-__all__ = ["MIN_SECRET_LENGTH", "REDACTED", "Redactor", "auth_credential", "encoded_forms"]
+__all__ = ["MIN_SECRET_LENGTH", "REDACTED", "Redactor", "auth_credential", "encoded_forms", "is_http_token"]
 
 REDACTED: Final = "[redacted]"
 """What every match is replaced with."""
@@ -83,8 +83,10 @@ only ``6k`` bits, and below 8 characters (48 bits) a large unrelated base64 blob
 it by chance and be corrupted, while the few bits it would hide tell an attacker next to nothing.
 """
 
-# An HTTP token (RFC 9110 §5.6.2): what an auth scheme is made of.
-_AUTH_SCHEME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+ (?P<credential>[^ ].*)", re.DOTALL)
+_HTTP_TOKEN: Final = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+"""An HTTP token (RFC 9110 §5.6.2): what a header name and an auth scheme are made of."""
+_TOKEN = re.compile(_HTTP_TOKEN)
+_AUTH_SCHEME = re.compile(_HTTP_TOKEN + r" (?P<credential>[^ ].*)", re.DOTALL)
 
 _BLOCK: Final = 4  # bytes per sampled block, read as a little-endian unsigned int ("<I")
 # Rough costs on CPython 3.11, used only to pick a stride: one sampled block (unpack it, probe
@@ -109,6 +111,11 @@ _ANCHOR: Final = 8
 # Forms whose blocks are entered into the filter between two pauses of Redactor.filter_steps
 # (~0.2-0.5 ms).
 _STEP_FORMS: Final = 8
+
+
+def is_http_token(text: str) -> bool:
+    """Whether ``text`` is an HTTP token (RFC 9110 §5.6.2), as a header name must be."""
+    return _TOKEN.fullmatch(text) is not None
 
 
 def auth_credential(value: str) -> str | None:

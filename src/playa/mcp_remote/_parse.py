@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from ..exceptions import UsageError, ValidationError
-from ..host import MIN_SECRET_LENGTH, auth_credential, looks_like_credential
+from ..host import MIN_SECRET_LENGTH, auth_credential, is_http_token, looks_like_credential
 from ..mcp import server_name_problem
 from .store._grant import OAuthGrant
 from .store._store import AuthKind, ServerEntry, TransportChoice
@@ -49,7 +49,6 @@ _TRANSPORTS: Final[dict[str, TransportChoice]] = {
     "streamable-http": "streamable-http",
     "sse": "sse",
 }
-_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _FLAGS: Final = (
     "--transport",
     "--tools",
@@ -173,7 +172,7 @@ def _url_holds_secret(word: str) -> bool:
 def _header_holds_value(text: str) -> bool:
     # "Name: value", and also what is neither that nor a header name: "X-Api-Key KEY" (a
     # forgotten colon) or a bare key given where the name goes.
-    return ":" in text or not _TOKEN.fullmatch(text.strip()) or looks_like_credential(text.strip())
+    return ":" in text or not is_http_token(text.strip()) or looks_like_credential(text.strip())
 
 
 def _is_flag(word: str) -> bool:
@@ -297,7 +296,7 @@ def _apply(request: AddRequest, flag: str, value: str | None, position: int) -> 
                 "header",
                 f'{where} looks like a key, not a header name: give "Name: value", or a name alone to be asked for its value',
             )
-        if not colon and not _TOKEN.fullmatch(header):
+        if not colon and not is_http_token(header):
             raise ValidationError(
                 "header",
                 f'{where} is neither "Name: value" nor a header name (a colon may be missing)',
@@ -312,7 +311,7 @@ def _apply(request: AddRequest, flag: str, value: str | None, position: int) -> 
 
 
 def check_header_name(header: str, where: str = "a header") -> None:
-    if not _TOKEN.fullmatch(header):
+    if not is_http_token(header):
         # Not quoted: what stands where the name goes may be a key.
         raise ValidationError(
             "header", f"{where} has no valid header name (letters, digits and -, no spaces)"

@@ -49,7 +49,6 @@ import functools
 import hashlib
 import json
 import os
-import re
 import stat
 import tempfile
 import types
@@ -61,6 +60,7 @@ from typing import Final, Literal, cast, get_args
 from urllib.parse import urlsplit
 
 from playa.exceptions import StoreError, ValidationError
+from playa.host import is_http_token
 from playa.mcp import server_name_problem
 from playa.mcp_remote.store._grant import OAuthGrant, resource_of
 from playa.mcp_remote.store._pins import Pins
@@ -106,7 +106,6 @@ _SEALED_PINS: Final = ":pins"
 
 _TRANSPORTS: Final[tuple[str, ...]] = get_args(TransportChoice)
 _AUTH_KINDS: Final[tuple[str, ...]] = get_args(AuthKind)
-_TOKEN_RE: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token
 _MAX_URL_CHARS: Final = 2048
 _ENTRY_FIELDS: Final = frozenset({"name", "url", "transport", "tools", "auth", "seal"})
 _AUTH_FIELDS: Final = frozenset({"kind", "headers"})
@@ -229,7 +228,7 @@ def _check_tools(tools: tuple[object, ...]) -> None:
 def _check_headers(headers: Mapping[str, object]) -> None:
     seen: set[str] = set()
     for name, value in headers.items():
-        if not isinstance(name, str) or not _TOKEN_RE.fullmatch(name):
+        if not isinstance(name, str) or not is_http_token(name):
             raise ValidationError("headers", "a header name is not a valid HTTP token")
         if name.lower() in seen:
             raise ValidationError("headers", f"header {name!r} is given twice")
