@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Final
 
@@ -19,6 +18,8 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from .._files import atomic_write
 
 __all__ = ["Journal"]
 
@@ -53,21 +54,7 @@ class Journal:
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         nonce = os.urandom(_NONCE)
         data = nonce + self._aead.encrypt(nonce, json.dumps(record).encode(), self._aad(name))
-        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(data)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(tmp, self.folder / (name + _SUFFIX))
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        dir_fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        atomic_write(self.folder / (name + _SUFFIX), data)
 
     def delete(self, name: str) -> None:
         (self.folder / (name + _SUFFIX)).unlink(missing_ok=True)

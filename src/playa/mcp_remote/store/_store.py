@@ -50,7 +50,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import types
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -59,6 +58,7 @@ from pathlib import Path
 from typing import Final, Literal, cast, get_args
 from urllib.parse import urlsplit
 
+from playa._files import atomic_write
 from playa.exceptions import StoreError, ValidationError
 from playa.host import is_http_token
 from playa.mcp import server_name_problem
@@ -912,33 +912,6 @@ def _parse_document(data: bytes, rel: str) -> list[object]:
 def _atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so a reader sees the old file or the new one, never half."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".servers.", suffix=".tmp")
+        atomic_write(path, data)
     except OSError as exc:
         raise StoreError(f"cannot write {_RELATIVE_PATH.as_posix()}: {exc.strerror}") from None
-    try:
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise StoreError(f"cannot write {_RELATIVE_PATH.as_posix()}: {exc.strerror}") from None
-        raise
-    # The rename is durable only once the directory entry is on disk.
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError as exc:
-        raise StoreError(
-            f"wrote {_RELATIVE_PATH.as_posix()} but could not sync its folder: {exc.strerror}"
-        ) from None
