@@ -541,11 +541,6 @@ class Redactor:
     def __bool__(self) -> bool:
         return bool(self._forms)
 
-    @property
-    def skipped(self) -> int:
-        """How many of the given values were ignored for being shorter than MIN_SECRET_LENGTH."""
-        return self._skipped
-
     def redact(self, text: str) -> str:
         """``text`` with every match replaced by REDACTED; the same object when nothing matched."""
         if len(text) < self._min_length or not self._forms:

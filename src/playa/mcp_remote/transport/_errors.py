@@ -73,7 +73,7 @@ def missing_scope(response: httpx2.Response) -> str | None:
 
     "needs scope files:write" from the challenge's ``scope``, else the server's own words from
     ``error_description``. The server chose them: only scope tokens are named, and a description
-    is the caller's to redact before it is cut (``_connection._scrubbed`` does both).
+    is the caller's to redact before it is cut (``_connection._redacted`` does both).
     """
     if response.status_code != 403 or extract_field_from_www_auth(response, "error") != "insufficient_scope":
         return None
