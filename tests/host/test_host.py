@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,6 +178,24 @@ async def test_an_unknown_command_gets_the_help(offline_host: Host) -> None:
     # Never quoted back: a mistyped command may hold a key.
     assert "nosuch" not in reply.text and "qzxv" not in reply.text
     assert "/help" in reply.text
+
+
+@pytest.mark.parametrize(
+    "text", ["/mcp_add--bearer=sk-proj-Zq7Xw3Kpl9vR2mN8bT4yF6hJ", "/Zq7Xw3Kpl9vR2mN8bT4y"]
+)
+async def test_an_unknown_command_is_never_logged_by_name(
+    offline_host: Host, text: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    session = await offline_host.session("console:t", owner="owner")
+    with caplog.at_level(logging.DEBUG):
+        reply = await offline_host.handle(session, msg(text), ScriptedUI())
+        known = await offline_host.handle(session, msg("/help"), ScriptedUI())
+    assert reply is not None and reply.text.startswith("Unknown command.")
+    assert known is not None and known.kind == "command"
+    logged = "\n".join(record.getMessage() for record in caplog.records).lower()
+    assert "an unknown command in console:t" in logged
+    assert "command /help in console:t" in logged
+    assert "zq7xw3k" not in logged
 
 
 async def test_a_path_is_not_a_command(offline_host: Host) -> None:

@@ -438,18 +438,21 @@ class Host:
         if parsed is None:
             return await self._turn(session, inbound.text, ui)
         command = self.commands.get(parsed.name)
-        logger.info("command /%s in %s from %s", parsed.name, session.scope, message.sender.id)
         if command is None:
-            # Never quoted back: a mistyped command may hold a key.
+            # Never quoted back nor logged: a mistyped command may hold a key
+            # ("/mcp_add--bearer=KEY" has no space before it).
+            logger.info("an unknown command in %s from %s", session.scope, message.sender.id)
             text = "Unknown command.\n\n" + self.commands.help_text(for_owner=message.sender.is_owner)
-        elif command.owner_only and not message.sender.is_owner:
-            text = f"Only this chat's owner can use /{command.name}."
-        elif parsed.args in ("--help", "-h", "help"):
-            text = command.help
         else:
-            text = await self._run_command(
-                session, command, CommandContext(session, message.sender, parsed.args, ui)
-            )
+            logger.info("command /%s in %s from %s", command.name, session.scope, message.sender.id)
+            if command.owner_only and not message.sender.is_owner:
+                text = f"Only this chat's owner can use /{command.name}."
+            elif parsed.args in ("--help", "-h", "help"):
+                text = command.help
+            else:
+                text = await self._run_command(
+                    session, command, CommandContext(session, message.sender, parsed.args, ui)
+                )
         return Reply(self.redact(session, "\n\n".join([text, *notes])), "command")
 
     async def _run_command(self, session: ChatSession, command: Command, ctx: CommandContext) -> str:
