@@ -17,10 +17,13 @@ from pydantic_ai.messages import (
     TextPart,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.usage import RequestUsage
 
 from playa.host import REDACTED, GatedModel, GateLimits, Redactor, _redact, encoded_forms, gate_messages
 from playa.host._gate import GATE_BATCH, GateMemory
@@ -261,3 +264,51 @@ async def test_the_redactor_filter_is_built_a_step_at_a_time_once_the_history_as
     assert redactor._tables is not None and not redactor.filter_wanted
     assert steps > 3 and ran >= batches - 1 + steps  # between the batches, and between the build's steps
     assert len(gated) == len(history) and not leaks(gated)
+
+
+class Counting(FunctionModel):
+    """A model whose provider counts tokens: what it was asked to count is kept."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda messages, info: ModelResponse(parts=[TextPart("ok")]))
+        self.counted: list[tuple[list[ModelMessage], ModelRequestParameters]] = []
+        self.other_calls = 0
+
+    async def count_tokens(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> RequestUsage:
+        self.counted.append((messages, model_request_parameters))
+        return RequestUsage(input_tokens=1)
+
+    async def compact_messages(
+        self, request_context: Any, *, instructions: str | None = None
+    ) -> ModelResponse:
+        self.other_calls += 1
+        return ModelResponse(parts=[TextPart(repr(request_context))])
+
+    async def batch_encode(self, request: Any) -> Any:
+        self.other_calls += 1
+        return request
+
+
+async def test_a_token_count_is_gated_and_compaction_and_batches_never_pass_ungated() -> None:
+    wrapped = Counting()
+    gated = GatedModel(wrapped, lambda: REDACTOR)
+    messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart(f"my key is Bearer {KEY}")])]
+    tool = ToolDefinition(name="t", description=f"sends {KEY}")
+    usage = await gated.count_tokens(messages, None, ModelRequestParameters(function_tools=[tool]))
+    assert usage.input_tokens == 1
+    [(counted, parameters)] = wrapped.counted
+    assert leaks(counted) == [] and f"my key is {REDACTED}" in repr(counted)
+    # A definition holding a credential is withheld, as from a request.
+    assert parameters.function_tools == []
+    with pytest.raises(NotImplementedError):
+        await gated.compact_messages(object())  # type: ignore[arg-type]
+    with pytest.raises(NotImplementedError):
+        await gated.batch_encode(object())  # type: ignore[arg-type]
+    with pytest.raises(NotImplementedError):
+        await gated.batch_create([])
+    assert wrapped.other_calls == 0

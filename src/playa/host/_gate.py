@@ -30,7 +30,7 @@ import copy
 import dataclasses
 import json
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Final
@@ -43,10 +43,12 @@ from pydantic_ai.messages import (
     RetryPromptPart,
     ToolReturnPart,
 )
-from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters, StreamedResponse
+from pydantic_ai.models.batch import Batch, BatchRequest, EncodedBatchRequest
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext, ToolDefinition
+from pydantic_ai.usage import RequestUsage
 
 from ..exceptions import ConfigError
 from ._redact import Redactor
@@ -348,3 +350,27 @@ class GatedModel(WrapperModel):
         messages, parameters = await self.gate(messages, model_request_parameters)
         async with self.wrapped.request_stream(messages, model_settings, parameters, run_context) as stream:
             yield stream
+
+    async def count_tokens(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> RequestUsage:
+        """A provider's token count sends the request too: it is gated like one."""
+        messages, parameters = await self.gate(messages, model_request_parameters)
+        return await self.wrapped.count_tokens(messages, model_settings, parameters)
+
+    # The other ways a wrapped model sends a chat's messages to its provider, which no Playa
+    # turn uses, are refused rather than passed through ungated.
+
+    async def compact_messages(
+        self, request_context: ModelRequestContext, *, instructions: str | None = None
+    ) -> ModelResponse:
+        raise NotImplementedError("the model gate does not pass compaction requests")
+
+    async def batch_encode(self, request: BatchRequest) -> EncodedBatchRequest:
+        raise NotImplementedError("the model gate does not pass batch requests")
+
+    async def batch_create(self, requests: Sequence[EncodedBatchRequest]) -> Batch:
+        raise NotImplementedError("the model gate does not pass batch requests")
