@@ -409,6 +409,20 @@ async def test_no_answer_to_the_secret_question_saves_nothing(
 
 
 @pytest.mark.anyio
+async def test_a_sentence_sent_as_the_bearer_answer_is_refused_and_nothing_is_saved(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    async with Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)]) as host:
+        session = await host.session("console:t", owner="owner")
+        ui = ScriptedUI(answers=["sorry, which server did you mean again"])
+        reply = await host.handle(session, msg("/mcp_add demo http://127.0.0.1:9/mcp --bearer"), ui)
+    assert reply is not None
+    assert reply.text == "That is not a token (it has spaces), so nothing was saved. Try /mcp_add again."
+    assert not store_path(session.workspace).exists()
+    assert session.history.messages == []
+
+
+@pytest.mark.anyio
 async def test_a_bearer_answer_given_with_its_scheme_is_stored_once(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
