@@ -24,14 +24,17 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from playa.exceptions import CallFailed, ConfigError, ConnectFailed, NeedsLogin, RemoteError, RemoteTimeout
+from playa.host import MIN_SECRET_LENGTH
 from playa.mcp_remote.transport._connection import (
     HANDSHAKE,
     Connection,
     ConnectionSettings,
     Connector,
     Endpoint,
+    _redacted,
 )
 from playa.mcp_remote.transport._egress import EgressPolicy
+from playa.mcp_remote.transport._errors import MAX_REASON
 from servers.python_servers import (
     LOOPBACK,
     OneProtocol,
@@ -831,3 +834,16 @@ async def test_connects_beyond_the_limit_wait_their_turn_and_their_timeout_start
         # It waited for the slot (3 s), then still had its own whole timeout to connect.
         assert finished["alive"] >= 3.0
         await alive.aclose()
+
+
+def test_a_reason_is_redacted_before_it_is_cut_so_no_head_of_a_key_survives() -> None:
+    key = "Zq7Xw3KpL9vR2mN8bT4yF6hJ0cD5eG1a"
+    endpoint = Endpoint(
+        server="demo", url="http://127.0.0.1:9/mcp", transport="streamable-http", headers={"X-Key": key}
+    )
+    for at in range(MAX_REASON - len(key), MAX_REASON + 1):
+        # An honest server quoting what it received, the key straddling the cut.
+        error = _redacted(ConnectFailed("r" * at + f"{key} was refused", server="demo"), endpoint)
+        assert len(error.reason) <= MAX_REASON
+        assert not any(key[:n] in error.reason for n in range(MIN_SECRET_LENGTH, len(key) + 1)), at
+        assert error.reason.startswith("r" * min(at, MAX_REASON - 1))
