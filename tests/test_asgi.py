@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 import time
 
 import anyio
@@ -15,10 +14,10 @@ from playa._asgi import bind, serving
 pytestmark = pytest.mark.anyio
 
 REQUESTS = 11
-# With Nagle's algorithm on, every request on a reused connection would wait for a delayed ACK
-# (40 ms on Linux). Without it, a loopback request takes a millisecond or two; the median of the
-# requests' times, unlike their sum, holds on a busy machine too.
-BOUND = 0.02
+# With Nagle's algorithm on, every request on a reused connection waits for a delayed ACK (40 ms
+# on Linux), so even the fastest of them takes that long. Without it, a loopback request takes a
+# millisecond or two: the fastest of eleven stays far below the bound on a busy machine too.
+BOUND = 0.03
 
 
 async def two_part_answer(scope: Scope, receive: Receive, send: Send) -> None:
@@ -38,5 +37,4 @@ async def test_requests_on_a_reused_connection_never_wait_for_a_delayed_ack() ->
                 started = time.perf_counter()
                 assert (await client.get(url)).text == "ok"
                 took.append(time.perf_counter() - started)
-    median = statistics.median(took)
-    assert median < BOUND, f"a request on a reused connection took {median * 1e3:.0f} ms (median)"
+    assert min(took) < BOUND, f"every request on a reused connection took {min(took) * 1e3:.0f} ms or more"

@@ -44,9 +44,11 @@ pytestmark = pytest.mark.anyio
 SECTION = "Remote MCP servers"
 HEALTHY_TOKEN = "healthy-t0ken-value"
 FAULTY_TOKEN = "faulty-server-t0ken"
-# The connect and call timeouts are under test here (the healthy server shares them).
+# The connect and call timeouts are under test here. The healthy server shares them, so they
+# are short next to a fault's (15 s by default) and still ~100 times what a loopback connect or
+# call of the healthy server takes on a busy machine.
 FAST = RemoteMcpSettings(
-    connection=ConnectionSettings(connect_timeout=1.0, call_timeout=1.0, close_timeout=0.5)
+    connection=ConnectionSettings(connect_timeout=2.0, call_timeout=2.0, close_timeout=1.0)
 )
 MARGIN = 5.0
 """Room on top of a timeout for the rest of a turn (the model, the hooks, a loaded CI machine)."""
@@ -177,7 +179,7 @@ HTML_PAGE = b"<!doctype html><html><head><title>Welcome</title></head><body>Hell
 
 CONNECT_FAULTS: dict[str, tuple[Fault, str]] = {
     "closed port": (faults.closed_port, "connection refused"),
-    "blackhole": (faults.blackhole, "timed out after 1 s"),
+    "blackhole": (faults.blackhole, "timed out after 2 s"),
     "accepts and closes at once": (faults.slammed_door, "server closed the connection"),
     "HTTP 500": (lambda: faults.http_answer(500), "HTTP 500 (server error)"),
     "HTTP 401": (lambda: faults.http_answer(401), "HTTP 401 (unauthorized: check the credentials)"),
@@ -190,8 +192,8 @@ CONNECT_FAULTS: dict[str, tuple[Fault, str]] = {
         lambda: faults.malformed_rpc("wrong-shape"),
         "invalid response from the server",
     ),
-    "a response to another request": (lambda: faults.malformed_rpc("wrong-id"), "timed out after 1 s"),
-    "a drip-feed": (faults.drip_feed, "timed out after 1 s"),
+    "a response to another request": (lambda: faults.malformed_rpc("wrong-id"), "timed out after 2 s"),
+    "a drip-feed": (faults.drip_feed, "timed out after 2 s"),
     # Not "HTTP 405" from an SSE attempt: a server that shook hands speaks this transport.
     "a failing tool listing": (faults.broken_listing_mcp, "server error -32603: the tool registry is down"),
 }
@@ -205,12 +207,16 @@ async def test_a_server_that_fails_to_connect_is_unavailable_with_its_reason_and
     before = Resources.now()
     async with make() as served, chat_with_healthy_server(tmp_path, settings_for(reason)) as chat:
         connect_bound = chat.settings.connection.connect_timeout + MARGIN
+        started = anyio.current_time()
         reply = await chat.say(
             f"/mcp_add faulty {url_of(served)} --bearer {FAULTY_TOKEN}", within=connect_bound
         )
         assert reply.text.startswith(f"Added faulty, but it is unavailable: {reason}; next retry at "), (
             reply.text
         )
+        if "timed out" in reason:
+            # The timeout under test, as a lower bound: the connect was given all of it.
+            assert anyio.current_time() - started >= chat.settings.connection.connect_timeout
 
         # The retry is due: the next turn connects again, and waits no longer than a connect.
         chat.clock.advance(chat.settings.backoff(1) + 1)
@@ -228,9 +234,9 @@ async def test_a_server_that_fails_to_connect_is_unavailable_with_its_reason_and
 
 
 CALL_FAULTS: dict[str, str] = {
-    "freeze": "timed out after 1 s",
+    "freeze": "timed out after 2 s",
     "cut": "server closed the connection",
-    "drip": "timed out after 1 s",
+    "drip": "timed out after 2 s",
     "garbled": "invalid response from the server",
     "misshapen": "invalid response from the server",
     "sse-huge": "the result is larger than 4 MiB, the most this host reads; it was not read",
@@ -253,10 +259,14 @@ async def test_a_tool_that_fails_mid_call_gives_a_clear_error_and_the_chat_goes_
         )
         assert reply.text.startswith("Added faulty: connected over streamable-http, 8 tools"), reply.text
 
+        started = anyio.current_time()
         reply = await chat.say(f"faulty__{tool} {{}}", within=call_bound)
         assert reply.text.startswith(
             f"[offline model] faulty__{tool} failed:\nfaulty__{tool} failed: {reason}"
         )
+        if "timed out" in reason:
+            # The timeout under test, as a lower bound: the call was given all of it.
+            assert anyio.current_time() - started >= chat.settings.connection.call_timeout
         if tool == "freeze":
             assert faulty.frozen.is_set()
         else:
@@ -279,7 +289,7 @@ def peak_rss_bytes() -> int:
 async def test_a_50_mb_result_is_refused_quickly_without_holding_it(tmp_path: Path) -> None:
     # A generous call timeout: the budget, not the timeout, must be what ends this call.
     settings = RemoteMcpSettings(
-        connection=ConnectionSettings(connect_timeout=10.0, call_timeout=30.0, close_timeout=0.5)
+        connection=ConnectionSettings(connect_timeout=10.0, call_timeout=30.0, close_timeout=2.0)
     )
     before = Resources.now()
     peak_before = peak_rss_bytes()
@@ -303,7 +313,7 @@ async def test_ten_thousand_oddly_named_tools_get_valid_unique_names_and_the_cha
 ) -> None:
     # Listing 10,000 tools takes the in-process server and client about a second together.
     settings = RemoteMcpSettings(
-        connection=ConnectionSettings(connect_timeout=15.0, call_timeout=5.0, close_timeout=0.5),
+        connection=ConnectionSettings(connect_timeout=15.0, call_timeout=5.0, close_timeout=2.0),
         max_tools_per_server=10_000,
     )
     listing = faults.crowded_listing()
@@ -354,7 +364,7 @@ async def test_a_frozen_call_is_dropped_and_the_host_still_exits_promptly(tmp_pa
 
 async def test_a_server_with_too_many_tools_exposes_the_first_hundred_and_says_so(tmp_path: Path) -> None:
     settings = RemoteMcpSettings(
-        connection=ConnectionSettings(connect_timeout=15.0, call_timeout=5.0, close_timeout=0.5)
+        connection=ConnectionSettings(connect_timeout=15.0, call_timeout=5.0, close_timeout=2.0)
     )
     distinct = {tool.name for tool in faults.crowded_listing()}
     async with faults.crowded_mcp() as crowded, chat_with_healthy_server(tmp_path, settings) as chat:
