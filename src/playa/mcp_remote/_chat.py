@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from functools import partial
 
@@ -14,13 +14,13 @@ import mcp_types
 from anyio.abc import TaskGroup
 
 from ..exceptions import AccessRefused, NeedsLogin, RemoteError, ToolError, UsageError
-from ..host import QUESTION_TIMEOUT, Answer, ChatSession, Question, Redactor, outbound_secrets
+from ..host import QUESTION_TIMEOUT, UI, Answer, Approval, ChatSession, Question, Redactor, outbound_secrets
 from ..mcp import exposed_names, normalize_schema
 from ._approvals import Approvals
 from ._calls import Calls
 from ._login import Logins, login_hint
 from ._settings import RemoteMcpSettings
-from ._state import ServerState
+from ._state import LoginStart, ServerState
 from ._tool import Binding, RemoteMcpTool
 from ._views import SECTION_TITLE, section
 from .store._grant import OAuthGrant, resource_of
@@ -387,6 +387,48 @@ class ChatServers:
         saved = await anyio.to_thread.run_sync(self._file().restore)
         await self._file_changed()
         return saved
+
+    # The owner's logins and decisions: what the commands call, never the parts behind them.
+
+    async def start_login(
+        self,
+        name: str,
+        *,
+        owner: str,
+        send_link: Callable[[str], Awaitable[object]],
+        report: Callable[[str], Awaitable[object]],
+    ) -> LoginStart:
+        """Begin the owner's login to ``name`` (``/mcp_auth``); see ``Logins.start``."""
+        return await self.logins.start(name, owner=owner, send_link=send_link, report=report)
+
+    @property
+    def login_timeout(self) -> float:
+        """Seconds an authorization link stays usable."""
+        return self.logins.timeout
+
+    @property
+    def login_redirect_uri(self) -> str | None:
+        """Where a login ends (the address the owner may paste back); None before any began."""
+        return self.logins.redirect_uri
+
+    def complete_login(self, query: str, *, owner: str) -> str:
+        """Complete a login with the query of the address the owner pasted; what to tell them."""
+        return self.logins.paste(query, owner=owner)
+
+    async def owner_seen(self, ui: UI, *, announce: bool = True) -> None:
+        """The owner ran a command through ``ui``: what waited for them is shown (``announce``) and remembered."""
+        await self.approvals.owner_seen(ui, announce=announce)
+
+    def review(self, state: ServerState) -> Approval | None:
+        """What of ``state``'s server waits for the owner's decision, now counted as shown; None when nothing does."""
+        approval = self.approvals.approval(state)
+        if approval is not None:
+            self.approvals.mark_shown(state)
+        return approval
+
+    async def decide(self, name: str, *, approve: bool, digest: str | None = None) -> str:
+        """The owner's ``/mcp_approve`` or ``/mcp_reject`` of what they were shown; what to tell them."""
+        return await self.approvals.decide(name, approve=approve, digest=digest)
 
     def _file(self) -> ServerStore:
         if self.store is None:

@@ -61,7 +61,7 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             # Where tool changes reach the owner from now on; and what waited for them, now.
             # A review or a decision shows them itself (``announce`` False): a change the owner
             # is shown by the command that approves it must not count as seen.
-            await chat.approvals.owner_seen(ctx.ui, announce=announce)
+            await chat.owner_seen(ctx.ui, announce=announce)
         return chat
 
     def server_named(chat: ChatServers, args: str, usage: str) -> ServerState:
@@ -83,10 +83,10 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
         Returns, once it is known, what happened to the link (sent, and where, or why not) and
         the words for it.
         """
-        start = await chat.logins.start(
+        start = await chat.start_login(
             name, owner=ctx.sender.id, send_link=ctx.ui.send_private, report=ctx.ui.send
         )
-        return start, login_started(name, start, ctx.ui.private_place, chat.logins.timeout)
+        return start, login_started(name, start, ctx.ui.private_place, chat.login_timeout)
 
     async def add(ctx: CommandContext) -> str:
         chat = await servers(ctx)
@@ -190,7 +190,7 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             answer = rest
         else:
             raise UsageError(_AUTH_USAGE)
-        redirect = chat.logins.redirect_uri
+        redirect = chat.login_redirect_uri
         given = urlsplit(answer.strip())
         expected = urlsplit(redirect) if redirect is not None else None
         if expected is None or (given.scheme, given.netloc.lower(), given.path) != (
@@ -201,7 +201,7 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             # Never quoted back: it may be anything, a key included.
             shown = f": it starts with {redirect}" if redirect is not None else ""
             return f"That is not the address of the page a login ends at{shown}. No login was completed."
-        return chat.logins.paste(given.query, owner=ctx.sender.id)
+        return chat.complete_login(given.query, owner=ctx.sender.id)
 
     async def remove(ctx: CommandContext) -> str:
         chat = await servers(ctx)
@@ -251,9 +251,8 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
         states = [server_named(chat, name, "/mcp_review [name]")] if name else list(chat.servers.values())
         shown: list[str] = []
         for state in sorted(states, key=lambda s: s.entry.name):
-            approval = chat.approvals.approval(state)
+            approval = chat.review(state)
             if approval is not None:
-                chat.approvals.mark_shown(state)
                 shown.append(render_approval(approval))
         if not shown:
             return (
@@ -268,13 +267,11 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
         name, _, digest = ctx.args.strip().partition(" ")
         state = server_named(chat, name, usage)
         try:
-            return await chat.approvals.decide(
-                state.entry.name, approve=approve, digest=digest.strip() or None
-            )
+            return await chat.decide(state.entry.name, approve=approve, digest=digest.strip() or None)
         except StoreError as exc:
             return f"Nothing was decided: {exc}"
         finally:
-            await chat.approvals.owner_seen(ctx.ui)
+            await chat.owner_seen(ctx.ui)
 
     async def approve(ctx: CommandContext) -> str:
         return await decide(ctx, approve=True)
