@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse, TextPart
 
-from playa.host import HISTORY_FILE, History, Host, HostConfig
+from playa.host import HISTORY_FILE, History, Host, HostConfig, _history
 from support.chat import Script, ScriptedUI, msg
 
 pytestmark = pytest.mark.anyio
@@ -113,3 +115,26 @@ async def test_reset_forgets_the_conversation_on_disk_too(tmp_path: Path) -> Non
     async with Host(HostConfig(data_dir=data_dir)) as host:
         session = await host.session("console:t", owner="owner")
         assert session.history.messages == []
+
+
+async def test_appending_clearing_and_opening_touch_the_disk_in_a_worker_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A write or an fsync on the event loop would stall every other chat of the host.
+    loop_thread = threading.get_ident()
+    touched: list[tuple[str, int]] = []
+
+    def recorded(name: str, real: Callable[..., object]) -> Callable[..., object]:
+        def call(*args: object, **kwargs: object) -> object:
+            touched.append((name, threading.get_ident()))
+            return real(*args, **kwargs)
+
+        return call
+
+    for name in ("append_durably", "atomic_write", "_load"):
+        monkeypatch.setattr(_history, name, recorded(name, getattr(_history, name)))
+    history = await History.open(tmp_path)
+    await history.extend(turn(1))
+    await history.clear()
+    assert [name for name, _ in touched] == ["_load", "append_durably", "atomic_write"]
+    assert all(thread != loop_thread for _, thread in touched)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -32,7 +33,7 @@ from playa.mcp_remote import (
 )
 from playa.mcp_remote.store import _store as store_module
 from playa.mcp_remote.store._seal import Sealer
-from playa.mcp_remote.store._store import ServerEntry, ServerStore, store_path
+from playa.mcp_remote.store._store import LoadResult, ServerEntry, ServerStore, store_path
 from servers.python_servers import (
     LOOPBACK,
     OneProtocol,
@@ -573,6 +574,36 @@ async def test_only_the_owner_can_use_the_mcp_commands(
 
 
 # One bad entry never takes the host down
+
+
+async def test_the_servers_file_is_read_and_written_in_a_worker_thread(
+    data_dir: Path, host_secret: HostSecret, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The store reads, verifies, takes a lock another process may hold, and fsyncs: on the event
+    # loop, that would stall every other chat of the host.
+    loop_thread = threading.get_ident()
+    touched: list[tuple[str, int]] = []
+    real_write, real_load = store_module._atomic_write, ServerStore.load
+
+    def write(path: Path, data: bytes) -> None:
+        touched.append(("write", threading.get_ident()))
+        real_write(path, data)
+
+    def load(store: ServerStore) -> LoadResult:
+        touched.append(("load", threading.get_ident()))
+        return real_load(store)
+
+    monkeypatch.setattr(store_module, "_atomic_write", write)
+    monkeypatch.setattr(ServerStore, "load", load)
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with closed_port() as url, remote_host(data_dir, host_secret) as host:
+            session = await host.session(SCOPE, owner="owner")
+            assert (await say(host, session, f"/mcp_add demo {url}")).text.startswith("Added demo")
+            assert (await say(host, session, "/mcp_remove demo")).text.startswith("Removed demo")
+            await say(host, session, "hello")
+    kinds = {kind for kind, _ in touched}
+    assert kinds == {"load", "write"}
+    assert all(thread != loop_thread for _, thread in touched), touched
 
 
 def test_the_store_refuses_the_reserved_name_as_the_commands_do() -> None:
