@@ -12,7 +12,7 @@ from playa.host import Host, HostConfig
 from playa.mcp_remote import HostSecret, RemoteMcpExtension, ServerStore
 from playa.mcp_remote._parse import RESERVED_HEADERS, carries_secret, parse_add
 from playa.mcp_remote.store._seal import Sealer
-from playa.mcp_remote.store._store import store_path
+from playa.mcp_remote.store._store import ServerEntry, store_path
 from servers.python_servers import closed_port
 from support.chat import Script, ScriptedUI, msg
 
@@ -539,3 +539,20 @@ async def test_remove_and_tools_never_quote_a_key_even_a_name_shaped_one(
         assert key not in reply.text
         assert reply.text == "There is no server by that name. /mcp_list shows them."
         assert ui.deleted == [7]
+
+
+@pytest.mark.anyio
+async def test_removing_a_server_named_like_a_key_never_quotes_its_name(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    key = "k7x2m9q4w8e3r6t1y5u0"  # a valid server name by shape, and a key by entropy
+    host = Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)])
+    async with host:
+        session = await host.session("console:t", owner="owner")
+        ServerStore(session.workspace, "console:t", Sealer(host_secret.value)).put(
+            ServerEntry(name=key, url="http://127.0.0.1:9/mcp")
+        )
+        reply = await host.handle(session, msg(f"/mcp_remove {key}"), ScriptedUI())
+        assert reply is not None
+        assert reply.text == "Removed that entry."
+        assert not ServerStore(session.workspace, "console:t", Sealer(host_secret.value)).load().entries

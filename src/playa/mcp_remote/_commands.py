@@ -43,7 +43,7 @@ def not_a_name(args: str) -> bool:
 
 
 def _shown_name(name: str) -> str:
-    return name if is_server_name(name) else "that entry"
+    return name if quotable(name) else "that entry"
 
 
 def _no_such_server(name: str) -> str:
