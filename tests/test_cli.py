@@ -254,3 +254,37 @@ def test_the_client_metadata_document_needs_its_url() -> None:
     assert done.returncode == 2
     assert done.stdout == ""
     assert "set PLAYA_OAUTH_CLIENT_METADATA_URL" in done.stderr
+
+
+def test_the_environments_secrets_never_reach_a_log_line() -> None:
+    # The encryption secret, a provider's key and an operator's own variable (PLAYA_ENV_DENY): the
+    # command teaches the outbound gate their values before anything can log.
+    secrets = {
+        "MCP_ENCRYPTION_SECRET": "enc-Zq7Xw3KpL9vR2mN8bT4yF6hJ0cD5eG1a",
+        "OPENAI_API_KEY": "sk-proj-Vb2Nm4Qw6Er8Ty0Ui1Op3As5Df7Gh9J",
+        "MY_BILLING_TOKEN": "bill-Kx9Lz8Mc7Nv6Bq5Wa4Es3Rd2Tf1Yg0H",
+    }
+    code = (
+        "import logging, os, sys\n"
+        "from playa.cli import main\n"
+        "main(['oauth-client-metadata'])\n"
+        "logging.getLogger('anyone').error('leaked: %s', ' '.join(os.environ[n] for n in sys.argv[1:]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *secrets],
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": "/nonexistent",
+            "PLAYA_ENV_DENY": "MY_BILLING_TOKEN",
+            "PLAYA_OAUTH_CLIENT_METADATA_URL": "https://example.com/playa/client.json",
+            **secrets,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "leaked: [redacted] [redacted] [redacted]" in done.stderr
+    for value in secrets.values():
+        assert value not in done.stderr and value not in done.stdout
