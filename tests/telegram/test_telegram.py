@@ -165,6 +165,21 @@ async def test_a_message_with_a_credential_is_deleted_and_a_failed_delete_tells_
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("prefix", ["\u200b/", "\ufeff/", "\u2060/", "\uff0f", "\u2215"])
+async def test_a_hidden_or_look_alike_slash_before_mcp_add_still_makes_a_command_that_is_deleted(
+    tmp_path: Path, prefix: str
+) -> None:
+    async with running_bot(tmp_path) as bot:
+        fake = bot.fake
+        sent = fake.send(
+            private_chat(211), f"{prefix}mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=user(211)
+        )
+        await fake.wait_call("deleteMessage", chat_id=211, message_id=sent)
+        await fake.wait_reply(211, "Added demo")
+    assert all(DEMO_TOKEN not in text for text in sent_texts(fake))
+
+
+@pytest.mark.anyio
 async def test_in_a_group_only_the_creator_is_the_owner_and_anonymous_admins_are_refused(
     tmp_path: Path,
 ) -> None:
