@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import threading
@@ -754,7 +755,7 @@ async def test_junk_entries_are_counted_in_the_prompt_never_named_and_shown_safe
 
 
 async def test_a_key_in_the_url_connects_but_is_shown_masked_and_never_reaches_the_model(
-    data_dir: Path, host_secret: HostSecret
+    data_dir: Path, host_secret: HostSecret, caplog: pytest.LogCaptureFixture
 ) -> None:
     token = "demo-" + uuid.uuid4().hex
     key = "k" + uuid.uuid4().hex
@@ -774,9 +775,10 @@ async def test_a_key_in_the_url_connects_but_is_shown_masked_and_never_reaches_t
         ):
             session = await host.session(SCOPE, owner="owner")
             ui = ScriptedUI()
-            added = await host.handle(
-                session, msg(f"/mcp_add demo {demo.url}?api_key={key} --bearer {token}", ref=5), ui
-            )
+            with caplog.at_level(logging.INFO):
+                added = await host.handle(
+                    session, msg(f"/mcp_add demo {demo.url}?api_key={key} --bearer {token}", ref=5), ui
+                )
             assert added is not None and added.text.startswith("Added demo: connected")
             assert ui.deleted == [5]  # the message held a key
             assert key not in store_path(session.workspace).read_text()
@@ -791,6 +793,12 @@ async def test_a_key_in_the_url_connects_but_is_shown_masked_and_never_reaches_t
             returned = repr(script.seen[1][0][-1])
             assert "the key is [redacted]" in returned
             assert key not in repr(script.seen)
+    # httpx2 logs every request's URL at INFO: the key in it is redacted like a header value.
+    requests = [
+        r.getMessage() for r in caplog.records if r.name == "httpx2" and "HTTP Request" in r.getMessage()
+    ]
+    assert requests and all("api_key=[redacted]" in line for line in requests)
+    assert key not in caplog.text
 
 
 @pytest.mark.parametrize("kind", ["folder", "fifo", "version", "json"])
