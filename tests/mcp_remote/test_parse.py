@@ -409,17 +409,39 @@ async def test_no_answer_to_the_secret_question_saves_nothing(
 
 
 @pytest.mark.anyio
-async def test_a_sentence_sent_as_the_bearer_answer_is_refused_and_nothing_is_saved(
-    data_dir: Path, host_secret: HostSecret
+@pytest.mark.parametrize(
+    ("flags", "refusal"),
+    [
+        ("--bearer", "That is not a token (it has spaces)"),
+        ("--header X-Key", "That is not a header value (it reads like a sentence)"),
+        ("--oauth --client-id playa --client-secret", "That is not a client secret (it has spaces)"),
+    ],
+)
+async def test_a_sentence_sent_as_a_secret_answer_is_refused_and_nothing_is_saved(
+    data_dir: Path, host_secret: HostSecret, flags: str, refusal: str
 ) -> None:
     async with Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)]) as host:
         session = await host.session("console:t", owner="owner")
         ui = ScriptedUI(answers=["sorry, which server did you mean again"])
-        reply = await host.handle(session, msg("/mcp_add demo http://127.0.0.1:9/mcp --bearer"), ui)
+        reply = await host.handle(session, msg(f"/mcp_add demo http://127.0.0.1:9/mcp {flags}"), ui)
     assert reply is not None
-    assert reply.text == "That is not a token (it has spaces), so nothing was saved. Try /mcp_add again."
+    assert reply.text == f"{refusal}, so nothing was saved. Try /mcp_add again."
     assert not store_path(session.workspace).exists()
     assert session.history.messages == []
+
+
+@pytest.mark.anyio
+async def test_a_header_value_with_its_scheme_is_one_answer(data_dir: Path, host_secret: HostSecret) -> None:
+    async with (
+        closed_port() as url,
+        Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)]) as host,
+    ):
+        session = await host.session("console:t", owner="owner")
+        ui = ScriptedUI(answers=["Token abcdefgh-12345"])
+        reply = await host.handle(session, msg(f"/mcp_add demo {url} --header X-Key"), ui)
+        assert reply is not None and reply.text.startswith("Added demo"), reply.text
+        [entry] = ServerStore(session.workspace, "console:t", Sealer(host_secret.value)).load().entries
+        assert dict(entry.headers) == {"X-Key": "Token abcdefgh-12345"}
 
 
 @pytest.mark.anyio

@@ -106,9 +106,11 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             if bearer and answer[:7].lower() == "bearer ":
                 answer = answer[7:].strip()
             check_secret(what, answer)
-            if bearer and len(answer.split()) != 1:
-                # A sentence sent while the question waited is not a token.
-                return "That is not a token (it has spaces), so nothing was saved. Try /mcp_add again."
+            # A sentence sent while the question waited is not a secret: a token is one word, a
+            # header value at most two (an auth scheme and its credential).
+            if len(answer.split()) > (1 if bearer else 2):
+                shape = "a token (it has spaces)" if bearer else "a header value (it reads like a sentence)"
+                return f"That is not {shape}, so nothing was saved. Try /mcp_add again."
             request.headers[header] = f"Bearer {answer}" if bearer else answer
         if request.ask_client_secret:
             answer = await ctx.ui.ask(
@@ -118,6 +120,10 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             if not answer:
                 return "No answer came, so nothing was saved."
             check_secret("the client secret", answer)
+            if len(answer.split()) != 1:
+                return (
+                    "That is not a client secret (it has spaces), so nothing was saved. Try /mcp_add again."
+                )
             request.client_secret = answer
         kind: AuthKind = "none"
         grant: OAuthGrant | None = None
