@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
-from pydantic_ai.messages import ModelResponse, TextPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from playa.exceptions import UsageError, ValidationError
 from playa.host import Host, HostConfig
@@ -578,3 +580,55 @@ async def test_removing_a_server_named_like_a_key_never_quotes_its_name(
         assert reply is not None
         assert reply.text == "Removed that entry."
         assert not ServerStore(session.workspace, "console:t", Sealer(host_secret.value)).load().entries
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "answers", [[], ["sorry, which server did you mean again"]], ids=["timed out", "refused"]
+)
+async def test_a_key_sent_after_the_secret_question_ended_is_deleted_and_never_reaches_the_model(
+    data_dir: Path, host_secret: HostSecret, answers: list[str]
+) -> None:
+    key = "Zq7Xw3KpL9vR2mN8bT4yF6hJ0cD5eG1a"
+    async with Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)]) as host:
+        session = await host.session("console:t", owner="owner")
+        ui = ScriptedUI(answers=list(answers))
+        ended = await host.handle(session, msg("/mcp_add demo http://127.0.0.1:9/mcp --bearer", ref=1), ui)
+        assert ended is not None and "nothing was saved" in ended.text
+        # The owner, late, sends the key anyway: it is not an answer to anything now.
+        reply = await host.handle(session, msg(key, ref=2), ui)
+        assert reply is not None and reply.kind == "command"
+        assert reply.text.startswith("That message looks like a key, so it was not sent to the agent")
+        assert 2 in ui.deleted
+        assert session.history.messages == []
+        assert not store_path(session.workspace).exists()
+
+
+@pytest.mark.anyio
+async def test_a_key_sent_while_a_turn_runs_is_deleted_at_once_and_never_reaches_the_model(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    key = "Zq7Xw3KpL9vR2mN8bT4yF6hJ0cD5eG1a"
+    started, release = anyio.Event(), anyio.Event()
+    seen: list[str] = []
+
+    async def slow(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(repr(messages))
+        started.set()
+        await release.wait()
+        return ModelResponse(parts=[TextPart("done")])
+
+    config = HostConfig(data_dir=data_dir, model=FunctionModel(slow))
+    with anyio.fail_after(30):
+        async with Host(config, [RemoteMcpExtension(host_secret)]) as host, anyio.create_task_group() as tg:
+            session = await host.session("console:t", owner="owner")
+            ui = ScriptedUI()
+            tg.start_soon(host.handle, session, msg("a long question", ref=1), ui)
+            await started.wait()
+            # The chat is busy: the key is not queued behind the turn, it is handled at once.
+            reply = await host.handle(session, msg(key, ref=2), ui)
+            assert reply is not None and reply.text.startswith("That message looks like a key")
+            assert ui.deleted == [2]
+            release.set()
+    assert all(key not in text for text in seen)
+    assert key not in repr(session.history.messages)
