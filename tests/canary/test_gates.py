@@ -50,6 +50,7 @@ pytestmark = pytest.mark.anyio
 KEY = "sk-canary-" + uuid.uuid4().hex  # the bearer token: key-shaped, so a bare one is caught too
 OTHER = "q/" + base64.b64encode(uuid.uuid4().bytes).decode().rstrip("=") + "+z/9"  # X-Api-Key, with / and +
 URL_KEY = "uk_" + uuid.uuid4().hex  # a key inside a server's URL
+SHORT = "Zq7Xw3K"  # a bearer token under the 8-character floor: refused, so never redacted
 CREDENTIALS = (KEY, OTHER, URL_KEY)
 PIECE = 12
 
@@ -246,6 +247,13 @@ def owner_lines(url: str, tasks_url: str) -> list[str]:
         KEY,
         f"Bearer {OTHER}",
         f'/mcp_add bad http://127.0.0.1:9/mcp --header "X-Api-Key {KEY}"',
+        f"/mcp_add bad http://127.0.0.1:9/mcp --header {OTHER}",
+        # A credential too short to redact is refused, never stored or shown.
+        f'/mcp_add short http://127.0.0.1:9/mcp --header "Authorization: Bearer {SHORT}"',
+        # A sentence is no answer to the secret question, and a key sent after it is no answer either.
+        "/mcp_add late http://127.0.0.1:9/mcp --bearer",
+        "sorry, which server did you mean",
+        KEY,
         f"/mcp_remove {KEY}",
         f"/mcp_tools {KEY}",
         f"/mcp_whatever {KEY}",
@@ -262,11 +270,15 @@ def model_script() -> list[Any]:
     steps: list[Any] = [tool_call("tasks__slow", {}), text("noted")]
     for name in TOOL_TURNS:
         steps += [tool_call(f"hostile__{name}", {}), text("noted")]
+    giant = json.dumps({"version": 2, "servers": [{"name": "n" * 1_000_000}]})
     for call, arguments in [
         ("read_file", {"path": ".volcanic/mcp/servers.json"}),
         ("list_files", {"path": ".volcanic"}),
         ("write_file", {"path": ".volcanic/mcp/servers.json", "content": "{}"}),
         ("delete_file", {"path": ".volcanic/mcp/servers.json"}),
+        # An entry with a giant name in a newer format, and a folder in the file's place.
+        ("write_file", {"path": ".volcanic/mcp/servers.json", "content": giant}),
+        ("write_file", {"path": ".volcanic/mcp/servers.json/x", "content": "lock-out"}),
     ]:
         steps += [tool_call(call, arguments), text("noted")]
     return steps
@@ -287,7 +299,7 @@ async def test_no_credential_reaches_the_model_a_log_a_reply_or_a_file(tmp_path:
             *owner_lines(hostile.url, tasks.url),
             "please start the slow task",
             *(f"please use {name}" for name in TOOL_TURNS),
-            *(f"look at the files, step {i}" for i in range(4)),
+            *(f"look at the files, step {i}" for i in range(6)),
         ]
         done = await anyio.to_thread.run_sync(run_console, tmp_path, provider, lines, level)
     out, err = done.stdout.decode(), done.stderr.decode()
@@ -323,10 +335,15 @@ async def test_no_credential_reaches_the_model_a_log_a_reply_or_a_file(tmp_path:
     assert b"mcp_add" not in bodies
     # The server's instructions reached the model, its credentials redacted.
     assert b"Send [redacted] with every call." in bodies
-    assert out.count("looks like a key, so it was not sent to the agent") == 2
+    assert out.count("looks like a key, so it was not sent to the agent") == 3
+    assert "That is not a token (it has spaces), so nothing was saved" in out
+    assert SHORT.encode() not in bodies and SHORT not in out and SHORT not in err
+    assert all(SHORT.encode() not in data for _, data in canary.files_under(tmp_path))
     at = bodies.find(b"127.0.0.1:9/mcp")
     assert at < 0, bodies[max(0, at - 400) : at + 100]
     # The host's files were out of the model's reach, and are as the owner left them.
-    assert bodies.count(b"holds the host's own files; the workspace tools cannot use it") >= 4
+    assert bodies.count(b"holds the host's own files; the workspace tools cannot use it") >= 6
+    stores = [data for path, data in canary.files_under(tmp_path) if path.name == "servers.json"]
+    assert stores and all(b"n" * 1000 not in data and b'"hostile"' in data for data in stores)
     assert b'"kid"' not in bodies and b"nonce" not in bodies
     assert "urlkey" in out and "api_key=[redacted]" in out
