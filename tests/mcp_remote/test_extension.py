@@ -636,6 +636,10 @@ async def test_an_entry_named_mcp_an_older_playa_sealed_is_ignored_and_the_host_
             assert "- 1 entry of servers.json failed verification" in (session.prompt.get(SECTION) or "")
             listed = await say(host, session, "/mcp_list")
             assert "'mcp' (entry #1): ignored: the name 'mcp' is reserved; choose another" in listed.text
+            # The owner can take it out, and nothing else goes with it.
+            assert (await say(host, session, "/mcp_remove mcp")).text == "Removed mcp."
+            assert [entry.name for entry in store.load().entries] == ["back"]
+            assert not store.load().rejected
             other = await host.session("console:other", owner="owner")
             assert (await say(host, other, "hello")).kind == "agent"
 
