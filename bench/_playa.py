@@ -12,6 +12,7 @@ from pathlib import Path
 
 import anyio
 
+from bench._common import ROOT
 from playa.host import (
     Answer,
     Approval,
@@ -81,17 +82,16 @@ ECHO_TURN = 'a__echo {"text": "hello"}'
 async def timed_echo_turns(host: Host, session: ChatSession, count: int) -> list[float]:
     """Run ``count`` echo turns in ``session`` and return their wall times in seconds.
 
-    The history is cleared every 10 turns, so every turn's prompt is about the same size.
+    The history grows with every turn, as in real use (the context window bounds what a request
+    sends of it).
     """
     ui = QuietUI()
     times: list[float] = []
-    for turn in range(count):
+    for _ in range(count):
         began = anyio.current_time()
         reply = await host.handle(session, message(ECHO_TURN), ui)
         times.append(anyio.current_time() - began)
         assert reply is not None and "hello" in reply.text, reply
-        if turn % 10 == 9:
-            await session.history.clear()
     return times
 
 
@@ -121,9 +121,8 @@ async def alternating_turns(
 
 @contextlib.contextmanager
 def data_dir() -> Iterator[Path]:
-    """A data dir on tmpfs when there is one: a turn fsyncs the history, and disks are noisy."""
-    base = "/dev/shm" if Path("/dev/shm").is_dir() else None
-    path = Path(tempfile.mkdtemp(prefix="playa-bench-", dir=base))
+    """A data dir beside the repository: a real disk, so every turn's fsync costs what it costs."""
+    path = Path(tempfile.mkdtemp(prefix=".bench-data-", dir=ROOT))
     try:
         yield path
     finally:

@@ -26,7 +26,7 @@ async def serve(url: str) -> None:
         async with playa_host(data, RemoteMcpSettings()) as (host, extension):
             session = await host.session(scope, owner="owner")
             await extension.chat(session).wait_for_connects()
-            await timed_echo_turns(host, session, 10)  # warm up (it ends with a cleared history)
+            await timed_echo_turns(host, session, 10)  # warm up
             print("READY", flush=True)
             while line := await anyio.to_thread.run_sync(sys.stdin.readline):
                 print(json.dumps(await timed_echo_turns(host, session, int(line))), flush=True)

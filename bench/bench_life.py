@@ -21,9 +21,7 @@ import contextlib
 import functools
 import gc
 import resource
-import shutil
 import statistics
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator
@@ -44,7 +42,16 @@ from bench._common import (
     rss_bytes,
     verdict,
 )
-from bench._playa import QuietUI, alternating_turns, entry, message, playa_host, token_of, write_servers
+from bench._playa import (
+    QuietUI,
+    alternating_turns,
+    data_dir,
+    entry,
+    message,
+    playa_host,
+    token_of,
+    write_servers,
+)
 from playa.host import ChatSession, Extension, GatedModel, History, Host, HostConfig, Redactor, scope_folder
 from playa.mcp_remote import ConnectionSettings, RemoteMcpSettings
 
@@ -56,16 +63,6 @@ the shorter chat's requests are smaller too, and pydantic-ai's work per message 
 TARGET_LAG = 5e-3
 TARGET_MEMORY = 0.10
 MEMORY_BATCH = 50  # chats touched at once; divides both counts and their tenths
-
-
-@contextlib.contextmanager
-def disk_dir() -> Iterator[Path]:
-    """A data dir beside the repository: a real disk, so every fsync costs what it costs."""
-    path = Path(tempfile.mkdtemp(prefix=".bench-data-", dir=ROOT))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 async def write_history(data: Path, scope: str, turns: int) -> None:
@@ -210,7 +207,7 @@ async def run_history(quick: bool) -> Report:
     turns = 20 if quick else 200
     long_history = 300 if quick else 3000
     report = Report("history", f"5. Turns with {long_history} turns of history vs 10, on a real disk")
-    with disk_dir() as data:
+    with data_dir() as data:
         for name, count in (
             ("short", 10),
             ("long", long_history),
@@ -367,7 +364,7 @@ async def run_shutdown(quick: bool) -> Report:
         connection=ConnectionSettings(close_timeout=close_timeout, max_concurrent_connects=64)
     )
     async with bench_server() as served:
-        with disk_dir() as data:
+        with data_dir() as data:
             scopes = [f"console:c{n}" for n in range(chats)]
             for scope in scopes:
                 write_servers(data, scope, [entry("a", served.url, token_of(scope))])
@@ -411,7 +408,7 @@ async def run_memory(quick: bool) -> Report:
     ui = QuietUI()
     marks: dict[int, int] = {}
     async with bench_server() as served:
-        with disk_dir() as data:
+        with data_dir() as data:
             async with playa_host(data, RemoteMcpSettings()) as (host, _extension):
 
                 async def touch(n: int) -> None:

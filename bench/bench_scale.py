@@ -105,7 +105,7 @@ async def run(quick: bool) -> Report:
                             for name in ("a", "b")
                         ],
                     )
-                await timed_echo_turns(host, first, 10)  # warm up (it ends with a cleared history)
+                await timed_echo_turns(host, first, 10)  # warm up
 
                 client_cpu, server_cpu = os.times(), _cpu_seconds(served.process.pid)
                 started = anyio.current_time()
