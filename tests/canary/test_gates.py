@@ -51,7 +51,8 @@ KEY = "sk-canary-" + uuid.uuid4().hex  # the bearer token: key-shaped, so a bare
 OTHER = "q/" + base64.b64encode(uuid.uuid4().bytes).decode().rstrip("=") + "+z/9"  # X-Api-Key, with / and +
 URL_KEY = "uk_" + uuid.uuid4().hex  # a key inside a server's URL
 SHORT = "Zq7Xw3K"  # a bearer token under the 8-character floor: refused, so never redacted
-CREDENTIALS = (KEY, OTHER, URL_KEY)
+UNSEEN = "sk-proj-" + uuid.uuid4().hex  # a key the owner sends once, never given to a server
+CREDENTIALS = (KEY, OTHER, URL_KEY, UNSEEN)
 PIECE = 12
 
 
@@ -257,6 +258,8 @@ def owner_lines(url: str, tasks_url: str) -> list[str]:
         f"/mcp_remove {KEY}",
         f"/mcp_tools {KEY}",
         f"/mcp_whatever {KEY}",
+        # No space: the whole is an unknown command's name, with a key the host has never seen.
+        f"/mcp_add--bearer={UNSEEN}",
         # A key in the URL: sealed, shown masked, redacted like a header value.
         f"/mcp_add urlkey http://127.0.0.1:9/mcp?api_key={URL_KEY}",
         "/mcp_list",
