@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import anyio
 import pytest
 
 from playa.exceptions import WorkspaceError
@@ -158,3 +159,45 @@ async def test_a_chats_private_folder_is_outside_its_workspace(offline_host: Hos
     assert session.state_dir == data_dir / "sessions" / scope_folder("console:private")
     assert session.history.path.parent == session.state_dir
     assert not session.state_dir.resolve().is_relative_to(session.workspace.resolve())
+
+
+# Hard links: another local process can plant one to a file outside the workspace
+
+
+async def test_a_file_with_another_hard_link_is_neither_read_nor_written(
+    workspace: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("top secret")
+    os.link(outside, workspace / "planted.txt")
+    read = await run(workspace, "read_file", path="planted.txt")
+    assert read.is_error and "hard links" in read.text
+    assert "top secret" not in read.text
+    written = await run(workspace, "write_file", path="planted.txt", content="overwritten")
+    assert written.is_error and "hard links" in written.text
+    # Refused before anything was written: the file outside is as it was, not even truncated.
+    assert outside.read_text() == "top secret"
+    # Deleting the planted link is allowed, and leaves the file outside alone.
+    assert not (await run(workspace, "delete_file", path="planted.txt")).is_error
+    assert outside.read_text() == "top secret"
+
+
+async def test_a_hard_link_inside_the_workspace_is_refused_too_and_a_lone_file_is_fine(
+    workspace: Path,
+) -> None:
+    # Whether the other name lies inside cannot be known without searching the disk.
+    (workspace / "a.txt").write_text("one")
+    os.link(workspace / "a.txt", workspace / "b.txt")
+    assert (await run(workspace, "read_file", path="a.txt")).is_error
+    os.unlink(workspace / "b.txt")
+    assert (await run(workspace, "read_file", path="a.txt")).text == "one"
+    assert not (await run(workspace, "write_file", path="a.txt", content="two")).is_error
+    assert (workspace / "a.txt").read_text() == "two"
+
+
+async def test_a_fifo_in_the_workspace_is_refused_not_waited_on(workspace: Path) -> None:
+    os.mkfifo(workspace / "pipe")
+    with anyio.fail_after(10):
+        for name in ("read_file", "write_file"):
+            result = await run(workspace, name, path="pipe", content="x")
+            assert result.is_error, name

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import stat
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -63,6 +64,33 @@ def _fenced(root: Path, target: Path) -> bool:
     )
 
 
+def _open_file(target: Path, path: str, flags: int) -> int:
+    """A descriptor of the regular file ``target`` that has no other name, or a clear refusal.
+
+    O_NOFOLLOW: a symlink swapped in after ``resolve_in_workspace`` is not followed out of the
+    workspace. A hard link cannot be told from the file it names: one in the workspace to a
+    file outside it (another local process can plant one) would be read or overwritten where
+    it lies, so a file with more than one link is refused. Judged on the open descriptor, so a
+    link swapped in between the check and the use is the file that is judged. O_NONBLOCK: a
+    FIFO planted in the workspace is refused, not waited on.
+    """
+    fd = os.open(target, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise WorkspaceError(f"{path!r} is not a regular file")
+        if status.st_nlink > 1:
+            raise WorkspaceError(
+                f"{path!r} has other hard links, which may lie outside the workspace; "
+                "the workspace tools do not use such files"
+            )
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _display(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix() or "."
 
@@ -109,8 +137,9 @@ def workspace_tools(workspace: Path) -> list[Tool]:
         return "\n".join(lines) if lines else "(empty)"
 
     def _read(arguments: dict[str, Any]) -> str:
-        target = resolve_in_workspace(root, _str_arg(arguments, "path"))
-        with target.open("rb") as file:
+        path = _str_arg(arguments, "path")
+        target = resolve_in_workspace(root, path)
+        with os.fdopen(_open_file(target, path, os.O_RDONLY), "rb") as file:
             data = file.read(MAX_READ + 1)
         text = data[:MAX_READ].decode("utf-8", errors="replace")
         if len(data) > MAX_READ:
@@ -118,14 +147,16 @@ def workspace_tools(workspace: Path) -> list[Tool]:
         return text
 
     def _write(arguments: dict[str, Any]) -> str:
-        target = resolve_in_workspace(root, _str_arg(arguments, "path"))
+        path = _str_arg(arguments, "path")
+        target = resolve_in_workspace(root, path)
         content = _str_arg(arguments, "content")
         if target == root.resolve():
             raise WorkspaceError("cannot write to the workspace folder itself")
         target.parent.mkdir(parents=True, exist_ok=True)
-        # O_NOFOLLOW: a symlink swapped in after the check is not followed out of the workspace.
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        # Not truncated on open: a file that is refused (another link to it) is left as it was.
+        fd = _open_file(target, path, os.O_WRONLY | os.O_CREAT)
         with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.truncate()
             file.write(content)
         return f"wrote {len(content.encode())} bytes to {_display(root.resolve(), target)}"
 
