@@ -147,13 +147,22 @@ async def test_a_tool_that_needs_a_scope_the_login_lacks_names_it_and_the_comman
             needs = "needs scope files:write — the owner can run /mcp_auth linear"
             assert needs in called.text, called.text
             # Only the owner's login can add the scope: the server waits for it, with no retry
-            # timer, and nobody was sent a link meanwhile.
+            # timer. The owner was asked, privately; this authorization server will not even
+            # register a client for the scope, and the owner alone is told so.
             listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
             assert listed is not None
             assert listed.text.splitlines()[0] == f"linear: unavailable: {needs}", listed.text
             assert "next retry" not in listed.text
             assert needs in (session.prompt.get("Remote MCP servers") or "")
-            assert len(ui.private) == 1
+            assert ui.private[-1] == (
+                "The login to linear failed: the authorization server refused to register Playa as a client."
+            ), ui.private
+            assert ui.private[-2].startswith("What the authorization server said of the login to linear: ")
+            assert all("refused to register" not in said for said in ui.sent)
+            # Refused again: the owner is not asked again for the same scope.
+            private = len(ui.private)
+            await host.handle(session, msg('linear__write {"text": "x"}'), ScriptedUI())
+            assert len(ui.private) == private
 
 
 def challenge(value: str, status: int = 403) -> httpx2.Response:

@@ -12,6 +12,7 @@ from ._tools import ToolResult
 
 if TYPE_CHECKING:
     from ._session import ChatSession
+    from ._ui import Sender
 
 __all__ = ["Extension", "ToolResultEvent"]
 
@@ -65,6 +66,14 @@ class Extension:
         the result is withheld from the model. Redaction is not its job: the model-bound gate
         redacts everything the model receives.
         """
+
+    async def on_login_redirect(self, session: ChatSession, sender: Sender, address: str) -> str | None:
+        """The chat's owner sent, as a message, the address a login ended at (``…?code=…&state=…``).
+
+        The message never reaches the model or the history. An extension whose login waits for
+        this address completes it and returns what to tell the owner; None when it is not its.
+        """
+        return None
 
     def credentials(self, session: ChatSession) -> Collection[str]:
         """Every credential value this extension knows for the chat (header values, URL secrets…).

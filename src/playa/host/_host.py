@@ -64,6 +64,12 @@ _KEY_HOW_TO = (
     " To connect a server with it: /mcp_add <name> <url> --bearer, and give the key when I ask "
     "(the question keeps it out of the conversation)."
 )
+_REDIRECT_NOT_SENT = (
+    "That is the address a login ended at: it holds a one-time code, so it was not sent to the "
+    "agent{deleted}."
+)
+_REDIRECT_NOT_OWNER = " Only the chat's owner can complete a login with it."
+_REDIRECT_NO_LOGIN = " No login here waits for it."
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -434,6 +440,9 @@ class Host:
             if message.sender.is_owner:
                 text += _KEY_HOW_TO
             return Reply(self.redact(session, "\n\n".join([text, *notes])), "command")
+        if inbound.oauth_redirect is not None:
+            text = await self._pasted_redirect(session, inbound.oauth_redirect, message, deleted)
+            return Reply(self.redact(session, "\n\n".join([text, *notes])), "command")
         parsed = inbound.command
         if parsed is None:
             return await self._turn(session, inbound.text, ui)
@@ -454,6 +463,24 @@ class Host:
                     session, command, CommandContext(session, message.sender, parsed.args, ui)
                 )
         return Reply(self.redact(session, "\n\n".join([text, *notes])), "command")
+
+    async def _pasted_redirect(
+        self, session: ChatSession, address: str, message: IncomingMessage, deleted: bool
+    ) -> str:
+        """A login's redirect address sent as a message: the owner's pending login gets it, once."""
+        text = _REDIRECT_NOT_SENT.format(deleted=" and I deleted it" if deleted else "")
+        if not message.sender.is_owner:
+            return text + _REDIRECT_NOT_OWNER
+        logger.info("a login's redirect address in %s from the owner", session.scope)
+        for extension in self.extensions:
+            try:
+                answer = await extension.on_login_redirect(session, message.sender, address)
+            except Exception as exc:  # boundary: an extension's failure is logged and contained
+                self._log_failure(session, f"{extension.id} login redirect", exc)
+                continue
+            if answer is not None:
+                return answer
+        return text + _REDIRECT_NO_LOGIN
 
     async def _run_command(self, session: ChatSession, command: Command, ctx: CommandContext) -> str:
         try:

@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
+from urllib.parse import parse_qs
 
 from ._commands import ParsedCommand, parse_command
 from ._normalize import normalize
@@ -21,7 +22,7 @@ from ._normalize import normalize
 if TYPE_CHECKING:
     from ._commands import CommandRouter
 
-__all__ = ["Inbound", "classify", "looks_like_credential"]
+__all__ = ["Inbound", "classify", "looks_like_credential", "oauth_redirect"]
 
 KEY_PREFIXES: Final = (
     "sk-",
@@ -98,6 +99,23 @@ def _only_a_credential(text: str) -> bool:
     return len(words) == 1 and looks_like_credential(words[0])
 
 
+_QUERY_WORD: Final = re.compile(r"(?<!\S)[^\s?]*\?\S+")  # from a word's start: linear in the text
+
+
+def oauth_redirect(text: str) -> str | None:
+    """The address an OAuth login ended at, when ``text`` holds one: else None.
+
+    Any word with a query that has both ``code`` and ``state`` (``…/oauth/callback?code=…&state=…``):
+    the code is unused and exchangeable, so the message is a credential wherever it was meant to go.
+    """
+    for match in _QUERY_WORD.finditer(text):
+        word = match.group().rstrip(".,;:!)]}>\"'")
+        params = parse_qs(word.partition("?")[2])
+        if params.get("code") and params.get("state"):
+            return word
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Inbound:
     """What one message is. ``text`` is the normalized message."""
@@ -108,11 +126,19 @@ class Inbound:
     """The message holds a credential: the front end deletes it where it can."""
     credential_shaped: bool
     """The message is nothing but a credential-shaped token: it never reaches the model."""
+    oauth_redirect: str | None = None
+    """The address an OAuth login ended at, pasted as a message (see :func:`oauth_redirect`): it
+    never reaches the model or the history; the host hands it to the owner's pending login."""
 
     @property
     def to_model(self) -> bool:
         """Whether the message may go to the agent."""
-        return self.command is None and not self.credential_shaped and bool(self.text.strip())
+        return (
+            self.command is None
+            and not self.credential_shaped
+            and self.oauth_redirect is None
+            and bool(self.text.strip())
+        )
 
     def __repr__(self) -> str:
         kind = (
@@ -128,6 +154,7 @@ def classify(text: str, commands: CommandRouter) -> Inbound:
     if parsed is not None:
         command = commands.get(parsed.name)
         secret = any(looks_like_credential(word) for word in parsed.args.split())
+        secret = secret or oauth_redirect(parsed.args) is not None
         if command is not None:
             secret = secret or command.carries_secret(parsed.args)
         else:
@@ -135,4 +162,11 @@ def classify(text: str, commands: CommandRouter) -> Inbound:
             secret = secret or parsed.name.startswith("mcp")
         return Inbound(normal, parsed, secret, credential_shaped=False)
     shaped = _only_a_credential(normal)
-    return Inbound(normal, None, carries_secret=shaped, credential_shaped=shaped)
+    redirect = None if shaped else oauth_redirect(normal)
+    return Inbound(
+        normal,
+        None,
+        carries_secret=shaped or redirect is not None,
+        credential_shaped=shaped,
+        oauth_redirect=redirect,
+    )

@@ -26,7 +26,8 @@ class Calls:
 
     A broken connection is dropped and the next call reconnects (``connect``); a call is never
     retried, as it may have had effects. Handed the chat's servers (read only), ``connect``,
-    ``needs_login`` (the server waits for the owner's login) and ``write_section``.
+    ``needs_login`` (the server waits for the owner's login), ``step_up`` (asks the owner to log
+    in with the scope a call was refused for; whether they were asked) and ``write_section``.
     """
 
     def __init__(
@@ -39,6 +40,7 @@ class Calls:
         redact: Callable[[str], str],
         connect: Callable[[ServerState], Awaitable[None]],
         needs_login: Callable[[ServerState, str], None],
+        step_up: Callable[[ServerState], Awaitable[bool]],
         write_section: Callable[[], None],
     ) -> None:
         self._session = session
@@ -48,6 +50,7 @@ class Calls:
         self._redact = redact
         self._connect = connect
         self._needs_login = needs_login
+        self._step_up = step_up
         self._write_section = write_section
 
     def _redact_out(self, text: str) -> str:
@@ -90,10 +93,16 @@ class Calls:
                 state.connection = None
                 self._tg.start_soon(connection.aclose)
             auth = connection.endpoint.auth
+            step_up = auth is not None and bool(auth.scope)
             if auth is not None and auth.scope:
                 state.scope = auth.scope
             self._needs_login(state, exc.reason)
             self._write_section()
+            if step_up and await self._step_up(state):
+                return ToolResult.error(
+                    f"{exposed} failed: {exc.reason}. The owner was sent a link to log in with it; "
+                    "the call can be tried again once they have."
+                )
             return ToolResult.error(f"{exposed} failed: {state.reason}")
         except RemoteError as exc:
             # The server answered with an error: the connection is fine and stays.

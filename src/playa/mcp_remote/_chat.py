@@ -107,6 +107,7 @@ class ChatServers:
             redact=self._redact,
             connect=self._connect,
             needs_login=partial(self._failed, needs_login=True),
+            step_up=self._step_up,
             write_section=self._write_section,
         )
 
@@ -401,6 +402,19 @@ class ChatServers:
         """Begin the owner's login to ``name`` (``/mcp_auth``); see ``Logins.start``."""
         return await self.logins.start(name, owner=owner, send_link=send_link, report=report)
 
+    async def _step_up(self, state: ServerState) -> bool:
+        """A call needs a scope the login lacks: the owner is sent a link for it (``Logins.step_up``).
+
+        Sent where the owner's latest command came from, privately; with none known yet (after
+        a restart), nobody is asked and the chat says what the owner can run.
+        """
+        ui = self.approvals.owner_ui
+        if ui is None:
+            return False
+        return await self.logins.step_up(
+            state, owner=self.session.owner, send_link=ui.send_private, report=ui.send
+        )
+
     @property
     def login_timeout(self) -> float:
         """Seconds an authorization link stays usable."""
@@ -411,9 +425,9 @@ class ChatServers:
         """Where a login ends (the address the owner may paste back); None before any began."""
         return self.logins.redirect_uri
 
-    def complete_login(self, query: str, *, owner: str) -> str:
-        """Complete a login with the query of the address the owner pasted; what to tell them."""
-        return self.logins.paste(query, owner=owner)
+    def complete_login(self, address: str, *, owner: str) -> str | None:
+        """Complete a login with the address the owner pasted; what to tell them (see ``Logins.paste``)."""
+        return self.logins.paste(address, owner=owner)
 
     async def owner_seen(self, ui: UI, *, announce: bool = True) -> None:
         """The owner ran a command through ``ui``: what waited for them is shown (``announce``) and remembered."""

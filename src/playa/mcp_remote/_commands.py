@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from urllib.parse import urlsplit
 
 from mcp.shared.auth import OAuthClientInformationFull
 
@@ -196,18 +195,13 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             answer = rest
         else:
             raise UsageError(_AUTH_USAGE)
-        redirect = chat.login_redirect_uri
-        given = urlsplit(answer.strip())
-        expected = urlsplit(redirect) if redirect is not None else None
-        if expected is None or (given.scheme, given.netloc.lower(), given.path) != (
-            expected.scheme,
-            expected.netloc.lower(),
-            expected.path,
-        ):
+        done = chat.complete_login(answer, owner=ctx.sender.id)
+        if done is None:
             # Never quoted back: it may be anything, a key included.
+            redirect = chat.login_redirect_uri
             shown = f": it starts with {redirect}" if redirect is not None else ""
             return f"That is not the address of the page a login ends at{shown}. No login was completed."
-        return chat.complete_login(given.query, owner=ctx.sender.id)
+        return done
 
     async def remove(ctx: CommandContext) -> str:
         chat = await servers(ctx)

@@ -10,7 +10,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..exceptions import UsageError
-from ..host import ChatSession, Command, Extension
+from ..host import ChatSession, Command, Extension, Sender
 from ._chat import ChatServers
 from ._commands import build_commands
 from ._settings import RemoteMcpSettings
@@ -135,6 +135,14 @@ class RemoteMcpExtension(Extension):
         loaded = await anyio.to_thread.run_sync(old.load)
         for entry in loaded.entries:
             await anyio.to_thread.run_sync(new.put, entry)
+
+    async def on_login_redirect(self, session: ChatSession, sender: Sender, address: str) -> str | None:
+        """The owner pasted the address a login ended at: it completes their pending login, once."""
+        if self._sealer is None or not sender.is_owner:
+            return None
+        chat = self.chat(session)
+        await chat.reconcile()
+        return chat.complete_login(address, owner=sender.id)
 
     def credentials(self, session: ChatSession) -> Collection[str]:
         """Every credential the chat's servers hold or held: header values and URL secrets."""

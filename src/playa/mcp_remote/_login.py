@@ -7,8 +7,11 @@ entry before it is used, and the grants it replaces are revoked (RFC 7009) only 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Final
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.to_thread
@@ -23,21 +26,75 @@ from ._views import state_text
 from .store._grant import OAuthGrant, resource_of
 from .store._store import ServerStore
 from .transport._connection import Connector
-from .transport._oauth import Callbacks, GrantStorage, LoginExpired, PendingLogin, ServerAuth, duration_text
+from .transport._oauth import (
+    Callbacks,
+    GrantStorage,
+    LoginEnded,
+    LoginExpired,
+    PendingLogin,
+    ServerAuth,
+    duration_text,
+)
 from .transport._revoke import Revocation, revoke
 
-__all__ = ["Logins", "login_hint"]
+__all__ = ["Logins", "failure_words", "login_hint"]
 
 logger = logging.getLogger(__name__)
 
 
-class _Undelivered(Exception):
+class _Undelivered(LoginEnded):
     """The owner could not be sent the authorization link privately (no private chat with the bot)."""
+
+
+_OAUTH_ERRORS: Final = frozenset(
+    {
+        "invalid_request",
+        "unauthorized_client",
+        "access_denied",
+        "unsupported_response_type",
+        "invalid_scope",
+        "server_error",
+        "temporarily_unavailable",
+        "invalid_client",
+        "invalid_grant",
+        "unsupported_grant_type",
+        "interaction_required",
+        "login_required",
+        "consent_required",
+    }
+)
+"""The error codes of RFC 6749 (4.1.2.1, 5.2) and OpenID Connect: the only server words a failed
+login's message to the chat quotes."""
+_ERROR_FIELD: Final = re.compile(r'"error"\s*:\s*"([a-z_]{1,40})"')
+
+
+def failure_words(exc: Exception, refusal: str | None) -> str:
+    """Why a login failed, in Playa's fixed words: a server's error code only from the RFCs' list."""
+    if refusal is not None:
+        code = refusal.partition(":")[0]
+        return code if code in _OAUTH_ERRORS else "the authorization server refused the login"
+    if isinstance(exc, OAuthRegistrationError):
+        return "the authorization server refused to register Playa as a client"
+    if isinstance(exc, OAuthTokenError):
+        found = _ERROR_FIELD.search(str(exc))
+        named = found.group(1) if found is not None and found.group(1) in _OAUTH_ERRORS else None
+        return "the authorization server refused to issue tokens" + (f" ({named})" if named else "")
+    return "the authorization server's answer could not be used"
 
 
 def login_hint(reason: str, name: str) -> str:
     """Why a server is unavailable, with what the owner can do about it."""
     return f"{reason} — the owner can run /mcp_auth {name}"
+
+
+@dataclass(frozen=True)
+class _StepUp:
+    """The owner was asked to log in with ``scopes``: by ``login``, whose link is valid until ``until``."""
+
+    scopes: frozenset[str]
+    login: anyio.CancelScope
+    until: float
+    """On the event loop's clock."""
 
 
 class Logins:
@@ -74,6 +131,13 @@ class Logins:
         self._redact = redact
         self._remember = remember
         self._reconnect = reconnect
+        self._step_ups: dict[str, _StepUp] = {}
+        """Per server, the last step-up the owner was asked for."""
+
+    def _redact_out(self, text: str) -> str:
+        """Text for the owner: this chat's credentials and the host's removed."""
+        text = self._redact(text)
+        return self._session.redact(text) if self._session.redact is not None else text
 
     def grant(self, state: ServerState) -> GrantStorage:
         """The grant of an ``oauth`` server, kept across connects (tokens refresh in place)."""
@@ -120,17 +184,65 @@ class Logins:
         beyond that the caller is told it is slow, and the outcome goes to ``report`` too. A
         login already in flight for the server is cancelled: only the newest link works.
         """
-        state = self._servers[name]
+        _, start = self._begin(self._servers[name], owner, send_link, report)
+        return await self._link_out(start)
+
+    def _begin(
+        self,
+        state: ServerState,
+        owner: str,
+        send_link: Callable[[str], Awaitable[object]],
+        report: Callable[[str], Awaitable[object]],
+    ) -> tuple[anyio.CancelScope, LoginStart]:
+        """Start a login in the background (replacing one in flight); nothing awaited."""
         if state.login is not None:
             state.login.cancel()
         scope = state.login = anyio.CancelScope()
         start = LoginStart()
         self._tg.start_soon(self._login, state, scope, start, owner, send_link, report)
+        return scope, start
+
+    async def _link_out(self, start: LoginStart) -> LoginStart:
+        """Wait (bounded) until the login's link is out, or the login ended before."""
         with anyio.move_on_after(self._settings.connect_wait):
             await start.settled.wait()
         # Nothing can settle it between the wait and this line: the outcome goes to ``report`` now.
         start.waiting = False
         return start
+
+    async def step_up(
+        self,
+        state: ServerState,
+        *,
+        owner: str,
+        send_link: Callable[[str], Awaitable[object]],
+        report: Callable[[str], Awaitable[object]],
+    ) -> bool:
+        """A call was refused for want of a scope (403 ``insufficient_scope``): ask the owner to log in.
+
+        The link for the scopes ``state.scope`` names goes to ``send_link`` (the owner alone), as
+        the first login's did; at most once per scope while a link for it is in use: calls that
+        are refused meanwhile send none. Returns whether the owner was asked (now or before).
+        """
+        wanted = frozenset((state.scope or "").split())
+        asked = self._step_ups.get(state.entry.name)
+        if (
+            asked is not None
+            and wanted <= asked.scopes
+            and (asked.login is state.login or anyio.current_time() < asked.until)
+        ):
+            # A link for these scopes is out (or on its way) and still valid; or the owner was
+            # told why none could be sent: a refused call is no reason to ask again.
+            return True
+        login, start = self._begin(state, owner, send_link, report)
+        until = anyio.current_time() + self._settings.login_timeout
+        self._step_ups[state.entry.name] = _StepUp(wanted, login, until)
+        await self._link_out(start)
+        if start.why is not None:
+            # Ended before its link went out: nobody's command waits to say why; the owner hears it.
+            await send_link(start.why)
+            return False
+        return True
 
     async def _login(
         self,
@@ -144,6 +256,7 @@ class Logins:
         """One login, in the chat's task group: its link out, its grant sealed, the server reconnected."""
         name, url = state.entry.name, state.entry.url
         message: str
+        details: str | None = None
         to_owner = False  # the outcome goes where the link went (``send_link``), not to ``report``
         login: PendingLogin | None = None
         auth: ServerAuth | None = None
@@ -181,7 +294,13 @@ class Logins:
                     start.settled.set()
 
                 login = PendingLogin(
-                    self._session.scope, owner, name, deliver, self._callbacks, timeout=timeout
+                    self._session.scope,
+                    owner,
+                    name,
+                    deliver,
+                    self._callbacks,
+                    timeout=timeout,
+                    remember=self._remember,
                 )
                 previous = self.grant(state).grant
                 client = previous.client
@@ -242,8 +361,8 @@ class Logins:
                     f"chat with me first, then run /mcp_auth {name} again."
                 )
             except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as exc:
-                why = login.refusal if login is not None and login.refusal else str(exc)
-                message = f"The login to {name} failed: {self._redact(why)[:300]}"
+                refusal = login.refusal if login is not None else None
+                message = f"The login to {name} failed: {failure_words(exc, refusal)}"
                 if auth is not None and auth.found_no_metadata:
                     # A bare Bearer challenge can mean a fixed token as well as a 2025-03-26
                     # OAuth server: with no metadata anywhere, the owner may know which.
@@ -251,6 +370,12 @@ class Logins:
                         f". It publishes no OAuth metadata: if it takes a fixed token, add it "
                         f"again with /mcp_add {name} <url> --bearer"
                     )
+                else:
+                    message += "."
+                    # The server's own words (an error body, a description) may echo the code
+                    # or an instruction: the owner alone sees them, redacted and cut.
+                    said = refusal or str(exc)
+                    details = f"What the authorization server said of the login to {name}: {said}"
             except Exception as exc:  # boundary: one login's failure must not end the chat's task group
                 logger.warning(
                     "the login to %s in %s failed: %s", name, self._session.scope, type(exc).__name__
@@ -265,6 +390,8 @@ class Logins:
                 start.why = f"A newer /mcp_auth {name} replaced this login."
                 start.settled.set()
             return
+        if details is not None:
+            await send_link(self._redact_out(details)[:400])
         if not start.sent and start.waiting:
             # Ended before its link went out: the owner's command, still waiting, says why.
             start.why = self._redact(message)
@@ -346,13 +473,24 @@ class Logins:
         except RuntimeError:
             return None
 
-    def paste(self, query: str, *, owner: str) -> str:
-        """Complete a login with the query of the address the owner pasted; returns what to tell them.
+    def paste(self, address: str, *, owner: str) -> str | None:
+        """Complete a login with the address the owner pasted; returns what to tell them.
 
-        Checked as the redirect listener checks a request (state known, unused, unexpired; the
-        authorization server's ``iss`` by the SDK), and bound to this chat and this owner.
+        None when ``address`` is not where this host's logins end (never quoted back: it may
+        be anything, a key included). Checked as the redirect listener checks a request (state
+        known, unused, unexpired; the authorization server's ``iss`` by the SDK), and bound to
+        this chat and this owner.
         """
-        return self._callbacks.complete(query, scope=self._session.scope, owner=owner)
+        redirect = self.redirect_uri
+        given = urlsplit(address.strip())
+        expected = urlsplit(redirect) if redirect is not None else None
+        if expected is None or (given.scheme, given.netloc.lower(), given.path) != (
+            expected.scheme,
+            expected.netloc.lower(),
+            expected.path,
+        ):
+            return None
+        return self._callbacks.complete(given.query, scope=self._session.scope, owner=owner)
 
     def held_grant(self, name: str) -> OAuthGrant | None:
         """The OAuth grant ``name`` holds now, refreshed tokens included; None for a header server."""

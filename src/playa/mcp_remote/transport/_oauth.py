@@ -55,6 +55,7 @@ __all__ = [
     "REFRESH_MARGIN",
     "Callbacks",
     "GrantStorage",
+    "LoginEnded",
     "LoginExpired",
     "PendingLogin",
     "ServerAuth",
@@ -174,8 +175,33 @@ class GrantStorage:
         await self._persist(self.grant)
 
 
-class LoginExpired(Exception):
+def _nowhere(values: frozenset[str]) -> None:
+    """A login with no chat redactor to tell (the log gate is told all the same)."""
+
+
+class LoginEnded(Exception):
+    """A login or a connect ended for a reason Playa tells the owner in its own words.
+
+    Raised inside the SDK's auth flow, which logs every exception there as an ``ERROR`` with
+    its traceback ("OAuth flow error"): for these expected ends (a server that needs a login or
+    a scope, a link not used in time) that record is dropped (``_ExpectedEnds``).
+    """
+
+
+class LoginExpired(LoginEnded):
     """The owner did not finish the login in time (internal: becomes a message to the owner)."""
+
+
+class _ExpectedEnds(logging.Filter):
+    """Drops the SDK's "OAuth flow error" record of a ``LoginEnded``: no failure, and said otherwise."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, LoginEnded)
+
+
+# Only on the SDK's OAuth flow logger, where the record is made: every other record stays.
+logging.getLogger("mcp.client.auth.oauth2").addFilter(_ExpectedEnds())
 
 
 class ServerAuth(OAuthClientProvider):
@@ -341,9 +367,13 @@ class ServerAuth(OAuthClientProvider):
         return ok
 
     async def _exchange_token_authorization_code(self, auth_code: str, code_verifier: str) -> httpx2.Request:
-        # Both are credentials until the exchange is done: a log line or error quoting the
-        # token request must not carry them.
-        _register((auth_code, code_verifier))
+        # Both are credentials until the exchange is done, and after: a log line, an error or a
+        # server's answer quoting the token request must not carry them. The verifier exists
+        # only inside the SDK until now, and nobody else can know it before it is sent.
+        if self._login is not None:
+            self._login.known(auth_code, code_verifier)
+        else:
+            _register((auth_code, code_verifier))
         self._remember_metadata()
         self._fit_token_auth()
         return await super()._exchange_token_authorization_code(auth_code, code_verifier)
@@ -367,7 +397,7 @@ class ServerAuth(OAuthClientProvider):
             self._storage.grant = replace(self._storage.grant, metadata=metadata, issuer=str(metadata.issuer))
 
 
-class _NeedsLogin(Exception):
+class _NeedsLogin(LoginEnded):
     """Raised inside the SDK's auth flow to end a connect that only a person can unblock."""
 
 
@@ -382,6 +412,9 @@ class PendingLogin:
     """Sends the link to the owner only (``UI.send_private``)."""
     callbacks: Callbacks
     timeout: float = LOGIN_TIMEOUT
+    remember: Callable[[frozenset[str]], None] = field(default=_nowhere)
+    """Tells the chat's redactor of the login's own secrets (its ``state``, the code, the PKCE
+    verifier) the moment Playa knows them: a server that echoes one shows the chat nothing."""
     state: str | None = None
     deadline: float = math.inf
     _done: anyio.Event = field(default_factory=anyio.Event)
@@ -397,6 +430,9 @@ class PendingLogin:
         self.deadline = anyio.current_time() + self.timeout
         self.callbacks.pending[self.state] = self
         await self.deliver(url)
+        # A secret from here on: the link that carries it is out (redacted, it would not work),
+        # and nobody but the owner's browser can learn it before they open it.
+        self.known(self.state)
 
     async def result(self) -> AuthorizationCodeResult:
         try:
@@ -410,6 +446,11 @@ class PendingLogin:
                 f"The login link for {self.server} was not used within {duration_text(self.timeout)}"
             )
         return self._result
+
+    def known(self, *values: str) -> None:
+        """Secrets of this login, now known: to the log gate and the chat's redactor."""
+        _register(values)
+        self.remember(frozenset(value for value in values if value))
 
     def complete(self, result: AuthorizationCodeResult) -> None:
         self._result = result
@@ -496,7 +537,7 @@ class Callbacks:
             login.complete(AuthorizationCodeResult(code="", state=state, iss=_one(params, "iss")))
             return f"The authorization server refused the login ({error[:60]}).{close}"
         code = _one(params, "code") or ""
-        _register((code,))
+        login.known(code)
         login.complete(AuthorizationCodeResult(code=code, state=state, iss=_one(params, "iss")))
         return f"Playa received the login for {login.server}.{close}"
 
