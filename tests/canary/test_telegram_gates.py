@@ -15,7 +15,9 @@ under the data dir holds the token in any encoded form the redactor knows, nor a
 from __future__ import annotations
 
 import json
+import math
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from tests.telegram.process import run_bot_process, stopped
 from playa.host import encoded_forms
 from servers.python_servers import serve_asgi, serve_mcp
 from support import canary
+from support.providers import serve_provider, text
 
 pytestmark = pytest.mark.anyio
 
@@ -147,3 +150,94 @@ async def test_a_hostile_question_leaks_the_token_into_no_bot_api_request_log_li
     assert leaks(log) == [], [line for line in log.splitlines() if leaks(line)][:5]
     for path, data in canary.files_under(data_dir):
         assert leaks(data) == [], path
+
+
+def _low_entropy_hex() -> str:
+    """A random 32-digit hex key under 3.5 bits a character: a fifth of them are."""
+    while True:
+        key = uuid.uuid4().hex
+        counts = Counter(key)
+        if -sum(n / 32 * math.log2(n / 32) for n in counts.values()) < 3.5:
+            return key
+
+
+GHP = "ghp_" + uuid.uuid4().hex + "Zq"  # a well-known key format
+LOW_HEX = _low_entropy_hex()
+IN_PROSE = "github_pat_11" + uuid.uuid4().hex.upper() + "_" + uuid.uuid4().hex
+CARELESS = (GHP, LOW_HEX, IN_PROSE)
+
+
+def careless_forms() -> set[str]:
+    found: set[str] = set()
+    for key in CARELESS:
+        found |= encoded_forms(key) | {key[i : i + PIECE] for i in range(len(key) - PIECE + 1)}
+    return found
+
+
+def careless_leaks(data: bytes | str) -> list[str]:
+    shown = data if isinstance(data, str) else data.decode("latin-1")
+    return sorted(form for form in careless_forms() if form in shown)
+
+
+async def test_keys_in_flags_near_commands_and_sentences_reach_no_model_request_bot_api_request_log_or_file(
+    tmp_path: Path,
+) -> None:
+    fake = FakeBotApi(TOKEN)
+    stderr = tmp_path / "stderr.log"
+    data_dir = tmp_path / "data"
+    chat, owner = private_chat(OWNER), user(OWNER)
+    url = "http://127.0.0.1:9/mcp"
+    withheld = [
+        (f"mcp_add near {url} --bearer {GHP}", "looks like /mcp_add but is not a command"),
+        (f"\\mcp_add near {url} --bearer {GHP}", "looks like /mcp_add but is not a command"),
+        (f"//mcp_add near {url} --bearer {GHP}", "looks like /mcp_add but is not a command"),
+        (f"/add-mcp near {url} --bearer {GHP}", "looks like /mcp_add but is not a command"),
+        (
+            f"/mcp_add near {url} --tools echo,{GHP}",
+            "looks like a key (not repeated here), so nothing was saved",
+        ),
+        (f"/mcp_remove {LOW_HEX}", "That looks like a key, not a server name"),
+        (f"/mcp_tools {LOW_HEX}", "That looks like a key, not a server name"),
+    ]
+    async with (
+        serve_asgi(fake.app()) as api,
+        serve_provider() as provider,
+        run_bot_process(
+            TOKEN,
+            api.url,
+            data_dir,
+            stderr,
+            extra_env={
+                "PLAYA_MODEL": "openai-chat:gpt-5",
+                "OPENAI_BASE_URL": provider.url,
+                "OPENAI_API_KEY": "test-provider-key",
+            },
+        ) as process,
+    ):
+        provider.script(text("noted"))
+        await fake.wait_call("getUpdates", timeout=WAIT)
+        for message, reply in withheld:
+            mark = fake.mark()
+            sent = fake.send(chat, message, sender=owner)
+            await fake.wait_reply(OWNER, reply, after=mark, timeout=WAIT)
+            await fake.wait_call("deleteMessage", after=mark, message_id=sent, timeout=WAIT)
+        mark = fake.mark()
+        sent = fake.send(chat, f"please keep {IN_PROSE} for the release script", sender=owner)
+        await fake.wait_reply(OWNER, "the agent got it with [redacted]", after=mark, timeout=WAIT)
+        await fake.wait_reply(OWNER, "noted", after=mark, timeout=WAIT)
+        await fake.wait_call("deleteMessage", after=mark, message_id=sent, timeout=WAIT)
+        assert await stopped(process) == 0
+
+    # The sentence reached the model with its key masked; nothing that looked like a command did.
+    assert len(provider.requests) == 1
+    assert b"please keep [redacted] for the release script" in provider.requests[0].raw
+    assert not any(store.name == "servers.json" for store, _ in canary.files_under(data_dir))
+    # The oracle: every model request, every Bot API request, the log, the files.
+    for request in provider.requests:
+        assert careless_leaks(request.raw) == [], request.raw[:2000]
+    for call in fake.calls:
+        assert careless_leaks(json.dumps(call.params, ensure_ascii=False)) == [], (call.method, call.params)
+    log = stderr.read_text(errors="replace")
+    assert careless_leaks(log) == [], [line for line in log.splitlines() if careless_leaks(line)][:5]
+    for path, data in canary.files_under(data_dir):
+        assert careless_leaks(data) == [], path

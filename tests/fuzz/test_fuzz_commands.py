@@ -18,7 +18,7 @@ from mcp.client.caching import ResponseCacheStore
 
 import playa
 from playa.exceptions import ConnectFailed, UsageError
-from playa.host import Host, HostConfig, Reply
+from playa.host import Host, HostConfig, Reply, classify
 from playa.mcp_remote import (
     Connection,
     Connector,
@@ -352,3 +352,80 @@ async def test_a_key_given_to_the_wrong_command_is_neither_shown_nor_left_in_the
     assert reply is not None
     assert credential not in reply.text
     assert ui.deleted == ["m1"]
+
+
+# Messages that are close to a command, or mix a sentence and a key: the one inbound classifier.
+
+_COMMANDS = make_host(Path("/nonexistent"), with_secret=False).commands
+NEAR_SPELLINGS = [
+    "mcp_add",
+    "\\mcp_add",
+    "//mcp_add",
+    "\\\\mcp_add",
+    "/mcp-add",
+    "/add-mcp",
+    "add-mcp",
+    "add_mcp",
+    "mcpadd",
+    "MCP_ADD",
+    "\\mcp_remove",
+    "//mcp_list",
+    "mcp-tools",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), spelling=st.sampled_from(NEAR_SPELLINGS), credential=credentials)
+def test_a_message_close_to_a_command_with_an_inline_credential_never_reaches_the_model(
+    data: st.DataObject, spelling: str, credential: str
+) -> None:
+    args = data.draw(add_arguments(credential))
+    inbound = classify(f"{spelling} {args}", _COMMANDS)
+    assert not inbound.to_model, (spelling, args)
+    assert inbound.carries_secret
+
+
+# Lower case: a word of random mixed case may well be a key (AKIAbCdEfGhI).
+_PROSE = st.text(alphabet=string.ascii_lowercase + "  ,.?!'", max_size=40)
+_KNOWN = [
+    "ghp_",
+    "gho_",
+    "github_pat_",
+    "sk-",
+    "sk-ant-api03-",
+    "sk-proj-",
+    "xoxb-",
+    "xoxp-",
+    "AKIA",
+    "AIza",
+    "glpat-",
+]
+_KEY_CORE = st.text(alphabet=string.ascii_letters + string.digits, min_size=20, max_size=60).filter(
+    lambda core: any(c.isdigit() for c in core)
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    before=_PROSE,
+    prefix=st.sampled_from(_KNOWN),
+    core=_KEY_CORE,
+    after=st.sampled_from(["", ".", ",", "!", ")", "?"]),
+    rest=_PROSE,
+)
+def test_a_well_known_key_in_a_sentence_never_reaches_the_model(
+    before: str, prefix: str, core: str, after: str, rest: str
+) -> None:
+    key = prefix + core
+    inbound = classify(f"{before} {key}{after} {rest}", _COMMANDS)
+    assert not inbound.to_model or key not in inbound.model_text, inbound.model_text
+    assert inbound.carries_secret
+    assert core[-12:] not in inbound.model_text or not inbound.to_model
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_PROSE)
+def test_a_sentence_without_a_key_reaches_the_model_unchanged(text: str) -> None:
+    inbound = classify(text, _COMMANDS)
+    assert inbound.model_text == inbound.text
+    assert inbound.near_command is None

@@ -487,6 +487,11 @@ KEY = "Zq7Xw3KpL9mN2bV4cX8dR1"
     [
         (
             f'demo http://x --header "X-Api-Key {KEY}"',
+            'the --header at word 3 looks like a key, not a header name: give "Name: value", '
+            "or a name alone to be asked for its value",
+        ),
+        (
+            'demo http://x --header "X-Api-Key value"',
             'the --header at word 3 is neither "Name: value" nor a header name (a colon may be missing)',
         ),
         (
@@ -501,6 +506,16 @@ KEY = "Zq7Xw3KpL9mN2bV4cX8dR1"
         ),
         (
             f'demo http://x --header "{KEY} and more: value12345"',
+            'the --header at word 3 looks like a key, not a header name: give "Name: value", '
+            "or a name alone to be asked for its value",
+        ),
+        (
+            f'demo http://x --header "{KEY}: value12345"',
+            'the --header at word 3 looks like a key, not a header name: give "Name: value", '
+            "or a name alone to be asked for its value",
+        ),
+        (
+            'demo http://x --header "X Api: value12345"',
             "the --header at word 3 has no valid header name (letters, digits and -, no spaces)",
         ),
     ],
@@ -561,7 +576,10 @@ async def test_remove_and_tools_never_quote_a_key_even_a_name_shaped_one(
         reply = await host.handle(session, msg(f"{command} {key}", ref=7), ui)
         assert reply is not None
         assert key not in reply.text
-        assert reply.text == "There is no server by that name. /mcp_list shows them."
+        assert (
+            reply.text
+            == "That looks like a key, not a server name (not repeated here). /mcp_list shows the names."
+        )
         assert ui.deleted == [7]
 
 
@@ -632,3 +650,83 @@ async def test_a_key_sent_while_a_turn_runs_is_deleted_at_once_and_never_reaches
             release.set()
     assert all(key not in text for text in seen)
     assert key not in repr(session.history.messages)
+
+
+GHP = "ghp_" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2Y"
+# A 32-digit hex key whose entropy (3.41 bits) is under the entropy floor, shaped like a server name.
+LOW_HEX = "a0b1a2b3a4b5a6b7a8b9a0b1c2c3c4c5"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            f"demo http://x --tools echo,{GHP}",
+            "tool 2 of the --tools at word 3 looks like a key (not repeated here), so nothing was saved; "
+            "give the tool's name, and a key only with --bearer or --header",
+        ),
+        (
+            f"demo http://x --tools={LOW_HEX}",
+            "tool 1 of the --tools at word 3 looks like a key (not repeated here), so nothing was saved; "
+            "give the tool's name, and a key only with --bearer or --header",
+        ),
+        (
+            f"{LOW_HEX} http://x",
+            "the name looks like a key (not repeated here), so nothing was saved; "
+            "give a plain name such as docs, and a key only with --bearer or --header",
+        ),
+        (
+            f'demo http://x --header "{GHP}: value12345"',
+            'the --header at word 3 looks like a key, not a header name: give "Name: value", '
+            "or a name alone to be asked for its value",
+        ),
+    ],
+)
+def test_a_key_shaped_value_of_any_flag_is_refused_without_quoting_it(args: str, message: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        parse_add(args)
+    assert str(raised.value) == message
+    for key in (GHP, LOW_HEX):
+        assert key not in str(raised.value) and key not in repr(raised.value)
+    assert carries_secret(args)
+
+
+@pytest.mark.parametrize(
+    "tools", ["hf_doc_search,npm_search", "secret_manager_read", "getRepositoryContents,list_issues"]
+)
+def test_tool_names_that_start_like_keys_are_still_tool_names(tools: str) -> None:
+    assert parse_add(f"demo http://x --tools {tools}").tools == tuple(tools.split(","))
+
+
+@pytest.mark.anyio
+async def test_a_key_given_as_a_tool_is_never_saved_listed_or_left_in_the_chat(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    host = Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)])
+    async with host:
+        session = await host.session("console:t", owner="owner")
+        ui = ScriptedUI()
+        added = await host.handle(
+            session, msg(f"/mcp_add demo http://127.0.0.1:9/mcp --tools {GHP}", ref=1), ui
+        )
+        listed = await host.handle(session, msg("/mcp_list"), ui)
+        assert added is not None and listed is not None
+        assert "looks like a key" in added.text
+        assert GHP not in added.text + listed.text
+        assert ui.deleted == [1]
+        assert not store_path(session.workspace).exists()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("command", ["/mcp_remove", "/mcp_tools", "/mcp_review", "/mcp_approve", "/mcp_auth"])
+async def test_no_command_quotes_a_hex_key_under_the_entropy_floor(
+    data_dir: Path, host_secret: HostSecret, command: str
+) -> None:
+    host = Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)])
+    async with host:
+        session = await host.session("console:t", owner="owner")
+        ui = ScriptedUI()
+        reply = await host.handle(session, msg(f"{command} {LOW_HEX}", ref=3), ui)
+        assert reply is not None
+        assert LOW_HEX not in reply.text and "looks like a key" in reply.text
+        assert ui.deleted == [3]

@@ -24,6 +24,7 @@ from playa.host import encoded_forms
 from playa.mcp_remote import HostSecret, ServerStore, resolve_host_secret
 from playa.mcp_remote.store._grant import OAuthGrant
 from playa.mcp_remote.store._seal import Sealer
+from servers.echo_oauth import INSTRUCTION, echo_oauth_server
 from servers.oidc import AuthorizationServer, authorization_server
 from servers.python_servers import RunningServer, serve_asgi
 from support.oauth import introspect, link_in, protected_server, sign_in_elsewhere
@@ -362,3 +363,42 @@ async def test_in_polling_mode_a_public_url_serves_the_login_redirect_on_a_liste
             secrets |= stored_grant(data_dir).secrets
             assert await stopped(process) == 0
     assert_nowhere(secrets, fake, stderr, data_dir)
+
+
+async def test_a_pasted_redirect_is_deleted_and_a_token_refusal_quoting_the_code_reaches_the_group_in_fixed_words(
+    tmp_path: Path,
+) -> None:
+    fake, data_dir, stderr = owned_group(tmp_path)
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            serve_asgi(fake.app()) as api,
+            echo_oauth_server(refuse=True) as server,
+            run_bot_process(TOKEN, api.url, data_dir, stderr) as process,
+        ):
+            await fake.wait_call("getUpdates", timeout=WAIT)
+            fake.send(GROUP, f"/mcp_add echo {server.url}", sender=OWNER)
+            private = await fake.wait_reply(OWNER_ID, "Log in to echo", timeout=WAIT)
+            async with httpx2.AsyncClient() as browser:
+                ended_at = (await browser.get(link_in(private.text))).headers["location"]
+
+            # The owner forgets --paste and sends the address as a plain message in the group:
+            # it is deleted, never reaches the model, and completes the login all the same.
+            mark = fake.mark()
+            pasted = fake.send(GROUP, ended_at, sender=OWNER)
+            await fake.wait_call("deleteMessage", after=mark, chat_id=GROUP_ID, message_id=pasted)
+            await fake.wait_reply(GROUP_ID, "Playa received the login for echo", after=mark, timeout=WAIT)
+
+            # The token endpoint refuses, quoting the code and the verifier: the group is told in
+            # Playa's words; the server's own, redacted, go to the owner's private chat alone.
+            failed = await fake.wait_reply(GROUP_ID, "The login to echo failed", after=mark, timeout=WAIT)
+            assert failed.text == (
+                "The login to echo failed: the authorization server refused to issue tokens (invalid_grant)."
+            ), failed.text
+            said = await fake.wait_reply(OWNER_ID, "What the authorization server said", after=mark)
+            assert "[redacted]" in said.text
+            assert await stopped(process) == 0
+    to_group = "\n".join(json.dumps(c.params) for c in fake.calls if c.chat_id in (GROUP_ID, str(GROUP_ID)))
+    assert INSTRUCTION not in to_group and "was refused" not in to_group
+    assert server.codes and server.verifiers
+    # (The state is in the link the owner was sent: it stands for nothing without the code.)
+    assert_nowhere(set(server.secrets), fake, stderr, data_dir)

@@ -19,7 +19,7 @@ from ._approvals import Approval, ToolChange, render_approval
 from ._commands import Command, CommandContext, CommandRouter, ParsedCommand, parse_command
 from ._env import DEFAULT_DENIED, EnvPolicy
 from ._extension import Extension, ToolResultEvent
-from ._inbound import Inbound, classify, looks_like_credential
+from ._inbound import Inbound, classify, holds_key, looks_like_credential, mask_known_keys
 from ._normalize import normalize
 from ._outbound import OutboundSecrets, install_outbound_gate, outbound_secrets
 from ._prompt import PromptSections
@@ -140,9 +140,11 @@ __all__ = [
     "encoded_forms",
     "field_value",
     "gate_messages",
+    "holds_key",
     "install_outbound_gate",
     "is_http_token",
     "looks_like_credential",
+    "mask_known_keys",
     "normalize",
     "offline_model",
     "outbound_secrets",

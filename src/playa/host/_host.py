@@ -70,6 +70,14 @@ _REDIRECT_NOT_SENT = (
 )
 _REDIRECT_NOT_OWNER = " Only the chat's owner can complete a login with it."
 _REDIRECT_NO_LOGIN = " No login here waits for it."
+_NEAR_COMMAND = (
+    "That looks like /{name} but is not a command, and it holds a key: it was not sent to the "
+    "agent{deleted}. Send it again starting with /{name} (one slash, the name as written)."
+)
+_KEY_MASKED = (
+    "Your message held a key: the agent got it with [redacted] in the key's place{deleted}. "
+    "If the key is real, rotate it."
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -443,15 +451,25 @@ class Host:
         if inbound.oauth_redirect is not None:
             text = await self._pasted_redirect(session, inbound.oauth_redirect, message, deleted)
             return Reply(self.redact(session, "\n\n".join([text, *notes])), "command")
+        if inbound.near_command is not None and inbound.command is None:
+            text = _NEAR_COMMAND.format(
+                name=inbound.near_command, deleted=" and I deleted it" if deleted else ""
+            )
+            return Reply(self.redact(session, "\n\n".join([text, *notes])), "command")
         parsed = inbound.command
         if parsed is None:
-            return await self._turn(session, inbound.text, ui)
+            if inbound.masked_text is not None:
+                # The key stays out of the model's request and the history; the person is told.
+                masked = _KEY_MASKED.format(deleted=", and I deleted your message" if deleted else "")
+                await ui.send(self.redact(session, "\n\n".join([masked, *notes])))
+            return await self._turn(session, inbound.model_text, ui)
         command = self.commands.get(parsed.name)
         if command is None:
             # Never quoted back nor logged: a mistyped command may hold a key
             # ("/mcp_add--bearer=KEY" has no space before it).
             logger.info("an unknown command in %s from %s", session.scope, message.sender.id)
-            text = "Unknown command.\n\n" + self.commands.help_text(for_owner=message.sender.is_owner)
+            hint = f" Did you mean /{inbound.near_command}?" if inbound.near_command else ""
+            text = f"Unknown command.{hint}\n\n" + self.commands.help_text(for_owner=message.sender.is_owner)
         else:
             logger.info("command /%s in %s from %s", command.name, session.scope, message.sender.id)
             if command.owner_only and not message.sender.is_owner:

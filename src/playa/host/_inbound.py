@@ -9,6 +9,7 @@ space or a byte-order mark before the slash, a fullwidth or division slash) do n
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -18,11 +19,12 @@ from urllib.parse import parse_qs
 
 from ._commands import ParsedCommand, parse_command
 from ._normalize import normalize
+from ._redact import REDACTED
 
 if TYPE_CHECKING:
     from ._commands import CommandRouter
 
-__all__ = ["Inbound", "classify", "looks_like_credential", "oauth_redirect"]
+__all__ = ["Inbound", "classify", "holds_key", "looks_like_credential", "mask_known_keys", "oauth_redirect"]
 
 KEY_PREFIXES: Final = (
     "sk-",
@@ -63,8 +65,31 @@ KEY_PREFIXES: Final = (
 _MIN_PREFIXED = 8  # characters after a known prefix
 _MIN_SHAPED = 20  # characters of a key without a known prefix
 _MIN_ENTROPY = 3.5  # bits per character; English words and paths stay below, random keys above
+_MIN_HEX = 32  # hex digits in one run: 128 bits, the shortest key that is written in hex
+_MIN_HEX_DISTINCT = 8  # different digits in such a run: random hex of 32 has about 14
+_MIN_BASE64 = 24  # base64 characters in one run: 144 bits
+_MIN_DISTINCT = 12  # different characters in such a run: random base64 of 24 has about 20
+_MIN_CHANGES = 0.4
+"""Share of neighbouring letters and digits in a base64 run that change class (upper, lower,
+digit): about 0.6 in random base64, about 0.3 in a camelCase or Title-Case name."""
 _TOKEN_WORD: Final = re.compile(r"[A-Za-z0-9_\-.~+/=:]+")
 _SCHEMES: Final = ("bearer", "token", "basic")
+_RANDOM_RUN: Final = re.compile(rf"[A-Za-z0-9]{{{_MIN_PREFIXED},}}")
+_HEX_RUN: Final = re.compile(rf"[0-9A-Fa-f]{{{_MIN_HEX},}}")
+# 16 bytes or more as pairs with one separator ("9f:8e:…", "9F-8E-…"), and a UUID.
+_HEX_PAIRS: Final = re.compile(r"[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){14,}")
+_UUID: Final = re.compile(r"[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}")
+_BASE64_RUN: Final = re.compile(rf"[A-Za-z0-9+/_-]{{{_MIN_BASE64},}}")
+_JWT: Final = re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
+# A well-known key inside a sentence: a known prefix that no letter or digit comes before.
+_KNOWN_KEY: Final = re.compile(
+    rf"(?<![A-Za-z0-9])(?:{'|'.join(map(re.escape, KEY_PREFIXES))})[A-Za-z0-9_\-.+/=]*"
+    rf"|(?<![A-Za-z0-9_-]){_JWT.pattern}"
+)
+# What a value is cut into for the key check: its words, and the parts of a word between the
+# characters that join a key to something else (--bearer=KEY, name:KEY, a URL's pieces).
+_WORDS: Final = re.compile(r"[^\s\"'`,;<>()\[\]{}|\\]+")
+_JOINS: Final = re.compile(r"[=:/?&#@]+")
 
 
 def _entropy(word: str) -> float:
@@ -73,23 +98,105 @@ def _entropy(word: str) -> float:
     return -sum(n / total * math.log2(n / total) for n in counts.values())
 
 
-def looks_like_credential(word: str) -> bool:
-    """Whether one word has the shape of an API key or token.
+def _class(char: str) -> int:
+    return 0 if char.isdigit() else 1 if char.isupper() else 2
 
-    A known key prefix (``sk-``, ``ghp_``, ``github_pat_``, ``xoxb-``, ``glpat-``, ``AKIA`` …)
-    followed by at least 8 characters; or 20 or more characters of the alphabets keys use, with
-    letters and digits mixed and high entropy. Links and paths are not keys.
+
+def _random_run(run: str, *, minimum: int) -> bool:
+    """Whether a run of letters and digits (and base64's symbols) looks drawn at random.
+
+    Long enough, with at least two of upper case, lower case and digits, and their class
+    changing often between neighbours: a name in camelCase or Title-Case changes class once a
+    word, a random key about every other character.
     """
-    if not _TOKEN_WORD.fullmatch(word) or "://" in word or word.startswith(("/", "./", "~/")):
+    if len(run) < minimum or len(set(run)) < _MIN_DISTINCT:
         return False
+    classes = [_class(c) for c in run if c.isalnum()]
+    if len(set(classes)) < 2:
+        return False
+    pairs = [(a, b) for a, b in itertools.pairwise(run) if a.isalnum() and b.isalnum()]
+    changes = sum(_class(a) != _class(b) for a, b in pairs)
+    return bool(pairs) and changes >= _MIN_CHANGES * len(pairs)
+
+
+def _prefixed_key(word: str) -> bool:
+    """A known prefix and then something random: ``ghp_`` + 36 characters, not ``npm_config_cache``.
+
+    After the prefix, a run of at least 8 letters and digits that holds a digit or both cases
+    (``sk-12345678``, ``hf_AbCd…``), or one of at least 16: a word such as ``hf_doc_search``
+    or ``secret_santa_list`` has only short lower-case runs.
+    """
     for prefix in KEY_PREFIXES:
         if word.startswith(prefix) and len(word) >= len(prefix) + _MIN_PREFIXED:
+            for run in _RANDOM_RUN.findall(word[len(prefix) :]):
+                mixed = any(c.isupper() for c in run) and any(c.islower() for c in run)
+                if len(run) >= 2 * _MIN_PREFIXED or mixed or any(c.isdigit() for c in run):
+                    return True
+    return False
+
+
+def looks_like_credential(word: str) -> bool:
+    """Whether one word has the shape of an API key or token: the one test of a value's shape.
+
+    - a known key prefix (``sk-``, ``ghp_``, ``github_pat_``, ``xoxb-``, ``glpat-``, ``AKIA`` …)
+      followed by at least 8 random-looking characters (see :func:`_prefixed_key`), or a JWT;
+    - a run of 32 or more hex digits (letters and digits both; 16 bytes as ``9f:8e:…`` too), or
+      a UUID, whatever its entropy: hex has at most 4 bits a character, and a fifth of random
+      32-digit keys fall under the entropy floor;
+    - a run of 24 or more base64 characters that mixes classes as random text does;
+    - or 20 or more characters of the alphabets keys use, letters and digits mixed, with high
+      entropy.
+
+    Links are not keys (their parts may be: see :func:`holds_key`), nor are paths by their
+    entropy alone (base64 may start with '/', so the runs are looked for in them).
+    """
+    if not _TOKEN_WORD.fullmatch(word) or "://" in word:
+        return False
+    if _prefixed_key(word) or _JWT.fullmatch(word) or _HEX_PAIRS.search(word) or _UUID.search(word):
+        return True
+    for run in _HEX_RUN.findall(word):
+        digits = any(c.isdigit() for c in run) and any(c.isalpha() for c in run)
+        if digits and len(set(run.lower())) >= _MIN_HEX_DISTINCT:
             return True
-    if len(word) < _MIN_SHAPED:
+    if any(_random_run(run, minimum=_MIN_BASE64) for run in _BASE64_RUN.findall(word)):
+        return True
+    if len(word) < _MIN_SHAPED or word.startswith(("/", "./", "~/")):
         return False
     has_digit = any(c.isdigit() for c in word)
     has_alpha = any(c.isalpha() for c in word)
     return has_digit and has_alpha and _entropy(word) >= _MIN_ENTROPY
+
+
+def holds_key(text: str) -> bool:
+    """Whether a value, or any word of it, or any part of a word, looks like a key.
+
+    What every value of an owner's command is checked with (names, ``--tools`` entries, header
+    names, flags) before it is stored or quoted, and what tells a message close to a command
+    that carries a key.
+    """
+    for word in _WORDS.findall(text):
+        if looks_like_credential(word) or any(looks_like_credential(part) for part in _JOINS.split(word)):
+            return True
+    return False
+
+
+def mask_known_keys(text: str) -> tuple[str, int]:
+    """``text`` with every well-known key (a :data:`KEY_PREFIXES` key, a JWT) replaced by REDACTED.
+
+    And how many were replaced. Only well-known formats are masked inside a sentence: a long
+    hex or base64 word there is more often a commit, a checksum or an id than a key.
+    """
+    count = 0
+
+    def masked(match: re.Match[str]) -> str:
+        nonlocal count
+        key = match.group().rstrip(".")
+        if not (_prefixed_key(key) or _JWT.fullmatch(key)):
+            return match.group()
+        count += 1
+        return REDACTED + match.group()[len(key) :]
+
+    return _KNOWN_KEY.sub(masked, text), count
 
 
 def _only_a_credential(text: str) -> bool:
@@ -129,6 +236,18 @@ class Inbound:
     oauth_redirect: str | None = None
     """The address an OAuth login ended at, pasted as a message (see :func:`oauth_redirect`): it
     never reaches the model or the history; the host hands it to the owner's pending login."""
+    near_command: str | None = None
+    """The owner's command this message is close to (``mcp_add …``, ``\\mcp_add …``, ``/add-mcp …``).
+
+    Set for a message that is no command but carries a key (it never reaches the model: the
+    person is pointed to the command), and for an unknown command (its reply names this one)."""
+    masked_text: str | None = None
+    """The message with its well-known keys masked (:func:`mask_known_keys`), when it had any."""
+
+    @property
+    def model_text(self) -> str:
+        """What the agent gets of the message (and what its history keeps)."""
+        return self.text if self.masked_text is None else self.masked_text
 
     @property
     def to_model(self) -> bool:
@@ -137,6 +256,7 @@ class Inbound:
             self.command is None
             and not self.credential_shaped
             and self.oauth_redirect is None
+            and self.near_command is None
             and bool(self.text.strip())
         )
 
@@ -153,20 +273,78 @@ def classify(text: str, commands: CommandRouter) -> Inbound:
     parsed = parse_command(normal)
     if parsed is not None:
         command = commands.get(parsed.name)
-        secret = any(looks_like_credential(word) for word in parsed.args.split())
+        secret = holds_key(parsed.args)
         secret = secret or oauth_redirect(parsed.args) is not None
         if command is not None:
             secret = secret or command.carries_secret(parsed.args)
         else:
             # An unknown /mcp… command may be a mistyped /mcp_add with a key in it.
-            secret = secret or parsed.name.startswith("mcp")
+            near = _near_command(normal, commands)
+            secret = (
+                secret or parsed.name.startswith("mcp") or (near is not None and _carries_key(near, commands))
+            )
+            return Inbound(normal, parsed, secret, False, near_command=near[0] if near else None)
         return Inbound(normal, parsed, secret, credential_shaped=False)
     shaped = _only_a_credential(normal)
     redirect = None if shaped else oauth_redirect(normal)
+    near = None if shaped or redirect is not None else _near_command(normal, commands)
+    if near is not None and not _carries_key(near, commands):
+        near = None
+    masked, count = mask_known_keys(normal)
     return Inbound(
         normal,
         None,
-        carries_secret=shaped or redirect is not None,
+        carries_secret=shaped or redirect is not None or near is not None or count > 0,
         credential_shaped=shaped,
         oauth_redirect=redirect,
+        near_command=near[0] if near else None,
+        masked_text=masked if count else None,
     )
+
+
+# The start of a message that may name a command: any slashes or backslashes, then words joined
+# by '_' or '-' (no doubled ones: in "mcp_add--bearer=KEY" the name ends before "--").
+_NEAR_HEAD: Final = re.compile(r"(?P<slashes>[/\\]*)(?P<name>[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*)(?:@\w+)?")
+_NEXT_WORD: Final = re.compile(r"\s+(?P<word>[A-Za-z0-9]+)(?=\s|$)")
+
+
+def _spellings(name: str) -> set[str]:
+    parts = name.lower().split("_")
+    return {" ".join(sorted(parts)), "".join(parts), "".join(reversed(parts))}
+
+
+def _near_command(text: str, commands: CommandRouter) -> tuple[str, str] | None:
+    """The owner's command that ``text`` starts close to, and the text after its name.
+
+    Close: the name without its slash, with a backslash or two slashes, with '-' for '_', its
+    words swapped or run together (``mcp_add``, ``\\mcp_add``, ``//mcp_add``, ``/mcp-add``,
+    ``/add-mcp``, ``mcpadd``, ``mcp add``). A one-word name (``reset``, ``stop``) counts only
+    after a slash or backslash: without one it is an ordinary first word of a sentence.
+    """
+    head = _NEAR_HEAD.match(text.lstrip())
+    if head is None:
+        return None
+    rest = text.lstrip()[head.end() :]
+    parts = re.split(r"[_-]", head["name"].lower())
+    heads = [(" ".join(sorted(parts)), rest), ("".join(parts), rest)]
+    if len(parts) == 1 and (following := _NEXT_WORD.match(rest)):
+        pair = [parts[0], following["word"].lower()]
+        heads.append((" ".join(sorted(pair)), rest[following.end() :]))
+    for command in commands.all():
+        if not command.owner_only or ("_" not in command.name and not head["slashes"]):
+            continue
+        spellings = _spellings(command.name)
+        for spelled, after in heads:
+            if spelled in spellings:
+                return command.name, after
+    return None
+
+
+def _carries_key(near: tuple[str, str], commands: CommandRouter) -> bool:
+    """Whether what follows a command's near name holds a key: a key-shaped word, or the value
+    of a flag that a command would keep secret (``--bearer hunter2hunter2``), whichever command
+    was meant: the flags may be another's (``//mcp_list --bearer …``)."""
+    rest = near[1].strip()
+    if holds_key(rest):
+        return True
+    return "--" in rest and any(command.carries_secret(rest) for command in commands.all())

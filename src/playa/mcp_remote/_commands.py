@@ -9,7 +9,7 @@ from dataclasses import replace
 from mcp.shared.auth import OAuthClientInformationFull
 
 from ..exceptions import StoreError, UsageError, ValidationError
-from ..host import ChatSession, Command, CommandContext, looks_like_credential, render_approval
+from ..host import ChatSession, Command, CommandContext, holds_key, render_approval
 from ..mcp import is_server_name
 from ._chat import ChatServers
 from ._parse import USAGE, AddRequest, carries_secret, check_secret, parse_add
@@ -32,7 +32,7 @@ _AUTH_USAGE = (
 
 def quotable(text: str) -> bool:
     """Whether ``text`` is shaped like a server name and not like a key (only then is it quoted)."""
-    return is_server_name(text) and not looks_like_credential(text)
+    return is_server_name(text) and not holds_key(text)
 
 
 def not_a_name(args: str) -> bool:
@@ -47,6 +47,8 @@ def _shown_name(name: str) -> str:
 
 def _no_such_server(name: str) -> str:
     # Only a well-formed name is quoted back: anything else may be a key typed in the wrong place.
+    if holds_key(name):
+        return "That looks like a key, not a server name (not repeated here). /mcp_list shows the names."
     shown = f"named {name!r}" if quotable(name) else "by that name"
     return f"There is no server {shown}. /mcp_list shows them."
 

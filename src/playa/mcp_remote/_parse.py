@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from ..exceptions import UsageError, ValidationError
-from ..host import MIN_SECRET_LENGTH, auth_credential, is_http_token, looks_like_credential
+from ..host import MIN_SECRET_LENGTH, auth_credential, holds_key, is_http_token, looks_like_credential
 from ..mcp import server_name_problem
 from .store._grant import OAuthGrant
 from .store._store import AuthKind, ServerEntry, TransportChoice
@@ -63,6 +63,11 @@ _FLAGS: Final = (
 _SECRET_FLAGS: Final = ("--bearer", "--client-secret")
 # An unknown option is quoted back only when it looks like a mistyped option, never like a key.
 _SHOWN_OPTION = re.compile(r"--[a-z][a-z-]{0,14}")
+
+_KEY_SHAPED: Final = (
+    "{what} looks like a key (not repeated here), so nothing was saved; give {instead}, "
+    "and a key only with --bearer or --header"
+)
 
 USAGE: Final = """\
 /mcp_add <name> <url> [--transport auto|http|sse] [--tools a,b] [--bearer [TOKEN]] [--header "Name: value" | --header Name]… [--secret-url] [--oauth] [--client-id ID [--client-secret [SECRET]]]
@@ -151,7 +156,7 @@ def carries_secret(args: str) -> bool:
         if word.partition("=")[0] == "--secret-url":
             return True
         is_url = word.startswith(("http://", "https://"))
-        if _url_holds_secret(word) if is_url else looks_like_credential(word):
+        if _url_holds_secret(word) if is_url else holds_key(word):
             return True
     # A flag inside another word (after an escaped space, in quotes) is no flag to the parser,
     # but what follows it may still be a key.
@@ -221,6 +226,15 @@ def parse_add(args: str) -> AddRequest:
     name, url = positional
     if (problem := server_name_problem(name)) is not None:
         raise ValidationError("name", problem)
+    # Every value kept in clear (the name, tools, header names) or quoted back is checked by the
+    # one classifier, and refused unquoted when it looks like a key. Not checked: the values that
+    # are sealed (header values, the client secret, and the client id, which is sealed with the
+    # grant and is often key-shaped: a UUID, or 32 random characters), and the URL, whose keys
+    # the store finds by the same classifier and seals (its host is an address, not a key).
+    if holds_key(name):
+        raise ValidationError(
+            "name", _KEY_SHAPED.format(what="the name", instead="a plain name such as docs")
+        )
     request = AddRequest(name=name, url=url)
     for flag, value, position in options:
         _apply(request, flag, value, position)
@@ -273,6 +287,10 @@ def _apply(request: AddRequest, flag: str, value: str | None, position: int) -> 
         tools = tuple(t.strip() for t in (value or "").split(",") if t.strip())
         if not tools:
             raise ValidationError("tools", "--tools takes a comma-separated list of tool names")
+        for number, tool in enumerate(tools, 1):
+            if holds_key(tool):
+                what = f"tool {number} of the --tools at word {position}"
+                raise ValidationError("tools", _KEY_SHAPED.format(what=what, instead="the tool's name"))
         request.tools = tools
     elif flag == "--bearer":
         if request.bearer:
@@ -291,7 +309,7 @@ def _apply(request: AddRequest, flag: str, value: str | None, position: int) -> 
         where = f"the --header at word {position}"
         if header.lower() in RESERVED_HEADERS:
             check_header_name(header, where)
-        if not colon and looks_like_credential(header):
+        if holds_key(header):
             raise ValidationError(
                 "header",
                 f'{where} looks like a key, not a header name: give "Name: value", or a name alone to be asked for its value',
