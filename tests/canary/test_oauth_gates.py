@@ -31,6 +31,7 @@ from mcp.client.auth import PKCEParameters
 from playa.host import encoded_forms
 from playa.mcp_remote import ServerStore
 from playa.mcp_remote.store._seal import Sealer
+from servers.echo_oauth import echo_oauth_server
 from servers.oidc import STATIC_CLIENT_ID, authorization_server
 from support.oauth import protected_server, sign_in_elsewhere
 from support.providers import serve_provider, text, tool_call
@@ -164,3 +165,68 @@ def test_the_verifier_oracle_finds_a_verifier_inside_other_text() -> None:
         f"grant_type=authorization_code&code_verifier={pkce.code_verifier}x~", pkce.code_challenge
     )
     assert not verifier_in(pkce.code_verifier[:-1] + "!", pkce.code_challenge)
+
+
+@pytest.mark.anyio
+async def test_a_server_that_echoes_the_code_and_the_verifier_and_a_pasted_redirect_leak_into_nothing(
+    tmp_path: Path,
+) -> None:
+    """The login's own secrets (the code, the PKCE verifier, the state), echoed by a server that is
+    its own authorization server, after the owner pasted the redirect address as a plain line."""
+    data_dir = tmp_path / "data"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("PLAYA_", "MCP_", "OPENAI_"))},
+        "MCP_ENCRYPTION_SECRET": HOST_SECRET,
+        "OPENAI_API_KEY": "test-provider-key",
+        "PLAYA_LOG_LEVEL": "DEBUG",
+        "PLAYA_CONNECT_TIMEOUT": "20",
+        "NO_PROXY": "*",
+    }
+    async with echo_oauth_server() as server, serve_provider() as provider:
+        env["OPENAI_BASE_URL"] = provider.url
+        provider.script(tool_call("echo__login_secrets", {}), text("noted"))
+        command = [sys.executable, "-m", "playa", "chat", "--data-dir", str(data_dir)]
+        process = await anyio.open_process(
+            [*command, "--model", "openai-chat:gpt-5"],
+            env=env,
+            stderr=(tmp_path / "stderr.log").open("wb"),
+        )
+        async with process, anyio.create_task_group() as tg:
+            console = Console(process)
+            tg.start_soon(console.read)
+            await console.say(f"/mcp_add echo {server.url}")
+            link = (await console.wait_for(rf"^{re.escape(server.issuer)}/authorize\?\S+$")).group(0)
+            async with httpx2.AsyncClient() as browser:
+                ended_at = (await browser.get(link)).headers["location"]
+            state = parse_qs(urlsplit(ended_at).query)["state"][0]
+            mark = len(console.out)
+            await console.say(ended_at)  # the owner forgot /mcp_auth echo --paste
+            await console.wait_for("Playa received the login for echo", after=mark)
+            await console.wait_for("Logged in to echo: connected", after=mark)
+
+            mark = len(console.out)
+            await console.say("what did the server learn of the login?")
+            await console.wait_for("noted", after=mark)
+            assert process.stdin is not None
+            await process.stdin.aclose()
+            with anyio.fail_after(WAIT):
+                assert await process.wait() == 0
+    out, err = console.out, (tmp_path / "stderr.log").read_text(errors="replace")
+    assert provider.pending == 0
+    # The tool's result reached the model, with the secrets in it redacted.
+    assert any("code=[redacted] verifier=[redacted]" in r.raw.decode() for r in provider.requests)
+    channels = {
+        "stdout": out[out.index("Playa received the login") :],  # the link above carries the state
+        "stderr": err,
+        **{f"model request {i}": r.raw.decode("latin-1") for i, r in enumerate(provider.requests)},
+        **{
+            str(p): p.read_bytes().decode("latin-1")
+            for p in data_dir.rglob("*")
+            if p.is_file() and p.name != "servers.json"
+        },
+    }
+    assert server.codes and server.verifiers
+    for value in {*server.secrets, state}:
+        for form in encoded_forms(value):
+            for where, seen in channels.items():
+                assert form not in seen, where
