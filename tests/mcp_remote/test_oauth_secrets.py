@@ -18,7 +18,7 @@ import anyio
 import httpx2
 import pytest
 
-from playa.host import ChatSession, Host, HostConfig, encoded_forms
+from playa.host import ChatSession, CommandRouter, Host, HostConfig, classify, encoded_forms
 from playa.mcp_remote import HostSecret, RemoteMcpExtension
 from servers.echo_oauth import INSTRUCTION, EchoOAuthServer, echo_oauth_server
 from support.chat import GUEST, RecordingModel, ScriptedUI, msg
@@ -171,3 +171,22 @@ async def test_a_redirect_address_with_no_login_waiting_for_it_is_withheld_all_t
                 "the agent. No login here waits for it."
             ), reply.text
             assert model.seen == []
+
+
+def test_the_classifier_withholds_any_address_whose_query_has_a_code_and_a_state() -> None:
+    commands = CommandRouter()
+    address = "http://127.0.0.1:8765/oauth/callback?code=c0de-Xy&state=st4te&iss=http%3A%2F%2Fas"
+    for message in (address, f"here: {address}.", f"({address})", "app.example/cb?state=s&code=c"):
+        inbound = classify(message, commands)
+        assert inbound.oauth_redirect is not None and inbound.carries_secret and not inbound.to_model
+    assert classify(message, commands).oauth_redirect == "app.example/cb?state=s&code=c"
+    for message in (
+        "https://example.com/search?q=code+state",
+        "https://example.com/?code=&state=s",  # no code in it
+        "what is ?code=1 and state=2",
+        "https://as.example/cb?error=access_denied&state=s",  # a refusal carries no code
+    ):
+        inbound = classify(message, commands)
+        assert inbound.oauth_redirect is None and inbound.to_model, message
+    # A command that carries one is deleted too.
+    assert classify(f"/hello {address}", commands).carries_secret
