@@ -1,8 +1,8 @@
 """An approval's digest: ``/mcp_approve <name> <digest>`` decides exactly the changes that approval showed.
 
 A front end's buttons run the command with the digest, so a press decides what its message
-showed: not a newer change shown meanwhile, and still after a restart (the chat forgot what it
-showed, the digest did not). The server is the SDK's own on loopback; its ``change`` tool
+showed: not a newer change shown meanwhile, and not a change the chat would now show otherwise
+(after a restart it no longer knows the approved definition). The server is the SDK's own on loopback; its ``change`` tool
 rewrites what ``lookup`` says it does each time it runs.
 """
 
@@ -76,12 +76,11 @@ async def test_an_approvals_digest_never_approves_a_newer_change_shown_meanwhile
             assert first.digest and second.digest and first.digest != second.digest
 
             # The first message's button, pressed after the second was shown: nothing is approved,
-            # and the newest state comes as a message of its own.
+            # and the second message, which shows the newest state, is not sent again.
             stale = await chat.command(f"{first.approve} {first.digest}", owner)
             assert stale.startswith("The tools of changing changed again since that message was shown"), stale
-            assert "nothing was decided" in stale
-            assert owner.approvals[-1].digest == second.digest
-            assert len(owner.approvals) == 3
+            assert "nothing was decided: the newest message shows them" in stale
+            assert len(owner.approvals) == 2
             assert await lookup_description(chat, model) is None
 
             approved = await chat.command(f"{second.approve} {second.digest}", owner)
@@ -89,7 +88,7 @@ async def test_an_approvals_digest_never_approves_a_newer_change_shown_meanwhile
             assert await lookup_description(chat, model) == "[changing] Look up a word, version 2."
 
 
-async def test_an_approvals_digest_still_decides_after_a_restart(
+async def test_an_approvals_digest_from_before_a_restart_decides_nothing_and_the_change_is_shown_again(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
     model, owner = RecordingModel(), ScriptedUI()
@@ -98,10 +97,23 @@ async def test_an_approvals_digest_still_decides_after_a_restart(
             async with owner_chat(data_dir, host_secret, SCOPE, model, EVERY_CHANGE) as chat:
                 await chat.command(f"/mcp_add changing {server.url}", owner)
                 shown = await change(chat, owner, 1)
+                assert shown.changes[0].diff == (
+                    'description: "Look up a word." → "Look up a word, version 1."',
+                )
+            later = ScriptedUI()
             async with owner_chat(data_dir, host_secret, SCOPE, model, EVERY_CHANGE) as chat:
-                # The first thing the new host does: the server is still connecting.
-                rejected = await chat.command(f"{shown.reject} {shown.digest}", ScriptedUI())
+                # The new host no longer knows the approved definition, so it shows the change
+                # otherwise: a digest names what was shown, and that view is not shown any more.
+                stale = await chat.command(f"{shown.approve} {shown.digest}", later)
+                assert stale.startswith(
+                    "The tools of changing are shown differently now than that message was shown"
+                ), stale
+                assert "nothing was decided" in stale
+                assert await lookup_description(chat, model) is None
+                again = later.approvals[-1]
+                assert again.changes[0].diff == ('description is now "Look up a word, version 1."',)
+                rejected = await chat.command(f"{again.reject} {again.digest}", later)
                 assert rejected.startswith("Rejected 1 tool(s) of changing"), rejected
                 assert await lookup_description(chat, model) is None
-                again = await chat.command(f"{shown.approve} {shown.digest}", ScriptedUI())
-                assert again == "No tool changes of changing wait for a decision."
+                twice = await chat.command(f"{again.approve} {again.digest}", later)
+                assert twice == "No tool changes of changing wait for a decision."

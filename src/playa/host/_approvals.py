@@ -8,7 +8,9 @@ the command. Either way the decision is a command, so it has one home (the exten
 handler) and one rule for who may make it (the owner only).
 
 Every text in an ``Approval`` is safe to show: the extension redacted it with the chat's
-credentials, stripped control characters and cut it before building the value.
+credentials and stripped control characters before building the value. None is cut: an approval
+shows every character of what it approves, and a front end shows all of it (split over several
+messages if it must, the buttons under the last), since its ``digest`` covers exactly that.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ class ToolChange:
     tool: str
     kind: Literal["new", "changed"]
     diff: tuple[str, ...] = ()
-    """Short lines saying what differs (``description: "…" → "…"``), or what a new tool says."""
+    """Lines saying what differs (``description: "…" → "…"``), each value whole, or all a new tool says."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,10 +45,10 @@ class Approval:
     note: str = ""
     """A line after the changes: what happens meanwhile, what the commands do."""
     instructions: tuple[str, ...] = ()
-    """Short lines saying how the source's instructions to the agent changed; empty: they did not."""
+    """Lines saying how the source's instructions to the agent changed, each whole; empty: they did not."""
     digest: str = ""
-    """Names exactly these changes: ``approve`` or ``reject`` followed by it decides only while the
-    changes are still these. A button pressed long after it was shown, after the server changed
+    """Names exactly these changes as shown here: ``approve`` or ``reject`` followed by it decides
+    only while the changes are still these and would be shown so. A button pressed long after it was shown, after the server changed
     again, after a restart or a group's upgrade, cannot decide on changes its message did not show."""
 
 

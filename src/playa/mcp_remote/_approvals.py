@@ -3,6 +3,11 @@
 The model never gets a tool or instructions the owner did not approve: new and changed ones are
 held back, shown to the owner (at most once per approval interval while undecided), reviewed
 with ``/mcp_review`` and decided with ``/mcp_approve`` or ``/mcp_reject``.
+
+The owner is shown every character that changed, never a part: a change whose approval would
+be longer than ``APPROVAL_LIMIT`` is rejected unseen, and the owner is told why. What a decision
+decides is named by the approval's digest, which covers the definitions and exactly what was
+shown of them.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
+from typing import Final
 
 import anyio.to_thread
 import mcp_types
@@ -17,13 +23,27 @@ import mcp_types
 from ..exceptions import StoreError
 from ..host import UI, Approval, ChatSession, render_approval
 from ._state import ServerState
-from .store._pins import Pins, change_of, field_digests, instructions_change, pending_digest
+from .store._pins import (
+    Pins,
+    approval_digest,
+    change_of,
+    field_digests,
+    instructions_change,
+    same_definitions,
+    shown_names,
+)
 from .store._store import ServerStore
 from .transport._connection import Connection
 
-__all__ = ["Approvals"]
+__all__ = ["APPROVAL_LIMIT", "Approvals"]
 
 logger = logging.getLogger(__name__)
+
+APPROVAL_LIMIT: Final = 32_000
+"""Characters of one approval's text (``render_approval``) at most: about eight Telegram messages.
+
+What waits from a server is shown whole or not at all; a change too large to read through is
+rejected rather than approved on a part (a server could hide its instruction at the end)."""
 
 
 def _decided(name: str, tools: list[mcp_types.Tool], instructions: bool, *, approve: bool) -> str:
@@ -80,6 +100,8 @@ class Approvals:
         """The front end of the owner's latest command: where tool changes are shown to them."""
         self._untold: list[str] = []
         """What the owner must hear once a front end of theirs is known (``owner_seen``)."""
+        self._messaged: dict[str, str] = {}
+        """Server name → the digest of the latest approval sent to the owner as a message of its own."""
 
     # Holding back
 
@@ -184,22 +206,60 @@ class Approvals:
             reject=f"/mcp_reject {name}",
             note=note,
             instructions=instructions,
-            digest=self._pending(state) or "",
+            digest=approval_digest(state.held.values(), state.held_instructions, changes, instructions),
         )
 
     def _pending(self, state: ServerState) -> str | None:
-        """The digest of what waits for the owner now (None: nothing)."""
-        return pending_digest(state.held.values(), state.held_instructions) if state.waiting else None
+        """The digest of what waits for the owner now, as they would be shown it (None: nothing)."""
+        approval = self.approval(state)
+        return None if approval is None else approval.digest
 
-    def mark_shown(self, state: ServerState) -> None:
-        """The owner has now seen the server's held tools and instructions as they are (a review, an announcement)."""
-        state.shown = self._pending(state)
+    async def _refuse_unshowable(self, state: ServerState, approval: Approval) -> str | None:
+        """Reject what waits when its approval is too long to show whole; what to tell the owner (None: it fits)."""
+        size = len(render_approval(approval))
+        if size <= APPROVAL_LIMIT:
+            return None
+        name = state.entry.name
+        tools, instructions = await self._conclude(state, approve=False)
+        what = (
+            [f"{len(tools)} tool(s) ({shown_names((tool.name for tool in tools), self._redact)})"]
+            if tools
+            else []
+        )
+        what += ["its instructions"] if instructions is not None else []
+        logger.info("%s: a change of %s too large to show was rejected", self._session.scope, name)
+        return (
+            f"{name} changed {' and '.join(what)}, but the change is too large to show you in full "
+            f"({size:,} characters; an approval shows at most {APPROVAL_LIMIT:,}), so it was rejected "
+            "unseen: the agent does not get it, and a changed tool stays hidden until the server "
+            f"changes it again. To take the server as it is now, remove it (/mcp_remove {name}) and add "
+            "it again: an add takes its tools as they are then."
+        )
+
+    async def review(self, state: ServerState) -> Approval | str | None:
+        """What of the server waits for the owner, now counted as shown; None when nothing does.
+
+        A text instead when it was too large to show: it was rejected, and the text says so.
+        """
+        approval = self.approval(state)
+        if approval is None:
+            return None
+        if (refused := await self._refuse_unshowable(state, approval)) is not None:
+            return refused
+        state.shown = approval.digest
+        return approval
 
     async def _announce(self, state: ServerState) -> None:
-        """Show the owner what of the server waits for them, at most once per interval while undecided."""
+        """Show the owner what of the server waits for them, at most once per interval while undecided.
+
+        What is too large to show is rejected at once instead, and the owner told.
+        """
         approval = self.approval(state)
         ui = self.owner_ui
         if approval is None:
+            return
+        if (refused := await self._refuse_unshowable(state, approval)) is not None:
+            await self._tell(refused)
             return
         if ui is None:
             # No front end of the owner's known yet (after a restart): they hear it with their
@@ -214,9 +274,10 @@ class Approvals:
             logger.debug("%s: a further change of %s waits silently", self._session.scope, state.entry.name)
             return
         state.announced = now
-        self.mark_shown(state)
+        state.shown = approval.digest
         try:
             await ui.approval(approval)
+            self._messaged[state.entry.name] = approval.digest
         except Exception as exc:  # boundary: a front end's failure must not stop the server's tools
             state.announced = None  # not shown: the next change may try again
             logger.warning(
@@ -262,24 +323,41 @@ class Approvals:
         state = self._servers.get(name)
         if state is None:
             return f"No remote MCP server is named {name} any more."
-        if not state.waiting:
+        approval = self.approval(state)
+        if approval is None:
             return f"No tool changes of {name} wait for a decision."
-        if self._pending(state) != (state.shown if digest is None else digest):
+        if (refused := await self._refuse_unshowable(state, approval)) is not None:
+            return refused
+        decides = state.shown if digest is None else digest
+        if approval.digest != decides:
             # A server that changes again between the review and the decision must not get its
-            # newest text approved unseen.
+            # newest text approved unseen; nor may a view that showed it otherwise (an older
+            # message, one from before a restart) approve it.
+            what = (
+                "are shown differently now than"
+                if decides is not None and same_definitions(decides, approval.digest)
+                else "changed again since"
+            )
             if digest is not None and self.owner_ui is not None:
                 # A button of an older message: the newest state comes as a message of its own,
-                # with its own buttons, now (the owner asked: the bounded stream does not apply).
-                state.announced = None
-                await self._announce(state)
+                # with its own buttons, now (the owner asked: the bounded stream does not apply),
+                # unless one did already (the server reconnected on the way, and said so).
+                if self._messaged.get(name) != approval.digest:
+                    state.announced = None
+                    await self._announce(state)
                 return (
-                    f"The tools of {name} changed again since that message was shown, so nothing was "
-                    "decided: a new message shows them as they are now."
+                    f"The tools of {name} {what} that message was shown, so nothing was "
+                    "decided: the newest message shows them as they are now."
                 )
-            self.mark_shown(state)
-            approval = self.approval(state)
-            assert approval is not None
-            return f"The tools of {name} changed again since you were shown them. Now:\n{render_approval(approval)}"
+            state.shown = approval.digest
+            return f"The tools of {name} {what} you were shown them. Now:\n{render_approval(approval)}"
+        held, instructions = await self._conclude(state, approve=approve)
+        return self._redact(_decided(name, held, instructions is not None, approve=approve))
+
+    async def _conclude(
+        self, state: ServerState, *, approve: bool
+    ) -> tuple[list[mcp_types.Tool], str | None]:
+        """Approve or reject everything of the server that waits; the tools and instructions decided."""
         held = list(state.held.values())
         instructions = state.held_instructions
         pins = state.entry.pins or Pins()
@@ -302,4 +380,4 @@ class Approvals:
             state.instructions = pins.instructions_text
         state.shown = state.announced = None
         self._write_section()
-        return self._redact(_decided(name, held, instructions is not None, approve=approve))
+        return held, instructions

@@ -433,12 +433,12 @@ class ChatServers:
         """The owner ran a command through ``ui``: what waited for them is shown (``announce``) and remembered."""
         await self.approvals.owner_seen(ui, announce=announce)
 
-    def review(self, state: ServerState) -> Approval | None:
-        """What of ``state``'s server waits for the owner's decision, now counted as shown; None when nothing does."""
-        approval = self.approvals.approval(state)
-        if approval is not None:
-            self.approvals.mark_shown(state)
-        return approval
+    async def review(self, state: ServerState) -> Approval | str | None:
+        """What of ``state``'s server waits for the owner's decision, now counted as shown; None when nothing does.
+
+        A text instead when it was too large to show whole (it was rejected, and the text says why).
+        """
+        return await self.approvals.review(state)
 
     async def decide(self, name: str, *, approve: bool, digest: str | None = None) -> str:
         """The owner's ``/mcp_approve`` or ``/mcp_reject`` of what they were shown; what to tell them."""

@@ -253,8 +253,10 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
         states = [server_named(chat, name, "/mcp_review [name]")] if name else list(chat.servers.values())
         shown: list[str] = []
         for state in sorted(states, key=lambda s: s.entry.name):
-            approval = chat.review(state)
-            if approval is not None:
+            approval = await chat.review(state)
+            if isinstance(approval, str):  # too large to show: rejected, and why
+                shown.append(approval)
+            elif approval is not None:
                 shown.append(render_approval(approval))
         if not shown:
             return (

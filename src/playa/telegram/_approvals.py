@@ -11,7 +11,7 @@ not across a restart (a press then does nothing, and the owner is shown the chan
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -72,14 +72,15 @@ class Approvals:
     async def show(
         self,
         approval: Approval,
-        text: Part,
+        text: Sequence[Part],
         *,
         chat_id: int,
         thread_id: int | None,
         group: bool,
         owner_id: int,
     ) -> int | None:
-        """Send ``text`` (the approval, redacted) with the buttons; the message's id, or ``None``.
+        """Send ``text`` (the approval, redacted, in as many messages as it takes) with the buttons
+        under its last message; that message's id, or ``None``.
 
         It goes to the owner's private chat with the bot, else to the chat itself. An older
         message of the same source loses its buttons and says it is superseded.
@@ -109,11 +110,11 @@ class Approvals:
         if previous is not None and previous.message_id is not None:
             await self._outbox.edit(previous.where, previous.message_id, Part(SUPERSEDED, []))
         # Not journaled: the buttons do not outlive a restart.
-        message_id = await self._outbox.send(owner_id, [text], markup=markup, durable=False)
+        message_id = await self._outbox.send(owner_id, text, markup=markup, durable=False)
         if message_id is None and chat_id != owner_id:
             keyboard.chat_id = chat_id
             message_id = await self._outbox.send(
-                chat_id, [text], thread_id=thread_id, markup=markup, durable=False
+                chat_id, text, thread_id=thread_id, markup=markup, durable=False
             )
         if message_id is None:
             self._end(waiting)

@@ -282,7 +282,8 @@ class TelegramUI:
             return await self.send(text)
         return await self._approvals.show(
             approval,
-            self._part(text),
+            # Whole, over as many messages as it takes: what is cut away could not be approved.
+            render(text, markdown=False, redact=self._redact),
             chat_id=self._chat_id,
             thread_id=self._thread_id,
             group=self._group,
