@@ -281,6 +281,49 @@ def test_what_the_owner_is_shown_is_redacted_stripped_and_whole() -> None:
     assert schema_gone == 'inputSchema.properties.word.type: "string" → (none)'
 
 
+def test_a_new_tool_is_shown_with_every_field_the_model_could_get() -> None:
+    new = mcp_types.Tool(
+        name="look\u200bup",
+        title="Lookup",
+        description="Look up a word.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "lang": {
+                    "type": "string",
+                    "description": "The language.",
+                    "default": "en",
+                    "enum": ["en", "fr"],
+                    "examples": ["en"],
+                },
+                "odd key": {"type": "integer", "default": 3},
+            },
+            "required": ["lang"],
+        },
+        output_schema={"type": "object", "properties": {}},
+        annotations=mcp_types.ToolAnnotations(read_only_hint=True),
+    )
+    change = change_of(new, None, None, str)
+    assert change.tool == "lookup" and change.kind == "new"
+    assert change.diff == (
+        f'name: "lookup"{HIDDEN_NOTE}',
+        'title: "Lookup"',
+        'description: "Look up a word."',
+        'inputSchema.properties.lang.default: "en"',
+        'inputSchema.properties.lang.description: "The language."',
+        'inputSchema.properties.lang.enum: ["en", "fr"]',
+        'inputSchema.properties.lang.examples: ["en"]',
+        'inputSchema.properties.lang.type: "string"',
+        'inputSchema.properties["odd key"].default: 3',
+        'inputSchema.properties["odd key"].type: "integer"',
+        'inputSchema.required: ["lang"]',
+        'inputSchema.type: "object"',
+        "outputSchema.properties: {}",
+        'outputSchema.type: "object"',
+        "annotations.readOnlyHint: true",
+    )
+
+
 def test_pins_say_live_held_or_rejected_and_round_trip_through_their_encoding() -> None:
     before, after = tool(OLD), tool(NEW)
     pins = Pins.of([before])
