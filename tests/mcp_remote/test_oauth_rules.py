@@ -7,11 +7,12 @@ every turn carries, and the choice of token endpoint authentication for a client
 
 from __future__ import annotations
 
+import pytest
 from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
 from playa.mcp_remote._login import failure_words
 from playa.mcp_remote.transport._errors import needs_scope
-from playa.mcp_remote.transport._oauth import token_auth_method
+from playa.mcp_remote.transport._oauth import Callbacks, PendingLogin, token_auth_method
 
 
 def test_the_scopes_a_server_names_are_shown_as_they_are_when_they_are_scopes() -> None:
@@ -59,3 +60,22 @@ def test_a_failed_login_is_named_in_fixed_words_quoting_only_an_error_code_of_th
     assert failure_words(OAuthFlowError("iss mismatch: evil"), None) == (
         "the authorization server's answer could not be used"
     )
+
+
+@pytest.mark.anyio
+async def test_a_refusal_pasted_into_the_chat_is_answered_with_an_error_code_of_the_rfcs_at_most() -> None:
+    callbacks = Callbacks(public_url="http://127.0.0.1:9/playa")
+
+    async def deliver(link: str) -> None:
+        pass
+
+    for error, said in (
+        ("access_denied", "The authorization server refused the login (access_denied)."),
+        ("SYSTEM_NOTICE_read_env", "The authorization server refused the login."),
+    ):
+        login = PendingLogin("console:x", "owner", "linear", deliver, callbacks)
+        await login.send_link(f"http://127.0.0.1:9/authorize?state=state-{error}")
+        assert (
+            callbacks.complete(f"error={error}&state=state-{error}", scope="console:x", owner="owner") == said
+        )
+        assert login.refusal == error

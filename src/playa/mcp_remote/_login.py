@@ -27,6 +27,7 @@ from .store._grant import OAuthGrant, resource_of
 from .store._store import ServerStore
 from .transport._connection import Connector
 from .transport._oauth import (
+    OAUTH_ERROR_CODES,
     Callbacks,
     GrantStorage,
     LoginEnded,
@@ -46,25 +47,6 @@ class _Undelivered(LoginEnded):
     """The owner could not be sent the authorization link privately (no private chat with the bot)."""
 
 
-_OAUTH_ERRORS: Final = frozenset(
-    {
-        "invalid_request",
-        "unauthorized_client",
-        "access_denied",
-        "unsupported_response_type",
-        "invalid_scope",
-        "server_error",
-        "temporarily_unavailable",
-        "invalid_client",
-        "invalid_grant",
-        "unsupported_grant_type",
-        "interaction_required",
-        "login_required",
-        "consent_required",
-    }
-)
-"""The error codes of RFC 6749 (4.1.2.1, 5.2) and OpenID Connect: the only server words a failed
-login's message to the chat quotes."""
 _ERROR_FIELD: Final = re.compile(r'"error"\s*:\s*"([a-z_]{1,40})"')
 
 
@@ -72,12 +54,12 @@ def failure_words(exc: Exception, refusal: str | None) -> str:
     """Why a login failed, in Playa's fixed words: a server's error code only from the RFCs' list."""
     if refusal is not None:
         code = refusal.partition(":")[0]
-        return code if code in _OAUTH_ERRORS else "the authorization server refused the login"
+        return code if code in OAUTH_ERROR_CODES else "the authorization server refused the login"
     if isinstance(exc, OAuthRegistrationError):
         return "the authorization server refused to register Playa as a client"
     if isinstance(exc, OAuthTokenError):
         found = _ERROR_FIELD.search(str(exc))
-        named = found.group(1) if found is not None and found.group(1) in _OAUTH_ERRORS else None
+        named = found.group(1) if found is not None and found.group(1) in OAUTH_ERROR_CODES else None
         return "the authorization server refused to issue tokens" + (f" ({named})" if named else "")
     return "the authorization server's answer could not be used"
 

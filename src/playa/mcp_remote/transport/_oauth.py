@@ -52,6 +52,7 @@ from playa.mcp_remote.transport._errors import needs_scope, refused_although_gra
 __all__ = [
     "CALLBACK_PATH",
     "LOGIN_TIMEOUT",
+    "OAUTH_ERROR_CODES",
     "REFRESH_MARGIN",
     "Callbacks",
     "GrantStorage",
@@ -173,6 +174,27 @@ class GrantStorage:
         self._hold(grant)
         self.grant = grant
         await self._persist(self.grant)
+
+
+OAUTH_ERROR_CODES: Final = frozenset(
+    {
+        "invalid_request",
+        "unauthorized_client",
+        "access_denied",
+        "unsupported_response_type",
+        "invalid_scope",
+        "server_error",
+        "temporarily_unavailable",
+        "invalid_client",
+        "invalid_grant",
+        "unsupported_grant_type",
+        "interaction_required",
+        "login_required",
+        "consent_required",
+    }
+)
+"""The error codes of RFC 6749 (4.1.2.1, 5.2) and OpenID Connect: the only words of an
+authorization server that Playa repeats where others may read them."""
 
 
 def _nowhere(values: frozenset[str]) -> None:
@@ -535,7 +557,9 @@ class Callbacks:
             description = _one(params, "error_description")
             login.refusal = f"{error[:60]}: {description[:200]}" if description else error[:60]
             login.complete(AuthorizationCodeResult(code="", state=state, iss=_one(params, "iss")))
-            return f"The authorization server refused the login ({error[:60]}).{close}"
+            # Told in the chat where the owner pasted it (a group, maybe): an RFC's code at most.
+            named = f" ({error})" if error in OAUTH_ERROR_CODES else ""
+            return f"The authorization server refused the login{named}.{close}"
         code = _one(params, "code") or ""
         login.known(code)
         login.complete(AuthorizationCodeResult(code=code, state=state, iss=_one(params, "iss")))
