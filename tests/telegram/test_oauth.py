@@ -402,3 +402,35 @@ async def test_a_pasted_redirect_is_deleted_and_a_token_refusal_quoting_the_code
     assert server.codes and server.verifiers
     # (The state is in the link the owner was sent: it stands for nothing without the code.)
     assert_nowhere(set(server.secrets), fake, stderr, data_dir)
+
+
+async def test_a_call_refused_for_a_scope_in_a_group_sends_the_owner_a_link_in_their_private_chat(
+    tmp_path: Path,
+) -> None:
+    fake, data_dir, stderr = owned_group(tmp_path)
+    member = user(8)
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            serve_asgi(fake.app()) as api,
+            authorization_server() as auth,
+            protected_server(auth, step_up=True) as mcp,
+            run_bot_process(TOKEN, api.url, data_dir, stderr) as process,
+        ):
+            await fake.wait_call("getUpdates", timeout=WAIT)
+            fake.send(GROUP, f"/mcp_add notes {mcp.url}", sender=OWNER)
+            private = await fake.wait_reply(OWNER_ID, "Log in to notes", timeout=WAIT)
+            fake.send(GROUP, await sign_in_elsewhere(link_in(private.text)), sender=OWNER)
+            await fake.wait_reply(GROUP_ID, "Logged in to notes: connected", timeout=WAIT)
+
+            # A member's message makes the agent call a tool the token lacks a scope for: the
+            # owner is sent the link in their private chat; the group learns only that they were.
+            mark = fake.mark()
+            fake.send(GROUP, "notes__publish", sender=member)
+            link = await fake.wait_reply(OWNER_ID, "Log in to notes", after=mark, timeout=WAIT)
+            (scope,) = parse_qs(urlsplit(link_in(link.text)).query)["scope"]
+            assert "mcp:write" in scope.split()
+            told = await fake.wait_reply(GROUP_ID, "The owner was sent a link", after=mark, timeout=WAIT)
+            assert auth.issuer not in told.text
+            assert all(auth.issuer not in text for text in fake.texts(GROUP_ID))
+            assert await stopped(process) == 0
+    assert " ERROR " not in stderr.read_text(errors="replace")
