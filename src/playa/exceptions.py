@@ -108,14 +108,23 @@ class StoreError(PlayaError):
 class RemoteError(PlayaError):
     """A remote MCP server, or the network to it, failed.
 
-    ``reason`` is short and meant for a person: "connection refused", "timed out after 15 s",
-    "HTTP 401", "not an MCP endpoint".
+    ``reason`` is Playa's own words, short and fixed per kind of failure: "connection refused",
+    "timed out after 15 s", "HTTP 401", "the server answered with an error". It is what the
+    model's prompt may say of the server. ``detail`` is what the server itself said of it
+    (a JSON-RPC error's message, an ``error_description``, where a redirect pointed), or None:
+    its words, never the prompt's; the owner sees them, and a tool result (data) carries them.
     """
 
-    def __init__(self, reason: str, *, server: str | None = None) -> None:
+    def __init__(self, reason: str, *, server: str | None = None, detail: str | None = None) -> None:
         super().__init__(f"{server}: {reason}" if server else reason)
         self.reason = reason
         self.server = server
+        self.detail = detail
+
+    @property
+    def explained(self) -> str:
+        """The reason, followed by what the server said when it said anything: for tool results and the owner."""
+        return f"{self.reason} (the server said: {self.detail})" if self.detail else self.reason
 
 
 class ConnectFailed(RemoteError):

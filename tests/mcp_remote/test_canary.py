@@ -156,7 +156,7 @@ async def test_a_canary_token_leaks_nowhere_and_is_stored_only_sealed(
                     f"/mcp_add echoing {echoing.url} --transport http --bearer {canary}", ui, ref=3
                 )
                 assert ui.deleted == [1, 2, 3]
-                assert "server error -32010: bad credentials: [redacted]" in quoted.text
+                assert "(the server said: error -32010: bad credentials: [redacted])" in quoted.text
                 await chat.send("/mcp_list")
                 await chat.send("/mcp_tools")
                 await chat.send("/mcp_tools demo")

@@ -606,7 +606,9 @@ async def test_a_redirect_to_another_origin_is_not_followed_and_the_headers_stay
             target = endpoint(redirecting.url, headers={"Authorization": f"Bearer {TOKEN}"})
             with pytest.raises(ConnectFailed) as caught:
                 await Connector(HEALTHY).connect(target, task_group)
-            assert caught.value.reason == f"redirected to {elsewhere.url}, not followed"
+            # Where it pointed is the server's word: the detail, never the reason the prompt carries.
+            assert caught.value.reason == "redirected to another URL, not followed"
+            assert caught.value.detail == f"Location: {elsewhere.url}"
             assert elsewhere.requests == []
             # The probe and the handshake, each redirected and neither followed.
             assert [r.headers.get("authorization") for r in redirecting.requests] == [f"Bearer {TOKEN}"] * 2
@@ -796,8 +798,9 @@ async def test_a_connect_error_quoting_the_credential_is_redacted_everywhere(tas
                 task_group,
             )
     rendered = "".join(traceback.format_exception(caught.value))
-    assert "refused" in caught.value.reason
-    assert token not in caught.value.reason
+    assert caught.value.reason == "the server answered with an error"
+    assert caught.value.detail is not None and "refused" in caught.value.detail
+    assert token not in caught.value.reason and token not in caught.value.detail
     assert token not in str(caught.value)
     assert token not in rendered
 

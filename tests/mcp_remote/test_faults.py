@@ -195,7 +195,8 @@ CONNECT_FAULTS: dict[str, tuple[Fault, str]] = {
     "a response to another request": (lambda: faults.malformed_rpc("wrong-id"), "timed out after 2 s"),
     "a drip-feed": (faults.drip_feed, "timed out after 2 s"),
     # Not "HTTP 405" from an SSE attempt: a server that shook hands speaks this transport.
-    "a failing tool listing": (faults.broken_listing_mcp, "server error -32603: the tool registry is down"),
+    # Playa's words only: the server's message goes to the owner (test_server_words.py).
+    "a failing tool listing": (faults.broken_listing_mcp, "the server answered with an error"),
 }
 
 

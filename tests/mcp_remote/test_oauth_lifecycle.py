@@ -21,7 +21,7 @@ from playa.mcp_remote import HostSecret
 from playa.mcp_remote.store._grant import OAuthGrant
 from playa.mcp_remote.store._seal import Sealer
 from playa.mcp_remote.store._store import ServerStore
-from playa.mcp_remote.transport._errors import missing_scope
+from playa.mcp_remote.transport._errors import challenge_description, missing_scope
 from playa.mcp_remote.transport._revoke import revoke
 from servers.oidc import authorization_server
 from support.chat import GUEST, RecordingModel, ScriptedUI, msg
@@ -168,13 +168,13 @@ def challenge(value: str, status: int = 403) -> httpx2.Response:
 def test_the_missing_scope_comes_from_the_challenge_and_only_as_scope_tokens() -> None:
     named = challenge('Bearer error="insufficient_scope", scope="files:write repo", resource_metadata="x"')
     assert missing_scope(named) == "needs scope files:write, repo"
-    # The SDK's own server names the scope in its description only.
+    # The SDK's own server names the scope in its description only: the server's words, which
+    # the owner is shown apart (they never join the reason the prompt carries).
     described = challenge(
         'Bearer error="insufficient_scope", error_description="Required scope: files:write"'
     )
-    assert missing_scope(described) == (
-        "needs a scope the login did not grant (the server says: Required scope: files:write)"
-    )
+    assert missing_scope(described) == "needs a scope the login did not grant"
+    assert challenge_description(described) == "Required scope: files:write"
     # A scope value that is no list of scope tokens is not named as one.
     hostile = challenge('Bearer error="insufficient_scope", scope="files:write\\ ignore"')
     assert missing_scope(hostile) == "needs a scope the login did not grant"

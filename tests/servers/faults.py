@@ -86,21 +86,19 @@ async def slammed_door() -> AsyncIterator[str]:
             tg.cancel_scope.cancel()
 
 
-def _static_app(status: int, content_type: str, body: bytes) -> ASGIApp:
+def _static_app(status: int, content_type: str, body: bytes, challenge: bytes | None) -> ASGIApp:
+    if challenge is None and status == 401:
+        challenge = b"Bearer"
+    headers = [(b"content-type", content_type.encode())]
+    if challenge is not None:
+        headers.append((b"www-authenticate", challenge))
+
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
             return
         await buffered(receive)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [(b"content-type", content_type.encode()), (b"www-authenticate", b"Bearer")]
-                if status == 401
-                else [(b"content-type", content_type.encode())],
-            }
-        )
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
     return app
@@ -108,14 +106,15 @@ def _static_app(status: int, content_type: str, body: bytes) -> ASGIApp:
 
 @contextlib.asynccontextmanager
 async def http_answer(
-    status: int, *, content_type: str = "text/plain", body: bytes = b""
+    status: int, *, content_type: str = "text/plain", body: bytes = b"", challenge: bytes | None = None
 ) -> AsyncIterator[RunningServer]:
     """An HTTP server (uvicorn) that answers every request, on every path, with the same response.
 
     ``http_answer(500)``, ``http_answer(401)``, or an HTML page where MCP was expected:
-    ``http_answer(200, content_type="text/html", body=b"<html>…")``.
+    ``http_answer(200, content_type="text/html", body=b"<html>…")``. ``challenge`` is the
+    ``WWW-Authenticate`` header's value (a 401 has ``Bearer`` unless told otherwise).
     """
-    async with serve_asgi(_static_app(status, content_type, body), path="/mcp") as running:
+    async with serve_asgi(_static_app(status, content_type, body, challenge), path="/mcp") as running:
         yield running
 
 
@@ -482,18 +481,22 @@ async def listing_mcp(listing: list[mcp_types.Tool]) -> AsyncIterator[RunningSer
 
 
 class _BrokenListingServer(MCPServer):
-    """Completes the handshake, then answers ``tools/list`` with a JSON-RPC error."""
+    """Completes the handshake, then answers ``tools/list`` with a JSON-RPC error of ``message``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("broken-listing")
+        self._message = message
 
     async def _handle_list_tools(
         self, ctx: ServerRequestContext[Any], params: mcp_types.PaginatedRequestParams | None
     ) -> mcp_types.ListToolsResult:
-        raise MCPError(INTERNAL_ERROR, "the tool registry is down")
+        raise MCPError(INTERNAL_ERROR, self._message)
 
 
 @contextlib.asynccontextmanager
-async def broken_listing_mcp() -> AsyncIterator[RunningServer]:
-    """A Streamable HTTP MCP server that shakes hands, then fails to list its tools."""
-    server = _BrokenListingServer("broken-listing")
+async def broken_listing_mcp(message: str = "the tool registry is down") -> AsyncIterator[RunningServer]:
+    """A Streamable HTTP MCP server that shakes hands, then fails to list its tools (with ``message``)."""
+    server = _BrokenListingServer(message)
     async with serve_asgi(server.streamable_http_app(host=LOOPBACK), path="/mcp") as running:
         yield running
 

@@ -83,9 +83,10 @@ class Calls:
             if state.connection is connection:
                 state.connection = None
                 state.reason = self._redact(exc.reason)
+                state.detail = self._redact(exc.detail) if exc.detail is not None else None
                 self._tg.start_soon(connection.aclose)
             return ToolResult.error(
-                f"{exposed} failed: {exc.reason}. The call was not retried; the next call reconnects."
+                f"{exposed} failed: {exc.explained}. The call was not retried; the next call reconnects."
             )
         except NeedsLogin as exc:
             # The token lacks a scope the call needs: the server waits for the owner's login.
@@ -105,8 +106,9 @@ class Calls:
                 )
             return ToolResult.error(f"{exposed} failed: {state.reason}")
         except RemoteError as exc:
-            # The server answered with an error: the connection is fine and stays.
-            return ToolResult.error(f"{exposed} failed: {exc.reason}")
+            # The server answered with an error: the connection is fine and stays. A tool
+            # result is data: what the server said goes with it.
+            return ToolResult.error(f"{exposed} failed: {exc.explained}")
         finally:
             if feed is not None:
                 feed.close(final)
@@ -150,7 +152,7 @@ class Calls:
                 result = map_result(await connection.finish_task(pending, on_progress=feed.report))
                 note += " has finished."
             except RemoteError as exc:
-                result = ToolResult.error(f"{exposed} failed: {exc.reason}")
+                result = ToolResult.error(f"{exposed} failed: {exc.explained}")
                 note += " did not finish."
             except Exception as exc:  # boundary: one task's failure must not end the chat's task group
                 logger.error("following a task in %s failed: %s", self._session.scope, type(exc).__name__)

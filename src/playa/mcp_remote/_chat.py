@@ -234,6 +234,7 @@ class ChatServers:
                 state, connection.instructions, self._bind(state, connection)
             )
             state.connection, state.status, state.reason = connection, "connected", None
+            state.detail = None
             state.transport, state.protocol = connection.transport, connection.protocol
             state.failures, state.next_retry, state.needs_login = 0, None, False
             state.refused_logins = 0
@@ -249,7 +250,13 @@ class ChatServers:
                 refused = isinstance(exc, AccessRefused)
                 if refused and after_login:
                     state.refused_logins += 1
-                self._failed(state, exc.reason, needs_login=isinstance(exc, NeedsLogin), refused=refused)
+                self._failed(
+                    state,
+                    exc.reason,
+                    needs_login=isinstance(exc, NeedsLogin),
+                    refused=refused,
+                    detail=exc.detail,
+                )
         except Exception as exc:  # boundary: one server's bug must not end the chat's task group
             logger.error("connecting %s in %s failed: %s", name, self.session.scope, type(exc).__name__)
             if connection is not None:
@@ -261,9 +268,18 @@ class ChatServers:
                 attempt.set()
 
     def _failed(
-        self, state: ServerState, reason: str, *, needs_login: bool = False, refused: bool = False
+        self,
+        state: ServerState,
+        reason: str,
+        *,
+        needs_login: bool = False,
+        refused: bool = False,
+        detail: str | None = None,
     ) -> None:
-        """``refused``: the server refused a login's token for the scopes it granted (``AccessRefused``)."""
+        """``refused``: the server refused a login's token for the scopes it granted (``AccessRefused``).
+
+        ``reason`` is Playa's words, for the prompt too; ``detail`` what the server said, for the owner only.
+        """
         # Its tools stay bound but hidden until a connect succeeds and binds them again.
         for exposed in state.tools:
             self.session.tools.deactivate(exposed)
@@ -280,6 +296,7 @@ class ChatServers:
             # A timer cannot log in: the server waits for the owner.
             reason = login_hint(reason, state.entry.name)
         state.reason = self.redactor.redact(reason)
+        state.detail = self.redactor.redact(detail) if detail is not None else None
         state.next_retry = None if needs_login else self._clock() + self._settings.backoff(state.failures)
         logger.info("%s in %s is unavailable: %s", state.entry.name, self.session.scope, state.reason)
 

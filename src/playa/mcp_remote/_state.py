@@ -26,7 +26,11 @@ class ServerState:
     status: Literal["connecting", "connected", "unavailable"] = "connecting"
     connection: Connection | None = None
     reason: str | None = None
-    """Why it is unavailable, or why its last call dropped the connection (redacted)."""
+    """Why it is unavailable, or why its last call dropped the connection: Playa's own words
+    (``RemoteError.reason``), which the model's prompt may carry."""
+    detail: str | None = None
+    """What the server itself said of that failure (``RemoteError.detail``), redacted and cut:
+    its words, for the owner's ``/mcp_list`` only, never the prompt."""
     failures: int = 0
     next_retry: float | None = None
     attempt: anyio.Event | None = None

@@ -2,6 +2,10 @@
 
 Every text here is built from what the chat holds (``ServersView``) and passes the chat's
 redactor before it is cut: a cut first could keep the head of a credential.
+
+The prompt section says a server's state in Playa's own words only (``ServerState.reason``):
+what the server itself said of a failure (``ServerState.detail``) is shown to the owner, in
+``/mcp_list`` and the reply to ``/mcp_add``, never to the model's prompt.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ __all__ = [
     "added_text",
     "login_started",
     "notice",
+    "said",
     "section",
     "server_list",
     "state_text",
@@ -55,10 +60,10 @@ class ServersView(Protocol):
 
 
 def state_text(state: ServerState, now: float | None = None) -> str:
-    """The server's state in words; with ``now`` (the clock), also when it is retried next.
+    """The server's state in Playa's words; with ``now`` (the clock), also when it is retried next.
 
     The prompt gets it without ``now``: the wait changes every second, and would defeat
-    prompt caching.
+    prompt caching. Never what the server said (``said``): this is what the prompt carries.
     """
     if state.status == "connecting":
         return "connecting"
@@ -76,6 +81,11 @@ def state_text(state: ServerState, now: float | None = None) -> str:
     if state.connection is None and state.reason:
         text += f" (last call failed: {state.reason}; the next call reconnects)"
     return text
+
+
+def said(state: ServerState) -> str:
+    """What the server said of its failure, as the owner is shown it after the state; "" when nothing."""
+    return f" (the server said: {state.detail})" if state.detail else ""
 
 
 def _retry_text(state: ServerState, now: float | None) -> str:
@@ -155,8 +165,10 @@ def server_list(chat: ServersView, now: float) -> str:
         if state.transport is not None:
             # What the last connection that worked spoke: the fallback and the version show.
             transport += f" (in use: {state.transport}, protocol {state.protocol or 'unknown'})"
+        lines.append(f"{name}: {state_text(state, now)}")
+        if state.detail:
+            lines.append(f"  the server said: {state.detail}")
         lines += [
-            f"{name}: {state_text(state, now)}",
             f"  url: {entry.shown_url}",
             f"  transport: {transport}; tools: {tools}; auth headers: {auth}",
         ]
@@ -211,7 +223,7 @@ def added_text(verb: str, name: str, state: ServerState, now: float) -> str:
     if state.status == "connected":
         shown = ", ".join(state.tools[:_LIST_LIMIT]) or "none"
         return f"{verb} {name}: {state_text(state, now)}: {shown}."
-    return f"{verb} {name}, but it is {state_text(state, now)}. /mcp_list shows its state."
+    return f"{verb} {name}, but it is {state_text(state, now)}{said(state)}. /mcp_list shows its state."
 
 
 def _rejected_label(rejected: Rejected, redactor: Redactor) -> str:

@@ -276,18 +276,25 @@ def redactor_of(secrets: frozenset[str]) -> Redactor:
 
 
 def _redacted(error: _E, endpoint: Endpoint) -> _E:
-    """``error`` with the endpoint's header values removed from its reason.
+    """``error`` with the endpoint's header values removed from its reason and detail, each then cut.
 
-    A server's error text may quote what it received, credentials included, and reasons reach
-    logs, replies and the model's prompt.
+    A server's error text may quote what it received, credentials included; reasons reach
+    logs, replies and the model's prompt, details the owner and tool results.
     """
-    reason = error.reason
+    reason = _redacted_text(error.reason, endpoint)
+    detail = _redacted_text(error.detail, endpoint) if error.detail is not None else None
+    if reason is error.reason and detail is error.detail:
+        return error
+    return type(error)(reason, server=error.server, detail=detail)
+
+
+def _redacted_text(text: str, endpoint: Endpoint) -> str:
     if secrets := endpoint.secrets:
-        reason = redactor_of(secrets).redact(reason)
-    if len(reason) > MAX_REASON:
+        text = redactor_of(secrets).redact(text)
+    if len(text) > MAX_REASON:
         # Cut only once redacted: a cut first could keep the head of a quoted credential.
-        reason = reason[: MAX_REASON - 1] + "…"
-    return error if reason is error.reason else type(error)(reason, server=error.server)
+        text = text[: MAX_REASON - 1] + "…"
+    return text
 
 
 def _cause(error: RemoteError, cause: BaseException | None, endpoint: Endpoint) -> BaseException | None:

@@ -7,6 +7,11 @@ So the HTTP client of each connection carries an ``HttpTrace`` response hook tha
 status codes the SDK drops, and the reasons here say what a person can act on: "HTTP 401
 (unauthorized)", "connection refused", "timed out after 15 s". A reason never holds a header
 value, a query string or userinfo.
+
+A reason is Playa's own words only, fixed per kind of failure: the model's prompt says it of
+the server every turn, and the system prompt carries more authority than a tool result. What
+the server said of the failure (a JSON-RPC error's message, an ``error_description``, where a
+redirect pointed) is its ``detail``, kept apart: for the owner and for tool results.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import errno
 import re
 import socket
 import ssl
+import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -24,7 +30,14 @@ import httpx2
 import pydantic
 from mcp.client.auth.utils import extract_field_from_www_auth
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, PARSE_ERROR, REQUEST_TIMEOUT
+from mcp_types import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    REQUEST_TIMEOUT,
+)
 
 from playa.exceptions import CallFailed, ConnectFailed, RemoteError, RemoteTimeout
 
@@ -33,19 +46,34 @@ __all__ = [
     "ConnectFailure",
     "HttpTrace",
     "call_error",
+    "challenge_description",
     "connect_error",
     "missing_scope",
     "needs_scope",
     "refused_although_granted",
+    "server_words",
     "timed_out",
 ]
 
 MAX_REASON: Final = 300
-"""Characters of a failure's reason that a person or the model is shown (after redaction)."""
+"""Characters of a failure's reason, and of the server's words on it, that anyone is shown (after redaction)."""
+ANSWERED: Final = "the server answered with an error"
+"""The reason of a JSON-RPC error the server sent; its code and message are the error's ``detail``."""
 _SDK_PARSE_FAILURES: Final = ("Failed to parse JSON response", "Failed to parse SSE message")
 # The SDK's own stand-ins for a stream that ended, all with code -32000.
 _SDK_TIMEOUT: Final = re.compile(r"Request '[^']*' timed out")
 _SDK_CLOSED: Final = ("Connection closed", "SSE stream ended without a response", "SSE stream failed")
+# The SDK's stand-ins for an HTTP error status whose body held no JSON-RPC error.
+_SDK_STATUS_STAND_INS: Final = frozenset(
+    {
+        (INTERNAL_ERROR, "Server returned an error response"),
+        (METHOD_NOT_FOUND, "Not Found"),
+        (INVALID_REQUEST, "Session terminated"),
+    }
+)
+# Statuses that say more of the connection than a JSON-RPC error in their body: the server
+# refuses these credentials (401, 403, 407), or forgot the session (404, mid-session).
+_STATUS_FIRST: Final = frozenset({401, 403, 404, 407})
 
 # Statuses that say the server is there and speaks HTTP, but refuses this client: the other
 # transport would be refused the same way, so they never trigger a transport fallback.
@@ -54,7 +82,7 @@ _NO_FALLBACK_STATUSES: Final = frozenset({401, 403, 407, 429})
 _SCOPE_TOKEN: Final = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]{1,64}")
 """A scope token (RFC 6749 §3.3): printable ASCII without space, quote or backslash; and short."""
 _SCOPES_SHOWN: Final = 5
-_DESCRIPTION_SCAN: Final = 4096
+_CONTROLS: Final = {code: " " for code in (*range(32), 127)}
 
 _STATUS_NOTES: Final = {
     400: "bad request",
@@ -68,24 +96,49 @@ _STATUS_NOTES: Final = {
 }
 
 
+def server_words(text: str) -> str:
+    """A server's own text on one line: format characters (zero-width, bidirectional) gone, other
+    control characters and line breaks spaces, runs of spaces one.
+
+    Not redacted and not cut: the connection's seam does both, in that order
+    (``_connection._redacted``). Without its format characters, a key split by a zero-width
+    space is whole again for the redactor; the whole text, never a slice, is cleaned, as a
+    slice could end inside a key.
+    """
+    kept = text.translate(_CONTROLS) if text.isascii() else "".join(_visible(c) for c in text)
+    return " ".join(kept.split())
+
+
+def _visible(c: str) -> str:
+    category = unicodedata.category(c)
+    if category == "Cf":
+        return ""
+    return " " if category[0] in "CZ" else c
+
+
 def missing_scope(response: httpx2.Response) -> str | None:
     """What a 403 ``insufficient_scope`` challenge (RFC 6750 §3.1) says is missing; None for any other response.
 
-    "needs scope files:write" from the challenge's ``scope``, else the server's own words from
-    ``error_description``. The server chose them: only scope tokens are named, and a description
-    is the caller's to redact before it is cut (``_connection._redacted`` does both).
+    "needs scope files:write" from the challenge's ``scope``. The server chose it: only scope
+    tokens are named; anything else is "needs a scope the login did not grant", and the
+    server's ``error_description`` is never part of it (``challenge_description`` has it).
     """
     if response.status_code != 403 or extract_field_from_www_auth(response, "error") != "insufficient_scope":
         return None
     scopes = (extract_field_from_www_auth(response, "scope") or "").split()
     if scopes and all(_SCOPE_TOKEN.fullmatch(token) for token in scopes):
         return needs_scope(scopes)
-    description = " ".join(
-        (extract_field_from_www_auth(response, "error_description") or "")[:_DESCRIPTION_SCAN].split()
-    )
-    if description:
-        return f"needs a scope the login did not grant (the server says: {description})"
     return "needs a scope the login did not grant"
+
+
+def challenge_description(response: httpx2.Response) -> str | None:
+    """The ``error_description`` of an error response's Bearer challenge (RFC 6750 §3), on one line; None without one.
+
+    The server's own words: the caller's to redact before it cuts them (``_connection._redacted``).
+    """
+    if response.status_code < 400:
+        return None
+    return server_words(extract_field_from_www_auth(response, "error_description") or "") or None
 
 
 def needs_scope(scopes: Sequence[str]) -> str:
@@ -136,12 +189,15 @@ class HttpTrace:
         ``initialize``) ends on that request's status."""
         self.missing_scope: str | None = None
         """What the last refusal said is missing, when it was a 403 ``insufficient_scope`` (``missing_scope``)."""
+        self.description: str | None = None
+        """The last error response's ``error_description`` (``challenge_description``): the server's words."""
 
     async def on_response(self, response: httpx2.Response) -> None:
         if response.status_code >= 400:
             self.errors += 1
             self.status = response.status_code
             self.missing_scope = missing_scope(response)
+            self.description = challenge_description(response)
             if response.status_code == 401:
                 challenge = response.headers.get("www-authenticate", "")
                 if challenge.strip()[:7].lower() in ("bearer", "bearer "):
@@ -169,6 +225,8 @@ class _Failure:
     # rejected (a 4xx or no event stream: fallback), server (5xx), answered (a JSON-RPC error
     # the server sent), invalid (a response that breaks the protocol), unknown.
     kind: str
+    detail: str | None = None
+    """What the server said of it, on one line (``server_words``): not redacted, not cut."""
 
 
 def exception_tree(exc: BaseException) -> Iterator[BaseException]:
@@ -207,16 +265,20 @@ def _seconds(value: float) -> str:
     return f"{value:g} s"
 
 
-def _status_reason(status: int, redirect: str | None = None, scope: str | None = None) -> _Failure:
+def _status_reason(
+    status: int, redirect: str | None = None, scope: str | None = None, detail: str | None = None
+) -> _Failure:
     if 300 <= status < 400:
-        return _Failure(f"redirected to {redirect or 'another URL'}, not followed", "refused")
+        # Where it pointed is the server's choice, a path of its words: the detail.
+        where = f"Location: {redirect}" if redirect else None
+        return _Failure("redirected to another URL, not followed", "refused", where)
     note = _STATUS_NOTES.get(status, "server error" if status >= 500 else "")
     if status == 403 and scope is not None:
         note = f"{note}: {scope}"
     reason = f"HTTP {status} ({note})" if note else f"HTTP {status}"
     if status >= 500:
-        return _Failure(reason, "server")
-    return _Failure(reason, "refused" if status in _NO_FALLBACK_STATUSES else "rejected")
+        return _Failure(reason, "server", detail)
+    return _Failure(reason, "refused" if status in _NO_FALLBACK_STATUSES else "rejected", detail)
 
 
 def _network_reason(exc: httpx2.TransportError) -> _Failure:
@@ -248,8 +310,16 @@ def _mcp_reason(exc: MCPError, trace: HttpTrace, *, http_failed: bool) -> _Failu
         return _Failure("timed out", "timeout")
     if exc.code == INVALID_REQUEST and exc.message.startswith("Redirect to "):
         return _status_reason(307, trace.redirect)
+    answer = _answer(exc)
     if http_failed and trace.status is not None:
-        return _status_reason(trace.status, scope=trace.missing_scope)
+        status = trace.status
+        if answer is not None and 400 <= status < 500 and status not in _STATUS_FIRST:
+            # A JSON-RPC error in the body of a 4xx (the SDK's server answers so a request it
+            # cannot serve, such as a question in the stateless protocol): the server's answer,
+            # over a connection that works.
+            return answer
+        detail = trace.description or (answer.detail if answer is not None else None)
+        return _status_reason(status, scope=trace.missing_scope, detail=detail)
     if exc.code == CONNECTION_CLOSED and exc.message.startswith(_SDK_CLOSED) and exc.data is None:
         # The SDK's stand-in for a stream that ended. A server may answer with -32000 as
         # well (JSON-RPC leaves it to servers): that is the server's error, and the connection
@@ -259,20 +329,30 @@ def _mcp_reason(exc: MCPError, trace: HttpTrace, *, http_failed: bool) -> _Failu
         # The SDK's stand-in for a response it could not read (invalid JSON, not JSON-RPC):
         # the server sent no such error, and the other transport would not read it better.
         return _Failure("invalid response from the server", "invalid")
-    # The server answered with a JSON-RPC error of its own: its text is as trusted as a tool result.
-    # Not cut here: a cut before redaction could leave the head of a quoted credential. The
-    # connection's seam redacts, then cuts (_connection._redacted).
-    message = " ".join(exc.message.split())
-    return _Failure(
-        f"server error {exc.code}: {message}" if message else f"server error {exc.code}", "answered"
-    )
+    return answer or _Failure(ANSWERED, "answered", f"error {exc.code}")
+
+
+def _answer(exc: MCPError) -> _Failure | None:
+    """A JSON-RPC error the server sent, as a failure; None for the SDK's stand-in for an HTTP status.
+
+    Its message is the server's text, as trusted as a tool result: the detail, never the reason.
+    Not cut here: a cut before redaction could leave the head of a quoted credential. The
+    connection's seam redacts, then cuts (``_connection._redacted``).
+    """
+    if exc.data is None and (exc.code, exc.message) in _SDK_STATUS_STAND_INS:
+        return None
+    message = server_words(exc.message)
+    return _Failure(ANSWERED, "answered", f"error {exc.code}: {message}" if message else f"error {exc.code}")
 
 
 def _describe(leaf: BaseException, trace: HttpTrace, *, http_failed: bool) -> _Failure:
     if isinstance(leaf, TimeoutError):
         return _Failure("timed out", "timeout")
     if isinstance(leaf, httpx2.HTTPStatusError):
-        return _status_reason(leaf.response.status_code, trace.redirect, missing_scope(leaf.response))
+        response = leaf.response
+        return _status_reason(
+            response.status_code, trace.redirect, missing_scope(response), challenge_description(response)
+        )
     if isinstance(leaf, httpx2.TransportError):
         return _network_reason(leaf)
     if isinstance(leaf, MCPError):
@@ -331,7 +411,7 @@ def connect_error(exc: BaseException, *, server: str, trace: HttpTrace, timeout:
     if failure.kind == "timeout":
         return ConnectFailure(timed_out(timeout, server=server), try_other_transport=False)
     return ConnectFailure(
-        ConnectFailed(failure.reason, server=server),
+        ConnectFailed(failure.reason, server=server, detail=failure.detail),
         try_other_transport=failure.kind in ("rejected", "answered"),
     )
 
@@ -350,8 +430,8 @@ def call_error(
     if failure.kind == "timeout":
         return timed_out(timeout, server=server)
     if failure.kind in ("answered", "invalid"):
-        return RemoteError(failure.reason, server=server)
+        return RemoteError(failure.reason, server=server, detail=failure.detail)
     if failure.reason.startswith("HTTP 404"):
         # Mid-session, a 404 means the server forgot the session (it restarted, or expired it).
-        return CallFailed("session expired (HTTP 404)", server=server)
-    return CallFailed(failure.reason, server=server)
+        return CallFailed("session expired (HTTP 404)", server=server, detail=failure.detail)
+    return CallFailed(failure.reason, server=server, detail=failure.detail)
