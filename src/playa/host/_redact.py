@@ -448,6 +448,8 @@ class _Decoder:
         """
         delete = self.delete
         first, last = len(raw) - len(raw.lstrip(delete)), len(raw.rstrip(delete))
+        # A separator between the word and the run's first group unglues them.
+        glued_before, glued_after = glued_before and first == 0, glued_after and last == len(raw)
         if found is None or len(self.extent) > len(self.targets):
             found = self.decoded(raw, self.extent)
         starts, ends, length = found
