@@ -2,10 +2,12 @@
 
 Part of ``python -m bench`` (``--only redact``); alone: ``PYTHONPATH=src .venv/bin/python -m bench.bench_redact``. Builds a
 10 MB ASCII text and a 10 MB text with emoji and accented letters, each with 20 random
-~32-character secrets sprinkled through in every encoded form (including inside larger base64
-blobs at all three byte alignments), times both approaches in alternating runs, checks that the
-redactor's output holds no encoded form, and prints medians, spreads and PASS/MISS against the
-targets (>= 300 MB/s ASCII, >= 150 MB/s non-ASCII).
+~32-character secrets sprinkled through in every encoded form: the literal forms, base64 blobs
+that hold a secret at any byte alignment, such blobs wrapped with line breaks (which the
+redactor finds by decoding the run), and hex in either case with or without separators. It
+times both approaches in alternating runs, checks that the redactor's output holds no encoded
+form (nor, once its breaks and separators are dropped, any secret's base64 or hex), and prints
+medians, spreads and PASS/MISS against the targets (>= 300 MB/s ASCII, >= 150 MB/s non-ASCII).
 
 The targets are judged on the redactor's rate in process CPU time, so that time spent waiting
 for a core while other processes run does not count. Beside each redactor run it times a fixed

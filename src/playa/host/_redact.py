@@ -7,7 +7,20 @@ be fast. What it removes, for each header value of at least :data:`MIN_SECRET_LE
 - the value as given, and the credential after an auth scheme (``Bearer x`` → ``x`` as well);
 - each of those percent-encoded, JSON-escaped, and base64 / base64url encoded, including the
   part of a larger base64 blob that encodes the secret at any of the three byte alignments
-  (see :func:`encoded_forms`).
+  (see :func:`encoded_forms`): these literal forms are removed exactly where they occur;
+- by decoding (:class:`_Decoder`): a run of base64 characters, standard or URL-safe, cut by
+  line breaks (LF or CRLF) at any width of at least :data:`_NARROWEST` characters, any number
+  of them, that holds the value's base64 at any alignment across a break; and a run of hex
+  digits, lower or upper case, with ``:``, space or ``-`` between the bytes or nothing, that
+  holds the value's hex. Such a run is redacted whole, but for a first or last line that
+  holds no part of the value (a label before a blob, a word after it) and a hex group that a
+  word beside the run glues to it (``value 61 62``: the ``e``). A value with an auth scheme is
+  decoded as its credential, and its scheme's lines go with it. Base64 is decoded for values of
+  16 bytes or more, hex for 10 or more (:data:`_MIN_DECODED`).
+
+Not covered: base64 lines indented or joined by other whitespace, lines narrower than three
+characters, hex cut by line breaks (a dump's lines), hex that mixes cases or separators, and
+any other transformation (base32, UTF-16, reversal, a value split over several results).
 
 Why the scan is not a regular expression: CPython's ``re`` has no multi-literal (Aho–Corasick)
 search. An alternation of a few hundred literals scans at ~5-10 MB/s, and even a search for one
@@ -40,11 +53,24 @@ redaction runs at ~370 MB/s (docs/benchmarks.md). The scan is a sampled block fi
   slower: a tuple's hash), and 4-character ``str`` slices (~3 times slower);
 - a hit's place in its span: the first bytes of the span's sampled blocks (an extended slice)
   are searched for the hit's first byte, and each candidate is compared with the sample. The
-  forms that own that block at that place are confirmed against the bytes, and a core of
-  base64 that a line break may cut is followed to the first break on either side of the block
-  (:func:`_wrapped_span`). Forms too short for the stride chosen are looked for with
-  ``bytes.find`` over each chunk. The stride is chosen per Redactor to minimise the expected
-  cost of both;
+  forms that own that block at that place are confirmed against the bytes. Forms too short for
+  the stride chosen are looked for with ``bytes.find`` over each chunk. The stride is chosen per
+  Redactor to minimise the expected cost of both;
+- a run is decoded only where the sampled scan points at it: the first sampled block of an
+  encoding cut by breaks is either one of its own blocks at one of its first ``stride``
+  offsets, or a block that holds one break, and the table holds both (:class:`_Tables`). Base64
+  is decoded when such a block fails to confirm the literal form and a line break lies in its
+  run; hex, when one of its forms confirms, since its run goes whole. Decoding takes the run
+  around the block (within the encoding's reach), drops the breaks and separators with
+  ``bytes.translate`` (mapping URL-safe to standard, upper to lower case), and searches the
+  value's encodings with ``bytes.find``; a base64 run counts as holding the value only where
+  the decoded run holds more of it than its literal forms show, so an unbroken blob keeps its
+  exact match. Text without such runs costs nothing more than the larger table (~17,000 blocks
+  where the literal forms and the breaks of 16-57-byte values took ~14,600 for the benchmark's
+  20 secrets). A text searched directly (short texts, see :class:`Redactor`) finds its runs with
+  a regular expression instead. Measured and dropped before decoding existed (docs/benchmarks.md,
+  section 5): a second pass over every base64 run that holds a break, which costs more than the
+  blocks;
 - what survives is joined around REDACTED: for an ASCII text (``str.isascii`` is free) byte
   offsets are character offsets, so the text itself is sliced and nothing is decoded;
   otherwise the chunks are appended to one ``bytearray``, each match is overwritten in place
@@ -260,7 +286,7 @@ def _forms_of(secret: str) -> set[str]:
 
 @functools.lru_cache(maxsize=256)
 def _plain_forms(secret: str) -> frozenset[str]:
-    """The forms of ``secret`` but the wrapped ones; kept for the latest secrets, as a chat's
+    """The literal forms of ``secret``; kept for the latest secrets, as a chat's
     redactor and the log gate both learn its credentials when it opens."""
     if len(secret) < MIN_SECRET_LENGTH:
         return frozenset()
@@ -296,16 +322,19 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-def _choose_stride(lengths: list[int], shortest_core: int | None = None) -> int:
+def _choose_stride(lengths: list[int], shortest_encoding: int | None = None) -> int:
     """The sampling stride (0 for no block filter) of least expected cost per byte of text.
 
-    With decoders (``shortest_core`` their shortest encoding), there is a block filter, and the
+    With decoders (``shortest_encoding`` the shortest of their encodings), there is a block filter, and the
     stride leaves each encoding long enough to hold a sampled block wherever it occurs.
     """
-    best_stride, best_cost = 0, _NS_PER_FIND_BYTE * len(lengths) if shortest_core is None else float("inf")
+    best_stride, best_cost = (
+        0,
+        _NS_PER_FIND_BYTE * len(lengths) if shortest_encoding is None else float("inf"),
+    )
     top = min(_MAX_STRIDE, max(lengths, default=0) - _BLOCK + 1)
-    if shortest_core is not None:
-        top = min(top, shortest_core - _BLOCK + 1)
+    if shortest_encoding is not None:
+        top = min(top, shortest_encoding - _BLOCK + 1)
     for stride in range(_BLOCK, top + 1):
         short = sum(1 for n in lengths if n < stride + _BLOCK - 1)
         cost = _NS_PER_BLOCK / stride + _NS_PER_FIND_BYTE * short
@@ -572,7 +601,8 @@ class _Tables:
         self.span = _sampler(self.stride or _BLOCK, self.per_span)
 
     def steps(self) -> Iterator[None]:
-        """Fill the table of blocks, pausing after every :data:`_STEP_FORMS` forms or decoder."""
+        """Fill the table of blocks, pausing after every :data:`_STEP_FORMS` forms, a decoder's
+        triggers, and each of its wrappable encodings."""
         owners: dict[int, dict[_Owner, None]] = {}
         stride = self.stride
         decoder_of = {encoding: decoder for decoder in self._decoders for encoding in decoder.wrappable}
@@ -606,13 +636,14 @@ class _Tables:
                         ),
                     )
                     owners.setdefault(block, {})[trigger, offset, decoder] = None
+            yield
             for encoding in decoder.wrappable:
                 for cut in range(1, min(stride + _BLOCK, len(encoding))):
                     for newline in _NEWLINES:
                         wrapped = encoding[:cut] + newline + encoding[cut:]
                         for offset in range(max(0, cut - _BLOCK + 1), min(stride, cut + len(newline))):
                             owners.setdefault(_block(wrapped, offset), {})[_NEVER, 0, decoder] = None
-            yield
+                yield
         self.owners = {block: tuple(pairs) for block, pairs in owners.items()}
         # A dict's keys view: its intersection with a sample probes the dict, which spreads keys
         # that share their low bits (see the module docstring).
