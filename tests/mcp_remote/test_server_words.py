@@ -58,6 +58,12 @@ async def forbidding(scope: str) -> AsyncIterator[str]:
         yield served.url
 
 
+@asynccontextmanager
+async def answering(status: int) -> AsyncIterator[str]:
+    async with faults.http_answer(status, body=SAID.encode()) as served:
+        yield served.url
+
+
 REDACTED = f"{INSTRUCTION} ([redacted])"
 FAILING = {
     "a tool listing answered with a JSON-RPC error": Failing(
@@ -73,9 +79,12 @@ FAILING = {
         "unavailable: HTTP 403 (forbidden: needs a scope the login did not grant)",
         REDACTED,
     ),
+    "an HTTP 500 with a text body": Failing(
+        lambda: answering(500), "unavailable: HTTP 500 (server error)", REDACTED
+    ),
 }
 PROTOCOL: dict[str, Protocol] = dict(
-    zip(FAILING, ("openai-chat", "anthropic", "openai-responses"), strict=True)
+    zip(FAILING, ("openai-chat", "anthropic", "openai-responses", "openai-chat"), strict=True)
 )
 
 

@@ -89,7 +89,7 @@ async def slammed_door() -> AsyncIterator[str]:
 def _static_app(status: int, content_type: str, body: bytes, challenge: bytes | None) -> ASGIApp:
     if challenge is None and status == 401:
         challenge = b"Bearer"
-    headers = [(b"content-type", content_type.encode())]
+    headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
     if challenge is not None:
         headers.append((b"www-authenticate", challenge))
 

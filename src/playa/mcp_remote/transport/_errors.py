@@ -10,8 +10,9 @@ value, a query string or userinfo.
 
 A reason is Playa's own words only, fixed per kind of failure: the model's prompt says it of
 the server every turn, and the system prompt carries more authority than a tool result. What
-the server said of the failure (a JSON-RPC error's message, an ``error_description``, where a
-redirect pointed) is its ``detail``, kept apart: for the owner and for tool results.
+the server said of the failure (a JSON-RPC error's message, an ``error_description``, a short
+error body, where a redirect pointed) is its ``detail``, kept apart: for the owner and for
+tool results.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ __all__ = [
     "call_error",
     "challenge_description",
     "connect_error",
+    "error_body",
     "missing_scope",
     "needs_scope",
     "refused_although_granted",
@@ -82,6 +84,9 @@ _NO_FALLBACK_STATUSES: Final = frozenset({401, 403, 407, 429})
 _SCOPE_TOKEN: Final = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]{1,64}")
 """A scope token (RFC 6749 §3.3): printable ASCII without space, quote or backslash; and short."""
 _SCOPES_SHOWN: Final = 5
+_BODY_READ: Final = 4096
+"""The largest error body (by its announced length) kept as the server's words."""
+_BODY_TYPES: Final = ("text/plain", "application/json", "application/problem+json")
 _CONTROLS: Final = {code: " " for code in (*range(32), 127)}
 
 _STATUS_NOTES: Final = {
@@ -191,6 +196,8 @@ class HttpTrace:
         """What the last refusal said is missing, when it was a 403 ``insufficient_scope`` (``missing_scope``)."""
         self.description: str | None = None
         """The last error response's ``error_description`` (``challenge_description``): the server's words."""
+        self.body: str | None = None
+        """The last error response's body, when it was short plain text or JSON (``error_body``): the server's words."""
 
     async def on_response(self, response: httpx2.Response) -> None:
         if response.status_code >= 400:
@@ -198,6 +205,7 @@ class HttpTrace:
             self.status = response.status_code
             self.missing_scope = missing_scope(response)
             self.description = challenge_description(response)
+            self.body = await error_body(response)
             if response.status_code == 401:
                 challenge = response.headers.get("www-authenticate", "")
                 if challenge.strip()[:7].lower() in ("bearer", "bearer "):
@@ -208,6 +216,28 @@ class HttpTrace:
             except httpx2.InvalidURL:
                 return
             self.redirect = str(target.copy_with(userinfo=b"", query=None, fragment=None))
+
+
+async def error_body(response: httpx2.Response) -> str | None:
+    """An error response's body on one line, when it is short plain text or JSON; None for anything else.
+
+    The server's own words. Read only when its length is announced, small and not compressed:
+    the read is bounded by that length (the result budget has not wrapped the stream yet), and
+    the SDK reads the same bytes again from memory. A body that fails to arrive is no reason.
+    """
+    headers = response.headers
+    length = headers.get("content-length", "")
+    kind = headers.get("content-type", "").split(";")[0].strip().lower()
+    encoding = headers.get("content-encoding", "identity").strip().lower()
+    if not length.isdigit() or int(length) > _BODY_READ or encoding not in ("", "identity"):
+        return None
+    if kind not in _BODY_TYPES:
+        return None
+    try:
+        content = await response.aread()
+    except httpx2.HTTPError:
+        return None
+    return server_words(content.decode("utf-8", errors="replace")) or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,7 +348,7 @@ def _mcp_reason(exc: MCPError, trace: HttpTrace, *, http_failed: bool) -> _Failu
             # cannot serve, such as a question in the stateless protocol): the server's answer,
             # over a connection that works.
             return answer
-        detail = trace.description or (answer.detail if answer is not None else None)
+        detail = trace.description or (answer.detail if answer is not None else None) or trace.body
         return _status_reason(status, scope=trace.missing_scope, detail=detail)
     if exc.code == CONNECTION_CLOSED and exc.message.startswith(_SDK_CLOSED) and exc.data is None:
         # The SDK's stand-in for a stream that ended. A server may answer with -32000 as
@@ -350,9 +380,8 @@ def _describe(leaf: BaseException, trace: HttpTrace, *, http_failed: bool) -> _F
         return _Failure("timed out", "timeout")
     if isinstance(leaf, httpx2.HTTPStatusError):
         response = leaf.response
-        return _status_reason(
-            response.status_code, trace.redirect, missing_scope(response), challenge_description(response)
-        )
+        detail = challenge_description(response) or trace.body
+        return _status_reason(response.status_code, trace.redirect, missing_scope(response), detail)
     if isinstance(leaf, httpx2.TransportError):
         return _network_reason(leaf)
     if isinstance(leaf, MCPError):
