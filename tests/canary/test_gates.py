@@ -235,7 +235,7 @@ TOOL_TURNS = [*RESULTS, *ERRORS, "headers", "malformed_sse", "progress", "fine"]
 def owner_lines(url: str, tasks_url: str) -> list[str]:
     """What the owner types, carelessly, into the console."""
     return [
-        # The bearer asked in secret; a command sent while it waits is no answer.
+        # The bearer asked in secret; a command sent while it waits is no answer: it runs beside it.
         f'/mcp_add hostile {url} --bearer --header "X-Api-Key: {OTHER}"',
         "/mcp_list",
         KEY,
@@ -310,7 +310,7 @@ async def test_no_credential_reaches_the_model_a_log_a_reply_or_a_file(tmp_path:
 
     # It ran: the server was added with both credentials, and the model called what it could.
     assert "Added hostile: connected" in out, out[-3000:]
-    assert "A command is not an answer" in out
+    assert out.index("No remote MCP servers") < out.index("Added hostile")  # /mcp_list ran at once
     assert provider.pending == 0, "the model's script was not played to its end"
     offered = set(provider.requests[0].tool_names)
     assert "hostile__fine" in offered

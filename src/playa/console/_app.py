@@ -1,9 +1,14 @@
-"""The console chat: the local user is the owner; secret answers are read without echo."""
+"""The console chat: the local user is the owner; secret answers are read without echo.
+
+One router reads every line typed (``_Router``): while a question waits, the lines go to it,
+and commands still run; otherwise each line is the chat's next message, in the order typed.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import getpass
+import io
 import itertools
 import math
 import re
@@ -11,31 +16,37 @@ import shutil
 import sys
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
-from typing import TextIO
+from dataclasses import dataclass
+from typing import Final, TextIO
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
 from ..host import (
+    NOTHING_TO_ANSWER,
+    NOTHING_TO_CANCEL,
     QUESTION_TIMEOUT,
     Answer,
     Approval,
-    ChatSession,
+    CommandRouter,
     Host,
     IncomingMessage,
     MessageRef,
     Question,
-    Reply,
     Sender,
     answer_from_text,
+    beside_a_question,
+    cancelled_for,
     classify,
-    normalize,
     render_approval,
     render_question,
 )
+
+if sys.platform != "win32":
+    import termios
 
 __all__ = ["ConsoleUI", "printable", "run_console"]
 
@@ -44,6 +55,8 @@ _PROMPT = "you> "
 # isolates: what a server or the model could use to redraw the terminal or disguise text.
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _NOT_AN_ANSWER = "A command is not an answer: send the value, or /cancel."
+_ANSWER_WORDS: Final = ("accept", "decline", "cancel")
+"""What answers a server's question (``answer_from_text``); ``/cancel`` ends a secret question too."""
 _PIPE_PROGRESS_EVERY = 1.0
 """Seconds between two progress lines of one call in a pipe, where no status line can be redrawn."""
 
@@ -68,15 +81,19 @@ class ConsoleUI:
         self._answered = anyio.Event()
         self._answered.set()
         """Unset while a question waits for its answer: the status line stays off the prompt."""
-        self._lines = _LineReader(self._input if interactive else self._readline)
+        self._router = _Router(
+            self._readline, prompt=self._prompt if interactive else None, pipe=not interactive, say=self.send
+        )
         self._status: dict[str, str] = {}
         """The progress of the calls running now, by key: the status line shows the newest."""
         self._printed: dict[str, float] = {}
 
     async def send(self, text: str) -> MessageRef | None:
         # What servers and the model wrote reaches the terminal: ANSI sequences could clear the
-        # screen and draw a fake "(hidden)" prompt.
-        self._stdout.write(printable(text).rstrip("\n") + "\n")
+        # screen and draw a fake "(hidden)" prompt. In a terminal, it replaces the prompt or the
+        # status line it may be written over.
+        clear = "\r\x1b[K" if self.interactive else ""
+        self._stdout.write(clear + printable(text).rstrip("\n") + "\n")
         self._stdout.flush()
         return next(self._counter)
 
@@ -88,57 +105,72 @@ class ConsoleUI:
         return await self.send(text)
 
     async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
+        """The next plain line typed; ``None`` on /cancel, on another command, at end of input or on timeout.
+
+        A command is never an answer: a ``/mcp_list`` typed while a key is asked for must not be
+        saved as the key (it runs beside the question; see ``_Router``). In a terminal a secret
+        answer is not echoed.
+        """
+        hidden = self.interactive and secret
         self._answered = anyio.Event()
         if self.interactive:
             self._stdout.write("\r\x1b[K")
         try:
-            return await self._ask(question, secret=secret, timeout=timeout)
+            # The echo goes off before the question shows: whatever is typed once it shows is unseen.
+            with self._unechoed() if hidden else contextlib.nullcontext():
+                async with self._router.asking(server=False) as asked:
+                    if hidden:
+                        self._stdout.write(f"{printable(question)} (hidden) ")
+                        self._stdout.flush()
+                    else:
+                        await self.send(question)
+                    with anyio.move_on_after(timeout):
+                        answer = await asked.next()
+                        return None if answer is None else answer.strip()
+                    return None
         finally:
+            if hidden:
+                self._stdout.write("\n")  # the Enter typed was not echoed either
+                self._stdout.flush()
             self._answered.set()
 
-    async def _ask(self, question: str, *, secret: bool, timeout: float) -> str | None:
-        """The next line that is no command; ``None`` on /cancel, end of input or timeout.
+    @contextlib.contextmanager
+    def _unechoed(self) -> Iterator[None]:
+        """What is typed while the block runs is not shown, as ``getpass`` does it, on the terminal itself.
 
-        A command is never an answer: a ``/mcp_list`` typed while a key is asked for must not
-        be saved as the key. ``/cancel`` ends the question.
+        The router's read may already wait on the terminal, so the echo is turned off beneath it.
         """
-        reader: Callable[[], str | None]
-        if self.interactive and secret:
-            question = printable(question)
-
-            def reader() -> str | None:
-                return getpass.getpass(f"{question} (hidden) ", stream=self._stdout)
-        else:
-            await self.send(question)
-            reader = self._readline
-        with anyio.move_on_after(timeout):
-            while True:
-                answer = await _in_daemon_thread(reader)
-                if answer is None:
-                    return None
-                answer = answer.strip()
-                if not normalize(answer).startswith("/"):
-                    return answer
-                if normalize(answer).split()[0].lower() == "/cancel":
-                    return None
-                await self.send(_NOT_AN_ANSWER)
-        return None
+        if sys.platform == "win32":
+            yield
+            return
+        try:
+            fd = self._stdin.fileno()
+            before = termios.tcgetattr(fd)
+        except (OSError, ValueError, io.UnsupportedOperation, termios.error):
+            yield
+            return
+        quiet = list(before)
+        quiet[3] &= ~termios.ECHO
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+        try:
+            yield
+        finally:
+            termios.tcsetattr(fd, termios.TCSANOW, before)
 
     async def question(self, question: Question, *, timeout: float = QUESTION_TIMEOUT) -> Answer:
-        """Show a server's question and read answer lines until one is whole; cancel on timeout or end of input."""
+        """Show a server's question and take answer lines until one is whole; cancel on timeout or end of input."""
         self._answered = anyio.Event()
         if self.interactive:
             self._stdout.write("\r\x1b[K")
         try:
-            await self.send(render_question(question))
-            with anyio.move_on_after(timeout):
-                while (
-                    line := await _in_daemon_thread(self._input if self.interactive else self._readline)
-                ) is not None:
-                    answer = answer_from_text(question, line)
-                    if isinstance(answer, Answer):
-                        return answer
-                    await self.send(answer)
+            async with self._router.asking(server=True) as asked:
+                await self.send(render_question(question))
+                with anyio.move_on_after(timeout):
+                    while (line := await asked.next()) is not None:
+                        answer = answer_from_text(question, line)
+                        if isinstance(answer, Answer):
+                            return answer
+                        await self.send(answer)
             return Answer("cancel")
         finally:
             self._answered.set()
@@ -167,21 +199,39 @@ class ConsoleUI:
         return None
 
     async def read_message(self) -> str | None:
-        """The next message, or ``None`` at end of input.
+        """The next message, or ``None`` at end of input; ``done_with_message`` once it is handled.
 
         Cancelling the wait does not lose the line: the read goes on, and the next call gets it.
         """
-        return await self._lines.next()
+        return await self._router.message()
+
+    def done_with_message(self) -> None:
+        """The message ``read_message`` gave is handled: the next line typed is the next message."""
+        self._router.idle()
+
+    def beside(self, commands: CommandRouter, run: Callable[[str], None]) -> None:
+        """Let commands typed while a question waits or a message is handled run now, with ``run``.
+
+        Without it (a console UI on its own), a command typed while a question waits is no answer,
+        and nothing else happens to it.
+        """
+        self._router.beside = _Beside(commands, run)
 
     def _readline(self) -> str | None:
         line = self._stdin.readline()
         return line.rstrip("\r\n") if line else None
 
-    def _input(self) -> str | None:
-        try:
-            return input(_PROMPT)
-        except EOFError:
-            return None
+    def _prompt(self) -> None:
+        # Written here, not by input() in the reading thread: a question shown meanwhile must
+        # not get a prompt written after it. A secret question turns the echo off beneath the
+        # read already waiting (``_unechoed``).
+        self._stdout.write(_PROMPT)
+        self._stdout.flush()
+
+    def prompt_again(self) -> None:
+        """In a terminal, show the prompt again when a read waits (the status line wiped it)."""
+        if self.interactive and self._router.reading:
+            self._prompt()
 
     @asynccontextmanager
     async def working(self) -> AsyncIterator[None]:
@@ -202,6 +252,7 @@ class ConsoleUI:
     async def _spin(self) -> None:
         for frame in itertools.cycle("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"):
             await self._answered.wait()
+            await anyio.lowlevel.checkpoint_if_cancelled()  # the turn may have ended meanwhile
             status = next(reversed(self._status.values()), "working…")
             width = max(10, shutil.get_terminal_size().columns - 3)
             status = status if len(status) <= width else status[: width - 1] + "…"
@@ -217,12 +268,20 @@ class _LineReader:
     read still waiting on the terminal must be the next message, not a line lost.
     """
 
-    def __init__(self, read: Callable[[], str | None]) -> None:
+    def __init__(self, read: Callable[[], str | None], prompt: Callable[[], None] | None = None) -> None:
         self._read = read
+        self._prompt = prompt
         self._pending: _Pending | None = None
+
+    @property
+    def waiting(self) -> bool:
+        """A read is under way."""
+        return self._pending is not None
 
     async def next(self) -> str | None:
         if self._pending is None:
+            if self._prompt is not None:
+                self._prompt()
             self._pending = _Pending.start(self._read)
         pending = self._pending
         await pending.done.wait()
@@ -260,15 +319,221 @@ class _Pending:
         return result
 
 
-async def _in_daemon_thread(read: Callable[[], str | None]) -> str | None:
-    """Run a blocking read in a daemon thread.
+@dataclass(frozen=True, slots=True)
+class _Beside:
+    """The chat's commands, and how to run one now, beside the message being handled."""
 
-    A thread blocked on the terminal cannot be interrupted; in the worker pool it would keep
-    the process alive after Ctrl-C until the user pressed Enter. A daemon thread does not.
+    commands: CommandRouter
+    run: Callable[[str], None]
+
+
+class _Asked:
+    """A question that waits: the lines the router gives it, in order, then ``None`` once it ended."""
+
+    def __init__(self, *, server: bool) -> None:
+        self.server = server
+        """A server's question (answered with ``/accept``, ``/decline``, ``/cancel``), or a secret one."""
+        self.ended = False
+        self._lines: deque[str] = deque()
+        self._arrived = anyio.Event()
+
+    def give(self, line: str) -> None:
+        self._lines.append(line)
+        self._arrived.set()
+
+    def end(self) -> None:
+        """No more lines for it: cancelled, or the input ended."""
+        self.ended = True
+        self._arrived.set()
+
+    async def next(self) -> str | None:
+        """The next line given to it; ``None`` once it ended and every line given was taken."""
+        while not self._lines and not self.ended:
+            self._arrived = anyio.Event()
+            await self._arrived.wait()
+        return self._lines.popleft() if self._lines else None
+
+    def untaken(self) -> list[str]:
+        """The lines given to it that it did not take, when it ended: they are someone else's."""
+        lines, self._lines = list(self._lines), deque()
+        return lines
+
+
+class _Router:
+    """The console's one reader of input, and where each line typed goes.
+
+    - While a question waits (``asking``), lines go to it; ``/help`` and the commands that only
+      show something run at once beside it, and any other command cancels it with a note, then
+      runs in its turn (``beside_a_question``).
+    - While a message is handled, ``/stop`` runs at once; other lines wait their turn.
+    - Otherwise each line is the next message, and the router reads no further until it is
+      handled, as the user would have waited for its answer.
+
+    In a pipe, lines are written ahead: a question takes the lines sent after the message that
+    led to it, which waited meanwhile, as a script means them. In a terminal a question takes
+    only what is typed once it shows: a line typed before is a message, as it was meant.
     """
-    pending = _Pending.start(read)
-    await pending.done.wait()
-    return pending.result()
+
+    def __init__(
+        self,
+        read: Callable[[], str | None],
+        *,
+        prompt: Callable[[], None] | None,
+        pipe: bool,
+        say: Callable[[str], Awaitable[object]],
+    ) -> None:
+        self._lines = _LineReader(read, prompt)
+        self._pipe = pipe
+        self._say = say
+        self.beside: _Beside | None = None
+        self._unread: deque[str | None] = deque()
+        """Lines read and not yet routed: a question's untaken lines, or held lines a new question takes."""
+        self._held: deque[str | None] = deque()
+        """The next messages, in order; ``None`` is the end of input."""
+        self._asked: _Asked | None = None
+        self._busy = False
+        """A message was taken and is being handled."""
+        self._eof = False
+        self._pumping = False
+        self._changed = anyio.Event()
+
+    def _poke(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    @property
+    def reading(self) -> bool:
+        """A read waits for the next line."""
+        return self._lines.waiting
+
+    async def message(self) -> str | None:
+        """The next message: a line that waited, or the next typed; ``None`` at the end of input."""
+        async with self.pumping():
+            while not self._held:
+                await self._changed.wait()
+            line = self._held[0]
+            if line is not None:  # the end of input stays, for every later call
+                self._held.popleft()
+                self._busy = True
+            self._poke()
+            return line
+
+    def idle(self) -> None:
+        """The message taken last is handled."""
+        self._busy = False
+        self._poke()
+
+    @asynccontextmanager
+    async def asking(self, *, server: bool) -> AsyncIterator[_Asked]:
+        """A question waits while the block runs: the lines typed go to it (``_Asked.next``)."""
+        asked = _Asked(server=server)
+        if self._asked is not None:
+            self._asked.end()  # only the newest question gets the answer
+        self._asked = asked
+        if self._pipe:
+            self._unread.extendleft(reversed(self._held))
+            self._held.clear()
+        if self._eof and None not in self._unread:
+            asked.end()
+        self._poke()
+        try:
+            async with self.pumping():
+                yield asked
+        finally:
+            if self._asked is asked:
+                self._asked = None
+            asked.end()
+            self._unread.extendleft(reversed(asked.untaken()))
+            self._poke()
+
+    @asynccontextmanager
+    async def pumping(self) -> AsyncIterator[None]:
+        """Lines are read and routed while the block runs (unless they are already)."""
+        if self._pumping:
+            yield
+            return
+        self._pumping = True
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._read)
+                tg.start_soon(self._pump)
+                try:
+                    yield
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            self._pumping = False
+
+    async def _read(self) -> None:
+        """Read the lines typed, one at a time, as the router can take them."""
+        while True:
+            while self._unread or self._eof or (not self._busy and self._held and self._asked is None):
+                await self._changed.wait()
+            line = await self._lines.next()
+            if line is None:
+                self._eof = True
+            self._unread.append(line)
+            self._poke()
+
+    async def _pump(self) -> None:
+        """Route the lines read, in order."""
+        while True:
+            while not self._unread:
+                await self._changed.wait()
+            line = self._unread.popleft()
+            self._poke()  # the reader may read on
+            await self._route(line)
+
+    def _hold(self, line: str | None) -> None:
+        self._held.append(line)
+        self._poke()
+
+    async def _route(self, line: str | None) -> None:
+        asked = self._asked
+        if asked is not None and not asked.ended:
+            await self._to_question(asked, line)
+            return
+        beside = self.beside
+        if line is not None and self._busy and beside is not None:
+            parsed = classify(line, beside.commands).command
+            if parsed is not None and parsed.name == "stop":
+                beside.run(line)  # for the message being handled: it cannot wait behind it
+                return
+        self._hold(line)
+
+    async def _to_question(self, asked: _Asked, line: str | None) -> None:
+        if line is None:
+            asked.end()
+            self._hold(None)
+            return
+        beside = self.beside
+        commands = beside.commands if beside is not None else CommandRouter()
+        parsed = classify(line, commands).command
+        if parsed is None:
+            asked.give(line)  # the answer, or a try at one
+            return
+        if parsed.name in _ANSWER_WORDS and commands.get(parsed.name) is None:
+            if asked.server:
+                asked.give(line)
+            elif parsed.name == "cancel":
+                asked.end()
+            else:
+                await self._tell(_NOT_AN_ANSWER)
+            return
+        if beside is None:
+            await self._tell(_NOT_AN_ANSWER)
+        elif beside_a_question(parsed, commands, is_owner=True):
+            beside.run(line)
+        else:
+            asked.end()
+            await self._tell(cancelled_for(parsed.name))
+            if parsed.name == "stop" and self._busy:
+                beside.run(line)
+            else:
+                self._hold(line)
+
+    async def _tell(self, text: str) -> None:
+        await self._say(text)
 
 
 async def run_console(
@@ -279,7 +544,11 @@ async def run_console(
     stdout: TextIO | None = None,
     banner: str | None = None,
 ) -> None:
-    """Chat in the console until end of input."""
+    """Chat in the console until end of input.
+
+    Messages are handled one at a time, in the order typed. Meanwhile ``/stop`` runs at once,
+    and while a question waits, the lines typed go to it and commands still run (``_Router``).
+    """
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     ui = ConsoleUI(stdin, stdout, interactive=stdin.isatty() and stdout.isatty())
@@ -288,41 +557,33 @@ async def run_console(
     sender = Sender(id=user, name=user, is_owner=True)
     if banner and ui.interactive:
         await ui.send(banner)
-    typed: deque[str | None] = deque()
-    while (text := typed.popleft() if typed else await ui.read_message()) is not None:
-        message = IncomingMessage(text=text, sender=sender, ref=None)
-        async with ui.working():
-            if classify(text, host.commands).command is None:
-                reply = await _turn(host, session, message, ui, typed)
-            else:
-                # A command may ask a question, which reads the next line itself.
-                reply = await host.handle(session, message, ui)
+
+    async def now(line: str) -> None:
+        reply = await host.handle(session, IncomingMessage(line, sender, None), ui)
         if reply is not None:
             await ui.send(reply.text)
 
-
-async def _turn(
-    host: Host, session: ChatSession, message: IncomingMessage, ui: ConsoleUI, typed: deque[str | None]
-) -> Reply | None:
-    """Run an agent turn while reading on: ``/stop`` goes to the host at once, other lines wait
-    their turn in ``typed`` (end of input too), in the order they came."""
-    replies: list[Reply | None] = []
     async with anyio.create_task_group() as tg:
 
-        async def run() -> None:
-            replies.append(await host.handle(session, message, ui))
-            tg.cancel_scope.cancel()
+        def run_now(line: str) -> None:
+            tg.start_soon(now, line)
 
-        tg.start_soon(run)
-        while True:
-            line = await ui.read_message()
-            command = None if line is None else classify(line, host.commands).command
-            if line is not None and command is not None and command.name == "stop":
-                stopped = await host.handle(session, IncomingMessage(line, message.sender, None), ui)
-                if stopped is not None:
-                    await ui.send(stopped.text)
-                continue
-            typed.append(line)
-            if line is None:
-                break
-    return replies[0] if replies else None
+        ui.beside(host.commands, run_now)
+        async with ui._router.pumping():
+            while (text := await ui.read_message()) is not None:
+                parsed = classify(text, host.commands).command
+                try:
+                    if (
+                        parsed is not None
+                        and parsed.name in _ANSWER_WORDS
+                        and host.commands.get(parsed.name) is None
+                    ):
+                        await ui.send(NOTHING_TO_CANCEL if parsed.name == "cancel" else NOTHING_TO_ANSWER)
+                        continue
+                    async with ui.working():
+                        reply = await host.handle(session, IncomingMessage(text, sender, None), ui)
+                finally:
+                    ui.done_with_message()
+                if reply is not None:
+                    await ui.send(reply.text)
+                ui.prompt_again()

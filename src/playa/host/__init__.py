@@ -24,6 +24,8 @@ from ._normalize import normalize
 from ._outbound import OutboundSecrets, install_outbound_gate, outbound_secrets
 from ._prompt import PromptSections
 from ._questions import (
+    NOTHING_TO_ANSWER,
+    NOTHING_TO_CANCEL,
     QUESTION_TIMEOUT,
     Answer,
     Field,
@@ -31,6 +33,8 @@ from ._questions import (
     Question,
     accepted,
     answer_from_text,
+    beside_a_question,
+    cancelled_for,
     field_value,
     render_question,
     shown,
@@ -92,6 +96,8 @@ __all__ = [
     "DEFAULT_PROMPT",
     "HISTORY_FILE",
     "MIN_SECRET_LENGTH",
+    "NOTHING_TO_ANSWER",
+    "NOTHING_TO_CANCEL",
     "QUESTION_TIMEOUT",
     "REDACTED",
     "UI",
@@ -136,6 +142,8 @@ __all__ = [
     "accepted",
     "answer_from_text",
     "auth_credential",
+    "beside_a_question",
+    "cancelled_for",
     "classify",
     "encoded_forms",
     "field_value",

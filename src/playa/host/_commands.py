@@ -31,6 +31,11 @@ class ParsedCommand:
     def __repr__(self) -> str:
         return f"ParsedCommand({self.name!r}, {len(self.args)} chars of arguments)"
 
+    @property
+    def wants_help(self) -> bool:
+        """``/name --help`` (or ``-h``, ``help``): the command's usage is shown, the command not run."""
+        return self.args in ("--help", "-h", "help")
+
 
 def parse_command(text: str) -> ParsedCommand | None:
     """The command in a message, or ``None`` when the message is for the agent."""
@@ -77,7 +82,8 @@ class Command:
     """A ``/name`` command.
 
     ``carries_secret`` tells from the raw arguments whether the message holds a credential,
-    so the front end deletes it before anything else happens.
+    so the front end deletes it before anything else happens. ``read_only``: it only shows
+    what is (it changes nothing), so it runs at once while a question waits in the chat.
     """
 
     name: str
@@ -86,6 +92,7 @@ class Command:
     usage: str = ""
     owner_only: bool = True
     carries_secret: Callable[[str], bool] = field(default=_never)
+    read_only: bool = False
 
     @property
     def help(self) -> str:

@@ -173,7 +173,7 @@ class Host:
         }
         self._stack: AsyncExitStack | None = None
         self._running = RunningTurns()
-        self.commands.add(Command("help", "list the commands", self._help, owner_only=False))
+        self.commands.add(Command("help", "list the commands", self._help, owner_only=False, read_only=True))
         self.commands.add(Command("reset", "forget this chat's conversation", self._reset))
         self.commands.add(Command("stop", "stop the agent's running turn", self._stop))
         for extension in self.extensions:
@@ -474,7 +474,7 @@ class Host:
             logger.info("command /%s in %s from %s", command.name, session.scope, message.sender.id)
             if command.owner_only and not message.sender.is_owner:
                 text = f"Only this chat's owner can use /{command.name}."
-            elif parsed.args in ("--help", "-h", "help"):
+            elif parsed.wants_help:
                 text = command.help
             else:
                 text = await self._run_command(

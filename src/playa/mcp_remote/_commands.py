@@ -305,7 +305,13 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             usage="/mcp_remove <name>",
             carries_secret=not_a_name,
         ),
-        Command("mcp_list", "the chat's remote MCP servers and their state", list_, usage="/mcp_list"),
+        Command(
+            "mcp_list",
+            "the chat's remote MCP servers and their state",
+            list_,
+            usage="/mcp_list",
+            read_only=True,
+        ),
         Command(
             "mcp_restore",
             "put back the last server file Playa saved, when it was rolled back, replaced or deleted",
@@ -319,6 +325,7 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             review,
             usage="/mcp_review [name]",
             carries_secret=not_a_name,
+            read_only=True,
         ),
         Command(
             "mcp_approve",
@@ -340,6 +347,7 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             tools,
             usage="/mcp_tools [name]",
             carries_secret=not_a_name,
+            read_only=True,
         ),
     ]
 
