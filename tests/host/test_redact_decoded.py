@@ -241,6 +241,32 @@ def test_ten_megabytes_of_hex_and_numbers_cost_few_decodings(monkeypatch: pytest
     assert calls[0] == 0
 
 
+@pytest.mark.parametrize("search", ["filter"], indirect=True)
+def test_a_hostile_run_of_a_long_key_costs_a_decoding_per_few_reaches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A thousand-character key's base64 cut short, repeated with breaks: every sampled block is
+    # one of its blocks and fails to confirm. A decoding looks ahead of the block further than
+    # behind, so the blocks it has looked past need none: the work stays linear in the text.
+    calls = [0]
+    find = _redact._Decoder.find
+
+    def counted(
+        self: _redact._Decoder, data: bytes, position: int
+    ) -> tuple[int, int, tuple[int, int] | None]:
+        calls[0] += 1
+        return find(self, data, position)
+
+    monkeypatch.setattr(_redact._Decoder, "find", counted)
+    key = "".join(random.Random(1000).choices(ALPHABET, k=1000))
+    redactor = Redactor([key])
+    core = base64.b64encode(key.encode()).decode()[:-6]
+    text = (core + "\n") * (1_000_000 // (len(core) + 1))
+    assert redactor.redact(text) is text
+    (decoder,) = [decoder for decoder in redactor._decoders if not decoder.whole]
+    assert 0 < calls[0] <= 2 * len(text) // decoder.reach + 10
+
+
 key_text = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="[]"), min_size=16, max_size=80)
 
 

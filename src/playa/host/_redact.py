@@ -482,6 +482,8 @@ class _Decoder:
         if found is None or len(self.extent) > len(self.targets):
             found = self.decoded(raw, self.extent)
         starts, ends, length = found
+        if not starts:
+            return first, last
         # What lies before `first` and after `last` decodes to nothing.
         cut = (_SEPARATOR if self.whole and glued_before else _BREAK).search(raw, first, last)
         if cut is not None:
@@ -527,7 +529,9 @@ class _Decoder:
         line break and lies within :attr:`reach` of the block.
         """
         reach = self.reach
-        low, high = max(0, position - reach), position + reach
+        # Further ahead than behind: in a long run a later block then needs no look of its own,
+        # so a run whose blocks all hit costs its length, a few times over, and no more.
+        low, high = max(0, position - reach), position + 4 * reach
         run = self.run
         end = _run_end(run, data, position, high)
         start = position - _run_end(run, data[low:position][::-1], 0)
