@@ -336,22 +336,31 @@ class _Asked:
         self.ended = False
         self._lines: deque[str] = deque()
         self._arrived = anyio.Event()
+        self._ready = anyio.Event()
+        """Set while it waits for a line, and once it ended."""
 
     def give(self, line: str) -> None:
         self._lines.append(line)
+        self._ready = anyio.Event()
         self._arrived.set()
 
     def end(self) -> None:
         """No more lines for it: cancelled, or the input ended."""
         self.ended = True
         self._arrived.set()
+        self._ready.set()
 
     async def next(self) -> str | None:
         """The next line given to it; ``None`` once it ended and every line given was taken."""
         while not self._lines and not self.ended:
             self._arrived = anyio.Event()
+            self._ready.set()
             await self._arrived.wait()
         return self._lines.popleft() if self._lines else None
+
+    async def ready(self) -> None:
+        """Until it waits for a line, or ended: what it was given is taken, and it wants more."""
+        await self._ready.wait()
 
     def untaken(self) -> list[str]:
         """The lines given to it that it did not take, when it ended: they are someone else's."""
@@ -489,8 +498,11 @@ class _Router:
         self._poke()
 
     async def _route(self, line: str | None) -> None:
-        asked = self._asked
-        if asked is not None and not asked.ended:
+        if (asked := self._asked) is not None and not asked.ended:
+            # One line at a time: the line before may have answered it, and what comes after
+            # an answer is not the question's.
+            await asked.ready()
+        if (asked := self._asked) is not None and not asked.ended:
             await self._to_question(asked, line)
             return
         beside = self.beside
