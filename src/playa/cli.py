@@ -1,4 +1,5 @@
-"""The ``playa`` command: ``chat`` (the console), ``telegram``, ``demo-server`` and ``oauth-client-metadata``."""
+"""The ``playa`` command: ``chat`` (the console), ``telegram``, ``audit``, ``demo-server`` and
+``oauth-client-metadata``."""
 
 from __future__ import annotations
 
@@ -19,16 +20,30 @@ import anyio.abc
 from . import __version__
 from ._runtime import tune_runtime
 from .exceptions import ConfigError
-from .host import EnvPolicy, Extension, Host, HostConfig, ModelLimits, install_outbound_gate, outbound_secrets
+from .host import (
+    EnvPolicy,
+    Extension,
+    Host,
+    HostConfig,
+    ModelLimits,
+    install_outbound_gate,
+    outbound_secrets,
+    session_state_dir,
+)
 from .mcp_remote import (
     CALLBACK_PATH,
+    KEY_FILE_NAME,
+    AuditKey,
     Callbacks,
     ConnectionSettings,
     EgressPolicy,
+    HostSecret,
     RemoteMcpExtension,
     RemoteMcpSettings,
+    audit_folder,
     client_metadata_document,
     resolve_host_secret,
+    verify_log,
 )
 
 __all__ = ["main"]
@@ -106,7 +121,71 @@ def _parser() -> argparse.ArgumentParser:
         help="with long polling and $PLAYA_PUBLIC_URL: where the login redirect's listener takes "
         "requests, forwarded from the public URL (default: $PLAYA_LISTEN or 127.0.0.1:8443)",
     )
+    audit = commands.add_parser(
+        "audit",
+        help="check or export a chat's audit log",
+        description="Check or export a chat's audit log: what was done with its remote MCP servers and "
+        "tools. The host secret comes from the environment as for the chat itself.",
+    )
+    actions = audit.add_subparsers(dest="action", metavar="ACTION", required=True)
+    verify = actions.add_parser(
+        "verify",
+        help="check the chain of records; exits 1 and says where it breaks",
+        description=(
+            "Check a chat's audit log: every record sealed for this chat, in order, none missing "
+            "after the last its head record names. Exits 1 and says where the chain breaks."
+        ),
+    )
+    export = actions.add_parser(
+        "export",
+        help="write the records that verify as JSON lines",
+        description=(
+            "Write the records of a chat's audit log that verify, one JSON object a line; "
+            "exits 1 (after writing them) when the chain breaks."
+        ),
+    )
+    export.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE (default: stdout)")
+    for sub in (verify, export):
+        sub.add_argument(
+            "--chat",
+            default="console:default",
+            metavar="SCOPE",
+            help="the chat's scope: console:<name> or telegram:<chat id> (default: %(default)s)",
+        )
+        sub.add_argument("--data-dir", type=Path, help="where chats are kept (default: $PLAYA_DATA_DIR)")
     return parser
+
+
+def _audit(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """``playa audit verify`` and ``playa audit export``: 0 when the chain is whole, else 1."""
+    data_dir: Path = args.data_dir or default_data_dir(environ)
+    # The console's key file is read when it exists, never created: a new key verifies nothing.
+    secret = resolve_host_secret(
+        environ, data_dir=data_dir, allow_generate=(data_dir / KEY_FILE_NAME).is_file()
+    )
+    if not isinstance(secret, HostSecret):
+        raise ConfigError(secret.reason)
+    folder = audit_folder(session_state_dir(data_dir, args.chat))
+    found = verify_log(folder, args.chat, AuditKey(secret.value))
+    if not found.records and not found.breaks:
+        print(f"playa: chat {args.chat} has no audit log in {data_dir}", file=sys.stderr)
+        return 1
+    if args.action == "export":
+        lines = "".join(json.dumps(record.as_json(), ensure_ascii=False) + "\n" for record in found.records)
+        if args.output is None:
+            sys.stdout.write(lines)
+        else:
+            args.output.write_text(lines, encoding="utf-8")
+    for where in found.breaks:
+        print(f"playa: the audit log of {args.chat} breaks at {where}", file=sys.stderr)
+    if found.breaks:
+        return 1
+    if args.action == "verify":
+        last = found.records[-1]
+        print(
+            f"The audit log of {args.chat} is whole: {len(found.records)} records, the last #{last.seq} at {last.time}."
+        )
+    return 0
 
 
 def _configure_logging(level: str | None) -> None:
@@ -359,6 +438,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "oauth-client-metadata":
             print(_oauth_client_metadata(os.environ))
+        elif args.command == "audit":
+            return _audit(args, os.environ)
         elif args.command == "chat":
             anyio.run(_chat, args)
         elif args.command == "telegram":

@@ -42,7 +42,7 @@ from ._questions import (
 from ._redact import MIN_SECRET_LENGTH, REDACTED, Redactor, auth_credential, encoded_forms, is_http_token
 from ._registry import ToolRegistry
 from ._schemas import ToolRules, Withheld, repair_schema
-from ._scope import scope_folder
+from ._scope import scope_folder, session_state_dir
 from ._session import ChatSession, LateResult
 from ._tools import Media, Tool, ToolResult
 from ._ui import UI, IncomingMessage, MessageRef, Sender
@@ -164,6 +164,7 @@ __all__ = [
     "resolve_in_workspace",
     "resolve_model",
     "scope_folder",
+    "session_state_dir",
     "shown",
     "workspace_tools",
 ]

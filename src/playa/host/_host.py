@@ -33,12 +33,12 @@ from ._offline import is_offline, offline_model
 from ._outbound import install_outbound_gate, outbound_secrets
 from ._redact import Redactor
 from ._schemas import ToolRules
-from ._scope import scope_folder
+from ._scope import scope_folder, session_state_dir
 from ._session import ChatSession, LateResult
 from ._tool_search import ToolSearchLimits
 from ._tools import ToolResult
 from ._turns import NOT_KEPT, ModelLimits, RunningTurns, key_refused
-from ._ui import UI, IncomingMessage
+from ._ui import UI, IncomingMessage, Sender
 from ._workspace_tools import workspace_tools
 
 __all__ = ["DEFAULT_PROMPT", "Host", "HostConfig", "Reply", "ScopeMove", "resolve_model"]
@@ -248,7 +248,7 @@ class Host:
         folder = scope_folder(scope)
         workspace = self.config.data_dir / "workspaces" / folder
         await anyio.to_thread.run_sync(lambda: workspace.mkdir(parents=True, exist_ok=True))
-        state_dir = self.config.data_dir / "sessions" / folder
+        state_dir = session_state_dir(self.config.data_dir, scope)
         history = await History.open(state_dir)
         core = workspace_tools(workspace)
         session = ChatSession(
@@ -462,7 +462,7 @@ class Host:
                 # The key stays out of the model's request and the history; the person is told.
                 masked = _KEY_MASKED.format(deleted=", and I deleted your message" if deleted else "")
                 await ui.send(self.redact(session, "\n\n".join([masked, *notes])))
-            return await self._turn(session, inbound.model_text, ui)
+            return await self._turn(session, inbound.model_text, ui, message.sender)
         command = self.commands.get(parsed.name)
         if command is None:
             # Never quoted back nor logged: a mistyped command may hold a key
@@ -509,13 +509,13 @@ class Host:
             self._log_failure(session, f"command /{command.name}", exc)
             return f"Sorry, /{command.name} failed: {type(exc).__name__}: {exc}"
 
-    async def _turn(self, session: ChatSession, text: str, ui: UI) -> Reply:
+    async def _turn(self, session: ChatSession, text: str, ui: UI, sender: Sender) -> Reply:
         async with session.turn_lock:
-            session.turn_ui = ui
+            session.turn_ui, session.turn_sender = ui, sender
             try:
                 return await self._run_turn(session, text)
             finally:
-                session.turn_ui = None
+                session.turn_ui, session.turn_sender = None, None
 
     async def _run_turn(self, session: ChatSession, text: str) -> Reply:
         for extension in self.extensions:

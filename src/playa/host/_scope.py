@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
 
-__all__ = ["scope_folder"]
+__all__ = ["scope_folder", "session_state_dir"]
 
 _KEEP = re.compile(r"[A-Za-z0-9-]")
 _MAX_PLAIN = 120
@@ -29,3 +30,8 @@ def scope_folder(scope: str) -> str:
         return escaped
     digest = hashlib.sha256(scope.encode()).hexdigest()
     return f"{escaped[:48]}~{digest}"
+
+
+def session_state_dir(data_dir: Path, scope: str) -> Path:
+    """A chat's private folder under the data dir: outside every workspace, the agent cannot reach it."""
+    return data_dir / "sessions" / scope_folder(scope)

@@ -13,7 +13,7 @@ from ._prompt import PromptSections
 from ._registry import ToolRegistry
 from ._schemas import ToolRules
 from ._tools import ToolResult
-from ._ui import UI
+from ._ui import UI, Sender
 
 if TYPE_CHECKING:
     # The agent's type (pydantic-ai messages): a session, and every extension, loads no model library.
@@ -73,6 +73,8 @@ class ChatSession:
     turn_ui: UI | None = None
     """While a turn runs, the front end of the message that started it: a server's questions
     during the turn are asked of that message's sender, and of nobody else."""
+    turn_sender: Sender | None = None
+    """While a turn runs, who sent the message that started it (also for a member's turn)."""
     redact: Callable[[str], str] | None = None
     """Removes every credential the chat knows (the host's, and every extension's) from text on its
     way out of the host; set by the host. Extensions use it for what they show the chat directly."""

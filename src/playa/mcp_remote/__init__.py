@@ -6,7 +6,8 @@ Depends only on the host's small interfaces (``playa.host``) and the shared MCP 
 
 from ._extension import RemoteMcpExtension
 from ._settings import RemoteMcpSettings
-from .store._secret import HostSecret, NoHostSecret, resolve_host_secret
+from .store import AuditKey, AuditRecord, Verification, audit_folder, verify_log
+from .store._secret import KEY_FILE_NAME, HostSecret, NoHostSecret, resolve_host_secret
 from .store._store import LoadResult, Rejected, ServerEntry, ServerStore
 from .transport._budget import ResultBudget, ResultTooLarge
 from .transport._connection import Connection, ConnectionSettings, Connector, Endpoint
@@ -15,6 +16,9 @@ from .transport._oauth import CALLBACK_PATH, Callbacks, client_metadata_document
 
 __all__ = [
     "CALLBACK_PATH",
+    "KEY_FILE_NAME",
+    "AuditKey",
+    "AuditRecord",
     "Callbacks",
     "Connection",
     "ConnectionSettings",
@@ -33,7 +37,10 @@ __all__ = [
     "ResultTooLarge",
     "ServerEntry",
     "ServerStore",
+    "Verification",
+    "audit_folder",
     "client_metadata_document",
     "resolve_host_secret",
     "system_resolver",
+    "verify_log",
 ]

@@ -23,6 +23,7 @@ import mcp_types
 from ..exceptions import StoreError
 from ..host import UI, Approval, ChatSession, render_approval
 from ._state import ServerState
+from .store._audit import AuditLog
 from .store._pins import (
     Pins,
     approval_digest,
@@ -85,6 +86,7 @@ class Approvals:
         bind: Callable[[ServerState, Connection], Pins | None],
         wait_for_connects: Callable[[], Awaitable[None]],
         write_section: Callable[[], None],
+        audit: AuditLog,
     ) -> None:
         """``interval``: seconds between two messages about one server while the first is undecided."""
         self._session = session
@@ -96,6 +98,7 @@ class Approvals:
         self._bind = bind
         self._wait_for_connects = wait_for_connects
         self._write_section = write_section
+        self._audit = audit
         self.owner_ui: UI | None = None
         """The front end of the owner's latest command: where tool changes are shown to them."""
         self._untold: list[str] = []
@@ -352,6 +355,12 @@ class Approvals:
             state.shown = approval.digest
             return f"The tools of {name} {what} you were shown them. Now:\n{render_approval(approval)}"
         held, instructions = await self._conclude(state, approve=approve)
+        self._audit.record(
+            "approved" if approve else "rejected",
+            server=name,
+            tools=len(held),
+            instructions=instructions is not None,
+        )
         return self._redact(_decided(name, held, instructions is not None, approve=approve))
 
     async def _conclude(

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -13,12 +16,20 @@ from ..exceptions import CallFailed, NeedsLogin, RemoteError, RemoteTimeout, Too
 from ..host import UI, ChatSession, LateResult, ToolResult
 from ..mcp import map_result
 from ._state import ServerState
+from .store._audit import AuditLog
 from .transport._connection import Connection, ConnectionSettings, PendingTask
 from .transport._progress import ProgressFeed
 
 __all__ = ["Calls"]
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Seen:
+    """What a call's audit record needs to know that its result does not say."""
+
+    timed_out: bool = False
 
 
 class Calls:
@@ -42,6 +53,7 @@ class Calls:
         needs_login: Callable[[ServerState, str], None],
         step_up: Callable[[ServerState], Awaitable[bool]],
         write_section: Callable[[], None],
+        audit: AuditLog,
     ) -> None:
         self._session = session
         self._servers = servers
@@ -52,6 +64,7 @@ class Calls:
         self._needs_login = needs_login
         self._step_up = step_up
         self._write_section = write_section
+        self._audit = audit
 
     def _redact_out(self, text: str) -> str:
         """Text this extension shows the chat itself: its own credentials and the host's removed."""
@@ -61,7 +74,35 @@ class Calls:
     async def call(
         self, state: ServerState, exposed: str, remote: str, arguments: dict[str, Any]
     ) -> ToolResult:
-        """Call ``remote`` (exposed to the model as ``exposed``) on ``state``'s server, with its progress shown."""
+        """Call ``remote`` (exposed to the model as ``exposed``) on ``state``'s server, with its progress
+        shown; recorded in the chat's audit log: whose turn, the names, the outcome, the duration and
+        the sizes, never the arguments or the result."""
+        started, seen, result = time.perf_counter(), _Seen(), None
+        try:
+            result = await self._call(state, exposed, remote, arguments, seen)
+            return result
+        finally:
+            sender = self._session.turn_sender
+            self._audit.record(
+                "tool_call",
+                sender=sender.id if sender is not None else None,
+                server=state.entry.name,
+                tool=remote,
+                outcome="timeout"
+                if seen.timed_out
+                else "error"
+                if result is None or result.is_error
+                else "ok",
+                duration_us=round((time.perf_counter() - started) * 1e6),
+                arguments_bytes=len(
+                    json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str).encode()
+                ),
+                result_bytes=len(result.text.encode()) if result is not None else 0,
+            )
+
+    async def _call(
+        self, state: ServerState, exposed: str, remote: str, arguments: dict[str, Any], seen: _Seen
+    ) -> ToolResult:
         connection = await self._connection_for_call(state)
         ui = self._session.turn_ui
         feed = ProgressFeed(ui, exposed, self._redact_out) if ui is not None else None
@@ -78,6 +119,7 @@ class Calls:
             )
             final = "still running" if isinstance(result, PendingTask) else "done"
         except (CallFailed, RemoteTimeout) as exc:
+            seen.timed_out = isinstance(exc, RemoteTimeout)
             # The connection marked itself broken: drop it; the next call reconnects. No retry:
             # the call may have had effects on the server.
             if state.connection is connection:

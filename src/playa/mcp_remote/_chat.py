@@ -23,6 +23,7 @@ from ._settings import RemoteMcpSettings
 from ._state import LoginStart, ServerState
 from ._tool import Binding, RemoteMcpTool
 from ._views import SECTION_TITLE, section
+from .store._audit import AuditKey, AuditLog, AuditRecord, audit_folder
 from .store._grant import OAuthGrant, resource_of
 from .store._pins import Pins, without_format
 from .store._store import LoadResult, Rejected, Saved, ServerEntry, ServerStore
@@ -57,6 +58,7 @@ class ChatServers:
         task_group: TaskGroup,
         callbacks: Callbacks | None = None,
         clock: Clock = time.time,
+        audit_key: AuditKey | None = None,
     ) -> None:
         self.session = session
         self.store = store
@@ -73,6 +75,11 @@ class ChatServers:
         self._secrets: frozenset[str] = frozenset()
         self._asking = anyio.Lock()
         """One question at a time: the person answers them in turn."""
+        folder = audit_folder(session.state_dir) if session.state_dir is not None else None
+        self.audit = AuditLog(
+            folder, session.scope, audit_key, task_group=task_group, redact=self._redact_out
+        )
+        """What was done with the chat's servers and tools, tamper-evident (``/mcp_audit``)."""
         self.logins = Logins(
             session,
             self.servers,
@@ -85,6 +92,7 @@ class ChatServers:
             redact=self._redact,
             remember=self._remember,
             reconnect=self._reconnect,
+            audit=self.audit,
         )
         """The owner's OAuth logins (``/mcp_auth``) and each ``oauth`` server's grant."""
         self.approvals = Approvals(
@@ -97,6 +105,7 @@ class ChatServers:
             bind=self._bind,
             wait_for_connects=self.wait_for_connects,
             write_section=self._write_section,
+            audit=self.audit,
         )
         """The servers' new and changed tools and instructions, held until the owner decides."""
         self._calls = Calls(
@@ -109,6 +118,7 @@ class ChatServers:
             needs_login=partial(self._failed, needs_login=True),
             step_up=self._step_up,
             write_section=self._write_section,
+            audit=self.audit,
         )
 
     # The file
@@ -153,6 +163,11 @@ class ChatServers:
 
     def _redact(self, text: str) -> str:
         return self.redactor.redact(text)
+
+    def _redact_out(self, text: str) -> str:
+        """Text this extension keeps or shows: its own credentials and the host's removed."""
+        text = self.redactor.redact(text)
+        return self.session.redact(text) if self.session.redact is not None else text
 
     async def _ask(self, question: Question) -> Answer:
         """A server's question, to the person whose message started the running turn.
@@ -371,6 +386,13 @@ class ChatServers:
         if superseded is None or not superseded.authorized:
             superseded = previous.superseded if previous is not None else None
         saved = await anyio.to_thread.run_sync(self._file().put, entry)
+        self.audit.record(
+            "server_replaced" if saved.changed else "server_added",
+            server=entry.name,
+            url=entry.shown_url,
+            transport=entry.transport,
+            auth=entry.auth_kind,
+        )
         return saved, await self._pick_up(entry, superseded=superseded)
 
     async def add_for_login(self, entry: ServerEntry) -> tuple[Saved, ServerState]:
@@ -395,6 +417,8 @@ class ChatServers:
         if saved.changed and state is not None and state.superseded is not None:
             # The grant of an entry this one replaced, whose new login never came.
             await self.logins.revoke_superseded(name, [state.superseded])
+        if saved.changed:
+            self.audit.record("server_removed", server=name, revoked=revoked.outcome)
         return saved, tools, revoked
 
     async def restore(self) -> Saved:
@@ -403,6 +427,7 @@ class ChatServers:
         Raises ``StoreError`` when there is none to trust; nothing changed then.
         """
         saved = await anyio.to_thread.run_sync(self._file().restore)
+        self.audit.record("servers_restored", changed=saved.changed)
         await self._file_changed()
         return saved
 
@@ -460,6 +485,11 @@ class ChatServers:
     async def decide(self, name: str, *, approve: bool, digest: str | None = None) -> str:
         """The owner's ``/mcp_approve`` or ``/mcp_reject`` of what they were shown; what to tell them."""
         return await self.approvals.decide(name, approve=approve, digest=digest)
+
+    async def audit_records(self, count: int) -> list[AuditRecord] | None:
+        """The latest ``count`` records of the chat's audit log (``/mcp_audit``), oldest first;
+        None when the chat keeps none (no private folder)."""
+        return await self.audit.latest(count) if self.audit.enabled else None
 
     def _file(self) -> ServerStore:
         if self.store is None:
@@ -565,5 +595,7 @@ class ChatServers:
                     for connection in connections:
                         tg.start_soon(connection.aclose)
         finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(self._settings.connection.close_timeout):
+                await self.audit.flush()
             # Nothing of this chat's is left to log its credentials.
             outbound_secrets().release(self)

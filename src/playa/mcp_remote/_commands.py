@@ -14,7 +14,7 @@ from ..mcp import is_server_name
 from ._chat import ChatServers
 from ._parse import USAGE, AddRequest, carries_secret, check_secret, parse_add
 from ._state import LoginStart, ServerState
-from ._views import added_text, login_started, notice, server_list, tool_list
+from ._views import added_text, audit_text, login_started, notice, server_list, tool_list
 from .store._grant import OAuthGrant, resource_of
 from .store._store import AuthKind, Saved
 
@@ -25,6 +25,8 @@ OpenServers = Callable[[ChatSession], Awaitable[ChatServers]]
 when remote MCP is disabled): the one service the commands call."""
 
 PASTE_FLAG = "--paste"
+AUDIT_SHOWN = 20
+AUDIT_MAX = 500
 _AUTH_USAGE = (
     "usage: /mcp_auth <name> to log in; /mcp_auth <name> --paste to send the address a login ended at"
 )
@@ -39,6 +41,12 @@ def not_a_name(args: str) -> bool:
     """Whether arguments that should be a server name (or nothing) may be something else, a key say."""
     args = args.strip()
     return bool(args) and args not in ("--help", "-h", "help") and not quotable(args)
+
+
+def not_a_count(args: str) -> bool:
+    """Whether ``/mcp_audit``'s arguments may be something other than a count (a key, say)."""
+    args = args.strip()
+    return bool(args) and args not in ("--help", "-h", "help") and not (args.isascii() and args.isdigit())
 
 
 def _shown_name(name: str) -> str:
@@ -240,6 +248,12 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
     async def list_(ctx: CommandContext) -> str:
         return server_list(await servers(ctx), clock())
 
+    async def audit(ctx: CommandContext) -> str:
+        text = ctx.args.strip() or str(AUDIT_SHOWN)
+        if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= AUDIT_MAX:
+            raise UsageError(f"usage: /mcp_audit [n], n from 1 to {AUDIT_MAX} (default {AUDIT_SHOWN})")
+        return audit_text(await (await servers(ctx)).audit_records(int(text)))
+
     async def tools(ctx: CommandContext) -> str:
         chat = await servers(ctx)
         name = ctx.args.strip() or None
@@ -310,6 +324,14 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             "the chat's remote MCP servers and their state",
             list_,
             usage="/mcp_list",
+            read_only=True,
+        ),
+        Command(
+            "mcp_audit",
+            "the latest records of the chat's audit log: what was done with its servers and tools",
+            audit,
+            usage=f"/mcp_audit [n] (default {AUDIT_SHOWN})",
+            carries_secret=not_a_count,
             read_only=True,
         ),
         Command(

@@ -14,6 +14,7 @@ from ..host import ChatSession, Command, Extension, Sender
 from ._chat import ChatServers
 from ._commands import build_commands
 from ._settings import RemoteMcpSettings
+from .store._audit import AuditKey
 from .store._seal import Sealer
 from .store._secret import HostSecret, NoHostSecret
 from .store._store import ServerStore
@@ -46,6 +47,7 @@ class RemoteMcpExtension(Extension):
         self.connector = connector or Connector(self.settings.connection)
         self.disabled_reason = secret.reason if isinstance(secret, NoHostSecret) else None
         self._sealer = Sealer(secret.value) if isinstance(secret, HostSecret) else None
+        self._audit_key = AuditKey(secret.value) if isinstance(secret, HostSecret) else None
         self._clock = clock
         self.callbacks = (
             callbacks if callbacks is not None else Callbacks(port=self.settings.oauth_callback_port)
@@ -110,6 +112,7 @@ class RemoteMcpExtension(Extension):
                 task_group=self._tg,
                 callbacks=self.callbacks,
                 clock=self._clock,
+                audit_key=self._audit_key,
             )
         return chat
 

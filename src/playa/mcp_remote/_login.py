@@ -23,6 +23,7 @@ from ..host import ChatSession
 from ._settings import RemoteMcpSettings
 from ._state import LoginStart, ServerState
 from ._views import state_text
+from .store._audit import AuditLog
 from .store._grant import OAuthGrant, resource_of
 from .store._store import ServerStore
 from .transport._connection import Connector
@@ -103,6 +104,7 @@ class Logins:
         redact: Callable[[str], str],
         remember: Callable[[frozenset[str]], None],
         reconnect: Callable[[ServerState], Awaitable[None]],
+        audit: AuditLog,
     ) -> None:
         self._session = session
         self._servers = servers
@@ -115,6 +117,7 @@ class Logins:
         self._redact = redact
         self._remember = remember
         self._reconnect = reconnect
+        self._audit = audit
         self._step_ups: dict[str, _StepUp] = {}
         """Per server, the last step-up the owner was asked for."""
 
@@ -375,6 +378,7 @@ class Logins:
                 start.why = f"A newer /mcp_auth {name} replaced this login."
                 start.settled.set()
             return
+        self._audit.record("login_completed" if not message else "login_failed", server=name)
         if details is not None:
             await send_link(self._redact_out(details)[:400])
         if not start.sent and start.waiting:

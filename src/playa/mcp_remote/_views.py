@@ -11,13 +11,14 @@ what the server itself said of a failure (``ServerState.detail``) is shown to th
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Protocol
 
 from ..host import Redactor
 from ._state import LoginStart, ServerState
 from ._tool import RemoteMcpTool
+from .store._audit import AuditRecord
 from .store._pins import without_format
 from .store._store import Rejected
 from .transport._oauth import duration_text
@@ -253,3 +254,14 @@ def notice(change: str, name: str, tools: int | None) -> str:
     if tools is not None:
         return text + f": the agent can use its {tools} tools."
     return text + ": the agent can use its tools once it connects."
+
+
+def audit_text(records: Sequence[AuditRecord] | None) -> str:
+    """The latest records of the chat's audit log, one a line, for ``/mcp_audit`` (None: it has none)."""
+    if records is None:
+        return "This chat has no audit log: remote MCP is disabled, or the host keeps no private folder."
+    if not records:
+        return "The audit log of this chat is empty."
+    return "\n".join(
+        [f"The latest {len(records)} record(s) of this chat's audit log:", *(r.shown() for r in records)]
+    )

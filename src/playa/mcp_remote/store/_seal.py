@@ -36,6 +36,7 @@ __all__ = [
     "UnknownSealVersion",
     "WrongKey",
     "canonical_json",
+    "derive_key",
 ]
 
 SEAL_VERSION: Final = 1
@@ -96,6 +97,17 @@ def canonical_json(value: JSONValue) -> bytes:
     ).encode("ascii")
 
 
+def derive_key(secret: bytes, info: bytes, length: int = 32) -> bytes:
+    """A key for one purpose, derived from the host secret with HKDF-SHA256.
+
+    ``info`` names the purpose and its format version (``playa/mcp-remote/<purpose>/v1``): a key
+    derived for one purpose is useless for any other the same host secret protects.
+    """
+    if len(secret) < MIN_SECRET_BYTES:
+        raise ConfigError(f"the host secret must be at least {MIN_SECRET_BYTES} bytes")
+    return HKDF(algorithm=hashes.SHA256(), length=length, salt=None, info=info).derive(secret)
+
+
 def _b64encode(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
@@ -120,14 +132,10 @@ class Sealer:
     __slots__ = ("_aead", "_key_id")
 
     def __init__(self, secret: bytes) -> None:
-        if len(secret) < MIN_SECRET_BYTES:
-            raise ConfigError(f"the host secret must be at least {MIN_SECRET_BYTES} bytes")
-        key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_KEY_INFO).derive(secret)
+        key = derive_key(secret, _KEY_INFO)
         # The key id is another HKDF output, not a hash of the key: it names the key without
         # giving an attacker anything to test guesses of the key against.
-        key_id = HKDF(algorithm=hashes.SHA256(), length=_KEY_ID_BYTES, salt=None, info=_KEY_ID_INFO).derive(
-            secret
-        )
+        key_id = derive_key(secret, _KEY_ID_INFO, _KEY_ID_BYTES)
         self._aead = AESGCM(key)
         self._key_id = key_id.hex()
 

@@ -78,6 +78,7 @@ __all__ = [
     "ServerEntry",
     "ServerStore",
     "TransportChoice",
+    "private_folder",
     "store_path",
 ]
 
@@ -109,6 +110,11 @@ _AUTH_KINDS: Final[tuple[str, ...]] = get_args(AuthKind)
 _MAX_URL_CHARS: Final = 2048
 _ENTRY_FIELDS: Final = frozenset({"name", "url", "transport", "tools", "auth", "seal"})
 _AUTH_FIELDS: Final = frozenset({"kind", "headers"})
+
+
+def private_folder(state_dir: Path) -> Path:
+    """The extension's folder in a chat's private state folder (outside the workspace)."""
+    return state_dir / _PRIVATE_FOLDER
 
 
 def store_path(workspace: Path) -> Path:
@@ -341,7 +347,7 @@ class ServerStore:
         self._scope = scope
         self._sealer = sealer
         self._path = store_path(workspace)
-        self._private = None if state_dir is None else state_dir / _PRIVATE_FOLDER
+        self._private = None if state_dir is None else private_folder(state_dir)
         self._loaded: FileSignature | None = None
         self._ever_loaded = False
 

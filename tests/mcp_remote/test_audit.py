@@ -1,0 +1,426 @@
+"""A chat's audit log: every tamper is found by ``playa audit verify``, no record holds a secret,
+the calls of a real loopback server are recorded with their outcome, and only the owner reads it.
+
+The log is written by the chat's ``AuditLog`` (a worker thread, batched); the verifier runs as
+the operator runs it, a ``playa`` process with the host secret in its environment.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from playa.host import session_state_dir
+from playa.mcp_remote import AuditKey, HostSecret, RemoteMcpExtension, audit_folder, verify_log
+from playa.mcp_remote.store import AuditLog, AuditRecord, read_records
+from servers.python_servers import serve_mcp
+from support.chat import GUEST, ScriptedUI, msg
+from support.oauth import log_in, log_in_again, protected_chat, refuse_sign_in
+from support.remote import HEALTHY, SETTINGS, OwnerChat, owner_chat
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "x" * 32  # the conftest's host secret
+SCOPE = "console:audited"
+HEADER_CANARY = "Hk7Tq2Wm9Xz4Lp6Rv3Ns8Bd1Fg5Jc0Ya"
+ARGUMENT_CANARY = "arg-canary-Qe4Uo8Iy2Tr6Ew0Pl3Kj"
+
+
+def folder_of(data_dir: Path, scope: str) -> Path:
+    return audit_folder(session_state_dir(data_dir, scope))
+
+
+async def write_log(data_dir: Path, scope: str, count: int) -> Path:
+    """A log of ``count`` tool calls for ``scope``, written the way a chat writes it."""
+    folder = folder_of(data_dir, scope)
+    async with anyio.create_task_group() as tg:
+        log = AuditLog(folder, scope, AuditKey(SECRET.encode()), task_group=tg)
+        for n in range(count):
+            log.record("tool_call", server="docs", tool=f"tool{n}", outcome="ok", duration_us=n)
+        await log.flush()
+    return folder
+
+
+def playa_audit(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "playa", "audit", *args, "--data-dir", str(data_dir)],
+        env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "MCP_ENCRYPTION_SECRET": SECRET},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def lines_of(folder: Path) -> list[bytes]:
+    return (folder / "audit.jsonl").read_bytes().splitlines(keepends=True)
+
+
+def edited(line: bytes) -> bytes:
+    record = json.loads(line)
+    record["fields"]["outcome"] = "error"
+    return json.dumps(record).encode() + b"\n"
+
+
+# Each tamper: the log's lines (and another chat's) in, the lines written back out, and the line
+# (1-based; 0 for the head record) where the verifier must say the chain breaks.
+Tamper = Callable[[list[bytes], list[bytes]], list[bytes]]
+TAMPERS: dict[str, tuple[Tamper, int]] = {
+    "edited": (lambda lines, other: [*lines[:2], edited(lines[2]), *lines[3:]], 3),
+    "deleted": (lambda lines, other: [*lines[:2], *lines[3:]], 3),
+    "reordered": (lambda lines, other: [*lines[:2], lines[3], lines[2], *lines[4:]], 3),
+    "replayed from an earlier position": (lambda lines, other: [*lines[:4], lines[1], *lines[4:]], 5),
+    "replayed at its own position from another chat": (
+        lambda lines, other: [*lines[:2], other[2], *lines[3:]],
+        3,
+    ),
+    "appended from another chat": (lambda lines, other: [*lines, other[-1]], 7),
+    "tail cut": (lambda lines, other: lines[:4], 0),
+    "emptied": (lambda lines, other: [], 0),
+}
+
+
+async def test_an_untouched_log_verifies_and_exports_as_json_lines(data_dir: Path, tmp_path: Path) -> None:
+    await write_log(data_dir, SCOPE, 6)
+    done = await anyio.to_thread.run_sync(lambda: playa_audit("verify", "--chat", SCOPE, data_dir=data_dir))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"The audit log of {SCOPE} is whole: 6 records, the last #6 at ")
+    out = tmp_path / "export.jsonl"
+    done = await anyio.to_thread.run_sync(
+        lambda: playa_audit("export", "--chat", SCOPE, "-o", str(out), data_dir=data_dir)
+    )
+    assert done.returncode == 0, done.stderr
+    exported = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["seq"], r["kind"], r["fields"]["tool"]) for r in exported] == [
+        (n + 1, "tool_call", f"tool{n}") for n in range(6)
+    ]
+
+
+@pytest.mark.parametrize("tamper", sorted(TAMPERS))
+async def test_playa_audit_verify_says_where_a_tampered_log_breaks(data_dir: Path, tamper: str) -> None:
+    folder = await write_log(data_dir, SCOPE, 6)
+    other = await write_log(data_dir, "console:other", 6)
+    change, line = TAMPERS[tamper]
+    (folder / "audit.jsonl").write_bytes(b"".join(change(lines_of(folder), lines_of(other))))
+    done = await anyio.to_thread.run_sync(lambda: playa_audit("verify", "--chat", SCOPE, data_dir=data_dir))
+    assert done.returncode == 1, done.stdout
+    where = f"line {line}: " if line else ""
+    assert f"playa: the audit log of {SCOPE} breaks at {where}" in done.stderr, done.stderr
+    # Export writes what verifies, and fails all the same.
+    done = await anyio.to_thread.run_sync(lambda: playa_audit("export", "--chat", SCOPE, data_dir=data_dir))
+    assert done.returncode == 1 and "breaks at" in done.stderr
+
+
+async def test_a_head_record_copied_from_another_chat_or_deleted_is_found(data_dir: Path) -> None:
+    folder = await write_log(data_dir, SCOPE, 3)
+    other = await write_log(data_dir, "console:other", 3)
+    (folder / "audit.head.json").write_bytes((other / "audit.head.json").read_bytes())
+    found = verify_log(folder, SCOPE, AuditKey(SECRET.encode()))
+    assert [str(b) for b in found.breaks] == [
+        "the head record does not verify (edited, or copied from another chat)"
+    ]
+    (folder / "audit.head.json").unlink()
+    found = verify_log(folder, SCOPE, AuditKey(SECRET.encode()))
+    assert [str(b) for b in found.breaks] == ["the head record is missing"]
+
+
+async def test_the_chain_goes_on_across_restarts_and_a_cut_tail_stays_visible(data_dir: Path) -> None:
+    key = AuditKey(SECRET.encode())
+    folder = await write_log(data_dir, SCOPE, 3)
+    await write_log(data_dir, SCOPE, 2)  # a new process: the chain goes on where it ended
+    found = verify_log(folder, SCOPE, key)
+    assert found.ok and [r.seq for r in found.records] == [1, 2, 3, 4, 5]
+    # The tail is cut while the chat is away; its next records follow the head, not the cut log.
+    (folder / "audit.jsonl").write_bytes(b"".join(lines_of(folder)[:3]))
+    await write_log(data_dir, SCOPE, 1)
+    found = verify_log(folder, SCOPE, key)
+    assert [str(b) for b in found.breaks] == [
+        "line 4: record 4 to 5 is missing before record 6 (deleted or reordered)"
+    ]
+
+
+async def test_a_log_whose_head_was_removed_says_so_in_its_next_record(data_dir: Path) -> None:
+    folder = await write_log(data_dir, SCOPE, 2)
+    (folder / "audit.head.json").unlink()
+    await write_log(data_dir, SCOPE, 1)
+    records = read_records(folder)
+    assert [(r.seq, r.kind) for r in records] == [
+        (1, "tool_call"),
+        (2, "tool_call"),
+        (3, "audit_head_lost"),
+        (4, "tool_call"),
+    ]
+    assert records[2].fields == {"why": "missing", "last_seq": 2}
+
+
+async def test_a_record_holds_only_short_scalar_fields_with_known_secrets_redacted(data_dir: Path) -> None:
+    folder = folder_of(data_dir, SCOPE)
+    async with anyio.create_task_group() as tg:
+        log = AuditLog(
+            folder,
+            SCOPE,
+            AuditKey(SECRET.encode()),
+            task_group=tg,
+            redact=lambda t: t.replace(HEADER_CANARY, "[redacted]"),
+        )
+        with pytest.raises(TypeError):
+            log.record("tool_call", arguments={"text": ARGUMENT_CANARY})  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="short lower-case name"):
+            log.record("Tool Call")
+        log.record("tool_call", server=f"named {HEADER_CANARY}", tool="t" * 500)
+        await log.flush()
+    (record,) = read_records(folder)
+    assert record.fields["server"] == "named [redacted]"
+    assert record.fields["tool"] == "t" * 199 + "…"
+
+
+# The chat's hooks, against the SDK's server on loopback.
+
+
+def tools_server() -> MCPServer:
+    server = MCPServer("tools")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    @server.tool()
+    def fail() -> str:
+        """Fail."""
+        raise ToolError("it failed")
+
+    return server
+
+
+async def audit_of(chat: OwnerChat) -> list[AuditRecord]:
+    session = await chat.session()
+    servers = chat.extension.chat(session)
+    await servers.audit.flush()
+    found = verify_log(
+        folder_of(chat.host.config.data_dir, chat.scope), chat.scope, AuditKey(SECRET.encode())
+    )
+    assert found.ok, found.breaks
+    return list(found.records)
+
+
+async def test_a_loopback_servers_calls_are_recorded_with_whose_turn_outcome_and_sizes_and_no_secret(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(60):
+        async with (
+            serve_mcp(tools_server(), bearer=HEADER_CANARY) as served,
+            owner_chat(data_dir, host_secret, SCOPE) as chat,
+        ):
+            added = await chat.command(f"/mcp_add tools {served.url} --bearer {HEADER_CANARY}")
+            assert added.startswith("Added tools: connected"), added
+            arguments = json.dumps({"text": f"{ARGUMENT_CANARY} and {HEADER_CANARY}"})
+            reply = await chat.say(f"tools__echo {arguments}")
+            assert ARGUMENT_CANARY in reply.text
+            session = await chat.session()
+            await chat.host.handle(session, msg("tools__fail {}", GUEST), ScriptedUI())
+            records = await audit_of(chat)
+    added_record, echo, fail = records
+    assert (added_record.kind, added_record.fields["server"], added_record.fields["auth"]) == (
+        "server_added",
+        "tools",
+        "bearer",
+    )
+    assert echo.kind == "tool_call"
+    assert {k: v for k, v in echo.fields.items() if k != "duration_us"} == {
+        "sender": "owner",
+        "server": "tools",
+        "tool": "echo",
+        "outcome": "ok",
+        # As the model sent them: the key it never saw, redacted.
+        "arguments_bytes": len(
+            json.dumps({"text": f"{ARGUMENT_CANARY} and [redacted]"}, separators=(",", ":"))
+        ),
+        "result_bytes": echo.fields["result_bytes"],
+    }
+    assert isinstance(echo.fields["result_bytes"], int) and echo.fields["result_bytes"] >= len(
+        ARGUMENT_CANARY
+    )
+    assert isinstance(echo.fields["duration_us"], int) and echo.fields["duration_us"] > 0
+    assert (fail.fields["sender"], fail.fields["tool"], fail.fields["outcome"]) == ("guest", "fail", "error")
+    written = b"".join(path.read_bytes() for path in folder_of(data_dir, SCOPE).glob("audit*"))
+    assert HEADER_CANARY.encode() not in written and ARGUMENT_CANARY.encode() not in written
+
+
+async def test_a_call_that_times_out_is_recorded_as_a_timeout(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    release = anyio.Event()
+    server = MCPServer("slow")
+
+    @server.tool()
+    async def hang() -> str:
+        """Answer once released."""
+        await release.wait()
+        return "late"
+
+    # The short timeout is the thing under test; connecting stays generous.
+    settings = replace(SETTINGS, connection=replace(HEALTHY, call_timeout=0.5))
+    with anyio.fail_after(60):
+        async with (
+            serve_mcp(server) as served,
+            owner_chat(data_dir, host_secret, SCOPE, settings=settings) as chat,
+        ):
+            try:
+                assert (await chat.command(f"/mcp_add slow {served.url}")).startswith("Added slow: connected")
+                await chat.say("slow__hang {}")
+                records = await audit_of(chat)
+            finally:
+                release.set()
+    call = records[-1]
+    assert (call.kind, call.fields["tool"], call.fields["outcome"]) == ("tool_call", "hang", "timeout")
+    assert isinstance(call.fields["duration_us"], int) and call.fields["duration_us"] >= 500_000
+
+
+async def test_adds_replacements_removals_and_restores_are_recorded(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(60):
+        async with serve_mcp(tools_server()) as served, owner_chat(data_dir, host_secret, SCOPE) as chat:
+            assert (await chat.command(f"/mcp_add tools {served.url}")).startswith("Added tools")
+            assert (await chat.command(f"/mcp_add tools {served.url} --tools echo")).startswith(
+                "Replaced tools"
+            )
+            await chat.command("/mcp_remove tools")
+            await chat.command("/mcp_restore")
+            records = await audit_of(chat)
+    assert [(r.kind, r.fields.get("server")) for r in records] == [
+        ("server_added", "tools"),
+        ("server_replaced", "tools"),
+        ("server_removed", "tools"),
+        ("servers_restored", None),
+    ]
+    assert records[2].fields["revoked"] == "nothing"
+
+
+async def test_mcp_audit_shows_the_latest_records_to_the_owner_only(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(60):
+        async with serve_mcp(tools_server()) as served, owner_chat(data_dir, host_secret, SCOPE) as chat:
+            empty = await chat.command("/mcp_audit")
+            assert empty == "The audit log of this chat is empty."
+            await chat.command(f"/mcp_add tools {served.url}")
+            for n in range(3):
+                await chat.say(f'tools__echo {{"text": "call {n}"}}')
+            shown = await chat.command("/mcp_audit 2")
+            member = await chat.host.handle(await chat.session(), msg("/mcp_audit", GUEST), ScriptedUI())
+            usage = await chat.command("/mcp_audit lots")
+            everything = await chat.command("/mcp_audit")
+    lines = shown.splitlines()
+    assert lines[0] == "The latest 2 record(s) of this chat's audit log:"
+    assert [line.split()[0] for line in lines[1:]] == ["#3", "#4"]
+    assert "tool_call sender=owner server=tools tool=echo outcome=ok" in lines[1]
+    assert "call 1" not in shown  # an argument's value is never recorded
+    assert member is not None and member.text == "Only this chat's owner can use /mcp_audit."
+    assert usage.startswith("usage: /mcp_audit [n]")
+    assert len(everything.splitlines()) == 1 + 4
+
+
+async def test_the_agents_workspace_tools_cannot_reach_the_log(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(60):
+        async with serve_mcp(tools_server()) as served, owner_chat(data_dir, host_secret, SCOPE) as chat:
+            await chat.command(f"/mcp_add tools {served.url}")
+            await audit_of(chat)
+            session = await chat.session()
+            log = folder_of(data_dir, SCOPE) / "audit.jsonl"
+            assert log.is_file()
+            relative = Path("..", "..", *log.relative_to(data_dir).parts)
+            assert (session.workspace / relative).resolve() == log.resolve()
+            replies = [
+                await chat.host.call_tool(session, tool, arguments)
+                for tool, arguments in [
+                    ("read_file", {"path": str(relative)}),
+                    ("read_file", {"path": str(log)}),
+                    ("write_file", {"path": str(relative), "content": "{}\n"}),
+                    ("list_files", {"path": str(relative.parent)}),
+                ]
+            ]
+    for reply in replies:
+        assert reply.is_error, reply.text
+        assert "server_added" not in reply.text and '"mac"' not in reply.text
+    # Neither written over nor listed: the log is as the chat wrote it.
+    assert read_records(log.parent)[0].kind == "server_added"
+    assert verify_log(log.parent, SCOPE, AuditKey(SECRET.encode())).ok
+
+
+def changing_server() -> MCPServer:
+    server = MCPServer("changing")
+
+    def lookup(word: str) -> str:
+        return word
+
+    server.add_tool(lookup, description="Look up a word.")
+
+    @server.tool()
+    async def change(ctx: Context, version: int) -> str:
+        """Rewrite what lookup says it does, and tell the clients."""
+        server.remove_tool("lookup")
+        server.add_tool(lookup, description=f"Look up a word, version {version}.")
+        await ctx.session.send_tool_list_changed()
+        await ctx.notify_tools_changed()
+        return "changed"
+
+    return server
+
+
+async def test_approvals_and_rejections_are_recorded(data_dir: Path, host_secret: HostSecret) -> None:
+    owner = ScriptedUI()
+    every_change = replace(SETTINGS, approval_interval=0.001)
+    with anyio.fail_after(60):
+        async with (
+            serve_mcp(changing_server()) as served,
+            owner_chat(data_dir, host_secret, SCOPE, settings=every_change) as chat,
+        ):
+            assert (await chat.command(f"/mcp_add changing {served.url}", owner)).startswith("Added changing")
+            for version, decision in [(1, "/mcp_approve"), (2, "/mcp_reject")]:
+                shown = len(owner.approvals)
+                await chat.host.call_tool(await chat.session(), "changing__change", {"version": version})
+                await owner.approval_shown(shown + 1)
+                await chat.command(f"{decision} changing", owner)
+            records = await audit_of(chat)
+    decided = [(r.kind, r.fields) for r in records if r.kind in ("approved", "rejected")]
+    assert decided == [
+        ("approved", {"server": "changing", "tools": 1, "instructions": False}),
+        ("rejected", {"server": "changing", "tools": 1, "instructions": False}),
+    ]
+
+
+@pytest.mark.npm
+async def test_logins_completed_and_failed_are_recorded_without_a_token(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(120):
+        async with protected_chat(data_dir, host_secret) as (_, mcp, host, session):
+            ui = await log_in(host, session, mcp.url)
+            said = await log_in_again(host, session, ui, browser=refuse_sign_in)
+            assert said.startswith("The login to linear failed"), ui.sent
+            (extension,) = host.extensions
+            assert isinstance(extension, RemoteMcpExtension)
+            await extension.chat(session).audit.flush()
+            grant = extension.chat(session).servers["linear"].grant
+            assert grant is not None and grant.grant.tokens is not None
+            token = grant.grant.tokens.access_token
+    folder = folder_of(data_dir, session.scope)
+    found = verify_log(folder, session.scope, AuditKey(SECRET.encode()))
+    assert found.ok, found.breaks
+    logins = [(r.kind, r.fields) for r in found.records if r.kind.startswith("login")]
+    assert logins == [("login_completed", {"server": "linear"}), ("login_failed", {"server": "linear"})]
+    written = b"".join(path.read_bytes() for path in folder.glob("audit*"))
+    assert token.encode() not in written
