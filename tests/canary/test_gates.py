@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import subprocess
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -52,7 +54,20 @@ OTHER = "q/" + base64.b64encode(uuid.uuid4().bytes).decode().rstrip("=") + "+z/9
 URL_KEY = "uk_" + uuid.uuid4().hex  # a key inside a server's URL
 SHORT = "Zq7Xw3K"  # a bearer token under the 8-character floor: refused, so never redacted
 UNSEEN = "sk-proj-" + uuid.uuid4().hex  # a key the owner sends once, never given to a server
-CREDENTIALS = (KEY, OTHER, URL_KEY, UNSEEN)
+
+
+def _low_entropy_hex() -> str:
+    """A random 32-digit hex key under 3.5 bits a character, as a fifth of them are."""
+    while True:
+        key = uuid.uuid4().hex
+        if -sum(n / 32 * math.log2(n / 32) for n in Counter(key).values()) < 3.5:
+            return key
+
+
+GHP = "ghp_" + uuid.uuid4().hex + "Zq"  # a key where a tool's name goes, and in near-commands
+LOW_HEX = _low_entropy_hex()  # a key where a server's name goes
+IN_PROSE = "github_pat_11" + uuid.uuid4().hex.upper() + "_" + uuid.uuid4().hex  # a key in a sentence
+CREDENTIALS = (KEY, OTHER, URL_KEY, UNSEEN, GHP, LOW_HEX, IN_PROSE)
 PIECE = 12
 
 
@@ -264,13 +279,25 @@ def owner_lines(url: str, tasks_url: str) -> list[str]:
         f"/mcp_add urlkey http://127.0.0.1:9/mcp?api_key={URL_KEY}",
         "/mcp_list",
         "/mcp_tools",
+        # A key in a flag that is no secret's, and a key where a name goes, under the entropy floor.
+        f"/mcp_add toolkey http://127.0.0.1:9/mcp --tools echo,{GHP}",
+        f"/mcp_remove {LOW_HEX}",
+        f"/mcp_tools {LOW_HEX}",
+        # Close to a command, but none: withheld like one.
+        f"mcp_add near http://127.0.0.1:9/mcp --bearer {GHP}",
+        f"\\mcp_add near http://127.0.0.1:9/mcp --bearer {GHP}",
+        f"//mcp_add near http://127.0.0.1:9/mcp --bearer {GHP}",
+        f"/add-mcp near http://127.0.0.1:9/mcp --bearer {GHP}",
+        # A sentence with a key: the model's first turn, the key masked.
+        f"please keep {IN_PROSE} for the release script",
     ]
 
 
 def model_script() -> list[Any]:
     """What the model does: calls every hostile tool, then goes for the host's files."""
-    # First a task that outlives its turn: its result comes to the chat and the history later.
-    steps: list[Any] = [tool_call("tasks__slow", {}), text("noted")]
+    # The owner's sentence with a key in it, then a task that outlives its turn: its result
+    # comes to the chat and the history later.
+    steps: list[Any] = [text("noted"), tool_call("tasks__slow", {}), text("noted")]
     for name in TOOL_TURNS:
         steps += [tool_call(f"hostile__{name}", {}), text("noted")]
     giant = json.dumps({"version": 2, "servers": [{"name": "n" * 1_000_000}]})
@@ -350,3 +377,10 @@ async def test_no_credential_reaches_the_model_a_log_a_reply_or_a_file(tmp_path:
     assert stores and all(b"n" * 1000 not in data and b'"hostile"' in data for data in stores)
     assert b'"kid"' not in bodies and b"nonce" not in bodies
     assert "urlkey" in out and "api_key=[redacted]" in out
+    # Keys in other flags and names were refused; near-commands withheld; a sentence's key masked.
+    assert out.count("looks like a key (not repeated here), so nothing was saved") == 1
+    assert out.count("That looks like a key, not a server name") == 4  # and the two of KEY above
+    assert out.count("looks like /mcp_add but is not a command") == 4
+    assert "the agent got it with [redacted]" in out
+    assert b"please keep [redacted] for the release script" in bodies
+    assert all(b'"toolkey"' not in data and b'"near"' not in data for data in stores)
