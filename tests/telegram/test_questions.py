@@ -20,7 +20,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.message import ServerMessageMetadata
 from telegram import Bot, Update
 
-from playa.host import Field, Question
+from playa.host import Field, Question, cancelled_for
 from playa.telegram import WebhookConfig
 from playa.telegram._answers import PendingAnswers
 from playa.telegram._approvals import Approvals
@@ -482,3 +482,89 @@ async def test_a_question_that_quotes_the_chats_key_shows_it_redacted_in_the_tex
         await edited(fake, shown, "Accepted.", after=mark)
     for call in fake.calls:
         assert key not in json.dumps(call.params)
+
+
+async def test_help_and_read_only_commands_answer_at_once_while_a_form_waits(tmp_path: Path) -> None:
+    chat = private_chat(4401)
+    async with bot_with_asking_server(tmp_path, chat, 4401) as bot:
+        fake, me = bot.fake, user(4401)
+        mark = fake.mark()
+        shown = await form_shown(fake, chat, me, after=mark)
+        fake.send(chat, "/help", sender=me)
+        helped = await fake.wait_reply(4401, "Commands:", after=mark)
+        fake.send(chat, "/mcp_list", sender=me)
+        listed = await fake.wait_reply(4401, "asking: connected", after=mark)
+        fake.send(chat, "/mcp_tools asking", sender=me)
+        tools = await fake.wait_reply(4401, "asking__form", after=mark)
+        # The form still waits, untouched, and its answer still reaches the server.
+        assert not fake.find("editMessageText", after=mark, message_id=shown.result_id)
+        press(fake, shown, "Decline", sender=me)
+        result = await fake.wait_reply(4401, "asking__form returned", after=mark)
+    assert result.text.endswith('answered: {"action":"decline"}')
+    assert helped.at < listed.at < tools.at < result.at
+    assert not [text for text in fake.texts(4401, after=mark) if "cancelled" in text or "Unknown" in text]
+
+
+async def test_another_command_cancels_the_form_with_a_note_and_then_runs(tmp_path: Path) -> None:
+    chat = private_chat(4501)
+    async with bot_with_asking_server(tmp_path, chat, 4501) as bot:
+        fake, me = bot.fake, user(4501)
+        mark = fake.mark()
+        shown = await form_shown(fake, chat, me, after=mark)
+        fake.send(chat, "/mcp_remove asking", sender=me)
+        note = await fake.wait_reply(4501, cancelled_for("mcp_remove"), after=mark)
+        await edited(fake, shown, "Cancelled.", after=mark)
+        result = await fake.wait_reply(4501, "asking__form returned", after=mark)
+        removed = await fake.wait_reply(4501, "Removed asking", after=mark)
+    assert result.text.endswith('answered: {"action":"cancel"}')
+    assert note.at < result.at < removed.at  # the command kept its place after the turn
+
+
+async def test_in_a_group_a_members_command_never_cancels_anothers_question_and_the_owners_does(
+    tmp_path: Path,
+) -> None:
+    group = group_chat(-4601)
+    async with bot_with_asking_server(tmp_path, group, 4601) as bot:
+        fake, owner, member, other = bot.fake, user(4601), user(4602), user(4603)
+        mark = fake.mark()
+        shown = await form_shown(fake, group, member, after=mark)
+        # Another member: /help at once, an owner's command refused at once, the question untouched.
+        fake.send(group, "/help", sender=other)
+        await fake.wait_reply(-4601, "Commands:", after=mark)
+        fake.send(group, "/reset", sender=other)
+        await fake.wait_reply(-4601, "Only this chat's owner can use /reset.", after=mark)
+        assert not fake.find("editMessageText", after=mark, message_id=shown.result_id)
+        # The owner's command gets past the member's question: it is cancelled, then the command runs.
+        fake.send(group, "/reset", sender=owner)
+        note = await fake.wait_reply(-4601, cancelled_for("reset"), after=mark)
+        await edited(fake, shown, "Cancelled.", after=mark)
+        result = await fake.wait_reply(-4601, "asking__form returned", after=mark)
+        reset = await fake.wait_reply(-4601, "This chat's conversation is forgotten.", after=mark)
+    assert result.text.endswith('answered: {"action":"cancel"}')
+    assert note.at < result.at < reset.at
+
+
+async def test_a_read_only_command_answers_at_once_while_the_secret_question_waits_and_another_cancels_it(
+    tmp_path: Path,
+) -> None:
+    async with running_bot(tmp_path) as bot:
+        fake, chat, me = bot.fake, private_chat(4701), user(4701)
+        fake.send(chat, f"/mcp_add demo {bot.mcp_url} --bearer", sender=me)
+        await fake.wait_reply(4701, OWNER_ANSWER_PROMPT)
+        mark = fake.mark()
+        fake.send(chat, "/mcp_list", sender=me)
+        await fake.wait_reply(4701, "No remote MCP servers", after=mark)
+        # A plain message is still the answer, deleted, never a turn.
+        answer = fake.send(chat, DEMO_TOKEN, sender=me)
+        await fake.wait_call("deleteMessage", after=mark, chat_id=4701, message_id=answer)
+        await fake.wait_reply(4701, "Added demo", after=mark)
+
+        fake.send(chat, f"/mcp_add other {bot.mcp_url} --bearer", sender=me)
+        await fake.wait_reply(4701, OWNER_ANSWER_PROMPT, after=mark)
+        mark = fake.mark()
+        fake.send(chat, "/mcp_remove demo", sender=me)
+        note = await fake.wait_reply(4701, cancelled_for("mcp_remove"), after=mark)
+        unsaved = await fake.wait_reply(4701, "No answer came, so nothing was saved.", after=mark)
+        removed = await fake.wait_reply(4701, "Removed demo", after=mark)
+    assert note.at < unsaved.at < removed.at
+    assert not list((tmp_path / "sessions").rglob("history.json"))  # no turn ran, the key never in one

@@ -541,11 +541,9 @@ async def test_a_command_is_never_taken_as_the_secret_answer(tmp_path: Path) -> 
         await fake.wait_reply(1901, OWNER_ANSWER_PROMPT)
         mark = fake.mark()
         fake.send(chat, "/mcp_list", sender=user(1901))
-        await fake.wait_reply(1901, "not taken as the answer", after=mark)
+        await fake.wait_reply(1901, "No remote MCP servers", after=mark)  # at once, beside the question
         fake.send(chat, DEMO_TOKEN, sender=user(1901))
         await fake.wait_reply(1901, "Added demo", after=mark)
-        listed = await fake.wait_reply(1901, "demo:", after=mark)  # /mcp_list ran after the question
-        assert "connected" in listed.text
 
 
 @pytest.mark.anyio

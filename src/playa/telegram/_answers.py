@@ -2,7 +2,9 @@
 
 A question listens, by (chat, user), for that user's plain messages in that chat, for
 ``/cancel``, for its own buttons, and for the group's move to a supergroup. The chat's queue
-is held by the very turn or command that asks, so these must never wait in it.
+is held by the very turn or command that asks, so these must never wait in it; nor may the
+chat's commands wait behind it (``host.beside_a_question``): the dispatcher runs those that
+only show something at once, and lets the others cancel the question (``cancel_for``).
 """
 
 from __future__ import annotations
@@ -54,8 +56,10 @@ class Listener:
     unless the question asks again, so nothing sent after an answer is swallowed.
     """
 
-    def __init__(self, *, takes_text: bool) -> None:
+    def __init__(self, *, takes_text: bool, owner_id: int | None = None) -> None:
         self.takes_text = takes_text
+        self.owner_id = owner_id
+        """The chat's owner when the question was asked, who may cancel it with a command."""
         self._send, self._receive = anyio.create_memory_object_stream[Heard](max_buffer_size=math.inf)
         self._open = True
 
@@ -95,13 +99,18 @@ class PendingAnswers:
         self._waiting: dict[tuple[int, int], Listener] = {}
 
     @contextmanager
-    def listen(self, chat_id: int, user_id: int, *, takes_text: bool = True) -> Iterator[Listener]:
-        """Listen for ``user_id`` in ``chat_id`` while the block runs; a newer question ends this one."""
+    def listen(
+        self, chat_id: int, user_id: int, *, takes_text: bool = True, owner_id: int | None = None
+    ) -> Iterator[Listener]:
+        """Listen for ``user_id`` in ``chat_id`` while the block runs; a newer question ends this one.
+
+        ``owner_id``: the chat's owner, who may cancel the question with a command, as the asker may.
+        """
         key = (chat_id, user_id)
         previous = self._waiting.get(key)
         if previous is not None:
             previous.hear(None)  # only the newest question gets the answer
-        listener = self._waiting[key] = Listener(takes_text=takes_text)
+        listener = self._waiting[key] = Listener(takes_text=takes_text, owner_id=owner_id)
         try:
             yield listener
         finally:
@@ -115,6 +124,29 @@ class PendingAnswers:
         """The question listening for ``user_id`` in ``chat_id``, if any."""
         listener = self._waiting.get((chat_id, user_id))
         return listener if listener is not None and listener.open else None
+
+    def asked_in(self, chat_id: int) -> list[Listener]:
+        """The questions that wait in ``chat_id``, whoever they are for."""
+        return [
+            listener for (where, _), listener in self._waiting.items() if where == chat_id and listener.open
+        ]
+
+    def owner_in(self, chat_id: int) -> int | None:
+        """The chat's owner, as the questions waiting there know them; ``None`` when none does."""
+        return next((known.owner_id for known in self.asked_in(chat_id) if known.owner_id is not None), None)
+
+    def cancel_for(self, chat_id: int, user_id: int | None) -> int:
+        """A command of ``user_id`` cancels the questions it may: its own, and every one when it is the owner's.
+
+        How many were cancelled.
+        """
+        if user_id is None:
+            return 0  # an anonymous sender can be nobody's asker, nor the owner
+        cancelled = 0
+        for (where, asker), listener in list(self._waiting.items()):
+            if where == chat_id and user_id in (asker, listener.owner_id) and listener.hear(None):
+                cancelled += 1
+        return cancelled
 
     def offer(self, chat_id: int, user_id: int, answer: Answer) -> bool:
         """Give a plain message to the question waiting for it; ``False`` when none takes it."""

@@ -20,11 +20,14 @@ from telegram.request import HTTPXRequest
 
 from ..exceptions import ConfigError
 from ..host import (
+    NOTHING_TO_CANCEL,
     ChatSession,
     Host,
     Inbound,
     IncomingMessage,
     Sender,
+    beside_a_question,
+    cancelled_for,
     classify,
     install_outbound_gate,
     outbound_secrets,
@@ -80,10 +83,6 @@ _KEY_REFUSED_KEPT: Final = (
     "That message looks like a key. I kept it from the conversation but could not delete it: "
     "delete it yourself and rotate the key. To connect a server: /mcp_add <name> <url> --bearer."
 )
-_NOT_AN_ANSWER: Final = (
-    "That is a command, so it is not taken as the answer; it runs once the question ends. "
-    "Send the answer, or press Cancel."
-)
 _MOVED: Final = (
     "This group is now a supergroup, with a new chat id. Its remote MCP servers, conversation "
     "and files came along: everything works as before."
@@ -96,7 +95,6 @@ _MOVE_FAILED: Final = (
     "This group is now a supergroup, with a new chat id, and moving its servers, conversation "
     "and files there failed. It was logged; nothing was deleted."
 )
-_NOTHING_TO_CANCEL: Final = "There is no question waiting to be cancelled."
 _BACKOFF_MAX: Final = 30.0
 _SHUTDOWN_TIMEOUT: Final = 5.0
 
@@ -169,7 +167,8 @@ class TelegramBot:
 
     Each chat has a queue worked by one task at a time, so one chat's turns run in order while
     other chats go on. Secret answers bypass the queues: the command that waits for one holds
-    its chat's queue. An update is acknowledged to Telegram only once it is handled or sealed
+    its chat's queue. So do the commands sent while a question waits: one that only shows
+    something runs at once, any other cancels the question and keeps its place in the queue. An update is acknowledged to Telegram only once it is handled or sealed
     into the inbox journal, and a reply is in the outbox journal until it is delivered.
     """
 
@@ -388,8 +387,6 @@ class TelegramBot:
             elif inbound.command.name == "cancel":
                 self.answers.cancel(chat_id, asker)
                 return
-            else:
-                tg.start_soon(self._note, message, _NOT_AN_ANSWER)
         if inbound.command is not None and self._for_another_bot(inbound.text):
             return
         if inbound.credential_shaped:
@@ -406,9 +403,19 @@ class TelegramBot:
         name = f"{update.update_id:020d}"
         await anyio.to_thread.run_sync(self.inbox.put, name, {"update": update.to_dict()})
         queued = _Queued(message, name, inbound)
-        if inbound.command is not None and inbound.command.name == "stop":
+        parsed = inbound.command
+        if parsed is not None and self.answers.asked_in(chat_id):
+            # A question holds the chat's queue: a command that only shows something runs beside
+            # it; any other keeps its place in the queue, and cancels the question to get there.
+            is_owner = asker is not None and asker == self.answers.owner_in(chat_id)
+            if beside_a_question(parsed, self.host.commands, is_owner=is_owner):
+                tg.start_soon(self._handle_now, queued)
+                return
+            if self.answers.cancel_for(chat_id, asker):
+                tg.start_soon(self._note, message, cancelled_for(parsed.name))
+        if parsed is not None and parsed.name == "stop":
             # /stop is for the turn at the head of the chat's queue: it cannot wait behind it.
-            tg.start_soon(self._handle, queued)
+            tg.start_soon(self._handle_now, queued)
             return
         self._enqueue(chat_id, queued)
 
@@ -486,6 +493,13 @@ class TelegramBot:
             if not self._queues:
                 self._idle.set()
 
+    async def _handle_now(self, queued: _Queued) -> None:
+        """Handle a message at once, beside the chat's queue."""
+        try:
+            await self._handle(queued)
+        finally:
+            self.deletions.forget(queued.message.chat.id, queued.message.message_id)
+
     async def _move(self, queued: _Queued, old_id: int, new_id: int) -> None:
         """Move a group's servers, history and workspace to its supergroup's id, and tell the group.
 
@@ -555,7 +569,7 @@ class TelegramBot:
                 help_text = self.host.commands.help_text(for_owner=info.sender.is_owner)
                 delivery = await ui.post(welcome + help_text, markdown=False)
             elif parsed is not None and parsed.name == "cancel" and self.host.commands.get("cancel") is None:
-                delivery = await ui.post(_NOTHING_TO_CANCEL, markdown=False)
+                delivery = await ui.post(NOTHING_TO_CANCEL, markdown=False)
             else:
                 async with self._typing(ui, chat.id) if parsed is None else nullcontext():
                     reply = await self.host.handle(session, incoming, ui)

@@ -201,7 +201,7 @@ class TelegramUI:
             return None  # an anonymous sender cannot be told apart from the chat's other admins
         answer = None
         with (
-            self._answers.listen(self._chat_id, user_id) as listener,
+            self._answers.listen(self._chat_id, user_id, owner_id=self._owner_id) as listener,
             self._buttons.live(self._chat_id, user_id, lambda _: listener.hear(None)) as keyboard,
         ):
             buttons_id = await self._ask_parts(question, keyboard.markup([[(CANCEL, CANCEL)]]))
@@ -320,7 +320,9 @@ class TelegramUI:
         shown_id: int | None = None
         waited: anyio.CancelScope | None = None
         with (
-            self._answers.listen(self._chat_id, user_id, takes_text=False) as listener,
+            self._answers.listen(
+                self._chat_id, user_id, takes_text=False, owner_id=self._owner_id
+            ) as listener,
             self._buttons.live(self._chat_id, user_id, lambda key: listener.hear(Pressed(key))) as keyboard,
         ):
             try:
@@ -419,7 +421,9 @@ class TelegramUI:
         answer: Answer | None = None
         waited: anyio.CancelScope | None = None
         with (
-            self._answers.listen(self._chat_id, user_id, takes_text=False) as listener,
+            self._answers.listen(
+                self._chat_id, user_id, takes_text=False, owner_id=self._owner_id
+            ) as listener,
             self._buttons.live(user_id, user_id, lambda key: listener.hear(Pressed(key))) as keyboard,
         ):
             markup = keyboard.markup([[(ACCEPT, "accept"), (DECLINE, "decline"), (CANCEL, "cancel")]])
