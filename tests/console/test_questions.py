@@ -195,13 +195,16 @@ async def test_another_command_cancels_the_question_with_a_note_and_then_runs(
 async def test_a_script_in_a_pipe_answers_the_question_with_the_line_after_the_message(
     tmp_path: Path,
 ) -> None:
-    # Written ahead, before the question shows: the line after the message is its answer.
+    # Written ahead, before the question shows: the line after the message is its answer, and
+    # what follows the answer is the next messages, in order: the /reset cancels no question.
     async with chat_with(tmp_path, "pipe") as (chat, _):
         mark = chat.mark()
-        chat.say("asking__greet {}\n/mcp_list\n/accept name=Ann\nasking__greet {}\n/decline")
+        chat.say("asking__greet {}\n/mcp_list\n/accept name=Ann\n/reset\nasking__greet {}\n/decline")
         greeted = await chat.wait_for("returned:\nhello Ann", after=mark)
-        await chat.wait_for("returned:\nno name: decline", after=greeted)
+        reset = await chat.wait_for("This chat's conversation is forgotten.", after=greeted)
+        await chat.wait_for("returned:\nno name: decline", after=reset)
     assert chat.out.index("asking: connected", mark) < greeted
+    assert "cancelled" not in chat.out
 
 
 @pytest.mark.parametrize("mode", ["pty", "pipe"])
@@ -240,3 +243,19 @@ async def test_a_command_cancels_the_secret_question_and_then_runs(tmp_path: Pat
         # A plain message after the question is a message again: the agent answers it.
         chat.say("hello there")
         await chat.wait_for("[offline model]", after=removed)
+
+
+async def test_in_a_pipe_the_secret_question_takes_one_line_and_what_follows_keeps_its_order(
+    tmp_path: Path,
+) -> None:
+    # Written ahead: a sentence is no token; the key after it is a message of its own, refused;
+    # the command after that is no cancel of a question that is over.
+    async with (
+        asking(bearer=TOKEN) as served,
+        Chat("pipe").running(tmp_path / "data", tmp_path / "err") as chat,
+    ):
+        chat.say(f"/mcp_add asking {served.url} --bearer\nsorry, which one\n{TOKEN}\n/mcp_list")
+        refused = await chat.wait_for("That is not a token (it has spaces), so nothing was saved.")
+        key = await chat.wait_for("looks like a key, so it was not sent to the agent", after=refused)
+        await chat.wait_for("No remote MCP servers.", after=key)
+    assert "cancelled" not in chat.out
