@@ -25,7 +25,7 @@ import mcp_types as types
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.message import ServerMessageMetadata
-from tests.telegram.fake_bot_api import ApiCall, FakeBotApi, private_chat, user
+from tests.telegram.fake_bot_api import ApiCall, FakeBotApi, creator, group_chat, private_chat, user
 from tests.telegram.process import run_bot_process, stopped
 
 from playa.host import encoded_forms
@@ -164,7 +164,10 @@ def _low_entropy_hex() -> str:
 GHP = "ghp_" + uuid.uuid4().hex + "Zq"  # a well-known key format
 LOW_HEX = _low_entropy_hex()
 IN_PROSE = "github_pat_11" + uuid.uuid4().hex.upper() + "_" + uuid.uuid4().hex
-CARELESS = (GHP, LOW_HEX, IN_PROSE)
+IN_GROUP = f"xoxb-{uuid.uuid4().int % 10**12:012d}-{uuid.uuid4().int % 10**13:013d}-{uuid.uuid4().hex[:24]}"
+CARELESS = (GHP, LOW_HEX, IN_PROSE, IN_GROUP)
+GROUP = -700
+MEMBER = 4502
 
 
 def careless_forms() -> set[str]:
@@ -214,7 +217,7 @@ async def test_keys_in_flags_near_commands_and_sentences_reach_no_model_request_
             },
         ) as process,
     ):
-        provider.script(text("noted"))
+        provider.script(text("noted"), text("noted"))
         await fake.wait_call("getUpdates", timeout=WAIT)
         for message, reply in withheld:
             mark = fake.mark()
@@ -226,11 +229,24 @@ async def test_keys_in_flags_near_commands_and_sentences_reach_no_model_request_
         await fake.wait_reply(OWNER, "the agent got it with [redacted]", after=mark, timeout=WAIT)
         await fake.wait_reply(OWNER, "noted", after=mark, timeout=WAIT)
         await fake.wait_call("deleteMessage", after=mark, message_id=sent, timeout=WAIT)
+        # In a group: the owner's near-command and a member's sentence are deleted for everyone.
+        group = group_chat(GROUP)
+        fake.administrators[GROUP] = [creator(owner)]
+        mark = fake.mark()
+        sent = fake.send(group, f"//mcp_add near {url} --bearer {GHP}", sender=owner)
+        await fake.wait_reply(GROUP, "looks like /mcp_add but is not a command", after=mark, timeout=WAIT)
+        await fake.wait_call("deleteMessage", after=mark, message_id=sent, timeout=WAIT)
+        mark = fake.mark()
+        sent = fake.send(group, f"hey, try {IN_GROUP} on the staging box", sender=user(MEMBER, "Member"))
+        await fake.wait_reply(GROUP, "the agent got it with [redacted]", after=mark, timeout=WAIT)
+        await fake.wait_reply(GROUP, "noted", after=mark, timeout=WAIT)
+        await fake.wait_call("deleteMessage", after=mark, message_id=sent, timeout=WAIT)
         assert await stopped(process) == 0
 
-    # The sentence reached the model with its key masked; nothing that looked like a command did.
-    assert len(provider.requests) == 1
+    # The sentences reached the model with their keys masked; nothing that looked like a command did.
+    assert len(provider.requests) == 2
     assert b"please keep [redacted] for the release script" in provider.requests[0].raw
+    assert b"hey, try [redacted] on the staging box" in provider.requests[1].raw
     assert not any(store.name == "servers.json" for store, _ in canary.files_under(data_dir))
     # The oracle: every model request, every Bot API request, the log, the files.
     for request in provider.requests:

@@ -289,3 +289,20 @@ async def test_a_message_close_to_a_command_never_reaches_the_model_and_points_t
     assert "looks like /mcp_add" in reply.text and "I deleted it" in reply.text
     assert KEY not in reply.text
     assert model.seen == [] and ui.deleted == ["m1"]
+
+
+@pytest.mark.anyio
+async def test_an_unknown_command_close_to_a_known_one_is_answered_with_it_and_deleted(
+    tmp_path: Path,
+) -> None:
+    model = RecordingModel()
+    async with Host(HostConfig(data_dir=tmp_path, model=model.model())) as host:
+        host.commands.add(Command("mcp_add", "add", _noop))
+        session = await host.session("console:unknown", owner="owner")
+        ui = ScriptedUI()
+        reply = await host.handle(
+            session, msg(f"/add_mcp docs https://x.test/mcp --bearer {KEY}", ref="m1"), ui
+        )
+    assert reply is not None and reply.kind == "command"
+    assert reply.text.startswith("Unknown command. Did you mean /mcp_add?")
+    assert KEY not in reply.text and ui.deleted == ["m1"] and model.seen == []
