@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "shutdown": ("bench.bench_life", "run_shutdown"),
     "memory": ("bench.bench_life", "run_memory"),
     "model": ("bench.bench_model", "run"),
+    "audit": ("bench.bench_audit", "run"),
 }
 
 

@@ -8,12 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from playa._runtime import GC_THRESHOLDS
 from playa.cli import _host_config, default_data_dir, remote_mcp
 from playa.exceptions import ConfigError
-from playa.host import Host, HostConfig
+from playa.host import Host, HostConfig, session_state_dir
+from playa.mcp_remote import AuditKey, audit_folder
+from playa.mcp_remote.store import AuditLog
 from support.faults import FAULTS_OF_A_LARGE_STRING, PAGES
 
 
@@ -288,3 +291,53 @@ def test_the_environments_secrets_never_reach_a_log_line() -> None:
     assert "leaked: [redacted] [redacted] [redacted]" in done.stderr
     for value in secrets.values():
         assert value not in done.stderr and value not in done.stdout
+
+
+def _audited_chat(data_dir: Path, scope: str, secret: bytes) -> None:
+    """A chat's audit log of two records, written as a chat writes it."""
+
+    async def write() -> None:
+        async with anyio.create_task_group() as tg:
+            log = AuditLog(
+                audit_folder(session_state_dir(data_dir, scope)), scope, AuditKey(secret), task_group=tg
+            )
+            log.record("server_added", server="docs")
+            log.record("tool_call", server="docs", tool="search", outcome="ok")
+            await log.flush()
+
+    anyio.run(write)
+
+
+def test_playa_audit_reads_the_console_key_file_and_exports_json_lines(tmp_path: Path) -> None:
+    secret = remote_mcp(HostConfig(data_dir=tmp_path), {}, console=True)  # generates secret.key
+    assert secret.disabled_reason is None
+    key = (tmp_path / "secret.key").read_bytes()
+    _audited_chat(tmp_path, "console:work", key)
+    done = _playa("audit", "verify", "--chat", "console:work", "--data-dir", str(tmp_path), environ={})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("The audit log of console:work is whole: 2 records, the last #2 at ")
+    done = _playa("audit", "export", "--chat", "console:work", "--data-dir", str(tmp_path), environ={})
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(r["seq"], r["kind"], r["fields"]["server"]) for r in records] == [
+        (1, "server_added", "docs"),
+        (2, "tool_call", "docs"),
+    ]
+    assert all(set(r) == {"v", "seq", "time", "kind", "fields", "prev", "mac"} for r in records)
+
+
+def test_playa_audit_without_a_log_or_a_secret_says_so_and_creates_no_key(tmp_path: Path) -> None:
+    done = _playa("audit", "verify", "--chat", "telegram:42", "--data-dir", str(tmp_path), environ={})
+    assert done.returncode == 2
+    assert "set MCP_ENCRYPTION_SECRET" in done.stderr
+    assert not (tmp_path / "secret.key").exists()
+    env = {"MCP_ENCRYPTION_SECRET": "s" * 32}
+    done = _playa("audit", "verify", "--chat", "telegram:42", "--data-dir", str(tmp_path), environ=env)
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"playa: chat telegram:42 has no audit log in {tmp_path}"
+    # Another host secret: every record fails, and the verifier says why.
+    _audited_chat(tmp_path, "telegram:42", b"t" * 32)
+    done = _playa("audit", "verify", "--chat", "telegram:42", "--data-dir", str(tmp_path), environ=env)
+    assert done.returncode == 1
+    assert "breaks at line 1: record 1 does not verify" in done.stderr
+    assert "the head record was sealed with another key (the host secret changed)" in done.stderr

@@ -320,6 +320,7 @@ async def test_mcp_audit_shows_the_latest_records_to_the_owner_only(
             shown = await chat.command("/mcp_audit 2")
             member = await chat.host.handle(await chat.session(), msg("/mcp_audit", GUEST), ScriptedUI())
             usage = await chat.command("/mcp_audit lots")
+            keyed = await chat.command(f"/mcp_audit {HEADER_CANARY}")
             everything = await chat.command("/mcp_audit")
     lines = shown.splitlines()
     assert lines[0] == "The latest 2 record(s) of this chat's audit log:"
@@ -328,6 +329,7 @@ async def test_mcp_audit_shows_the_latest_records_to_the_owner_only(
     assert "call 1" not in shown  # an argument's value is never recorded
     assert member is not None and member.text == "Only this chat's owner can use /mcp_audit."
     assert usage.startswith("usage: /mcp_audit [n]")
+    assert keyed.startswith("usage: /mcp_audit [n]") and HEADER_CANARY not in keyed
     assert len(everything.splitlines()) == 1 + 4
 
 
@@ -424,3 +426,13 @@ async def test_logins_completed_and_failed_are_recorded_without_a_token(
     assert logins == [("login_completed", {"server": "linear"}), ("login_failed", {"server": "linear"})]
     written = b"".join(path.read_bytes() for path in folder.glob("audit*"))
     assert token.encode() not in written
+
+
+async def test_the_latest_records_are_read_from_the_end_of_a_long_log(data_dir: Path) -> None:
+    folder = await write_log(data_dir, SCOPE, 1000)  # over 64 KiB: read in several chunks
+    async with anyio.create_task_group() as tg:
+        log = AuditLog(folder, SCOPE, AuditKey(SECRET.encode()), task_group=tg)
+        latest = await log.latest(300)
+        one = await log.latest(1)
+    assert [r.seq for r in latest] == list(range(701, 1001))
+    assert [r.seq for r in one] == [1000]
