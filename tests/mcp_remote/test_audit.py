@@ -436,3 +436,36 @@ async def test_the_latest_records_are_read_from_the_end_of_a_long_log(data_dir: 
         one = await log.latest(1)
     assert [r.seq for r in latest] == list(range(701, 1001))
     assert [r.seq for r in one] == [1000]
+
+
+async def test_a_chat_moved_to_a_new_scope_goes_on_with_its_chain(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(60):
+        async with (
+            serve_mcp(tools_server()) as served,
+            owner_chat(data_dir, host_secret, "telegram:-5") as chat,
+        ):
+            assert (await chat.command(f"/mcp_add tools {served.url}")).startswith("Added tools")
+            moved = await chat.host.move_scope("telegram:-5", "telegram:-1005", owner="owner")
+            assert moved == "moved"
+            chat.scope = "telegram:-1005"
+            await chat.command("/mcp_remove tools")
+            records = await audit_of(chat)
+    assert [(r.seq, r.kind) for r in records] == [
+        (1, "server_added"),
+        (2, "chat_moved"),
+        (3, "server_removed"),
+    ]
+    assert records[1].fields == {"from": "telegram:-5"}
+    done = await anyio.to_thread.run_sync(
+        lambda: playa_audit("verify", "--chat", "telegram:-1005", data_dir=data_dir)
+    )
+    assert done.returncode == 0, done.stderr
+    # The records before the move are the old scope's: under the new one alone they would not verify.
+    lines = lines_of(folder_of(data_dir, "telegram:-1005"))
+    (folder_of(data_dir, "telegram:-1005") / "audit.jsonl").write_bytes(b"".join([lines[0], lines[2]]))
+    done = await anyio.to_thread.run_sync(
+        lambda: playa_audit("verify", "--chat", "telegram:-1005", data_dir=data_dir)
+    )
+    assert done.returncode == 1 and "breaks at line 1: record 1 does not verify" in done.stderr, done.stderr

@@ -14,7 +14,7 @@ from ..host import ChatSession, Command, Extension, Sender
 from ._chat import ChatServers
 from ._commands import build_commands
 from ._settings import RemoteMcpSettings
-from .store._audit import AuditKey
+from .store._audit import AuditKey, audit_folder, move_log
 from .store._seal import Sealer
 from .store._secret import HostSecret, NoHostSecret
 from .store._store import ServerStore
@@ -124,7 +124,8 @@ class RemoteMcpExtension(Extension):
         await self.chat(session).before_turn()
 
     async def on_scope_move(self, old_scope: str, session: ChatSession) -> None:
-        """Re-seal the chat's servers for its new scope: each seal binds the scope it was made for.
+        """Re-seal the chat's servers, and go on with its audit log, for its new scope: each seal
+        binds the scope it was made for.
 
         Each entry is opened as the old scope's and put into the new scope's store; an entry
         that fails to open stays as it is, and the owner sees it in ``/mcp_list``.
@@ -138,6 +139,10 @@ class RemoteMcpExtension(Extension):
         loaded = await anyio.to_thread.run_sync(old.load)
         for entry in loaded.entries:
             await anyio.to_thread.run_sync(new.put, entry)
+        if self._audit_key is not None and session.state_dir is not None:
+            # The audit log moved too: its chain goes on under the new scope, saying so.
+            folder = audit_folder(session.state_dir)
+            await anyio.to_thread.run_sync(move_log, folder, old_scope, session.scope, self._audit_key)
 
     async def on_login_redirect(self, session: ChatSession, sender: Sender, address: str) -> str | None:
         """The owner pasted the address a login ended at: it completes their pending login, once."""

@@ -11,6 +11,7 @@ from ._audit import (
     Break,
     Verification,
     audit_folder,
+    move_log,
     read_records,
     verify_log,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "Break",
     "Verification",
     "audit_folder",
+    "move_log",
     "read_records",
     "verify_log",
 ]

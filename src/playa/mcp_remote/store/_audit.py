@@ -61,6 +61,7 @@ __all__ = [
     "Verification",
     "audit_folder",
     "audit_paths",
+    "move_log",
     "read_records",
     "verify_log",
 ]
@@ -81,6 +82,7 @@ _MAX_TEXT: Final = 200
 _TAIL_BYTES: Final = 64 * 1024
 HEAD_BYTES: Final = 256
 COMMIT_DELAY: Final = 0.05
+MOVED: Final = "chat_moved"
 
 _SHOWN_FIRST: Final = {name: n for n, name in enumerate(("sender", "server", "tool", "outcome"))}
 
@@ -316,19 +318,39 @@ class Verification:
         return not self.breaks
 
 
+def _scopes(parsed: list[tuple[int, AuditRecord | _Bad]], scope: str, key: AuditKey) -> list[str]:
+    """The scope each record was sealed for: the chat's, and before each move it verifies, the
+    one it moved from (a Telegram group upgraded to a supergroup gets a new scope)."""
+    scopes: list[str] = []
+    for _, record in reversed(parsed):
+        scopes.append(scope)
+        if (
+            isinstance(record, AuditRecord)
+            and record.kind == MOVED
+            and isinstance(previous := record.fields.get("from"), str)
+            and hmac.compare_digest(record.mac, key.mac("record", scope, record.body()))
+        ):
+            scope = previous
+    return scopes[::-1]
+
+
 def verify_log(folder: Path, scope: str, key: AuditKey) -> Verification:
     """Check the chat's log against its head record: every edit, gap, reordering, replay or cut."""
     log, head_path = audit_paths(folder)
     records: list[AuditRecord] = []
     breaks: list[Break] = []
     last: AuditRecord | None = None
+    parsed: list[tuple[int, AuditRecord | _Bad]] = []
     for number, line in _lines(log):
         try:
-            record = _parse_record(line)
+            parsed.append((number, _parse_record(line)))
         except _Bad as exc:
-            breaks.append(Break(number, f"the line {exc.why}"))
+            parsed.append((number, exc))
+    for (number, record), record_scope in zip(parsed, _scopes(parsed, scope, key), strict=True):
+        if isinstance(record, _Bad):
+            breaks.append(Break(number, f"the line {record.why}"))
             continue
-        if not hmac.compare_digest(record.mac, key.mac("record", scope, record.body())):
+        if not hmac.compare_digest(record.mac, key.mac("record", record_scope, record.body())):
             breaks.append(
                 Break(number, f"record {record.seq} does not verify (edited, forged, or from another chat)")
             )
@@ -453,6 +475,22 @@ class _Writer:
             "mac": self.key.mac("head", self.scope, head),
         }
         _write_head(head_path, canonical_json(sealed))
+
+
+def move_log(folder: Path, old_scope: str, new_scope: str, key: AuditKey) -> None:
+    """The chat's scope changed (its folders moved along): the chain goes on under the new one.
+
+    A ``chat_moved`` record, sealed for the new scope, names the old one; the verifier checks
+    the records before it as the old scope's. Blocking; nothing to do without a log.
+    """
+    if not audit_paths(folder)[0].exists():
+        return
+    writer = _Writer(folder, old_scope, key)
+    writer._last = writer._resume()
+    if writer._resumed:
+        writer.append([])  # what the resume found goes first, sealed for the old scope
+    writer.scope = new_scope
+    writer.append([(time.time(), MOVED, {"from": old_scope})])
 
 
 def _write_head(path: Path, data: bytes) -> None:
