@@ -16,7 +16,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._approvals import Approval, ToolChange, render_approval
-from ._commands import Command, CommandContext, CommandRouter, ParsedCommand, parse_command
+from ._commands import (
+    Command,
+    CommandContext,
+    CommandRouter,
+    ParsedCommand,
+    beside_a_question,
+    parse_command,
+)
 from ._env import DEFAULT_DENIED, EnvPolicy
 from ._extension import Extension, ToolResultEvent
 from ._inbound import Inbound, classify, holds_key, looks_like_credential, mask_known_keys
@@ -33,7 +40,6 @@ from ._questions import (
     Question,
     accepted,
     answer_from_text,
-    beside_a_question,
     cancelled_for,
     field_value,
     render_question,

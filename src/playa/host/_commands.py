@@ -12,7 +12,15 @@ from ._ui import UI, Sender
 if TYPE_CHECKING:
     from ._session import ChatSession
 
-__all__ = ["Command", "CommandContext", "CommandReply", "CommandRouter", "ParsedCommand", "parse_command"]
+__all__ = [
+    "Command",
+    "CommandContext",
+    "CommandReply",
+    "CommandRouter",
+    "ParsedCommand",
+    "beside_a_question",
+    "parse_command",
+]
 
 # A command is a first word of the form /name or /name@botname (Telegram). Anything that
 # starts with /mcp is taken whatever follows, because a mistyped `/mcp-add … --bearer KEY`
@@ -132,3 +140,17 @@ class CommandRouter:
             lines.append(f"/{command.name} — {command.summary}")
         lines.append("Anything else goes to the agent.")
         return "\n".join(lines)
+
+
+def beside_a_question(parsed: ParsedCommand, commands: CommandRouter, *, is_owner: bool) -> bool:
+    """Whether a command runs at once while a question waits in the chat, beside it.
+
+    Those that change nothing do: a ``read_only`` command (``/help``, ``/mcp_list`` …), a
+    command's own help, an unknown command, and one only the owner may run sent by someone else
+    (it is refused). Any other command changes the chat, so it keeps its place after what came
+    before it: the question is cancelled (``cancelled_for``) so that the chat can reach it.
+    """
+    command = commands.get(parsed.name)
+    if command is None or command.read_only or parsed.wants_help:
+        return True
+    return command.owner_only and not is_owner

@@ -5,8 +5,9 @@ A front end shows a ``Question`` to the person whose message started the turn an
 one line, parsed here so it has one home: ``/accept [field=value …]`` (fields left out take
 their defaults), ``/decline``, ``/cancel``.
 
-A waiting question never holds up the chat's commands (``beside_a_question``): one that only
-shows something runs at once; any other cancels the question first (``cancelled_for``).
+A waiting question never holds up the chat's commands (``beside_a_question`` in
+``_commands``): one that only shows something runs at once; any other cancels the question
+first (``cancelled_for``).
 """
 
 from __future__ import annotations
@@ -14,12 +15,9 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
 from ._normalize import normalize
-
-if TYPE_CHECKING:
-    from ._commands import CommandRouter, ParsedCommand
 
 __all__ = [
     "NOTHING_TO_ANSWER",
@@ -31,7 +29,6 @@ __all__ = [
     "Question",
     "accepted",
     "answer_from_text",
-    "beside_a_question",
     "cancelled_for",
     "field_value",
     "render_question",
@@ -42,20 +39,6 @@ QUESTION_TIMEOUT = 300.0
 """Seconds a question waits for its answer; unanswered, it is cancelled."""
 NOTHING_TO_ANSWER: Final = "No question is waiting for an answer."
 NOTHING_TO_CANCEL: Final = "There is no question waiting to be cancelled."
-
-
-def beside_a_question(parsed: ParsedCommand, commands: CommandRouter, *, is_owner: bool) -> bool:
-    """Whether a command runs at once while a question waits in the chat, beside it.
-
-    Those that change nothing do: a ``read_only`` command (``/help``, ``/mcp_list`` …), a
-    command's own help, an unknown command, and one only the owner may run sent by someone else
-    (it is refused). Any other command changes the chat, so it keeps its place after what came
-    before it: the question is cancelled (``cancelled_for``) so that the chat can reach it.
-    """
-    command = commands.get(parsed.name)
-    if command is None or command.read_only or parsed.wants_help:
-        return True
-    return command.owner_only and not is_owner
 
 
 def cancelled_for(name: str) -> str:
