@@ -698,6 +698,15 @@ def test_tool_names_that_start_like_keys_are_still_tool_names(tools: str) -> Non
     assert parse_add(f"demo http://x --tools {tools}").tools == tuple(tools.split(","))
 
 
+@pytest.mark.parametrize("name", ["github-enterprise-2024", "my-company-jira-prod1", "mcp-server-2025-06-18"])
+def test_a_name_of_short_words_and_digits_is_a_name(name: str) -> None:
+    request = parse_add(
+        f'{name} http://x --tools search_v2_documents_2024 --header "X-Goog-Api-Client-Version-2: v1234567"'
+    )
+    assert request.name == name and request.tools == ("search_v2_documents_2024",)
+    assert list(request.headers) == ["X-Goog-Api-Client-Version-2"]
+
+
 @pytest.mark.anyio
 async def test_a_key_given_as_a_tool_is_never_saved_listed_or_left_in_the_chat(
     data_dir: Path, host_secret: HostSecret

@@ -74,6 +74,7 @@ _MIN_CHANGES = 0.4
 digit): about 0.6 in random base64, about 0.3 in a camelCase or Title-Case name."""
 _TOKEN_WORD: Final = re.compile(r"[A-Za-z0-9_\-.~+/=:]+")
 _SCHEMES: Final = ("bearer", "token", "basic")
+_STRETCH: Final = re.compile(r"[A-Za-z0-9]{12,}")
 _RANDOM_RUN: Final = re.compile(rf"[A-Za-z0-9]{{{_MIN_PREFIXED},}}")
 _HEX_RUN: Final = re.compile(rf"[0-9A-Fa-f]{{{_MIN_HEX},}}")
 # 16 bytes or more as pairs with one separator ("9f:8e:…", "9F-8E-…"), and a UUID.
@@ -144,8 +145,9 @@ def looks_like_credential(word: str) -> bool:
       a UUID, whatever its entropy: hex has at most 4 bits a character, and a fifth of random
       32-digit keys fall under the entropy floor;
     - a run of 24 or more base64 characters that mixes classes as random text does;
-    - or 20 or more characters of the alphabets keys use, letters and digits mixed, with high
-      entropy.
+    - or 20 or more characters of the alphabets keys use, letters and digits, with high entropy
+      and 12 or more in one stretch of digits and letters or of both cases (so that a name of
+      short words, ``github-enterprise-2024``, is no key).
 
     Links are not keys (their parts may be: see :func:`holds_key`), nor are paths by their
     entropy alone (base64 may start with '/', so the runs are looked for in them).
@@ -162,9 +164,15 @@ def looks_like_credential(word: str) -> bool:
         return True
     if len(word) < _MIN_SHAPED or word.startswith(("/", "./", "~/")):
         return False
-    has_digit = any(c.isdigit() for c in word)
-    has_alpha = any(c.isalpha() for c in word)
-    return has_digit and has_alpha and _entropy(word) >= _MIN_ENTROPY
+    if not (any(c.isdigit() for c in word) and any(c.isalpha() for c in word)):
+        return False
+    # A name joins short words (github-enterprise-2024, search_v2_documents): a key has a long
+    # stretch of letters and digits, digits or both cases in it.
+    return any(map(_mixed_stretch, _STRETCH.findall(word))) and _entropy(word) >= _MIN_ENTROPY
+
+
+def _mixed_stretch(run: str) -> bool:
+    return any(c.isdigit() for c in run) or (any(c.isupper() for c in run) and any(c.islower() for c in run))
 
 
 def holds_key(text: str) -> bool:
