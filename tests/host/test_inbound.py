@@ -222,6 +222,13 @@ def test_a_message_close_to_a_command_that_carries_a_key_is_withheld_like_one(te
     assert inbound.carries_secret and not inbound.to_model
 
 
+def test_the_repr_of_a_classified_message_names_its_kind_and_never_its_text() -> None:
+    near = classify(f"//mcp_add docs https://x.test/mcp --bearer {KEY}", router())
+    masked = classify(f"my key is {KEY}", router())
+    assert repr(near) == "Inbound(near /mcp_add, secret=True)"
+    assert repr(masked) == "Inbound(text, keys masked, secret=True)"
+
+
 def test_a_one_word_command_is_close_only_after_a_slash() -> None:
     inbound = classify(f"reset my token {KEY} please", router())
     assert inbound.near_command is None and inbound.to_model

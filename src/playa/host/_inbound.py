@@ -269,9 +269,14 @@ class Inbound:
         )
 
     def __repr__(self) -> str:
-        kind = (
-            f"/{self.command.name}" if self.command else ("credential" if self.credential_shaped else "text")
-        )
+        if self.command is not None:
+            kind = f"/{self.command.name}"
+        elif self.credential_shaped:
+            kind = "credential"
+        elif self.near_command is not None:
+            kind = f"near /{self.near_command}"
+        else:
+            kind = "text, keys masked" if self.masked_text is not None else "text"
         return f"Inbound({kind}, secret={self.carries_secret})"
 
 
