@@ -307,30 +307,36 @@ async def test_adds_replacements_removals_and_restores_are_recorded(
     assert records[2].fields["revoked"] == "nothing"
 
 
-async def test_mcp_audit_shows_the_latest_records_to_the_owner_only(
+async def test_mcp_audit_shows_the_latest_records_to_the_owner_only_and_privately(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
+    owner, in_group = ScriptedUI(), ScriptedUI(private_place="in our private chat")
     with anyio.fail_after(60):
         async with serve_mcp(tools_server()) as served, owner_chat(data_dir, host_secret, SCOPE) as chat:
-            empty = await chat.command("/mcp_audit")
-            assert empty == "The audit log of this chat is empty."
+            told = await chat.command("/mcp_audit", owner)
+            assert told == "I sent you the latest records of this chat's audit log above."
+            assert owner.private == ["The audit log of this chat is empty."]
             await chat.command(f"/mcp_add tools {served.url}")
             for n in range(3):
                 await chat.say(f'tools__echo {{"text": "call {n}"}}')
-            shown = await chat.command("/mcp_audit 2")
-            member = await chat.host.handle(await chat.session(), msg("/mcp_audit", GUEST), ScriptedUI())
+            told = await chat.command("/mcp_audit 2", in_group)
+            member = ScriptedUI()
+            refused = await chat.host.handle(await chat.session(), msg("/mcp_audit", GUEST), member)
             usage = await chat.command("/mcp_audit lots")
             keyed = await chat.command(f"/mcp_audit {HEADER_CANARY}")
-            everything = await chat.command("/mcp_audit")
+            await chat.command("/mcp_audit", owner)
+    assert told == "I sent you the latest records of this chat's audit log in our private chat."
+    (shown,) = in_group.private
     lines = shown.splitlines()
     assert lines[0] == "The latest 2 record(s) of this chat's audit log:"
     assert [line.split()[0] for line in lines[1:]] == ["#3", "#4"]
     assert "tool_call sender=owner server=tools tool=echo outcome=ok" in lines[1]
     assert "call 1" not in shown  # an argument's value is never recorded
-    assert member is not None and member.text == "Only this chat's owner can use /mcp_audit."
+    assert refused is not None and refused.text == "Only this chat's owner can use /mcp_audit."
+    assert not member.private and not member.sent
     assert usage.startswith("usage: /mcp_audit [n]")
     assert keyed.startswith("usage: /mcp_audit [n]") and HEADER_CANARY not in keyed
-    assert len(everything.splitlines()) == 1 + 4
+    assert len(owner.private[-1].splitlines()) == 1 + 4
 
 
 async def test_the_agents_workspace_tools_cannot_reach_the_log(
@@ -428,14 +434,20 @@ async def test_logins_completed_and_failed_are_recorded_without_a_token(
     assert token.encode() not in written
 
 
-async def test_the_latest_records_are_read_from_the_end_of_a_long_log(data_dir: Path) -> None:
+async def test_the_latest_records_are_read_from_the_end_of_a_long_log_and_each_is_checked(
+    data_dir: Path,
+) -> None:
     folder = await write_log(data_dir, SCOPE, 1000)  # over 64 KiB: read in several chunks
+    lines = lines_of(folder)
+    (folder / "audit.jsonl").write_bytes(b"".join([*lines[:-2], edited(lines[-2]), lines[-1]]))
     async with anyio.create_task_group() as tg:
         log = AuditLog(folder, SCOPE, AuditKey(SECRET.encode()), task_group=tg)
         latest = await log.latest(300)
         one = await log.latest(1)
-    assert [r.seq for r in latest] == list(range(701, 1001))
-    assert [r.seq for r in one] == [1000]
+    assert [r.seq for r, _ in latest] == list(range(701, 1001))
+    # Each is checked as it is shown: the edited one is marked.
+    assert [r.seq for r, verified in latest if not verified] == [999]
+    assert [(r.seq, verified) for r, verified in one] == [(1000, True)]
 
 
 async def test_a_chat_moved_to_a_new_scope_goes_on_with_its_chain(

@@ -486,9 +486,9 @@ class ChatServers:
         """The owner's ``/mcp_approve`` or ``/mcp_reject`` of what they were shown; what to tell them."""
         return await self.approvals.decide(name, approve=approve, digest=digest)
 
-    async def audit_records(self, count: int) -> list[AuditRecord] | None:
-        """The latest ``count`` records of the chat's audit log (``/mcp_audit``), oldest first;
-        None when the chat keeps none (no private folder)."""
+    async def audit_records(self, count: int) -> list[tuple[AuditRecord, bool]] | None:
+        """The latest ``count`` records of the chat's audit log (``/mcp_audit``), oldest first, each
+        with whether it verifies; None when the chat keeps none (no private folder)."""
         return await self.audit.latest(count) if self.audit.enabled else None
 
     def _file(self) -> ServerStore:

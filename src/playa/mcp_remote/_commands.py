@@ -252,7 +252,14 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
         text = ctx.args.strip() or str(AUDIT_SHOWN)
         if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= AUDIT_MAX:
             raise UsageError(f"usage: /mcp_audit [n], n from 1 to {AUDIT_MAX} (default {AUDIT_SHOWN})")
-        return audit_text(await (await servers(ctx)).audit_records(int(text)))
+        shown = audit_text(await (await servers(ctx)).audit_records(int(text)))
+        # Who did what in the chat is the owner's to read: a group sees none of it.
+        if await ctx.ui.send_private(shown) is None:
+            return (
+                "I could not send you the audit log privately. Start a private chat with me first, "
+                "then run /mcp_audit again."
+            )
+        return f"I sent you the latest records of this chat's audit log {ctx.ui.private_place}."
 
     async def tools(ctx: CommandContext) -> str:
         chat = await servers(ctx)

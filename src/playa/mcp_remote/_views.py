@@ -256,12 +256,16 @@ def notice(change: str, name: str, tools: int | None) -> str:
     return text + ": the agent can use its tools once it connects."
 
 
-def audit_text(records: Sequence[AuditRecord] | None) -> str:
-    """The latest records of the chat's audit log, one a line, for ``/mcp_audit`` (None: it has none)."""
+def audit_text(records: Sequence[tuple[AuditRecord, bool]] | None) -> str:
+    """The latest records of the chat's audit log, one a line, for ``/mcp_audit`` (None: it has none);
+    one whose MAC does not verify (edited, forged, or another chat's) is marked."""
     if records is None:
         return "This chat has no audit log: remote MCP is disabled, or the host keeps no private folder."
     if not records:
         return "The audit log of this chat is empty."
     return "\n".join(
-        [f"The latest {len(records)} record(s) of this chat's audit log:", *(r.shown() for r in records)]
+        [
+            f"The latest {len(records)} record(s) of this chat's audit log:",
+            *(r.shown() if ok else f"{r.shown()} (does not verify)" for r, ok in records),
+        ]
     )

@@ -582,9 +582,16 @@ class AuditLog:
             self._now.set()
             await self._flushed.wait()
 
-    async def latest(self, count: int) -> list[AuditRecord]:
-        """The last ``count`` records of the log, in order, as written (after a flush)."""
-        if self._writer is None:
+    async def latest(self, count: int) -> list[tuple[AuditRecord, bool]]:
+        """The last ``count`` records of the log, in order, after a flush; each with whether its
+        MAC verifies (the whole chain is ``verify_log``'s: ``playa audit verify``)."""
+        writer = self._writer
+        if writer is None:
             return []
         await self.flush()
-        return await anyio.to_thread.run_sync(_latest_records, audit_paths(self._writer.folder)[0], count)
+        records = await anyio.to_thread.run_sync(_latest_records, audit_paths(writer.folder)[0], count)
+        scopes = _scopes([(0, record) for record in records], writer.scope, writer.key)
+        return [
+            (record, hmac.compare_digest(record.mac, writer.key.mac("record", scope, record.body())))
+            for record, scope in zip(records, scopes, strict=True)
+        ]
