@@ -18,6 +18,7 @@ import anyio
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
 
 from playa.host import session_state_dir
 from playa.mcp_remote import AuditKey, HostSecret, RemoteMcpExtension, audit_folder, verify_log
@@ -481,3 +482,36 @@ async def test_a_chat_moved_to_a_new_scope_goes_on_with_its_chain(
         lambda: playa_audit("verify", "--chat", "telegram:-1005", data_dir=data_dir)
     )
     assert done.returncode == 1 and "breaks at line 1: record 1 does not verify" in done.stderr, done.stderr
+
+
+class Name(BaseModel):
+    name: str
+
+
+async def test_a_servers_question_is_recorded_with_how_it_was_answered_never_the_values(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    server = MCPServer("asking")
+
+    @server.tool()
+    async def greet(ctx: Context) -> str:
+        """Ask for a name."""
+        answer = await ctx.elicit("What is your name?", Name)
+        return f"{answer.action}"
+
+    with anyio.fail_after(60):
+        async with (
+            serve_mcp(server, protocols="handshake") as served,
+            owner_chat(data_dir, host_secret, SCOPE) as chat,
+        ):
+            assert (await chat.command(f"/mcp_add asking {served.url}")).startswith("Added asking")
+            await chat.say("asking__greet {}", ScriptedUI(replies=[f"/accept name={ARGUMENT_CANARY}"]))
+            await chat.say("asking__greet {}", ScriptedUI())
+            records = await audit_of(chat)
+    asked = [r.fields for r in records if r.kind == "question"]
+    assert asked == [
+        {"server": "asking", "sender": "owner", "fields": 1, "link": False, "answer": "accept"},
+        {"server": "asking", "sender": "owner", "fields": 1, "link": False, "answer": "cancel"},
+    ]
+    written = b"".join(path.read_bytes() for path in folder_of(data_dir, SCOPE).glob("audit*"))
+    assert ARGUMENT_CANARY.encode() not in written

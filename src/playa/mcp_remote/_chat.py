@@ -170,6 +170,20 @@ class ChatServers:
         return self.session.redact(text) if self.session.redact is not None else text
 
     async def _ask(self, question: Question) -> Answer:
+        """A server's question, asked (``_asked``) and recorded with how it was answered, never the values."""
+        answer = await self._asked(question)
+        sender = self.session.turn_sender
+        self.audit.record(
+            "question",
+            server=question.asker,
+            sender=sender.id if sender is not None else None,
+            fields=len(question.fields),
+            link=question.url is not None,
+            answer=answer.action,
+        )
+        return answer
+
+    async def _asked(self, question: Question) -> Answer:
         """A server's question, to the person whose message started the running turn.
 
         Outside a turn nobody is waiting for the server, and nobody may be asked on the chat's
