@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from playa.host import session_state_dir
 from playa.mcp_remote import AuditKey, HostSecret, RemoteMcpExtension, audit_folder, verify_log
 from playa.mcp_remote.store import AuditLog, AuditRecord, read_records
-from servers.python_servers import serve_mcp
+from servers.python_servers import TaskServer, serve_asgi, serve_mcp
 from support.chat import GUEST, ScriptedUI, msg
 from support.oauth import log_in, log_in_again, protected_chat, refuse_sign_in
 from support.remote import HEALTHY, SETTINGS, OwnerChat, owner_chat
@@ -515,3 +515,36 @@ async def test_a_servers_question_is_recorded_with_how_it_was_answered_never_the
     ]
     written = b"".join(path.read_bytes() for path in folder_of(data_dir, SCOPE).glob("audit*"))
     assert ARGUMENT_CANARY.encode() not in written
+
+
+async def test_a_task_that_outlives_its_call_is_recorded_when_it_finishes(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    server = TaskServer()
+    # Under test: the call returns once its timeout passes, while the task runs on.
+    settings = replace(SETTINGS, connection=replace(HEALTHY, call_timeout=1.0, call_max=60.0))
+    ui = ScriptedUI()
+    with anyio.fail_after(60):
+        async with (
+            serve_asgi(server, path="/mcp") as served,
+            owner_chat(data_dir, host_secret, SCOPE, settings=settings) as chat,
+        ):
+            assert "h__slow" in await chat.command(f"/mcp_add h {served.url}", ui)
+            reply = await chat.say("h__slow", ui)
+            assert "is still running on its server as a task" in reply.text
+            server.done.set()
+            await ui.until(lambda seen: any("the report" in text for text in seen.sent))
+            records = await audit_of(chat)
+    call, finished = records[-2:]
+    assert (call.kind, call.fields["tool"], call.fields["outcome"]) == ("tool_call", "slow", "ok")
+    assert (
+        finished.kind,
+        finished.fields["server"],
+        finished.fields["tool"],
+        finished.fields["outcome"],
+    ) == (
+        "task_finished",
+        "h",
+        "h__slow",
+        "ok",
+    )

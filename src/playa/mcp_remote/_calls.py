@@ -202,6 +202,13 @@ class Calls:
                 note += " could not be followed."
             finally:
                 feed.close("done" if note.endswith(" has finished.") else "failed")
+        self._audit.record(
+            "task_finished",
+            server=connection.endpoint.server,
+            tool=exposed,
+            outcome="error" if result.is_error else "ok",
+            result_bytes=len(result.text.encode()),
+        )
         deliver = self._session.deliver_late
         if deliver is None:
             return
