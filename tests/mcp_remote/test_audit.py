@@ -548,3 +548,15 @@ async def test_a_task_that_outlives_its_call_is_recorded_when_it_finishes(
         "h__slow",
         "ok",
     )
+
+
+async def test_a_record_after_the_host_stopped_is_dropped_and_logged_not_raised(
+    data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = folder_of(data_dir, SCOPE)
+    async with anyio.create_task_group() as tg:
+        log = AuditLog(folder, SCOPE, AuditKey(SECRET.encode()), task_group=tg)
+    log.record("tool_call", server="docs")
+    await log.flush()
+    assert "an audit record of console:audited after the host stopped was lost" in caplog.text
+    assert not (folder / "audit.jsonl").exists()

@@ -555,8 +555,14 @@ class AuditLog:
             return
         self._pending.append((self._clock(), kind, _checked(kind, fields, self._redact)))
         if self._flushed is None:
+            try:
+                self._tg.start_soon(self._flush)
+            except RuntimeError:
+                # The host is past its lifespan (its task group ended): nothing can write now.
+                logger.error("an audit record of %s after the host stopped was lost", self._writer.scope)
+                self._pending.clear()
+                return
             self._flushed = anyio.Event()
-            self._tg.start_soon(self._flush)
 
     async def _flush(self) -> None:
         assert self._writer is not None
