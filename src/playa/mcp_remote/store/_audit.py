@@ -18,8 +18,12 @@ A record holds names, counts, sizes, durations and outcomes: never an argument's
 result, a token or any other secret. Its text fields pass the chat's redactor all the same.
 
 Appends cost the event loop a list append: the records are built, chained and written in a
-worker thread, every record waiting at that moment in one ``O_APPEND`` write and one fsync,
-then the head is rewritten in place.
+worker thread, those of ``COMMIT_DELAY`` in one ``O_APPEND`` write and one fsync, then the head
+is rewritten in place.
+
+A chat whose scope changes (a Telegram group upgraded to a supergroup) goes on with its chain:
+a ``chat_moved`` record sealed for the new scope names the old one (``move_log``), and the
+verifier checks the records before it as the old scope's.
 
 The head is written after the records are durable, and is never fsynced itself: a crash can
 only leave it behind the log, which verifies (the records after it follow the chain), never
@@ -544,10 +548,6 @@ class AuditLog:
     @property
     def enabled(self) -> bool:
         return self._writer is not None
-
-    @property
-    def folder(self) -> Path | None:
-        return self._writer.folder if self._writer is not None else None
 
     def record(self, kind: str, **fields: FieldValue) -> None:
         """Add a record; it reaches the disk shortly, in a batch with any other waiting then."""
