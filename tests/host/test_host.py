@@ -378,3 +378,28 @@ async def test_chats_do_not_share_tools_or_history(offline_host: Host) -> None:
     assert "only_in_one" not in two.tools
     assert two.history.messages == []
     assert one.workspace != two.workspace
+
+
+async def test_each_turn_ends_with_the_turn_end_hook_also_a_failed_one_and_a_raising_hook_is_contained(
+    data_dir: Path,
+) -> None:
+    ended: list[tuple[str, bool]] = []
+
+    class Watching(Extension):
+        id = "watching"
+
+        def on_turn_end(self, session: ChatSession) -> None:
+            # Called once the turn let go of its front end: nothing of it is left to reach.
+            ended.append((session.scope, session.turn_ui is None))
+            raise RuntimeError("a broken turn-end hook")
+
+    def explode(m: list[ModelMessage], i: AgentInfo) -> ModelResponse:
+        raise RuntimeError("provider down")
+
+    script = Script([say("one"), explode, say("three")])
+    async with await scripted_host(data_dir, script, [Watching()]) as host:
+        session = await host.session("console:t", owner="owner")
+        replies = [await host.handle(session, msg(text), ScriptedUI()) for text in ("a", "b", "c")]
+        assert await host.handle(session, msg("/help"), ScriptedUI()) is not None  # no turn
+    assert [reply.kind if reply else None for reply in replies] == ["agent", "error", "agent"]
+    assert ended == [("console:t", True)] * 3

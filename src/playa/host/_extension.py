@@ -67,6 +67,12 @@ class Extension:
         redacts everything the model receives.
         """
 
+    def on_turn_end(self, session: ChatSession) -> None:
+        """A turn of the chat ended (answered, failed or stopped): let go of what was its alone.
+
+        Called in the turn's ``finally``, also when it was cancelled: it must not wait on anything.
+        """
+
     async def on_login_redirect(self, session: ChatSession, sender: Sender, address: str) -> str | None:
         """The chat's owner sent, as a message, the address a login ended at (``…?code=…&state=…``).
 

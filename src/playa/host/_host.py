@@ -516,6 +516,11 @@ class Host:
                 return await self._run_turn(session, text)
             finally:
                 session.turn_ui, session.turn_sender = None, None
+                for extension in self.extensions:
+                    try:
+                        extension.on_turn_end(session)
+                    except Exception as exc:  # boundary: an extension's failure is logged and contained
+                        self._log_failure(session, f"{extension.id} TurnEnd hook", exc)
 
     async def _run_turn(self, session: ChatSession, text: str) -> Reply:
         for extension in self.extensions:

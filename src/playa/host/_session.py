@@ -70,6 +70,8 @@ class ChatSession:
     """When a message for the chat last arrived or was answered (the event loop's clock)."""
     busy: int = 0
     """Messages being handled now; a busy session is never evicted."""
+    group: bool = False
+    """Whether the chat has members besides its owner (a Telegram group); set by the front end."""
     turn_ui: UI | None = None
     """While a turn runs, the front end of the message that started it: a server's questions
     during the turn are asked of that message's sender, and of nobody else."""

@@ -551,6 +551,7 @@ class TelegramBot:
         try:
             info = await self.owners.identify(message)
             session = await self.host.session(f"telegram:{chat.id}", owner=info.owner)
+            session.group = chat.type != chat.PRIVATE
             ui = self._ui(
                 session,
                 chat.id,
@@ -605,6 +606,7 @@ class TelegramBot:
             session = await self.host.session(
                 f"telegram:{chat_id}", owner=str(owner_id) if owner_id is not None else "unknown"
             )
+            session.group = waiting.group
             ui = self._ui(
                 session,
                 chat_id,
