@@ -21,6 +21,7 @@ from . import __version__
 from ._runtime import tune_runtime
 from .exceptions import ConfigError
 from .host import (
+    QUESTION_TIMEOUT,
     EnvPolicy,
     Extension,
     Host,
@@ -36,12 +37,14 @@ from .mcp_remote import (
     AuditKey,
     Callbacks,
     ConnectionSettings,
+    Decision,
     EgressPolicy,
     HostSecret,
     RemoteMcpExtension,
     RemoteMcpSettings,
     audit_folder,
     client_metadata_document,
+    decision_of,
     resolve_host_secret,
     verify_log,
 )
@@ -303,12 +306,23 @@ def _remote_settings(environ: Mapping[str, str], connection: ConnectionSettings)
             oauth_client_metadata_url=environ.get("PLAYA_OAUTH_CLIENT_METADATA_URL", "").strip() or None,
             oauth_callback_port=port,
             login_timeout=_seconds(environ, "PLAYA_OAUTH_LOGIN_TIMEOUT", 600.0),
+            default_policy=_default_policy(environ),
+            ask_timeout=_seconds(environ, "PLAYA_ASK_TIMEOUT", QUESTION_TIMEOUT),
         )
     except ConfigError as exc:
         variable = next((v for field, v in _OAUTH_VARIABLES.items() if field in str(exc)), None)
         if variable is None:
             raise
         raise ConfigError(f"{variable}: {exc}: fix or unset it") from None
+
+
+def _default_policy(environ: Mapping[str, str]) -> Decision:
+    """``PLAYA_DEFAULT_POLICY``: what applies to a tool whose owner set no policy (``allow`` unset)."""
+    text = environ.get("PLAYA_DEFAULT_POLICY", "").strip()
+    decision = decision_of(text) if text else "allow"
+    if decision is None:
+        raise ConfigError(f"PLAYA_DEFAULT_POLICY must be allow, ask or deny, got {text!r}: fix or unset it")
+    return decision
 
 
 def _oauth_client_metadata(environ: Mapping[str, str]) -> str:

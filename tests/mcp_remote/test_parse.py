@@ -25,7 +25,7 @@ SHORT_USER = "the user part of the URL is shorter than 8 characters, too short t
 SHORT_BEARER = "the bearer token is shorter than 8 characters, too short to be hidden safely in tool results"
 USAGE_LINE = "usage: /mcp_add <name> <url> [options]; /mcp_add --help explains them"
 OPTIONS = (
-    "Options: --transport, --tools, --bearer, --header, --secret-url, --oauth, --client-id, --client-secret"
+    "Options: --transport, --tools, --bearer, --header, --secret-url, --oauth, --client-id, --client-secret, --policy"
 )
 
 # Written out rather than read from RESERVED_HEADERS, so that dropping one from the set fails a test.

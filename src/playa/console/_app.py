@@ -55,8 +55,9 @@ _PROMPT = "you> "
 # isolates: what a server or the model could use to redraw the terminal or disguise text.
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _NOT_AN_ANSWER = "A command is not an answer: send the value, or /cancel."
-_ANSWER_WORDS: Final = ("accept", "decline", "cancel")
-"""What answers a server's question (``answer_from_text``); ``/cancel`` ends a secret question too."""
+_ANSWER_WORDS: Final = ("accept", "decline", "cancel", "allow", "deny")
+"""What answers a server's question or a call waiting for permission (``answer_from_text``);
+``/cancel`` ends a secret question too."""
 _PIPE_PROGRESS_EVERY = 1.0
 """Seconds between two progress lines of one call in a pipe, where no status line can be redrawn."""
 

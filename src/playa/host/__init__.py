@@ -31,6 +31,7 @@ from ._normalize import normalize
 from ._outbound import OutboundSecrets, install_outbound_gate, outbound_secrets
 from ._prompt import PromptSections
 from ._questions import (
+    ALWAYS,
     NOTHING_TO_ANSWER,
     NOTHING_TO_CANCEL,
     QUESTION_TIMEOUT,
@@ -98,6 +99,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "ALWAYS",
     "DEFAULT_DENIED",
     "DEFAULT_PROMPT",
     "HISTORY_FILE",

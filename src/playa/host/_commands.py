@@ -91,7 +91,8 @@ class Command:
 
     ``carries_secret`` tells from the raw arguments whether the message holds a credential,
     so the front end deletes it before anything else happens. ``read_only``: it only shows
-    what is (it changes nothing), so it runs at once while a question waits in the chat.
+    what is (it changes nothing), so it runs at once while a question waits in the chat; for a
+    command that shows or changes by its arguments, a function telling from them which it does.
     """
 
     name: str
@@ -100,7 +101,7 @@ class Command:
     usage: str = ""
     owner_only: bool = True
     carries_secret: Callable[[str], bool] = field(default=_never)
-    read_only: bool = False
+    read_only: bool | Callable[[str], bool] = False
 
     @property
     def help(self) -> str:
@@ -151,6 +152,8 @@ def beside_a_question(parsed: ParsedCommand, commands: CommandRouter, *, is_owne
     before it: the question is cancelled (``cancelled_for``) so that the chat can reach it.
     """
     command = commands.get(parsed.name)
-    if command is None or command.read_only or parsed.wants_help:
+    if command is None or parsed.wants_help:
+        return True
+    if command.read_only(parsed.args) if callable(command.read_only) else command.read_only:
         return True
     return command.owner_only and not is_owner

@@ -5,6 +5,10 @@ A front end shows a ``Question`` to the person whose message started the turn an
 one line, parsed here so it has one home: ``/accept [field=value …]`` (fields left out take
 their defaults), ``/decline``, ``/cancel``.
 
+A ``permission`` question is a call that waits for the chat's owner: it goes to the owner
+alone, whoever's turn made the call, and is answered ``/allow`` (accept), ``/allow always``
+(accept with ``ALWAYS``), or ``/deny`` (decline). Unanswered, it is cancelled, as any question.
+
 A waiting question never holds up the chat's commands (``beside_a_question`` in
 ``_commands``): one that only shows something runs at once; any other cancels the question
 first (``cancelled_for``).
@@ -20,6 +24,7 @@ from typing import Final, Literal
 from ._normalize import normalize
 
 __all__ = [
+    "ALWAYS",
     "NOTHING_TO_ANSWER",
     "NOTHING_TO_CANCEL",
     "QUESTION_TIMEOUT",
@@ -38,6 +43,8 @@ __all__ = [
 QUESTION_TIMEOUT = 300.0
 """Seconds a question waits for its answer; unanswered, it is cancelled."""
 NOTHING_TO_ANSWER: Final = "No question is waiting for an answer."
+ALWAYS: Final = "always"
+"""The value an accepted ``permission`` question carries (True) when the owner allowed the tool for good."""
 NOTHING_TO_CANCEL: Final = "There is no question waiting to be cancelled."
 
 
@@ -73,6 +80,8 @@ class Question:
     text: str
     fields: tuple[Field, ...] = ()
     url: str | None = None
+    permission: bool = False
+    """A call waiting for the owner's permission: asked of the owner alone, whoever's turn it is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +101,11 @@ CANCELLED = Answer("cancel")
 
 def render_question(question: Question) -> str:
     """The question as text, each field with its kind and default, and how to answer."""
+    if question.permission:
+        return (
+            f"{question.text}\n"
+            "Answer /allow to allow this call, /allow always to allow every call of this tool, or /deny."
+        )
     lines = [f"{question.asker} asks: {question.text}"]
     if question.url is not None:
         lines.append(f"Open this link to go on: {question.url}")
@@ -129,6 +143,8 @@ def answer_from_text(question: Question, text: str) -> Answer | str:
     words = normalize(text).strip()
     command, _, rest = words.partition(" ")
     command = command.lower()
+    if question.permission:
+        return _permission_answer(command, rest)
     if command == "/decline":
         return Answer("decline")
     if command == "/cancel":
@@ -146,6 +162,16 @@ def answer_from_text(question: Question, text: str) -> Answer | str:
             return f"Write each value as field=value: {pair!r} has no '='."
         given[name.strip()] = value
     return typed_answer(question, given)
+
+
+def _permission_answer(command: str, rest: str) -> Answer | str:
+    if command == "/allow" and rest.strip().lower() in ("", "once", ALWAYS):
+        return Answer("accept", {ALWAYS: True} if rest.strip().lower() == ALWAYS else {})
+    if command == "/deny":
+        return Answer("decline")
+    if command == "/cancel":
+        return CANCELLED
+    return "Answer /allow, /allow always, or /deny."
 
 
 def typed_answer(question: Question, given: Mapping[str, str]) -> Answer | str:

@@ -7,6 +7,7 @@ Depends only on the host's small interfaces (``playa.host``) and the shared MCP 
 from ._extension import RemoteMcpExtension
 from ._settings import RemoteMcpSettings
 from .store import AuditKey, AuditRecord, Verification, audit_folder, verify_log
+from .store._policy import Decision, Policy, decision_of
 from .store._secret import KEY_FILE_NAME, HostSecret, NoHostSecret, resolve_host_secret
 from .store._store import LoadResult, Rejected, ServerEntry, ServerStore
 from .transport._budget import ResultBudget, ResultTooLarge
@@ -23,12 +24,14 @@ __all__ = [
     "Connection",
     "ConnectionSettings",
     "Connector",
+    "Decision",
     "EgressMode",
     "EgressPolicy",
     "Endpoint",
     "HostSecret",
     "LoadResult",
     "NoHostSecret",
+    "Policy",
     "Rejected",
     "RemoteMcpExtension",
     "RemoteMcpSettings",
@@ -40,6 +43,7 @@ __all__ = [
     "Verification",
     "audit_folder",
     "client_metadata_document",
+    "decision_of",
     "resolve_host_secret",
     "system_resolver",
     "verify_log",

@@ -15,6 +15,7 @@ from anyio.abc import TaskGroup
 from ..exceptions import CallFailed, NeedsLogin, RemoteError, RemoteTimeout, ToolError
 from ..host import UI, ChatSession, LateResult, ToolResult
 from ..mcp import map_result
+from ._policies import Policies
 from ._state import ServerState
 from .store._audit import AuditLog
 from .transport._connection import Connection, ConnectionSettings, PendingTask
@@ -30,6 +31,8 @@ class _Seen:
     """What a call's audit record needs to know that its result does not say."""
 
     timed_out: bool = False
+    refused: bool = False
+    """The owner's policy kept it from the server (denied, declined, unanswered)."""
 
 
 class Calls:
@@ -38,7 +41,8 @@ class Calls:
     A broken connection is dropped and the next call reconnects (``connect``); a call is never
     retried, as it may have had effects. Handed the chat's servers (read only), ``connect``,
     ``needs_login`` (the server waits for the owner's login), ``step_up`` (asks the owner to log
-    in with the scope a call was refused for; whether they were asked) and ``write_section``.
+    in with the scope a call was refused for; whether they were asked) and ``write_section``;
+    ``policies`` decides whether a call may go to its server at all.
     """
 
     def __init__(
@@ -54,6 +58,7 @@ class Calls:
         step_up: Callable[[ServerState], Awaitable[bool]],
         write_section: Callable[[], None],
         audit: AuditLog,
+        policies: Policies,
     ) -> None:
         self._session = session
         self._servers = servers
@@ -65,6 +70,7 @@ class Calls:
         self._step_up = step_up
         self._write_section = write_section
         self._audit = audit
+        self._policies = policies
 
     def _redact_out(self, text: str) -> str:
         """Text this extension shows the chat itself: its own credentials and the host's removed."""
@@ -79,6 +85,11 @@ class Calls:
         the sizes, never the arguments or the result."""
         started, seen, result = time.perf_counter(), _Seen(), None
         try:
+            permit = await self._policies.permit(state, exposed, remote, arguments)
+            if permit.refusal is not None:
+                seen.refused = True
+                result = ToolResult.error(permit.refusal)
+                return result
             result = await self._call(state, exposed, remote, arguments, seen)
             return result
         finally:
@@ -88,7 +99,9 @@ class Calls:
                 sender=sender.id if sender is not None else None,
                 server=state.entry.name,
                 tool=remote,
-                outcome="timeout"
+                outcome="refused"
+                if seen.refused
+                else "timeout"
                 if seen.timed_out
                 else "error"
                 if result is None or result.is_error

@@ -19,6 +19,7 @@ from ..mcp import exposed_names, normalize_schema
 from ._approvals import Approvals
 from ._calls import Calls
 from ._login import Logins, login_hint
+from ._policies import Policies
 from ._settings import RemoteMcpSettings
 from ._state import LoginStart, ServerState
 from ._tool import Binding, RemoteMcpTool
@@ -108,6 +109,18 @@ class ChatServers:
             audit=self.audit,
         )
         """The servers' new and changed tools and instructions, held until the owner decides."""
+        self.policies = Policies(
+            session,
+            self.servers,
+            store,
+            default=settings.default_policy,
+            ask_timeout=settings.ask_timeout,
+            ask=self._asked,
+            redact=self._redact_out,
+            rebind=self._rebind,
+            audit=self.audit,
+        )
+        """The owner's call policies (``/mcp_policy``): which calls go ahead, wait for them, or never happen."""
         self._calls = Calls(
             session,
             self.servers,
@@ -119,6 +132,7 @@ class ChatServers:
             step_up=self._step_up,
             write_section=self._write_section,
             audit=self.audit,
+            policies=self.policies,
         )
 
     # The file
@@ -183,8 +197,9 @@ class ChatServers:
         )
         return answer
 
-    async def _asked(self, question: Question) -> Answer:
-        """A server's question, to the person whose message started the running turn.
+    async def _asked(self, question: Question, timeout: float = QUESTION_TIMEOUT) -> Answer:
+        """A server's question, to the person whose message started the running turn (a
+        ``permission`` question: to the owner, through that turn's front end).
 
         Outside a turn nobody is waiting for the server, and nobody may be asked on the chat's
         behalf: the question is cancelled at once. Unanswered in time, it is cancelled too.
@@ -195,9 +210,9 @@ class ChatServers:
                 "%s: a question from %s outside a turn was cancelled", self.session.scope, question.asker
             )
             return Answer("cancel")
-        with anyio.move_on_after(QUESTION_TIMEOUT):
+        with anyio.move_on_after(timeout):
             async with self._asking:
-                return await ui.question(question, timeout=QUESTION_TIMEOUT)
+                return await ui.question(question, timeout=timeout)
         return Answer("cancel")
 
     def _drop(self, name: str) -> Connection | None:
@@ -538,6 +553,10 @@ class ChatServers:
         state.hidden = max(0, len(allowed) - limit)
         allowed = dict(list(allowed.items())[:limit])
         allowed, adopted = self.approvals.hold_tools(state, allowed)
+        for remote in [remote for remote in allowed if self.policies.of(state, remote) == "deny"]:
+            # The owner's policy: the model is never offered it (a call all the same is refused).
+            del allowed[remote]
+            state.withheld.append(f"{self._shown(remote)!r}: your policy denies it")
         names = exposed_names(entry.name, allowed)
         # Every binding is made before the registry changes: a step that raises leaves the
         # chat's tools as they were.
@@ -569,6 +588,17 @@ class ChatServers:
             self.session.tools.deactivate(exposed)
         state.tools = bound
         return adopted
+
+    def _rebind(self, state: ServerState) -> None:
+        """Bind the server's tools again after a policy changed: a denied one leaves the model's list."""
+        connection = state.connection
+        if (
+            connection is not None
+            and not connection.broken
+            and (adopted := self._bind(state, connection)) is not None
+        ):
+            self._tg.start_soon(self.approvals.settle, state, adopted)
+        self._write_section()
 
     async def _tools_changed(self, state: ServerState, connection: Connection) -> None:
         """The server said its tool list changed, and the connection listed it again."""

@@ -1,5 +1,6 @@
-"""The owner's commands: ``/mcp_add``, ``/mcp_remove``, ``/mcp_list``, ``/mcp_tools``, and the
-decisions on changed tools: ``/mcp_review``, ``/mcp_approve``, ``/mcp_reject``."""
+"""The owner's commands: ``/mcp_add``, ``/mcp_remove``, ``/mcp_list``, ``/mcp_tools``, the
+decisions on changed tools: ``/mcp_review``, ``/mcp_approve``, ``/mcp_reject``, and the call
+policies: ``/mcp_policy``."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from ..mcp import is_server_name
 from ._chat import ChatServers
 from ._parse import USAGE, AddRequest, carries_secret, check_secret, parse_add
 from ._state import LoginStart, ServerState
-from ._views import added_text, audit_text, login_started, notice, server_list, tool_list
+from ._views import added_text, audit_text, login_started, notice, policy_list, server_list, tool_list
 from .store._grant import OAuthGrant, resource_of
+from .store._policy import DECISIONS, decision_of
 from .store._store import AuthKind, Saved
 
 __all__ = ["OpenServers", "build_commands"]
@@ -27,6 +29,15 @@ when remote MCP is disabled): the one service the commands call."""
 PASTE_FLAG = "--paste"
 AUDIT_SHOWN = 20
 AUDIT_MAX = 500
+POLICY_USAGE = (
+    "usage: /mcp_policy lists the policies; /mcp_policy <name> [tool] allow|ask|deny sets one: "
+    "allow calls at once, ask waits for your /allow or /deny, deny never offers the tool to the agent"
+)
+_POLICY_MEANS = {
+    "allow": "the agent calls it at once",
+    "ask": "each call waits for your decision",
+    "deny": "the agent is not offered it",
+}
 _AUTH_USAGE = (
     "usage: /mcp_auth <name> to log in; /mcp_auth <name> --paste to send the address a login ended at"
 )
@@ -147,6 +158,11 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             # The same server added again (to retry it, or to change its key) keeps its pins: a
             # re-add must not approve, unseen, a change that waits for the owner.
             entry = replace(entry, pins=previous.entry.pins)
+        if previous is not None:
+            # A replacement keeps the owner's policies (a re-add never loosens one); --policy
+            # sets the server's own.
+            kept = previous.entry.policy
+            entry = replace(entry, policy=kept.setting(None, request.policy) if request.policy else kept)
         try:
             saved, state = await chat.add(entry)
         except StoreError as exc:
@@ -261,6 +277,36 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             )
         return f"I sent you the latest records of this chat's audit log {ctx.ui.private_place}."
 
+    async def policy(ctx: CommandContext) -> str:
+        chat = await servers(ctx)
+        words = ctx.args.split()
+        if not words:
+            return policy_list(chat.servers, chat.policies.default, chat.redactor)
+        if len(words) not in (2, 3):
+            raise UsageError(POLICY_USAGE)
+        name, tool, decision = words[0], words[1] if len(words) == 3 else None, decision_of(words[-1])
+        if name not in chat.servers:
+            return _no_such_server(name)
+        if decision is None:
+            shown = f"{words[-1]!r} is" if quotable(words[-1]) else "That is"
+            raise UsageError(f"{shown} not a policy: give one of {', '.join(DECISIONS)}. {POLICY_USAGE}")
+        if tool is not None and holds_key(tool):
+            raise UsageError(
+                "That looks like a key, not a tool name (not repeated here). /mcp_tools shows them."
+            )
+        try:
+            before = await chat.policies.set(name, tool, decision)
+        except StoreError as exc:
+            return f"Nothing was changed: {exc}"
+        if before is None:
+            return _no_such_server(name)
+        what = f"{tool} of {name}" if tool is not None else f"every tool of {name} without its own policy"
+        text = f"Policy of {what}: {decision} ({_POLICY_MEANS[decision]}); it was {before}."
+        connection = state.connection if (state := chat.servers.get(name)) is not None else None
+        if tool is not None and connection is not None and tool not in {t.name for t in connection.tools}:
+            text += f" {name} offers no tool named {tool} now: the policy applies if it comes."
+        return text
+
     async def tools(ctx: CommandContext) -> str:
         chat = await servers(ctx)
         name = ctx.args.strip() or None
@@ -371,6 +417,15 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             carries_secret=not_a_name,
         ),
         Command(
+            "mcp_policy",
+            "whether the agent may call a server's tools: allow, ask you first, or deny",
+            policy,
+            usage=POLICY_USAGE,
+            carries_secret=_policy_carries_secret,
+            # The list only shows; setting one changes the chat.
+            read_only=lambda args: not args.strip(),
+        ),
+        Command(
             "mcp_tools",
             "the tools of the chat's remote MCP servers",
             tools,
@@ -379,6 +434,11 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             read_only=True,
         ),
     ]
+
+
+def _policy_carries_secret(args: str) -> bool:
+    """``/mcp_policy`` takes a name, a tool and a word: anything key-shaped among them may be a key."""
+    return any(holds_key(word) for word in args.split())
 
 
 def _auth_carries_secret(args: str) -> bool:

@@ -12,6 +12,7 @@ from ..exceptions import UsageError, ValidationError
 from ..host import MIN_SECRET_LENGTH, auth_credential, holds_key, is_http_token, looks_like_credential
 from ..mcp import server_name_problem
 from .store._grant import OAuthGrant
+from .store._policy import DECISIONS, Decision, Policy, decision_of
 from .store._store import AuthKind, ServerEntry, TransportChoice
 from .store._url import mask_url
 
@@ -58,6 +59,7 @@ _FLAGS: Final = (
     "--oauth",
     "--client-id",
     "--client-secret",
+    "--policy",
 )
 # Flags whose value is a credential, and that ask for it in secret when given none.
 _SECRET_FLAGS: Final = ("--bearer", "--client-secret")
@@ -70,7 +72,7 @@ _KEY_SHAPED: Final = (
 )
 
 USAGE: Final = """\
-/mcp_add <name> <url> [--transport auto|http|sse] [--tools a,b] [--bearer [TOKEN]] [--header "Name: value" | --header Name]… [--secret-url] [--oauth] [--client-id ID [--client-secret [SECRET]]]
+/mcp_add <name> <url> [--transport auto|http|sse] [--tools a,b] [--bearer [TOKEN]] [--header "Name: value" | --header Name]… [--secret-url] [--oauth] [--client-id ID [--client-secret [SECRET]]] [--policy allow|ask|deny]
   name       1-32 characters: a lowercase letter, then lowercase letters, digits or '-'
   url        http:// or https://; a key in it is kept sealed and shown as [redacted]
   --bearer   sends Authorization: Bearer TOKEN; without TOKEN I ask for it in secret
@@ -81,6 +83,8 @@ USAGE: Final = """\
   --oauth    logs in with OAuth (also chosen by itself when the server asks for a login)
   --client-id, --client-secret   a client the authorization server knows already; without
              SECRET I ask for it in secret
+  --policy   whether the agent may call its tools: allow, ask (you decide each call) or deny;
+             /mcp_policy sets it per tool later
 Adding a name that exists replaces it. A message that holds a credential is deleted."""
 
 
@@ -100,6 +104,7 @@ class AddRequest:
     client_id: str | None = None
     client_secret: str | None = None
     ask_client_secret: bool = False
+    policy: Decision | None = None
 
     def __repr__(self) -> str:
         return f"AddRequest({self.name!r}, headers={sorted(self.headers)!r}, ask={self.ask!r}, oauth={self.oauth!r})"
@@ -120,6 +125,7 @@ class AddRequest:
             headers=headers or {},
             secret_url=self.secret_url,
             oauth=oauth,
+            policy=Policy(self.policy),
         )
 
 
@@ -279,6 +285,11 @@ def _apply(request: AddRequest, flag: str, value: str | None, position: int) -> 
         else:
             check_secret("the client secret", value)
             request.client_secret = value
+    elif flag == "--policy":
+        decision = decision_of(value or "")
+        if decision is None:
+            raise ValidationError("policy", f"--policy takes {', '.join(DECISIONS)}")
+        request.policy = decision
     elif flag == "--transport":
         if value not in _TRANSPORTS:
             raise ValidationError("transport", "--transport takes auto, http or sse")

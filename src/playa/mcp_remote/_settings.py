@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from mcp.client.auth.utils import is_valid_client_metadata_url
 
 from ..exceptions import ConfigError
+from ..host import QUESTION_TIMEOUT
+from .store._policy import DECISIONS, Decision
 from .transport._connection import ConnectionSettings
 
 __all__ = ["CONNECT_WAIT_MARGIN", "RemoteMcpSettings"]
@@ -44,9 +46,14 @@ class RemoteMcpSettings:
     oauth_callback_port: int = 0
     """The loopback port of the OAuth redirect listener; 0 takes a free one at each start. A
     fixed one keeps the redirect URI stable, as a client registered by hand may need."""
+    default_policy: Decision = "allow"
+    """What applies to a call of a tool whose owner set no policy for it or its server
+    (``PLAYA_DEFAULT_POLICY``): ``allow``, ``ask`` (the owner decides each call) or ``deny``."""
+    ask_timeout: float = QUESTION_TIMEOUT
+    """Seconds a call under ``ask`` waits for the owner (``PLAYA_ASK_TIMEOUT``); unanswered, it is denied."""
 
     def __post_init__(self) -> None:
-        for name in ("backoff_initial", "backoff_max", "login_timeout", "approval_interval"):
+        for name in ("backoff_initial", "backoff_max", "login_timeout", "approval_interval", "ask_timeout"):
             value: float = getattr(self, name)
             if not (value > 0 and math.isfinite(value)):
                 raise ConfigError(
@@ -67,6 +74,11 @@ class RemoteMcpSettings:
             raise ConfigError(
                 f"RemoteMcpSettings.oauth_callback_port must be a port (1 to 65535) or 0 for a free one, "
                 f"got {self.oauth_callback_port!r}"
+            )
+        if self.default_policy not in DECISIONS:
+            raise ConfigError(
+                f"RemoteMcpSettings.default_policy must be one of {', '.join(DECISIONS)}, "
+                f"got {self.default_policy!r}"
             )
         if self.max_tools_per_server < 1:
             raise ConfigError(

@@ -20,6 +20,7 @@ from ._state import LoginStart, ServerState
 from ._tool import RemoteMcpTool
 from .store._audit import AuditRecord
 from .store._pins import without_format
+from .store._policy import Decision
 from .store._store import Rejected
 from .transport._oauth import duration_text
 
@@ -29,6 +30,7 @@ __all__ = [
     "added_text",
     "login_started",
     "notice",
+    "policy_list",
     "said",
     "section",
     "server_list",
@@ -199,6 +201,21 @@ def tool_list(chat: ServersView, name: str | None, now: float) -> str:
             lines.append(f"{exposed} — {summary}")
         lines += [f"{server}: not offered to the agent: {why}" for why in state.withheld]
     return "\n".join(lines) or "No remote MCP servers. Add one with /mcp_add."
+
+
+def policy_list(servers: Mapping[str, ServerState], default: Decision, redactor: Redactor) -> str:
+    """``/mcp_policy``: each server's call policy and its tools' own, and the default for the rest."""
+    lines = [f"Tools without a policy of their own or their server's: {default} (the host's default)."]
+    for name, state in sorted(servers.items()):
+        policy = state.entry.policy
+        server = f"{policy.server}" if policy.server is not None else f"{default} (the default)"
+        lines.append(f"{name}: {server}")
+        lines += [f"  {tool}: {decision}" for tool, decision in policy.tools.items()]
+    if not servers:
+        lines.append("No remote MCP servers. Add one with /mcp_add <name> <url> [--policy ask].")
+    else:
+        lines.append("Change one with /mcp_policy <name> [tool] allow|ask|deny.")
+    return redactor.redact("\n".join(lines))
 
 
 def login_started(name: str, start: LoginStart, place: str, timeout: float) -> str:

@@ -23,6 +23,9 @@ The digests of the tool definitions the owner approved, and of those they reject
 (``_pins.Pins``), are sealed under ``:pins``. An entry without them (written before Playa
 pinned tools, or just added) adopts the server's tool list on its first connect.
 
+The owner's call policies for the server and its tools (``_policy.Policy``) are sealed under
+``:policy``, only when the owner set one: an entry without takes the host's default.
+
 Writes replace only what they touch: ``put`` and ``remove`` keep every other raw entry as it
 is, including entries that fail to verify, so the owner keeps seeing those in ``/mcp_list``
 until they remove them or add the name again. ``save`` writes exactly the entries given.
@@ -64,6 +67,7 @@ from playa.host import is_http_token
 from playa.mcp import server_name_problem
 from playa.mcp_remote.store._grant import OAuthGrant, resource_of
 from playa.mcp_remote.store._pins import Pins
+from playa.mcp_remote.store._policy import Policy
 from playa.mcp_remote.store._seal import SEAL_VERSION, JSONValue, Sealer, SealError
 from playa.mcp_remote.store._url import MaskedUrl, mask_url
 
@@ -104,6 +108,7 @@ _SEALED_URL: Final = ":url"
 _SECRET_URL: Final = ":secret-url"
 _SEALED_OAUTH: Final = ":oauth"
 _SEALED_PINS: Final = ":pins"
+_SEALED_POLICY: Final = ":policy"
 
 _TRANSPORTS: Final[tuple[str, ...]] = get_args(TransportChoice)
 _AUTH_KINDS: Final[tuple[str, ...]] = get_args(AuthKind)
@@ -144,6 +149,8 @@ class ServerEntry:
     pins: Pins | None = field(default=None, compare=False, hash=False)
     """The tool definitions the owner approved and rejected; None until the first connect
     adopts the server's list. Not compared: a decision must not make the chat reconnect."""
+    policy: Policy = field(default_factory=Policy, compare=False, hash=False)
+    """The owner's call policies for the server and its tools. Not compared, as the pins."""
     _masked: MaskedUrl = field(init=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -485,7 +492,7 @@ class ServerStore:
         extras = {k: v for k, v in sealed.items() if k.startswith(":")}
         if sorted(headers) != sorted(header_names):
             raise _Reject("seal does not verify: sealed headers differ from the listed header names")
-        if not set(extras) <= {_SEALED_URL, _SECRET_URL, _SEALED_OAUTH, _SEALED_PINS}:
+        if not set(extras) <= {_SEALED_URL, _SECRET_URL, _SEALED_OAUTH, _SEALED_PINS, _SEALED_POLICY}:
             raise _Reject("unknown version: the seal holds fields this Playa does not know")
         grant: OAuthGrant | None = None
         if _SEALED_OAUTH in extras:
@@ -497,6 +504,12 @@ class ServerStore:
         if _SEALED_PINS in extras:
             try:
                 pins = Pins.decode(extras[_SEALED_PINS])
+            except ValidationError as exc:
+                raise _Reject(f"malformed: {exc}") from None
+        policy = Policy()
+        if _SEALED_POLICY in extras:
+            try:
+                policy = Policy.decode(extras[_SEALED_POLICY])
             except ValidationError as exc:
                 raise _Reject(f"malformed: {exc}") from None
         try:
@@ -511,6 +524,7 @@ class ServerStore:
                 secret_url=_SECRET_URL in extras,
                 oauth=grant,
                 pins=pins,
+                policy=policy,
             )
         except ValidationError as exc:
             # A name an older Playa took and this one refuses (the reserved "mcp") says why.
@@ -706,6 +720,8 @@ class ServerStore:
             sealed[_SEALED_OAUTH] = entry.oauth.encode()
         if entry.pins is not None:
             sealed[_SEALED_PINS] = entry.pins.encode()
+        if not entry.policy.empty:
+            sealed[_SEALED_POLICY] = entry.policy.encode()
         seal = self._sealer.seal(context, sealed)
         return {
             **visible,

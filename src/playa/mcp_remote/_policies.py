@@ -1,0 +1,168 @@
+"""The owner's call policies at work: what applies to a call, asking the owner, and changing them.
+
+``deny``: the tool is never offered to the model (``ChatServers`` binds only the others), and a
+call that comes all the same is refused here. ``ask``: the call waits while the owner is asked
+(``Question.permission``: the owner alone answers, whoever's turn made the call) with the
+server, the tool and its arguments in full, redacted; nothing reaches the server until they
+allow it, and unanswered within the ask timeout the call is refused. "Always" sets the tool's
+policy to ``allow``. A server's annotations never decide: only the owner's policy does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Final, Literal
+
+import anyio.to_thread
+
+from ..exceptions import StoreError
+from ..host import ALWAYS, Answer, ChatSession, Question
+from ._approvals import APPROVAL_LIMIT
+from ._state import ServerState
+from .store._audit import AuditLog
+from .store._policy import Decision
+from .store._store import ServerStore
+
+__all__ = ["DECLINED", "UNANSWERED", "Permit", "Policies"]
+
+logger = logging.getLogger(__name__)
+
+DECLINED: Final = "the owner declined"
+UNANSWERED: Final = "the owner did not answer"
+DENIED: Final = "the owner's policy does not allow it"
+
+Outcome = Literal["allowed", "always", "declined", "unanswered", "denied", "unshowable"]
+
+
+@dataclass(frozen=True, slots=True)
+class Permit:
+    """Whether a call may go to its server: the policy that applied, what came of it, and why not."""
+
+    policy: Decision
+    outcome: Outcome
+    refusal: str | None = None
+    """What the model learns instead of a result; None: the call goes ahead."""
+
+
+class Policies:
+    """The call policies of one chat's servers. Handed the chat's servers (read only) and file,
+    ``ask`` (the chat's one way to put a question, with its timeout) and ``rebind`` (binds a
+    server's tools again, so a tool now denied leaves the model's list at once)."""
+
+    def __init__(
+        self,
+        session: ChatSession,
+        servers: Mapping[str, ServerState],
+        store: ServerStore | None,
+        *,
+        default: Decision,
+        ask_timeout: float,
+        ask: Callable[[Question, float], Awaitable[Answer]],
+        redact: Callable[[str], str],
+        rebind: Callable[[ServerState], None],
+        audit: AuditLog,
+    ) -> None:
+        self._session = session
+        self._servers = servers
+        self._store = store
+        self.default: Decision = default
+        self._ask_timeout = ask_timeout
+        self._ask = ask
+        self._redact = redact
+        self._rebind = rebind
+        self._audit = audit
+
+    def of(self, state: ServerState, tool: str) -> Decision:
+        """What applies to a call of the server's ``tool`` (its own name for it)."""
+        return state.entry.policy.of(tool, self.default)
+
+    async def permit(self, state: ServerState, exposed: str, tool: str, arguments: dict[str, Any]) -> Permit:
+        """Whether this call may go to the server now; under ``ask``, once the owner answered."""
+        policy = self.of(state, tool)
+        if policy == "allow":
+            return Permit(policy, "allowed")
+        if policy == "deny":
+            return self._recorded(
+                state,
+                tool,
+                Permit(policy, "denied", f"{exposed} was not called: {DENIED}."),
+            )
+        name = state.entry.name
+        shown = self._redact(json.dumps(arguments, ensure_ascii=False, indent=2, default=str))
+        sender = self._session.turn_sender
+        whose = f" in {sender.name}'s turn" if sender is not None and not sender.is_owner else ""
+        text = (
+            f"The agent wants to call the tool {self._redact(tool)} of the remote MCP server {name}{whose}, "
+            f"with these arguments:\n{shown}"
+        )
+        if len(text) > APPROVAL_LIMIT:
+            # What the owner could not read whole, they could not allow: a long argument may hide
+            # what the call does at its end.
+            why = f"its arguments are too long to show the owner in full ({len(shown):,} characters)"
+            return self._recorded(
+                state,
+                tool,
+                Permit(policy, "unshowable", f"{exposed} was not called: {why}."),
+            )
+        answer = await self._ask(Question(asker=name, text=text, permission=True), self._ask_timeout)
+        if answer.action == "accept":
+            always = answer.values.get(ALWAYS) is True
+            if always:
+                await self._always(state, tool)
+            return self._recorded(state, tool, Permit(policy, "always" if always else "allowed"))
+        if answer.action == "decline":
+            return self._recorded(
+                state,
+                tool,
+                Permit(policy, "declined", f"{exposed} was not called: {DECLINED}."),
+            )
+        return self._recorded(
+            state,
+            tool,
+            Permit(policy, "unanswered", f"{exposed} was not called: {UNANSWERED}."),
+        )
+
+    def _recorded(self, state: ServerState, tool: str, permit: Permit) -> Permit:
+        sender = self._session.turn_sender
+        self._audit.record(
+            "permission",
+            sender=sender.id if sender is not None else None,
+            server=state.entry.name,
+            tool=tool,
+            policy=permit.policy,
+            outcome=permit.outcome,
+        )
+        return permit
+
+    async def _always(self, state: ServerState, tool: str) -> None:
+        """The owner allowed the tool for good: its policy becomes ``allow``; this call goes ahead either way."""
+        try:
+            await self.set(state.entry.name, tool, "allow")
+        except StoreError as exc:
+            logger.warning("%s: a tool's policy could not be saved: %s", self._session.scope, exc)
+
+    async def set(self, name: str, tool: str | None, decision: Decision) -> Decision | None:
+        """Seal ``decision`` for the server ``name`` (``tool`` None) or one of its tools; what applied
+        before (None: there is no such server). Raises ``StoreError`` when it cannot be saved."""
+        state = self._servers.get(name)
+        if state is None:
+            return None
+        old = state.entry.policy
+        before = old.of(tool, self.default) if tool is not None else old.server or self.default
+        entry = replace(state.entry, policy=state.entry.policy.setting(tool, decision))
+        if self._store is not None:
+            await anyio.to_thread.run_sync(self._store.put, entry)
+        if self._servers.get(name) is state:
+            state.entry = entry
+            self._rebind(state)
+        self._audit.record(
+            "policy_changed",
+            server=name,
+            tool=tool,
+            policy=decision,
+            before=before,
+        )
+        return before

@@ -1,0 +1,365 @@
+"""Call policies: ``allow``, ``ask`` or ``deny`` per server and tool, against the SDK's server on loopback.
+
+The model is the offline one (it calls the tool the message names); the front end is scripted,
+and a permission question waits until the test answers it, so what reached the server meanwhile
+can be checked.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.server.mcpserver import MCPServer
+
+from playa.exceptions import ConfigError, ValidationError
+from playa.host import Answer, Question, answer_from_text, render_question
+from playa.mcp_remote import HostSecret, Policy, RemoteMcpSettings, ServerStore
+from playa.mcp_remote._parse import parse_add
+from playa.mcp_remote.store._seal import Sealer
+from servers.python_servers import serve_mcp
+from support.chat import GUEST, RecordingModel, ScriptedUI, msg
+from support.remote import SETTINGS, OwnerChat, owner_chat
+
+pytestmark = pytest.mark.anyio
+
+SCOPE = "console:policies"
+ARGUMENTS = {"path": "notes/today.md", "text": "line one\nline two, with a long tail " + "x" * 300}
+
+
+@dataclass
+class FilesServer:
+    """A server with a write tool that records every call that reaches it."""
+
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def mcp(self) -> MCPServer:
+        server = MCPServer("files")
+
+        @server.tool()
+        def write(path: str, text: str) -> str:
+            """Write a file."""
+            self.calls.append({"path": path, "text": text})
+            return f"wrote {len(text)} characters to {path}"
+
+        @server.tool()
+        def read(path: str) -> str:
+            """Read a file."""
+            return f"the text of {path}"
+
+        return server
+
+
+@dataclass
+class OwnerUI(ScriptedUI):
+    """A front end whose permission questions wait until the test answers them (``answer``)."""
+
+    pending: list[tuple[Question, anyio.Event]] = field(default_factory=list)
+    answered: dict[int, str] = field(default_factory=dict)
+    never: bool = False
+    """The owner never answers: only the timeout ends the question."""
+
+    async def question(self, question: Question, *, timeout: float = 300.0) -> Answer:
+        self.questions.append(question)
+        done = anyio.Event()
+        self.pending.append((question, done))
+        self._changed_now()
+        if self.never:
+            await anyio.sleep_forever()
+        await done.wait()
+        answer = answer_from_text(question, self.answered[len(self.pending) - 1])
+        assert isinstance(answer, Answer), answer
+        return answer
+
+    async def question_shown(self, count: int) -> Question:
+        await self.until(lambda seen: len(seen.questions) >= count)
+        return self.questions[count - 1]
+
+    def answer(self, line: str) -> None:
+        index = len(self.pending) - 1
+        self.answered[index] = line
+        self.pending[index][1].set()
+
+
+def call(arguments: dict[str, Any] = ARGUMENTS) -> str:
+    return f"files__write {json.dumps(arguments)}"
+
+
+@asynccontextmanager
+async def files_chat(
+    data_dir: Path,
+    host_secret: HostSecret,
+    *,
+    policy: str = "",
+    settings: RemoteMcpSettings = SETTINGS,
+    model: RecordingModel | None = None,
+) -> AsyncIterator[tuple[OwnerChat, FilesServer]]:
+    files = FilesServer()
+    async with (
+        serve_mcp(files.mcp()) as served,
+        owner_chat(data_dir, host_secret, SCOPE, model, settings) as chat,
+    ):
+        added = await chat.command(f"/mcp_add files {served.url} {policy}".strip())
+        assert added.startswith("Added files: connected"), added
+        yield chat, files
+
+
+async def test_under_ask_nothing_reaches_the_server_until_the_owner_allows_the_call(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    ui = OwnerUI()
+    with anyio.fail_after(60):
+        async with files_chat(data_dir, host_secret, policy="--policy ask") as (chat, files):
+            async with anyio.create_task_group() as tg:
+                replies: list[str] = []
+
+                async def turn() -> None:
+                    replies.append((await chat.say(call(), ui)).text)
+
+                tg.start_soon(turn)
+                question = await ui.question_shown(1)
+                assert files.calls == []  # the call waits for the owner
+                assert question.permission and question.asker == "files"
+                shown = render_question(question)
+                # The server, the tool and every character of the arguments.
+                assert "write" in shown and "files" in shown
+                assert json.dumps(ARGUMENTS, ensure_ascii=False, indent=2) in shown
+                assert "/allow" in shown and "/deny" in shown
+                ui.answer("/allow")
+            assert files.calls == [ARGUMENTS]
+            assert "wrote" in replies[0]
+            # Allowed once: the next call asks again.
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(chat.say, call({"path": "b", "text": "second"}), ui)
+                await ui.question_shown(2)
+                assert len(files.calls) == 1
+                ui.answer("/deny")
+            assert len(files.calls) == 1
+
+
+async def test_a_declined_call_never_reaches_the_server_and_the_model_learns_the_owner_declined(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    ui = OwnerUI()
+    replies: list[str] = []
+    with anyio.fail_after(60):
+        async with (
+            files_chat(data_dir, host_secret, policy="--policy ask") as (chat, files),
+            anyio.create_task_group() as tg,
+        ):
+
+            async def turn() -> None:
+                replies.append((await chat.say(call(), ui)).text)
+
+            tg.start_soon(turn)
+            await ui.question_shown(1)
+            ui.answer("/deny")
+    assert files.calls == []
+    assert "files__write was not called: the owner declined." in replies[0]
+
+
+async def test_an_unanswered_call_is_denied_after_the_ask_timeout(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    ui = OwnerUI(never=True)
+    settings = replace(SETTINGS, ask_timeout=0.5)  # the timeout under test; the server stays generous
+    with anyio.fail_after(60):
+        async with files_chat(data_dir, host_secret, policy="--policy ask", settings=settings) as (
+            chat,
+            files,
+        ):
+            started = time.monotonic()
+            reply = await chat.say(call(), ui)
+            waited = time.monotonic() - started
+    assert waited >= 0.5
+    assert files.calls == []
+    assert "files__write was not called: the owner did not answer." in reply.text
+
+
+async def test_always_for_this_tool_sets_its_policy_to_allow(data_dir: Path, host_secret: HostSecret) -> None:
+    ui = OwnerUI()
+    with anyio.fail_after(60):
+        async with files_chat(data_dir, host_secret, policy="--policy ask") as (chat, files):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(chat.say, call(), ui)
+                await ui.question_shown(1)
+                ui.answer("/allow always")
+            assert files.calls == [ARGUMENTS]
+            await chat.say(call({"path": "b", "text": "again"}), ui)
+            assert len(ui.questions) == 1  # not asked again
+            assert len(files.calls) == 2
+            listed = await chat.command("/mcp_policy")
+    assert "files: ask" in listed and "  write: allow" in listed
+
+
+async def test_a_members_call_asks_the_owner_and_says_whose_turn_it_is(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    ui = OwnerUI()
+    with anyio.fail_after(60):
+        async with files_chat(data_dir, host_secret, policy="--policy ask") as (chat, files):
+            session = await chat.session()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(chat.host.handle, session, msg(call(), GUEST), ui)
+                question = await ui.question_shown(1)
+                assert question.permission  # the front end asks the owner, not the sender
+                assert "in Guest's turn" in question.text
+                assert files.calls == []
+                ui.answer("/deny")
+    assert files.calls == []
+
+
+async def test_a_denied_tool_is_not_offered_to_the_model_and_nothing_reaches_the_server(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    model = RecordingModel()
+    with anyio.fail_after(60):
+        async with files_chat(data_dir, host_secret, model=model) as (chat, files):
+            await chat.say("hello")
+            assert {"files__write", "files__read"} <= model.tools()
+            reply = await chat.command("/mcp_policy files write deny")
+            assert reply.startswith("Policy of write of files: deny"), reply
+            await chat.say(call())
+            assert "files__write" not in model.tools() and "files__read" in model.tools()
+            listed = await chat.command("/mcp_list")
+            # A call already on its way when the policy changed is refused before the server.
+            servers = chat.extension.chat(await chat.session())
+            permit = await servers.policies.permit(
+                servers.servers["files"], "files__write", "write", ARGUMENTS
+            )
+    assert permit.refusal == "files__write was not called: the owner's policy does not allow it."
+    assert files.calls == []
+    assert "'write': your policy denies it" in listed
+
+
+async def test_a_server_denied_as_a_whole_offers_none_of_its_tools_and_a_tool_may_be_let_through(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    model = RecordingModel()
+    with anyio.fail_after(60):
+        async with files_chat(data_dir, host_secret, policy="--policy deny", model=model) as (chat, _files):
+            await chat.say("hello")
+            assert not {"files__write", "files__read"} & model.tools()
+            await chat.command("/mcp_policy files read allow")
+            await chat.say("hello")
+            assert "files__read" in model.tools() and "files__write" not in model.tools()
+
+
+async def test_the_default_policy_applies_where_the_owner_set_none(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    model = RecordingModel()
+    settings = replace(SETTINGS, default_policy="deny")
+    with anyio.fail_after(60):
+        async with files_chat(data_dir, host_secret, settings=settings, model=model) as (chat, _files):
+            await chat.say("hello")
+            assert not {"files__write", "files__read"} & model.tools()
+            listed = await chat.command("/mcp_policy")
+    assert "Tools without a policy of their own or their server's: deny" in listed
+    assert "files: deny (the default)" in listed
+
+
+async def test_the_agent_cannot_change_a_policy_and_an_edited_file_never_loosens_one(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    model = RecordingModel()
+    with anyio.fail_after(60):
+        async with files_chat(data_dir, host_secret, policy="--policy ask", model=model) as (chat, files):
+            session = await chat.session()
+            store_file = session.workspace / ".volcanic" / "mcp" / "servers.json"
+            asked = store_file.read_bytes()
+            await chat.command("/mcp_policy files write deny")
+            # The agent, with the file as it was under ask: its workspace tools cannot reach it.
+            attempt = {"path": ".volcanic/mcp/servers.json", "content": asked.decode()}
+            reply = await chat.say(f"write_file {json.dumps(attempt)}")
+            assert "holds the host's own files" in reply.text
+            assert "files__write" not in model.tools()
+            # Another writer puts the older file back: refused as a whole, never read as allowing.
+            store_file.write_bytes(asked)
+            await chat.say("hello")
+            assert "files__write" not in model.tools()
+            # Or strips the policy from an entry: its seal no longer opens.
+            document = json.loads(store_file.read_bytes())
+            seal = document["servers"][0]["seal"]
+            seal["ct"] = seal["ct"][:-4] + ("AAAA" if seal["ct"][-4:] != "AAAA" else "BBBB")
+            store_file.write_text(json.dumps(document))
+            await chat.say("hello")
+            assert "files__write" not in model.tools()
+    assert files.calls == []
+
+
+def test_a_policy_is_sealed_with_the_entry_and_read_back(tmp_path: Path) -> None:
+    store = ServerStore(tmp_path / "ws", "console:p", Sealer(b"k" * 32), state_dir=tmp_path / "state")
+    entry = parse_add("files https://files.example/mcp --policy ask").entry()
+    entry = replace(entry, policy=entry.policy.setting("write", "deny"))
+    store.put(entry)
+    (loaded,) = store.load().entries
+    assert loaded.policy == Policy("ask", {"write": "deny"})
+    assert loaded.policy.of("write", "allow") == "deny" and loaded.policy.of("read", "allow") == "ask"
+    assert b"deny" not in store.path.read_bytes()  # sealed, not shown
+
+
+@pytest.mark.parametrize(
+    "sealed",
+    [
+        '{"v":1,"server":"sometimes","tools":{}}',
+        '{"v":2,"server":null,"tools":{}}',
+        '{"v":1,"tools":{}}',
+        "[]",
+    ],
+)
+def test_a_sealed_policy_of_an_unknown_shape_is_refused(sealed: str) -> None:
+    with pytest.raises(ValidationError):
+        Policy.decode(sealed)
+
+
+def test_mcp_add_takes_a_policy_and_refuses_an_unknown_one() -> None:
+    assert parse_add("files https://files.example/mcp --policy ASK").policy == "ask"
+    assert parse_add("files https://files.example/mcp").entry().policy == Policy()
+    with pytest.raises(ValidationError, match="--policy takes allow, ask, deny"):
+        parse_add("files https://files.example/mcp --policy sometimes")
+    with pytest.raises(ValidationError, match="--policy takes"):
+        parse_add("files https://files.example/mcp --policy")
+
+
+def test_the_default_policy_and_the_ask_timeout_are_checked() -> None:
+    with pytest.raises(ConfigError, match="default_policy must be one of allow, ask, deny"):
+        RemoteMcpSettings(default_policy="never")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="ask_timeout"):
+        RemoteMcpSettings(ask_timeout=0)
+
+
+async def test_mcp_policy_lists_and_bad_input_gets_clear_errors(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(60):
+        async with files_chat(data_dir, host_secret) as (chat, _files):
+            listed = await chat.command("/mcp_policy")
+            assert "files: allow (the default)" in listed
+            assert "There is no server named 'docs'" in await chat.command("/mcp_policy docs ask")
+            assert "'sometimes' is not a policy: give one of allow, ask, deny" in await chat.command(
+                "/mcp_policy files sometimes"
+            )
+            assert "usage: /mcp_policy" in await chat.command("/mcp_policy files")
+            assert "usage: /mcp_policy" in await chat.command("/mcp_policy files a b c")
+            key = "sk-proj-Hk7Tq2Wm9Xz4Lp6Rv3Ns8Bd1Fg5Jc0Ya"
+            refused = await chat.command(f"/mcp_policy files {key} deny")
+            assert "looks like a key" in refused and key not in refused
+            unknown = await chat.command("/mcp_policy files erase deny")
+            assert "files offers no tool named erase now" in unknown
+            assert "Policy of every tool of files without its own policy: ask" in await chat.command(
+                "/mcp_policy files ask"
+            )
+            listed = await chat.command("/mcp_policy")
+            guest = await chat.host.handle(
+                await chat.session(), msg("/mcp_policy files allow", GUEST), ScriptedUI()
+            )
+    assert "files: ask" in listed and "  erase: deny" in listed
+    assert guest is not None and "files: ask" not in guest.text
