@@ -14,8 +14,9 @@ the owner sends ``/mcp_add``, Playa starts its login and sends the link privatel
 program plays the owner's browser. The suite's authorization server approves at once and
 redirects to the redirect URI Playa registered, which is Playa's loopback callback; the browser
 follows that one redirect, Playa exchanges the code and connects, and the owner calls the
-server's tool through the offline model. Where Playa says the owner can run ``/mcp_auth``
-(a login that lacks a scope, say), the owner does, as a person would, up to ``OWNER_PATIENCE``
+server's tool through the offline model. A call refused for a scope sends the owner a new link by
+itself, which the browser follows as before. Where Playa says the owner can run ``/mcp_auth``,
+the owner does, as a person would, up to ``OWNER_PATIENCE``
 times: how many logins a server gets is Playa's own limit to keep. A login that fails ends the
 run with an error, which the scenarios that expect a refusal allow.
 """
@@ -296,6 +297,8 @@ async def _log_in_and_call(url: str) -> None:
                     reply = await owner.command(host, session, tool)
                     if f"{tool} returned:" in reply:
                         break
+                if "The owner was sent a link" in reply:
+                    continue  # a step-up: Playa asked the owner by itself, and the login's outcome follows
                 if f"/mcp_auth {SERVER}" not in reply + tools:
                     raise SystemExit(f"Playa could not call the server's tool: {reply}")
                 reply = await owner.command(host, session, f"/mcp_auth {SERVER}")
