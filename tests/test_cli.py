@@ -341,3 +341,12 @@ def test_playa_audit_without_a_log_or_a_secret_says_so_and_creates_no_key(tmp_pa
     assert done.returncode == 1
     assert "breaks at line 1: record 1 does not verify" in done.stderr
     assert "the head record was sealed with another key (the host secret changed)" in done.stderr
+
+
+def test_the_flow_guard_comes_from_the_environment_and_a_bad_value_says_how_to_fix_it(tmp_path: Path) -> None:
+    config = HostConfig(data_dir=tmp_path)
+    assert remote_mcp(config, {}, console=True).settings.flow_guard is None  # ask in groups, log in private
+    for text, mode in (("ask", "ask"), (" LOG ", "log"), ("off", "off")):
+        assert remote_mcp(config, {"PLAYA_FLOW_GUARD": text}, console=True).settings.flow_guard == mode
+    with pytest.raises(ConfigError, match="PLAYA_FLOW_GUARD must be ask, log or off"):
+        remote_mcp(config, {"PLAYA_FLOW_GUARD": "sometimes"}, console=True)

@@ -33,12 +33,14 @@ from .host import (
 )
 from .mcp_remote import (
     CALLBACK_PATH,
+    FLOW_GUARD_MODES,
     KEY_FILE_NAME,
     AuditKey,
     Callbacks,
     ConnectionSettings,
     Decision,
     EgressPolicy,
+    FlowGuardMode,
     HostSecret,
     RemoteMcpExtension,
     RemoteMcpSettings,
@@ -306,6 +308,7 @@ def _remote_settings(environ: Mapping[str, str], connection: ConnectionSettings)
             oauth_client_metadata_url=environ.get("PLAYA_OAUTH_CLIENT_METADATA_URL", "").strip() or None,
             oauth_callback_port=port,
             login_timeout=_seconds(environ, "PLAYA_OAUTH_LOGIN_TIMEOUT", 600.0),
+            flow_guard=_flow_guard(environ),
             default_policy=_default_policy(environ),
             ask_timeout=_seconds(environ, "PLAYA_ASK_TIMEOUT", QUESTION_TIMEOUT),
         )
@@ -323,6 +326,17 @@ def _default_policy(environ: Mapping[str, str]) -> Decision:
     if decision is None:
         raise ConfigError(f"PLAYA_DEFAULT_POLICY must be allow, ask or deny, got {text!r}: fix or unset it")
     return decision
+
+
+def _flow_guard(environ: Mapping[str, str]) -> FlowGuardMode | None:
+    """``PLAYA_FLOW_GUARD``: ``ask``, ``log`` or ``off``; unset, ``ask`` in groups and ``log`` in private chats."""
+    text = environ.get("PLAYA_FLOW_GUARD", "").strip().lower()
+    if not text:
+        return None
+    for mode in FLOW_GUARD_MODES:
+        if text == mode:
+            return mode
+    raise ConfigError(f"PLAYA_FLOW_GUARD must be ask, log or off, got {text!r}: fix or unset it")
 
 
 def _oauth_client_metadata(environ: Mapping[str, str]) -> str:

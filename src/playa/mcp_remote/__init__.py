@@ -5,7 +5,7 @@ Depends only on the host's small interfaces (``playa.host``) and the shared MCP 
 """
 
 from ._extension import RemoteMcpExtension
-from ._settings import RemoteMcpSettings
+from ._settings import FLOW_GUARD_MODES, FlowGuardMode, RemoteMcpSettings
 from .store import AuditKey, AuditRecord, Verification, audit_folder, verify_log
 from .store._policy import Decision, Policy, decision_of
 from .store._secret import KEY_FILE_NAME, HostSecret, NoHostSecret, resolve_host_secret
@@ -17,6 +17,7 @@ from .transport._oauth import CALLBACK_PATH, Callbacks, client_metadata_document
 
 __all__ = [
     "CALLBACK_PATH",
+    "FLOW_GUARD_MODES",
     "KEY_FILE_NAME",
     "AuditKey",
     "AuditRecord",
@@ -28,6 +29,7 @@ __all__ = [
     "EgressMode",
     "EgressPolicy",
     "Endpoint",
+    "FlowGuardMode",
     "HostSecret",
     "LoadResult",
     "NoHostSecret",

@@ -15,6 +15,7 @@ from anyio.abc import TaskGroup
 from ..exceptions import CallFailed, NeedsLogin, RemoteError, RemoteTimeout, ToolError
 from ..host import UI, ChatSession, LateResult, ToolResult
 from ..mcp import map_result
+from ._flow import FlowGuard
 from ._policies import Policies
 from ._state import ServerState
 from .store._audit import AuditLog
@@ -42,7 +43,8 @@ class Calls:
     retried, as it may have had effects. Handed the chat's servers (read only), ``connect``,
     ``needs_login`` (the server waits for the owner's login), ``step_up`` (asks the owner to log
     in with the scope a call was refused for; whether they were asked) and ``write_section``;
-    ``policies`` decides whether a call may go to its server at all.
+    ``policies`` decides whether a call may go to its server at all, and ``flows`` (the flow
+    guard) whether its arguments carry another server's data, which the owner must allow first.
     """
 
     def __init__(
@@ -59,6 +61,7 @@ class Calls:
         write_section: Callable[[], None],
         audit: AuditLog,
         policies: Policies,
+        flows: FlowGuard,
     ) -> None:
         self._session = session
         self._servers = servers
@@ -71,6 +74,7 @@ class Calls:
         self._write_section = write_section
         self._audit = audit
         self._policies = policies
+        self._flows = flows
 
     def _redact_out(self, text: str) -> str:
         """Text this extension shows the chat itself: its own credentials and the host's removed."""
@@ -85,7 +89,11 @@ class Calls:
         the sizes, never the arguments or the result."""
         started, seen, result = time.perf_counter(), _Seen(), None
         try:
-            permit = await self._policies.permit(state, exposed, remote, arguments)
+            # The one place a call's arguments are checked for data of another source of the turn.
+            held = self._flows.held(state.entry.name, remote, arguments)
+            permit = await self._policies.permit(
+                state, exposed, remote, arguments, flows=[flow.describe() for flow in held]
+            )
             if permit.refusal is not None:
                 seen.refused = True
                 result = ToolResult.error(permit.refusal)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -14,10 +15,21 @@ import mcp_types
 from anyio.abc import TaskGroup
 
 from ..exceptions import AccessRefused, NeedsLogin, RemoteError, ToolError, UsageError
-from ..host import QUESTION_TIMEOUT, UI, Answer, Approval, ChatSession, Question, Redactor, outbound_secrets
+from ..host import (
+    QUESTION_TIMEOUT,
+    UI,
+    Answer,
+    Approval,
+    ChatSession,
+    Question,
+    Redactor,
+    ToolResult,
+    outbound_secrets,
+)
 from ..mcp import exposed_names, normalize_schema
 from ._approvals import Approvals
 from ._calls import Calls
+from ._flow import FlowGuard, FlowSource
 from ._login import Logins, login_hint
 from ._policies import Policies
 from ._settings import RemoteMcpSettings
@@ -81,6 +93,14 @@ class ChatServers:
             folder, session.scope, audit_key, task_group=task_group, redact=self._redact_out
         )
         """What was done with the chat's servers and tools, tamper-evident (``/mcp_audit``)."""
+        self.flow_guard = FlowGuard(
+            session,
+            mode=lambda: settings.flow_guard_for(group=session.group),
+            redact=self._redact_out,
+            audit=self.audit,
+        )
+        """What each server and workspace file gave the model in the running turn, and whether a
+        call carries some of it to another server."""
         self.logins = Logins(
             session,
             self.servers,
@@ -132,6 +152,7 @@ class ChatServers:
             step_up=self._step_up,
             write_section=self._write_section,
             audit=self.audit,
+            flows=self.flow_guard,
             policies=self.policies,
         )
 
@@ -624,6 +645,19 @@ class ChatServers:
 
     def tool(self, exposed: str) -> RemoteMcpTool | None:
         return self._tools.get(exposed)
+
+    def saw_result(self, name: str, arguments: Mapping[str, Any], result: ToolResult) -> None:
+        """The model is about to see ``result`` of the tool ``name``: a source for the flow guard
+        when a server of this chat's, or the workspace (a host tool: a file read), gave it."""
+        tool = self._tools.get(name)
+        if tool is not None and tool.binding is not None:
+            source = FlowSource.of_server(tool.binding.server)
+        elif name in self.session.core_tools:
+            path = arguments.get("path")
+            source = FlowSource.of_file(path if isinstance(path, str) else ".")
+        else:
+            return
+        self.flow_guard.saw(source, result.text)
 
     def _write_section(self) -> None:
         self.session.prompt.set(SECTION_TITLE, section(self))

@@ -10,7 +10,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..exceptions import UsageError
-from ..host import ChatSession, Command, Extension, Sender
+from ..host import ChatSession, Command, Extension, Sender, ToolResultEvent
 from ._chat import ChatServers
 from ._commands import build_commands
 from ._settings import RemoteMcpSettings
@@ -121,7 +121,20 @@ class RemoteMcpExtension(Extension):
         await self.chat(session).reconcile()
 
     async def on_before_agent_start(self, session: ChatSession) -> None:
-        await self.chat(session).before_turn()
+        chat = self.chat(session)
+        chat.flow_guard.end_turn()  # a turn begins with no sources, whatever came before it
+        await chat.before_turn()
+
+    async def on_tool_result(self, event: ToolResultEvent) -> None:
+        # Every result of the chat, the workspace's too: the flow guard's sources of the turn.
+        chat = self._chats.get(event.session.scope)
+        if chat is not None and chat.session is event.session:
+            chat.saw_result(event.tool_name, event.arguments, event.result)
+
+    def on_turn_end(self, session: ChatSession) -> None:
+        chat = self._chats.get(session.scope)
+        if chat is not None:
+            chat.flow_guard.end_turn()
 
     async def on_scope_move(self, old_scope: str, session: ChatSession) -> None:
         """Re-seal the chat's servers, and go on with its audit log, for its new scope: each seal

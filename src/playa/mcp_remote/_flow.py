@@ -21,14 +21,29 @@ least ``RUN``; a short common phrase is no flow.
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from ..host import looks_like_credential
+from ..host import ChatSession, looks_like_credential
+from ._settings import FlowGuardMode
+from .store._audit import AuditLog
 
-__all__ = ["CHECK_STEP", "GRAM", "RUN", "SOURCE_STEP", "Flow", "FlowKind", "FlowSource", "TurnFlows"]
+__all__ = [
+    "CHECK_STEP",
+    "GRAM",
+    "RUN",
+    "SOURCE_STEP",
+    "Flow",
+    "FlowGuard",
+    "FlowKind",
+    "FlowSource",
+    "TurnFlows",
+]
+
+logger = logging.getLogger(__name__)
 
 RUN: Final = 24
 """Letters and digits (with single separators between words) of a source that make a flow."""
@@ -300,3 +315,77 @@ def _shown_run(run: str) -> str:
     """A run as the owner sees it: its words, a key-shaped one masked, cut."""
     words = ["[key]" if looks_like_credential(word) else word for word in run.strip().split(" ")]
     return _cut(" ".join(words))
+
+
+class FlowGuard:
+    """The flow guard of one chat: the running turn's sources, and what a call's flows lead to.
+
+    In every mode but ``off`` a flow is logged (the source, the target and the kind, never the
+    text) and recorded in the chat's audit log; under ``ask`` the call is held for the owner.
+    ``mode`` is asked at each call: whether the chat is a group is the front end's to say.
+    """
+
+    def __init__(
+        self,
+        session: ChatSession,
+        *,
+        mode: Callable[[], FlowGuardMode],
+        redact: Callable[[str], str],
+        audit: AuditLog,
+    ) -> None:
+        self._session = session
+        self._mode = mode
+        self._redact = redact
+        self._audit = audit
+        self.turn = TurnFlows()
+
+    @property
+    def mode(self) -> FlowGuardMode:
+        return self._mode()
+
+    def saw(self, source: FlowSource, text: str) -> None:
+        """The model saw ``text`` from ``source`` in the running turn (none: nothing to guard)."""
+        if self._session.turn_ui is None or self.mode == "off":
+            return
+        # What the model saw, and so what it can copy: the result with every credential removed.
+        self.turn.record(source, self._redact(text))
+
+    def end_turn(self) -> None:
+        self.turn.clear()
+
+    def held(self, server: str, tool: str, arguments: Mapping[str, Any]) -> list[Flow]:
+        """The flows of a call of ``tool`` on ``server`` that the owner must allow first ([] when the
+        call may go ahead); every flow found is logged and recorded, whatever the mode."""
+        mode = self.mode
+        if mode == "off" or not len(self.turn):
+            return []
+        flows = self.turn.check(server, arguments)
+        sender = self._session.turn_sender
+        for flow in flows:
+            logger.warning(
+                "%s: a call of %s on %s carries %s from %s (flow guard: %s)",
+                self._session.scope,
+                tool,
+                server,
+                flow.kind,
+                flow.source.origin,
+                mode,
+            )
+            self._audit.record(
+                "data_flow",
+                sender=sender.id if sender is not None else None,
+                server=server,
+                tool=tool,
+                source=flow.source.origin,
+                flow=flow.kind,
+                guard=mode,
+            )
+        return flows if mode == "ask" else []
+
+    def refusal(self, exposed: str, flows: Sequence[Flow]) -> str:
+        """What the model learns of a call the guard held and nobody allowed."""
+        sources = sorted({flow.source.label for flow in flows})
+        return (
+            f"{exposed} was not called: its arguments carry data read in this turn from "
+            f"{', '.join(sources)}, and the owner must allow data to flow between servers."
+        )

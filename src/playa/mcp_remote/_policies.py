@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
 
@@ -79,10 +79,22 @@ class Policies:
         """What applies to a call of the server's ``tool`` (its own name for it)."""
         return state.entry.policy.of(tool, self.default)
 
-    async def permit(self, state: ServerState, exposed: str, tool: str, arguments: dict[str, Any]) -> Permit:
-        """Whether this call may go to the server now; under ``ask``, once the owner answered."""
+    async def permit(
+        self,
+        state: ServerState,
+        exposed: str,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        flows: Sequence[str] = (),
+    ) -> Permit:
+        """Whether this call may go to the server now; under ``ask``, once the owner answered.
+
+        ``flows``: what the flow guard found in the arguments that came from elsewhere (one line
+        each, what from where); a call with any waits for the owner as under ``ask``, shown them.
+        """
         policy = self.of(state, tool)
-        if policy == "allow":
+        if policy == "allow" and not flows:
             return Permit(policy, "allowed")
         if policy == "deny":
             return self._recorded(
@@ -98,6 +110,11 @@ class Policies:
             f"The agent wants to call the tool {self._redact(tool)} of the remote MCP server {name}{whose}, "
             f"with these arguments:\n{shown}"
         )
+        if flows:
+            text += (
+                "\n\nThey carry data the agent read in this turn from elsewhere, which a prompt "
+                "injection may have asked it to send on:\n" + "\n".join(f"- {line}" for line in flows)
+            )
         if len(text) > APPROVAL_LIMIT:
             # What the owner could not read whole, they could not allow: a long argument may hide
             # what the call does at its end.

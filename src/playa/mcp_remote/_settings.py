@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Final, Literal, get_args
 
 from mcp.client.auth.utils import is_valid_client_metadata_url
 
@@ -12,7 +13,10 @@ from ..host import QUESTION_TIMEOUT
 from .store._policy import DECISIONS, Decision
 from .transport._connection import ConnectionSettings
 
-__all__ = ["CONNECT_WAIT_MARGIN", "RemoteMcpSettings"]
+__all__ = ["CONNECT_WAIT_MARGIN", "FLOW_GUARD_MODES", "FlowGuardMode", "RemoteMcpSettings"]
+
+FlowGuardMode = Literal["ask", "log", "off"]
+FLOW_GUARD_MODES: Final[tuple[FlowGuardMode, ...]] = get_args(FlowGuardMode)
 
 CONNECT_WAIT_MARGIN = 1.0
 """Seconds a turn waits for connects in flight beyond the connect timeout that bounds each."""
@@ -52,6 +56,18 @@ class RemoteMcpSettings:
     ask_timeout: float = QUESTION_TIMEOUT
     """Seconds a call under ``ask`` waits for the owner (``PLAYA_ASK_TIMEOUT``); unanswered, it is denied."""
 
+    flow_guard: FlowGuardMode | None = None
+    """What happens to a call whose arguments carry text of another server's result, or of a
+    workspace file, read in the same turn (``PLAYA_FLOW_GUARD``): ``ask`` holds it for the owner,
+    ``log`` lets it go and records it, ``off`` looks for none. None: ``ask`` in a group, where
+    members' turns call tools too, and ``log`` in a private chat."""
+
+    def flow_guard_for(self, *, group: bool) -> FlowGuardMode:
+        """The flow guard's mode in a chat, as set or by default."""
+        if self.flow_guard is not None:
+            return self.flow_guard
+        return "ask" if group else "log"
+
     def __post_init__(self) -> None:
         for name in ("backoff_initial", "backoff_max", "login_timeout", "approval_interval", "ask_timeout"):
             value: float = getattr(self, name)
@@ -79,6 +95,11 @@ class RemoteMcpSettings:
             raise ConfigError(
                 f"RemoteMcpSettings.default_policy must be one of {', '.join(DECISIONS)}, "
                 f"got {self.default_policy!r}"
+            )
+        if self.flow_guard is not None and self.flow_guard not in FLOW_GUARD_MODES:
+            raise ConfigError(
+                f"RemoteMcpSettings.flow_guard must be one of {', '.join(FLOW_GUARD_MODES)}, "
+                f"got {self.flow_guard!r}"
             )
         if self.max_tools_per_server < 1:
             raise ConfigError(
