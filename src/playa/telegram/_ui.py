@@ -11,7 +11,7 @@ import anyio
 from anyio.abc import TaskGroup
 from telegram import ForceReply, InlineKeyboardMarkup
 
-from ..host import QUESTION_TIMEOUT, Answer, Approval, MessageRef, Question, render_approval
+from ..host import ALWAYS, QUESTION_TIMEOUT, Answer, Approval, MessageRef, Question, render_approval
 from ._answers import Answer as AnswerMessage
 from ._answers import Listener, Moved, PendingAnswers, Pressed
 from ._approvals import Approvals
@@ -49,6 +49,19 @@ _LOOK_IN_PRIVATE: Final = "{asker} asks you to open a link. I sent it to you in 
 _NO_PRIVATE_CHAT: Final = (
     "{asker} asks you to open a link, which I send only in a private chat, and I could not write to "
     "you there: open a chat with me and press Start, then try again. The question was cancelled."
+)
+ALLOW_ONCE: Final = "Allow once"
+ALLOW_ALWAYS: Final = "Always for this tool"
+DENY: Final = "Deny"
+_PERMISSION_OUTCOMES: Final = {
+    "allow": "You allowed this call.",
+    "always": "You allowed this call, and every call of this tool from now on.",
+    "deny": "You denied this call.",
+}
+_WAITS_FOR_OWNER: Final = "A tool call waits for the owner's permission; I asked them in our private chat."
+_OWNER_UNREACHABLE: Final = (
+    "A tool call needs the owner's permission, and I could not ask them in our private chat (the owner "
+    "opens a chat with me and presses Start), so it was not made."
 )
 _CLOSE_TIMEOUT: Final = 10.0
 """Seconds to take a question's buttons away once it ended."""
@@ -303,8 +316,11 @@ class TelegramUI:
 
         A form is one message, edited as it is filled in (``Form``); a link goes to the sender's
         private chat. Unanswered in time, cancelled (``/stop``), or replaced by a newer question,
-        the answer is ``cancel``, and the message says so, without its buttons.
+        the answer is ``cancel``, and the message says so, without its buttons. A call waiting for
+        permission goes to the owner instead, whoever sent the message (``_permission_question``).
         """
+        if question.permission:
+            return await self._permission_question(question, timeout)
         if self._user_id is None:
             await self.send(
                 f"{question.asker} asked a question, which only the person who wrote can answer; "
@@ -454,6 +470,54 @@ class TelegramUI:
                 outcome_text = Form.outcome(answer or Answer("cancel"), timed_out=timed_out)
                 with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
                     await self._outbox.edit(user_id, shown_id, self._part(f"{text}\n\n{outcome_text}"))
+        return answer or Answer("cancel")
+
+    async def _permission_question(self, question: Question, timeout: float) -> Answer:
+        """A call that waits for the owner: in the owner's private chat, whoever's turn made it, with
+        the whole text (over several messages if it must) and Allow once, Always for this tool and
+        Deny under it. Only the owner's press counts; a member's is told the buttons are not theirs."""
+        owner_id = self._owner_id
+        if owner_id is None:
+            # Nobody can be told apart as the owner: nobody may allow it.
+            await self.send(_OWNER_UNREACHABLE)
+            return Answer("cancel")
+        listener = Listener(takes_text=False, owner_id=owner_id)
+        parts = render(question.text, markdown=False, redact=self._redact)
+        answer: Answer | None = None
+        key: str | None = None
+        with self._buttons.live(
+            owner_id, owner_id, lambda pressed: listener.hear(Pressed(pressed))
+        ) as keyboard:
+            markup = keyboard.markup([[(ALLOW_ONCE, "allow"), (ALLOW_ALWAYS, "always")], [(DENY, "deny")]])
+            # Not journaled: the call does not outlive a restart.
+            shown_id = await self._outbox.send(owner_id, parts, markup=markup, durable=False)
+            if shown_id is None:
+                if self._group:
+                    await self.send(_OWNER_UNREACHABLE)
+                return Answer("cancel")
+            try:
+                if self._group:
+                    await self.send(_WAITS_FOR_OWNER)
+                with anyio.move_on_after(timeout):
+                    while answer is None:
+                        heard = await listener.next()
+                        if heard is None:
+                            break
+                        if isinstance(heard, Pressed) and heard.key in _PERMISSION_OUTCOMES:
+                            key = heard.key
+                            answer = (
+                                Answer("decline")
+                                if key == "deny"
+                                else Answer("accept", {ALWAYS: True} if key == "always" else {})
+                            )
+            finally:
+                listener.close()
+                # Unanswered in time, or the turn ended (/stop): either way no answer came.
+                outcome = (
+                    _PERMISSION_OUTCOMES[key] if key is not None else "No answer came: the call was not made."
+                )
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
+                    await self._outbox.edit(owner_id, shown_id, self._part(f"{parts[-1].text}\n\n{outcome}"))
         return answer or Answer("cancel")
 
     def _part(self, text: str) -> Part:
