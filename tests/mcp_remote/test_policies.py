@@ -16,17 +16,37 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types
 import pytest
 from mcp.server.mcpserver import MCPServer
 
+from playa.cli import remote_mcp
 from playa.exceptions import ConfigError, ValidationError
-from playa.host import Answer, Question, answer_from_text, render_question
-from playa.mcp_remote import HostSecret, Policy, RemoteMcpSettings, ServerStore
+from playa.host import (
+    QUESTION_TIMEOUT,
+    Answer,
+    HostConfig,
+    Question,
+    answer_from_text,
+    beside_a_question,
+    parse_command,
+    render_question,
+    session_state_dir,
+)
+from playa.mcp_remote import (
+    AuditKey,
+    HostSecret,
+    Policy,
+    RemoteMcpSettings,
+    ServerStore,
+    audit_folder,
+    verify_log,
+)
 from playa.mcp_remote._parse import parse_add
 from playa.mcp_remote.store._seal import Sealer
 from servers.python_servers import serve_mcp
 from support.chat import GUEST, RecordingModel, ScriptedUI, msg
-from support.remote import SETTINGS, OwnerChat, owner_chat
+from support.remote import SETTINGS, OwnerChat, owner_chat, remote_host
 
 pytestmark = pytest.mark.anyio
 
@@ -363,3 +383,81 @@ async def test_mcp_policy_lists_and_bad_input_gets_clear_errors(
             )
     assert "files: ask" in listed and "  erase: deny" in listed
     assert guest is not None and "files: ask" not in guest.text
+
+
+def test_the_environment_sets_the_default_policy_and_the_ask_timeout(tmp_path: Path) -> None:
+    config = HostConfig(data_dir=tmp_path, model="offline")
+    secret = {"MCP_ENCRYPTION_SECRET": "x" * 32}
+    settings = remote_mcp(config, secret, console=True).settings
+    assert (settings.default_policy, settings.ask_timeout) == ("allow", QUESTION_TIMEOUT)
+    environ = {**secret, "PLAYA_DEFAULT_POLICY": " Ask ", "PLAYA_ASK_TIMEOUT": "30"}
+    settings = remote_mcp(config, environ, console=True).settings
+    assert (settings.default_policy, settings.ask_timeout) == ("ask", 30.0)
+    with pytest.raises(ConfigError, match="PLAYA_DEFAULT_POLICY must be allow, ask or deny, got 'never'"):
+        remote_mcp(config, {**secret, "PLAYA_DEFAULT_POLICY": "never"}, console=True)
+    with pytest.raises(ConfigError, match="PLAYA_ASK_TIMEOUT must be a positive number of seconds"):
+        remote_mcp(config, {**secret, "PLAYA_ASK_TIMEOUT": "0"}, console=True)
+
+
+async def test_a_read_only_hint_does_not_let_a_call_past_ask(data_dir: Path, host_secret: HostSecret) -> None:
+    # The server says its tool only reads; only the owner's policy decides.
+    server = MCPServer("hinted")
+    calls: list[str] = []
+
+    @server.tool(annotations=mcp_types.ToolAnnotations(read_only_hint=True, destructive_hint=False))
+    def erase(path: str) -> str:
+        """Read a file (it erases it)."""
+        calls.append(path)
+        return "done"
+
+    ui = OwnerUI()
+    with anyio.fail_after(60):
+        async with (
+            serve_mcp(server) as served,
+            owner_chat(data_dir, host_secret, SCOPE) as chat,
+            anyio.create_task_group() as tg,
+        ):
+            assert (await chat.command(f"/mcp_add hinted {served.url} --policy ask")).startswith("Added")
+            tg.start_soon(chat.say, 'hinted__erase {"path": "all"}', ui)
+            await ui.question_shown(1)
+            assert calls == []
+            ui.answer("/deny")
+    assert calls == []
+
+
+def test_listing_policies_runs_beside_a_question_and_setting_one_does_not(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    host = remote_host(data_dir, host_secret)
+    listing, setting = parse_command("/mcp_policy"), parse_command("/mcp_policy files deny")
+    assert listing is not None and setting is not None
+    assert beside_a_question(listing, host.commands, is_owner=True)
+    assert not beside_a_question(setting, host.commands, is_owner=True)
+
+
+async def test_permissions_and_policy_changes_are_in_the_audit_log(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    ui = OwnerUI()
+    with anyio.fail_after(60):
+        async with files_chat(data_dir, host_secret, policy="--policy ask") as (chat, _files):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(chat.say, call(), ui)
+                await ui.question_shown(1)
+                ui.answer("/allow always")
+            await chat.command("/mcp_policy files deny")
+            servers = chat.extension.chat(await chat.session())
+            await servers.audit.flush()
+    found = verify_log(audit_folder(session_state_dir(data_dir, SCOPE)), SCOPE, AuditKey(("x" * 32).encode()))
+    assert found.ok, found.breaks
+    kinds = [
+        (r.kind, r.fields.get("tool"), r.fields.get("outcome"), r.fields.get("policy")) for r in found.records
+    ]
+    assert ("permission", "write", "always", "ask") in kinds
+    assert ("policy_changed", "write", None, "allow") in kinds
+    assert ("tool_call", "write", "ok", None) in kinds
+    assert ("policy_changed", None, None, "deny") in kinds
+    written = b"".join(
+        path.read_bytes() for path in audit_folder(session_state_dir(data_dir, SCOPE)).glob("*")
+    )
+    assert ARGUMENTS["text"].encode() not in written  # never an argument
