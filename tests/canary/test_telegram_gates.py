@@ -8,7 +8,7 @@ defaults; the tool's answer, quoting them, goes to the offline model, which says
 
 The oracle: no request the bot made to the Bot API (sendMessage, editMessageText, their inline
 keyboards' texts and callback data, every other method), no line of its stderr and no file
-under the data dir holds the token in any encoded form the redactor knows, nor any
+under the data dir holds the token in any form :mod:`support.leaks` finds, nor any
 12-character piece of it.
 """
 
@@ -28,16 +28,15 @@ from mcp.shared.message import ServerMessageMetadata
 from tests.telegram.fake_bot_api import ApiCall, FakeBotApi, creator, group_chat, private_chat, user
 from tests.telegram.process import run_bot_process, stopped
 
-from playa.host import encoded_forms
 from servers.python_servers import serve_asgi, serve_mcp
 from support import canary
+from support.leaks import leaks
 from support.providers import serve_provider, text
 
 pytestmark = pytest.mark.anyio
 
 TOKEN = "123456789:AAHcanaryTokenForTestsOnly0123456789ab"
 KEY = "sk-canary-" + uuid.uuid4().hex
-PIECE = 12
 OWNER = 4501
 WAIT = 60.0
 
@@ -95,14 +94,9 @@ def asking_server() -> MCPServer:
     return server
 
 
-def forms() -> set[str]:
-    found = encoded_forms(KEY) | encoded_forms(f"Bearer {KEY}")
-    return found | {KEY[i : i + PIECE] for i in range(len(KEY) - PIECE + 1)}
-
-
-def leaks(data: bytes | str) -> list[str]:
-    shown = data if isinstance(data, str) else data.decode("latin-1")
-    return sorted(form for form in forms() if form in shown)
+def leaked(data: bytes | str) -> list[str]:
+    """What ``data`` shows of the token, a piece of it included."""
+    return leaks(KEY, data, pieces=True)
 
 
 async def test_a_hostile_question_leaks_the_token_into_no_bot_api_request_log_line_or_file(
@@ -143,13 +137,13 @@ async def test_a_hostile_question_leaks_the_token_into_no_bot_api_request_log_li
 
     # The oracle: every Bot API request (texts, keyboards, callback data), the log, the files.
     for call in fake.calls:
-        assert leaks(json.dumps(call.params, ensure_ascii=False)) == [], (call.method, call.params)
-        assert leaks(json.dumps(call.params)) == [], (call.method, call.params)
+        assert leaked(json.dumps(call.params, ensure_ascii=False)) == [], (call.method, call.params)
+        assert leaked(json.dumps(call.params)) == [], (call.method, call.params)
     log = stderr.read_text(errors="replace")
     assert "DEBUG" in log
-    assert leaks(log) == [], [line for line in log.splitlines() if leaks(line)][:5]
+    assert leaked(log) == [], [line for line in log.splitlines() if leaked(line)][:5]
     for path, data in canary.files_under(data_dir):
-        assert leaks(data) == [], path
+        assert leaked(data) == [], path
 
 
 def _low_entropy_hex() -> str:
@@ -170,16 +164,9 @@ GROUP = -700
 MEMBER = 4502
 
 
-def careless_forms() -> set[str]:
-    found: set[str] = set()
-    for key in CARELESS:
-        found |= encoded_forms(key) | {key[i : i + PIECE] for i in range(len(key) - PIECE + 1)}
-    return found
-
-
 def careless_leaks(data: bytes | str) -> list[str]:
-    shown = data if isinstance(data, str) else data.decode("latin-1")
-    return sorted(form for form in careless_forms() if form in shown)
+    """What ``data`` shows of the keys sent carelessly, a piece of one included."""
+    return leaks(CARELESS, data, pieces=True)
 
 
 async def test_keys_in_flags_near_commands_and_sentences_reach_no_model_request_bot_api_request_log_or_file(

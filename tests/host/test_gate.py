@@ -25,8 +25,9 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
-from playa.host import REDACTED, GatedModel, GateLimits, Redactor, _redact, encoded_forms, gate_messages
+from playa.host import REDACTED, GatedModel, GateLimits, Redactor, _redact, gate_messages
 from playa.host._gate import GATE_BATCH, GateMemory
+from support.leaks import leaks
 
 pytestmark = pytest.mark.anyio
 
@@ -34,9 +35,8 @@ KEY = "Zq7Xw3KpL9vR2mN8bT4yF6hJ0cD5eG1a"
 REDACTOR = Redactor([f"Bearer {KEY}"])
 
 
-def leaks(value: object) -> list[str]:
-    text = value if isinstance(value, str) else repr(value)
-    return [form for form in encoded_forms(KEY) if form in text]
+def leaked(value: object) -> list[str]:
+    return leaks(KEY, value if isinstance(value, str) else repr(value))
 
 
 class Seen:
@@ -72,7 +72,7 @@ async def test_a_result_that_straddles_the_cut_is_redacted_before_it_is_cut() ->
     seen = Seen([ModelResponse(parts=[ToolCallPart("leak", {})]), ModelResponse(parts=[TextPart("ok")])])
     await run(agent, seen, limits)
     returned = next(p for p in seen.messages[1][-1].parts if isinstance(p, ToolReturnPart))
-    assert leaks(returned.content) == []
+    assert leaked(returned.content) == []
     assert "x" * 990 + REDACTED in returned.content
     assert "[result cut: " in returned.content
     # Not even the head of the key survives the cut.
@@ -103,7 +103,7 @@ async def test_binary_content_holding_a_credential_is_withheld_with_a_note() -> 
     assert isinstance(content[2], BinaryContent) and content[2].data == b"\x00\x01 fine"
     assert content[3] == "[text/plain content withheld: it holds a credential]"
     assert isinstance(content[4], str) and "withheld" in content[4]
-    assert leaks(content) == []
+    assert leaked(content) == []
 
 
 async def test_a_tool_definition_holding_a_credential_is_never_offered() -> None:
@@ -132,7 +132,7 @@ async def test_a_tool_definition_holding_a_credential_is_never_offered() -> None
     await agent.run("go", model=gated)
     offered = {tool.name for tool in seen.infos[0].function_tools}
     assert offered == {"honest"}
-    assert leaks(json.dumps([t.__dict__ for t in seen.infos[0].function_tools], default=str)) == []
+    assert leaked(json.dumps([t.__dict__ for t in seen.infos[0].function_tools], default=str)) == []
 
 
 async def test_instructions_user_text_and_retry_prompts_are_redacted() -> None:
@@ -147,7 +147,7 @@ async def test_instructions_user_text_and_retry_prompts_are_redacted() -> None:
     seen = Seen([ModelResponse(parts=[ToolCallPart("fails", {})]), ModelResponse(parts=[TextPart("ok")])])
     await run(agent, seen, instructions=f"You know {KEY}")
     first, second = seen.messages
-    assert leaks(first) == [] and leaks(second) == []
+    assert leaked(first) == [] and leaked(second) == []
     assert isinstance(first[0], ModelRequest) and first[0].instructions == f"You know {REDACTED}"
     # The retry prompt (its part type differs between pydantic-ai versions) keeps its text, redacted.
     assert f"denied for {REDACTED}" in repr(second[-1])
@@ -183,7 +183,7 @@ def test_strings_inside_tuples_named_tuples_sets_and_dict_keys_are_redacted() ->
 
     walker = _Walker(REDACTOR)
     walked = walker({"t": (1, f"a {KEY}"), "p": Pair("k", KEY), "s": {KEY, "x"}, f"k{KEY}": frozenset({KEY})})
-    assert leaks(walked) == []
+    assert leaked(walked) == []
     assert isinstance(walked["p"], Pair) and walked["p"].value == "[redacted]"
     assert walked["t"] == (1, "a [redacted]") and walked["s"] == {"[redacted]", "x"}
 
@@ -204,10 +204,10 @@ async def test_a_remembered_message_is_gated_again_once_the_chat_knows_a_new_cre
         ModelResponse(parts=[TextPart("noted")]),
     ]
     before = await gated(history)
-    assert leaks(before)  # not a credential of this chat yet
+    assert leaked(before)  # not a credential of this chat yet
     known[0] = REDACTOR
     after = await gated(history)
-    assert not leaks(after) and REDACTED in repr(after[0])
+    assert not leaked(after) and REDACTED in repr(after[0])
     again = await gated(history)
     assert again[0] is after[0] and again[1] is after[1]  # not walked twice
     # A message the chat no longer sends is forgotten once they outnumber those it sends.
@@ -245,7 +245,7 @@ async def test_a_long_history_not_gated_before_lets_other_chats_run_between_batc
     model = GatedModel(FunctionModel(lambda m, i: ModelResponse(parts=[])), lambda: REDACTOR)
     gated, ran = await gate_beside_another_chat(model, history)
     assert ran >= 4  # between each of the five batches
-    assert len(gated) == len(history) and not leaks(gated)
+    assert len(gated) == len(history) and not leaked(gated)
 
 
 async def test_the_redactor_filter_is_built_a_step_at_a_time_once_the_history_asks_for_it() -> None:
@@ -263,7 +263,7 @@ async def test_the_redactor_filter_is_built_a_step_at_a_time_once_the_history_as
     gated, ran = await gate_beside_another_chat(model, history)
     assert redactor._tables is not None and not redactor.filter_wanted
     assert steps > 3 and ran >= batches - 1 + steps  # between the batches, and between the build's steps
-    assert len(gated) == len(history) and not leaks(gated)
+    assert len(gated) == len(history) and not leaked(gated)
 
 
 class Counting(FunctionModel):
@@ -302,7 +302,7 @@ async def test_a_token_count_is_gated_and_compaction_and_batches_never_pass_unga
     usage = await gated.count_tokens(messages, None, ModelRequestParameters(function_tools=[tool]))
     assert usage.input_tokens == 1
     [(counted, parameters)] = wrapped.counted
-    assert leaks(counted) == [] and f"my key is {REDACTED}" in repr(counted)
+    assert leaked(counted) == [] and f"my key is {REDACTED}" in repr(counted)
     # A definition holding a credential is withheld, as from a request.
     assert parameters.function_tools == []
     with pytest.raises(NotImplementedError):

@@ -2,13 +2,16 @@
 
 The canary is a bearer token no other text can contain by chance. The session exercises every
 path a credential could escape by: the commands and their replies, tool calls (a server that
-echoes its request headers, one that echoes its input, one whose errors quote the token), a
-connect error that quotes it, a tampered file, and a restart. Then every channel out of the
-host is searched for the canary and each of its encoded forms.
+echoes its request headers, one that echoes its input, one whose errors quote the token, and
+one that echoes its header in base64 wrapped by MIME and by PEM and in hex), a connect error
+that quotes it, a tampered file, and a restart. Then every channel out of the
+host is searched for the canary in every form :mod:`support.leaks` finds: its literal encoded
+forms, its base64 across line breaks and its hex.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import uuid
@@ -29,6 +32,7 @@ from playa.mcp_remote import HostSecret
 from playa.mcp_remote.store._store import store_path
 from servers.python_servers import RunningServer, closed_port, serve_asgi, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
+from support.leaks import decoded_encodings, leaks
 from support.remote import remote_host
 
 pytestmark = pytest.mark.anyio
@@ -42,14 +46,36 @@ SERVER_SIDE_LOGGERS = ("mcp.server", "sse_starlette", "uvicorn", "starlette")
 
 
 def leaky_server() -> MCPServer:
-    """A server whose tool fails with an error that quotes the Authorization header it got."""
+    """A server whose tool fails with an error that quotes the Authorization header it got, and
+    whose other tools answer with that header encoded."""
     server = MCPServer("leaky")
+
+    def header(ctx: Context) -> bytes:
+        return f"Authorization: {(ctx.headers or {}).get('authorization')}\r\n".encode()
 
     @server.tool()
     def leak(ctx: Context) -> str:
         """Fail, quoting the credential."""
         headers = ctx.headers or {}
         raise ToolError(f"access denied for {headers.get('authorization')}")
+
+    @server.tool()
+    def mime(ctx: Context) -> str:
+        """The header in base64 with MIME's line breaks."""
+        return "header:\n" + base64.encodebytes(header(ctx)).decode()
+
+    @server.tool()
+    def pem(ctx: Context) -> str:
+        """The header in URL-safe base64 at 64 columns and at 7, with CRLF, behind a byte."""
+        encoded = base64.urlsafe_b64encode(b"\x00" + header(ctx)).decode()
+        return "\r\n".join(
+            encoded[at : at + width] for width in (64, 7) for at in range(0, len(encoded), width)
+        )
+
+    @server.tool()
+    def dump(ctx: Context) -> str:
+        """The header in upper-case hex, its bytes separated by colons."""
+        return "hex: " + ":".join(f"{byte:02X}" for byte in header(ctx))
 
     return server
 
@@ -131,7 +157,7 @@ async def test_a_canary_token_leaks_nowhere_and_is_stored_only_sealed(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     canary = "canary-" + uuid.uuid4().hex
-    forms = encoded_forms(canary) | encoded_forms(f"Bearer {canary}")
+    forms = sorted(encoded_forms(canary) | encoded_forms(f"Bearer {canary}"))
     assert canary in forms
     model = RecordingModel()
     after_restart = RecordingModel()
@@ -166,16 +192,20 @@ async def test_a_canary_token_leaks_nowhere_and_is_stored_only_sealed(
                 assert '"authorization": "[redacted]"' in whoami.text
                 leaked = await chat.send("leaky__leak")
                 assert "access denied for [redacted]" in leaked.text
+                for tool in ("leaky__mime", "leaky__pem", "leaky__dump"):
+                    encoded = await chat.send(tool)
+                    assert "[redacted]" in encoded.text, encoded.text
                 await chat.send('demo__fail {"message": "no luck"}')
                 await chat.send('demo__add {"a": 1, "b": 2}')
                 await chat.send("hello")
 
                 # The token, and each encoded form of it, as a tool's input, echoed back.
-                # Through the model, so the model-bound gate is what removes it; the wrapped
-                # base64 forms (hundreds of break positions) are sampled.
-                wrapped = sorted(form for form in forms if "\n" in form)
-                plain = sorted(form for form in forms if "\n" not in form)
-                for i, text in enumerate([canary, f"before {canary} after", *plain, *wrapped[::37]]):
+                # Through the model, so the model-bound gate is what removes it: the literal
+                # forms, and its header in hex (the wrapped base64 comes from leaky above: as
+                # the JSON of a message, its line breaks would be escapes).
+                hexed = [text for text in decoded_encodings(canary) if "\n" not in text]
+                inputs = [canary, f"before {canary} after", *forms, *hexed]
+                for i, text in enumerate(inputs):
                     echoed = await chat.send("demo__echo " + json.dumps({"text": text}))
                     assert "[redacted]" in echoed.text
                     if i % 40 == 39:
@@ -232,13 +262,11 @@ async def test_a_canary_token_leaks_nowhere_and_is_stored_only_sealed(
     assert checked_logs > 20  # the DEBUG logs of the client side were captured
     assert any(name.startswith("history file") for name in channels)
     for channel, text in channels.items():
-        for form in forms:
-            assert form not in text, f"{form!r} leaked into {channel}"
+        assert leaks(canary, text) == [], f"leaked into {channel}"
 
     # On disk, only servers.json refers to the token at all, and only inside its seals.
     files = read_files(data_dir)
     sealed = files[str(store_path(session.workspace).relative_to(data_dir))]
     assert b'"seal"' in sealed and b"Authorization" in sealed
     for name, data in files.items():
-        for form in forms:
-            assert form.encode() not in data, f"{form!r} found in {name}"
+        assert leaks(canary, data) == [], f"found in {name}"

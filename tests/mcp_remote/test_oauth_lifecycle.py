@@ -16,7 +16,7 @@ import httpx2
 import pytest
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
 
-from playa.host import ChatSession, Host, encoded_forms
+from playa.host import ChatSession, Host
 from playa.mcp_remote import HostSecret
 from playa.mcp_remote.store._grant import OAuthGrant
 from playa.mcp_remote.store._seal import Sealer
@@ -25,6 +25,7 @@ from playa.mcp_remote.transport._errors import challenge_description, missing_sc
 from playa.mcp_remote.transport._revoke import revoke
 from servers.oidc import authorization_server
 from support.chat import GUEST, RecordingModel, ScriptedUI, msg
+from support.leaks import leaks
 from support.oauth import (
     SCOPE,
     OwnerUI,
@@ -101,9 +102,7 @@ async def test_a_revocation_that_fails_never_blocks_the_removal_and_the_reply_ho
             )
             listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
             assert listed is not None and listed.text.startswith("No remote MCP servers"), listed.text
-            for value in grant.secrets:
-                for form in encoded_forms(value):
-                    assert form not in removed.text
+            assert leaks(grant.secrets, removed.text) == []
 
 
 def grant_from(issuer: str, *, revocation: bool) -> OAuthGrant:

@@ -18,10 +18,11 @@ import anyio
 import httpx2
 import pytest
 
-from playa.host import ChatSession, CommandRouter, Host, HostConfig, classify, encoded_forms
+from playa.host import ChatSession, CommandRouter, Host, HostConfig, classify
 from playa.mcp_remote import HostSecret, RemoteMcpExtension
 from servers.echo_oauth import INSTRUCTION, EchoOAuthServer, echo_oauth_server
 from support.chat import GUEST, RecordingModel, ScriptedUI, msg
+from support.leaks import leaks
 from support.oauth import OwnerUI, every_file
 from support.providers import ProviderServer, serve_provider, text, tool_call
 from support.remote import SETTINGS, remote_host
@@ -56,10 +57,8 @@ async def start_login(host: Host, session: ChatSession, server: EchoOAuthServer)
 
 def assert_nowhere(values: list[str], channels: dict[str, str]) -> None:
     assert values
-    for value in values:
-        for form in encoded_forms(value):
-            for where, seen in channels.items():
-                assert form not in seen, where
+    for where, seen in channels.items():
+        assert leaks(values, seen) == [], where
 
 
 async def test_a_server_that_echoes_the_code_and_the_verifier_shows_the_model_and_the_history_neither(
