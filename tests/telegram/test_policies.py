@@ -19,7 +19,7 @@ from mcp.server.mcpserver import MCPServer
 
 from servers.python_servers import serve_mcp
 
-from .fake_bot_api import creator, group_chat, user
+from .fake_bot_api import creator, group_chat, private_chat, user
 from .test_telegram import Running, running_bot
 
 pytestmark = pytest.mark.anyio
@@ -136,3 +136,20 @@ async def test_an_unanswered_call_is_not_made_once_the_ask_timeout_passed(tmp_pa
         await fake.wait_call("answerCallbackQuery", after=mark)
     assert waited >= 0.5
     assert calls == []
+
+
+async def test_in_the_owners_private_chat_their_own_call_is_asked_there(tmp_path: Path) -> None:
+    calls: list[dict[str, Any]] = []
+    chat = private_chat(OWNER)
+    async with serve_mcp(files_server(calls)) as served, running_bot(tmp_path) as bot:
+        fake = bot.fake
+        fake.send(chat, f"/mcp_add files {served.url} --policy ask", sender=user(OWNER))
+        mark = fake.mark()
+        await fake.wait_reply(OWNER, "Added files")
+        fake.send(chat, write_call(), sender=user(OWNER))
+        asked = await fake.wait_reply(OWNER, "The agent wants to call the tool write", after=mark)
+        assert "'s turn" not in asked.text
+        assert calls == []
+        fake.press(asked, "Allow once", sender=user(OWNER))
+        await fake.wait_reply(OWNER, "wrote", after=mark)
+    assert calls == [ARGUMENTS]
