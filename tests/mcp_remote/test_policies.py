@@ -461,3 +461,18 @@ async def test_permissions_and_policy_changes_are_in_the_audit_log(
         path.read_bytes() for path in audit_folder(session_state_dir(data_dir, SCOPE)).glob("*")
     )
     assert ARGUMENTS["text"].encode() not in written  # never an argument
+
+
+async def test_a_policy_set_through_another_process_of_the_host_applies_at_the_next_turn(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    model = RecordingModel()
+    with anyio.fail_after(60):
+        async with files_chat(data_dir, host_secret, model=model) as (chat, files):
+            # A second host on the same data dir, as a second process serving the chat would be.
+            async with owner_chat(data_dir, host_secret, SCOPE) as other:
+                reply = await other.command("/mcp_policy files write deny")
+                assert reply.startswith("Policy of write of files: deny"), reply
+            await chat.say(call())
+            assert "files__write" not in model.tools() and "files__read" in model.tools()
+    assert files.calls == []

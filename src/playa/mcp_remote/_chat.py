@@ -178,6 +178,11 @@ class ChatServers:
             if name not in self.servers:
                 state = self.servers[name] = ServerState(entry)
                 self._start(state)
+            elif (state := self.servers[name]).entry.policy != entry.policy:
+                # The owner changed a policy through another process of this host: it applies now
+                # (an entry's policy is not compared, so the server stays connected).
+                state.entry = replace(state.entry, policy=entry.policy)
+                self._rebind(state)
 
     @property
     def secrets(self) -> frozenset[str]:
