@@ -26,6 +26,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "memory": ("bench.bench_life", "run_memory"),
     "model": ("bench.bench_model", "run"),
     "audit": ("bench.bench_audit", "run"),
+    "flow": ("bench.bench_flow", "run"),
 }
 
 

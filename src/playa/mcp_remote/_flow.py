@@ -17,6 +17,11 @@ the grams of the arguments at every ``CHECK_STEP``-th position: steps that are c
 position of the arguments at the same offset of the run), so the check costs the length of the
 arguments, not of the sources. A gram found is checked by extending it both ways to a run of at
 least ``RUN``; a short common phrase is no flow.
+
+After a call's network work the index is out of the CPU's caches, so what a check costs is
+mostly its trips to memory: one per gram looked up (a set, whose probes are neighbours). A
+larger check step would take fewer, and a larger index (a smaller source step): about 6 MB a
+turn holds for 100 kB of results now, until the turn ends (``bench/bench_flow.py``).
 """
 
 from __future__ import annotations
@@ -47,15 +52,16 @@ logger = logging.getLogger(__name__)
 
 RUN: Final = 24
 """Letters and digits (with single separators between words) of a source that make a flow."""
-GRAM: Final = 13
-SOURCE_STEP: Final = 3
-CHECK_STEP: Final = 4
+GRAM: Final = 15
+SOURCE_STEP: Final = 2
+CHECK_STEP: Final = 5
 assert GRAM + SOURCE_STEP * CHECK_STEP - 1 <= RUN  # every common run of RUN holds a met gram
 
 FlowKind = Literal["text", "url", "email", "key"]
 
 _SHOWN: Final = 48
 _MAX_FLOWS: Final = 8
+_FEW: Final = 32
 _MAX_TRIES: Final = 32
 """Occurrences of one gram looked at in a source: a source that repeats a phrase thousands of
 times must not make every check slow (a flow through such a phrase is still found by the other
@@ -151,6 +157,9 @@ class TurnFlows:
     _sources: list[_Source] = field(default_factory=list)
     _grams: dict[str, int] = field(default_factory=dict)
     """Each indexed gram, and the sources that index it (bit ``n`` for the ``n``-th)."""
+    _known: set[str] = field(default_factory=set)
+    """The same grams, for the check's first look: a set finds that a gram is absent in one
+    memory access, a dict in two or more."""
     _urls: dict[str, set[int]] = field(default_factory=dict)
     _emails: dict[str, set[int]] = field(default_factory=dict)
     _keys: dict[str, set[int]] = field(default_factory=dict)
@@ -164,6 +173,7 @@ class TurnFlows:
     def clear(self) -> None:
         self._sources.clear()
         self._grams.clear()
+        self._known.clear()
         self._urls.clear()
         self._emails.clear()
         self._keys.clear()
@@ -175,10 +185,11 @@ class TurnFlows:
         number = len(self._sources)
         norm = normalized(text)
         self._sources.append(_Source(source, norm))
-        grams, bit = self._grams, 1 << number
+        grams, known, bit = self._grams, self._known, 1 << number
         for start in range(0, len(norm) - GRAM + 1, SOURCE_STEP):
             gram = norm[start : start + GRAM]
             grams[gram] = grams.get(gram, 0) | bit
+            known.add(gram)
         for url in _urls(text):
             self._urls.setdefault(url, set()).add(number)
         for email in _emails(text):
@@ -194,15 +205,19 @@ class TurnFlows:
         text = "\n".join(_strings(arguments))
         flows: list[Flow] = []
         # Each kind is looked for only when a source of the turn has one: most have no key.
-        kinds: list[tuple[FlowKind, Callable[[str], Iterable[str]], dict[str, set[int]]]] = [
-            ("url", _urls, self._urls),
-            ("email", _emails, self._emails),
-            ("key", _WORD.findall, self._keys),
+        kinds: list[tuple[FlowKind, Callable[[str], Iterable[str]], dict[str, set[int]], bool]] = [
+            ("url", _urls, self._urls, True),
+            ("email", _emails, self._emails, False),  # case folded
+            ("key", _WORD.findall, self._keys, True),
         ]
-        for kind, find, table in kinds:
+        for kind, find, table, verbatim in kinds:
             if not table:
                 continue
-            for value in table.keys() & find(text):
+            # A few values are looked for as they are (a substring search each, in C); many, by
+            # taking the arguments' own and looking them up.
+            few = verbatim and len(table) <= _FEW
+            found = [v for v in table if v in text] if few else table.keys() & find(text)
+            for value in found:
                 for number in sorted(table[value]):
                     source = self._sources[number].source
                     if source.server != target:
@@ -223,7 +238,7 @@ class TurnFlows:
             return
         # The common case, no gram of the arguments indexed, costs a slice per step and a set
         # lookup; only a hit walks the positions again.
-        if grams.keys().isdisjoint([norm[at : at + GRAM] for at in range(0, last + 1, CHECK_STEP)]):
+        if self._known.isdisjoint([norm[at : at + GRAM] for at in range(0, last + 1, CHECK_STEP)]):
             return
         found = 0
         at = 0
@@ -313,7 +328,14 @@ def _cut(text: str) -> str:
 
 def _shown_run(run: str) -> str:
     """A run as the owner sees it: its words, a key-shaped one masked, cut."""
-    words = ["[key]" if looks_like_credential(word) else word for word in run.strip().split(" ")]
+    words: list[str] = []
+    length = 0
+    for word in run.strip().split(" "):
+        # Whole words, each masked before any is cut: half a key is no key to the test.
+        words.append("[key]" if looks_like_credential(word) else word)
+        length += len(word) + 1
+        if length > _SHOWN:
+            break
     return _cut(" ".join(words))
 
 
