@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import random
-import re
 import string
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from playa.host._redact import REDACTED, Redactor
 from playa.mcp_remote import HostSecret, resolve_host_secret
 from servers.python_servers import serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
+from support.leaks import leaks
 from support.remote import remote_host
 
 ALPHABET = string.ascii_letters + string.digits + "-._~+/"
@@ -47,15 +47,6 @@ def cores(value: str) -> list[str]:
         base64.b64encode(bytes(pad) + data).decode()[-(-8 * pad // 6) : 8 * (pad + len(data)) // 6]
         for pad in range(3)
     ]
-
-
-def decoded_leaks(key: str, text: str) -> list[str]:
-    """What of ``key`` the text shows once its breaks go, URL-safe base64 reads as standard, and hex
-    loses its separators and case: its base64 at any alignment, or its hex."""
-    joined = re.sub(r"[\r\n]", "", text).replace("-", "+").replace("_", "/")
-    digits = re.sub(r"[:\- \r\n]", "", text).lower()
-    found = [core for core in cores(key) if core in joined]
-    return found + ([key.encode().hex()] if key.encode().hex() in digits else [])
 
 
 def wrap(encoded: str, width: int, newline: str) -> list[str]:
@@ -93,7 +84,7 @@ def test_a_long_key_wrapped_at_any_width_in_a_larger_blob_is_redacted(
             lines = wrap(encode(blob).decode(), width, newline)
             text = f"echo: {newline.join(lines)}{newline} done"
             out = redactor.redact(text)
-            assert decoded_leaks(key, out) == [], (width, before)
+            assert leaks(key, out) == [], (width, before)
             assert_run_redacted(out, "echo: ", lines, newline, f"{newline} done", key)
             assert redactor.contains(text)
 
@@ -114,7 +105,7 @@ def test_any_number_of_breaks_at_any_places_is_redacted(newline: str) -> None:
             at += width
         text = "a " + newline.join(lines) + " b"
         out = redactor.redact(text)
-        assert decoded_leaks(KEY64, out) == [], lines
+        assert leaks(KEY64, out) == [], lines
         assert_run_redacted(out, "a ", lines, newline, " b", KEY64)
 
 
@@ -145,7 +136,7 @@ def test_base64_without_a_break_keeps_its_exact_literal_match() -> None:
     encoded = base64.b64encode(b"\x00" + KEY64.encode() + b"\x01").decode()
     out = redactor.redact(f"x {encoded} y")
     assert out.startswith("x ") and out.endswith(" y") and REDACTED in out
-    assert decoded_leaks(KEY64, out) == []
+    assert leaks(KEY64, out) == []
     assert len(out) > len(f"x {REDACTED} y")  # the characters that mix in the neighbours' bits stay
 
 
@@ -154,7 +145,7 @@ def test_a_break_in_the_base64_of_the_auth_scheme_alone_leaves_the_scheme() -> N
     redactor = Redactor([f"Bearer {KEY64}"])
     encoded = base64.b64encode(f"Bearer {KEY64}".encode()).decode()
     out = redactor.redact(f"x {encoded[:4]}\n{encoded[4:]} y")
-    assert out.startswith(f"x {encoded[:4]}\n") and decoded_leaks(KEY64, out) == []
+    assert out.startswith(f"x {encoded[:4]}\n") and leaks(KEY64, out) == []
 
 
 HEX_CASES = [
@@ -215,7 +206,7 @@ def test_a_wrapped_long_key_across_the_edge_of_two_scanned_chunks_is_redacted(fi
     for shift in range(-len(wrapped), 1, 5):
         text = fill * (edge + shift) + wrapped + " tail"
         out = redactor.redact(text)
-        assert decoded_leaks(KEY200, out) == [], shift
+        assert leaks(KEY200, out) == [], shift
         assert out.startswith(fill * (edge + shift)) and out.endswith(" tail"), shift
         assert redactor.contains(text)
 
@@ -294,7 +285,7 @@ def test_no_base64_of_a_key_survives_any_wrapping(
     text = around + newline.join(line for line in lines if line) + around
     out = Redactor([key]).redact(text)
     assert REDACTED in out
-    assert decoded_leaks(key, out) == []
+    assert leaks(key, out) == []
 
 
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -312,7 +303,7 @@ def test_no_hex_of_a_key_survives(
     text = around + hex_of(before + key.encode() + after, case, separator) + around
     out = Redactor([key]).redact(text)
     assert REDACTED in out
-    assert decoded_leaks(key, out) == []
+    assert leaks(key, out) == []
 
 
 def encoding_server() -> MCPServer:
@@ -377,4 +368,4 @@ async def test_a_server_that_echoes_the_header_encoded_reaches_the_model_redacte
     assert len(returns) == 3, returns
     assert returns[0].startswith(f"header:\n{REDACTED}") and returns[2] == f"hex: {REDACTED}", returns
     for text in returns:
-        assert decoded_leaks(key, text) == [], text
+        assert leaks(key, text) == [], text
