@@ -4,22 +4,27 @@ Two chats of one host call the same server's echo tool with the same arguments (
 600 characters and a title, none of it from the turn's results). In one, the flow guard holds
 100 kB of earlier results of the turn (ten of 10 kB, from two other servers and a workspace file,
 with their URLs, emails and a key); in the other its record is empty, so the guard returns at
-once: the call as it was without the guard. They run in alternating blocks of 20 calls; the
-added cost is the median over the rounds of the difference of wall time per call, and the same
-for the client's CPU. The check alone is timed too, at several sizes of arguments, and for
-arguments that do carry a run of a result (a flow found and checked to its ends).
+once: the call as it was without the guard. They run in alternating blocks of 20 calls. What the
+guard adds is timed in its place in each call (its caches as the call's network work left them),
+the target's figure; the median difference of the two chats' blocks, wall and CPU, is shown
+beside it, though on a shared machine its spread is wider than the target. The check alone is
+timed too (warm: best of 7 rounds), at several sizes of arguments, and for arguments that do
+carry a run of a result (a flow found and checked to its ends).
 """
 
 from __future__ import annotations
 
 import random
 import statistics
+import time
 import timeit
+from collections.abc import Mapping
+from typing import Any
 
 from bench._common import ROOT, Report, Spread, bench_server, timed_calls, verdict
 from bench._playa import TOKEN, QuietUI, data_dir, message, playa_host
 from playa.mcp_remote import RemoteMcpSettings
-from playa.mcp_remote._flow import FlowSource, TurnFlows
+from playa.mcp_remote._flow import Flow, FlowSource, TurnFlows
 
 TARGET = 50e-6
 PER_BLOCK = 20
@@ -99,8 +104,23 @@ async def run(quick: bool) -> Report:
                 record.record(source, text)
             # The turn's record as a turn leaves it: the echo's own results are not added (no turn
             # runs), so both chats keep what they hold for the whole run.
-            extension.chat(chat).flow_guard.turn = record
+            guard = extension.chat(chat).flow_guard
+            guard.turn = record
             assert not extension.chat(bare).flow_guard.turn
+            # The guard's own time, taken in its place in each call: the difference of two chats'
+            # calls cannot resolve 50 µs on a machine that others share (their spread is ±0.5 ms),
+            # and the check alone below runs with warm caches, which a real call never leaves it.
+            held = guard.held
+            in_place: list[float] = []
+
+            def timed_held(server: str, tool: str, arguments: Mapping[str, Any]) -> list[Flow]:
+                started = time.perf_counter()
+                try:
+                    return held(server, tool, arguments)
+                finally:
+                    in_place.append(time.perf_counter() - started)
+
+            guard.held = timed_held  # type: ignore[method-assign]
 
             async def guarded_call() -> object:
                 return await host.call_tool(chat, "bench__echo", arguments)
@@ -120,6 +140,13 @@ async def run(quick: bool) -> Report:
             assert extension.chat(chat).flow_guard.turn.check("bench", arguments) == []
 
     a, b = Spread.of(guarded), Spread.of(plain)
+    placed = Spread.of(in_place[20:])  # after the warm-up
+    report.add(
+        "added per call: the guard's check in its place, median (p25–p75)",
+        placed.text(1e6, "µs", 1),
+        target=f"≤ {TARGET * 1e6:.0f} µs",
+        verdict=verdict(placed.median <= TARGET),
+    )
     rounds = len(guarded) // PER_BLOCK
     wall = statistics.median(
         statistics.mean(guarded[i * PER_BLOCK : (i + 1) * PER_BLOCK])
@@ -128,34 +155,25 @@ async def run(quick: bool) -> Report:
     )
     extra_cpu = statistics.median(x - y for x, y in zip(cpu["guarded"], cpu["plain"], strict=True))
     report.add("call, median (p25–p75)", a.text(), b.text(), f"{a.median / b.median:.3f}")
-    report.add(
-        "added per call: wall (median difference of blocks)",
-        f"{wall * 1e6:+.0f} µs",
-        target=f"≤ {TARGET * 1e6:.0f} µs",
-        verdict=verdict(wall <= TARGET),
-    )
+    report.add("added per call: wall (median difference of blocks)", f"{wall * 1e6:+.0f} µs")
     report.add("added per call: client CPU (median difference of blocks)", f"{extra_cpu * 1e6:+.0f} µs")
 
     # The check alone, against the same 100 kB.
     repeat = 200 if quick else 1000
     check = check_time(record, arguments, repeat)
-    report.add(
-        f"check alone, {len(arguments['text'])}-character note",
-        f"{check * 1e6:.1f} µs",
-        target=f"≤ {TARGET * 1e6:.0f} µs",
-        verdict=verdict(check <= TARGET),
-    )
+    report.add(f"check alone (warm), {len(arguments['text'])}-character note", f"{check * 1e6:.1f} µs")
     for size in (100, 2_000, 10_000):
         sized = {"text": prose(rng, size)}
         report.add(
-            f"check alone, {size:,}-character argument", f"{check_time(record, sized, repeat) * 1e6:.1f} µs"
+            f"check alone (warm), {size:,}-character argument",
+            f"{check_time(record, sized, repeat) * 1e6:.1f} µs",
         )
     _, first = results[1]
     carrying = {"text": prose(rng, 300) + " " + first[4000:4400] + " " + prose(rng, 300)}
     found = record.check("bench", carrying)
     assert found and found[0].kind == "text", found
     report.add(
-        "check alone, a 400-character run of a result in 1,000 characters (found)",
+        "check alone (warm), a 400-character run of a result in 1,000 characters (found)",
         f"{check_time(record, carrying, repeat) * 1e6:.1f} µs",
     )
     recorded = min(timeit.repeat(lambda: _record_all(results), number=1, repeat=5 if quick else 15))

@@ -26,6 +26,7 @@ from playa.mcp_remote import (
     audit_folder,
     verify_log,
 )
+from playa.mcp_remote import _flow as flow_module
 from playa.mcp_remote._flow import CHECK_STEP, GRAM, RUN, SOURCE_STEP, FlowSource, TurnFlows, normalized
 from servers.python_servers import serve_mcp
 from support.chat import Script, ScriptedUI, msg
@@ -307,3 +308,22 @@ def test_the_guard_defaults_to_ask_in_groups_and_log_in_private_chats_and_is_che
     assert RemoteMcpSettings(flow_guard="off").flow_guard_for(group=True) == "off"
     with pytest.raises(ConfigError, match="flow_guard"):
         RemoteMcpSettings(flow_guard="sometimes")  # type: ignore[arg-type]
+
+
+def test_what_the_model_never_saw_is_no_source_and_a_long_turn_keeps_finding_urls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(flow_module, "RECORD_MAX", 400)
+    monkeypatch.setattr(flow_module, "TURN_MAX", 600)
+    flows = TurnFlows()
+    # Past the gate's cut: the model saw none of it.
+    flows.record(FETCHER, "x " * 200 + "the merger with Hollowbrook closes on the ninth of March")
+    assert flows.check("notes", {"body": "the merger with Hollowbrook closes on the ninth of March"}) == []
+    assert not flows.full
+    flows.record(NOTES, "words and words " * 40)
+    assert flows.full
+    flows.record(FlowSource.of_server("wiki"), REPORT)
+    found = flows.check("notes", {"body": REPORT})
+    assert [f.kind for f in found if f.source.label == "wiki"] == ["url", "email", "key"]
+    flows.clear()
+    assert not flows.full

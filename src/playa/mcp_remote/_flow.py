@@ -19,9 +19,10 @@ arguments, not of the sources. A gram found is checked by extending it both ways
 least ``RUN``; a short common phrase is no flow.
 
 After a call's network work the index is out of the CPU's caches, so what a check costs is
-mostly its trips to memory: one per gram looked up (a set, whose probes are neighbours). A
-larger check step would take fewer, and a larger index (a smaller source step): about 6 MB a
-turn holds for 100 kB of results now, until the turn ends (``bench/bench_flow.py``).
+mostly its trips to memory: one per gram looked up (a set, whose probes are neighbours). So
+the source is indexed at every position and the arguments looked up at every tenth: about
+12 MB for 100 kB of results, held until the turn ends and bounded by ``TURN_MAX``
+(``bench/bench_flow.py``: some 40 µs in place, where every second position cost 63).
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ from .store._audit import AuditLog
 __all__ = [
     "CHECK_STEP",
     "GRAM",
+    "RECORD_MAX",
     "RUN",
     "SOURCE_STEP",
+    "TURN_MAX",
     "Flow",
     "FlowGuard",
     "FlowKind",
@@ -53,8 +56,8 @@ logger = logging.getLogger(__name__)
 RUN: Final = 24
 """Letters and digits (with single separators between words) of a source that make a flow."""
 GRAM: Final = 15
-SOURCE_STEP: Final = 2
-CHECK_STEP: Final = 5
+SOURCE_STEP: Final = 1
+CHECK_STEP: Final = 10
 assert GRAM + SOURCE_STEP * CHECK_STEP - 1 <= RUN  # every common run of RUN holds a met gram
 
 FlowKind = Literal["text", "url", "email", "key"]
@@ -62,6 +65,12 @@ FlowKind = Literal["text", "url", "email", "key"]
 _SHOWN: Final = 48
 _MAX_FLOWS: Final = 8
 _FEW: Final = 32
+RECORD_MAX: Final = 200_000
+"""Characters of one result recorded: the model-bound gate cuts a result there (its default),
+and what the model never saw it cannot copy."""
+TURN_MAX: Final = 1_000_000
+"""Characters of a turn's results whose runs are indexed (about 110 MB of index): a turn that
+reads more has its later text checked for URLs, emails and keys only, and says so in the log."""
 _MAX_TRIES: Final = 32
 """Occurrences of one gram looked at in a source: a source that repeats a phrase thousands of
 times must not make every check slow (a flow through such a phrase is still found by the other
@@ -163,6 +172,7 @@ class TurnFlows:
     _urls: dict[str, set[int]] = field(default_factory=dict)
     _emails: dict[str, set[int]] = field(default_factory=dict)
     _keys: dict[str, set[int]] = field(default_factory=dict)
+    _indexed: int = 0
 
     def __len__(self) -> int:
         return len(self._sources)
@@ -170,7 +180,13 @@ class TurnFlows:
     def __repr__(self) -> str:
         return f"TurnFlows({len(self._sources)} sources, {len(self._grams)} grams)"
 
+    @property
+    def full(self) -> bool:
+        """Whether the turn read more than ``TURN_MAX``: runs of what came after are not found."""
+        return self._indexed >= TURN_MAX
+
     def clear(self) -> None:
+        self._indexed = 0
         self._sources.clear()
         self._grams.clear()
         self._known.clear()
@@ -182,11 +198,14 @@ class TurnFlows:
         """Remember ``text`` (what the model saw of a result: redacted) as ``source``'s."""
         if not text:
             return
+        text = text[:RECORD_MAX]
         number = len(self._sources)
         norm = normalized(text)
         self._sources.append(_Source(source, norm))
         grams, known, bit = self._grams, self._known, 1 << number
-        for start in range(0, len(norm) - GRAM + 1, SOURCE_STEP):
+        indexed = min(len(norm), TURN_MAX - self._indexed)
+        self._indexed += max(0, indexed)
+        for start in range(0, indexed - GRAM + 1, SOURCE_STEP):
             gram = norm[start : start + GRAM]
             grams[gram] = grams.get(gram, 0) | bit
             known.add(gram)
@@ -370,7 +389,15 @@ class FlowGuard:
         if self._session.turn_ui is None or self.mode == "off":
             return
         # What the model saw, and so what it can copy: the result with every credential removed.
+        full = self.turn.full
         self.turn.record(source, self._redact(text))
+        if self.turn.full and not full:
+            logger.warning(
+                "%s: this turn read more than %d characters of results; the flow guard finds URLs, "
+                "emails and keys of what follows, but no longer runs of text",
+                self._session.scope,
+                TURN_MAX,
+            )
 
     def end_turn(self) -> None:
         self.turn.clear()
