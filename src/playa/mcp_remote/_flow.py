@@ -68,8 +68,9 @@ _FEW: Final = 32
 RECORD_MAX: Final = 200_000
 """Characters of one result recorded: the model-bound gate cuts a result there (its default),
 and what the model never saw it cannot copy."""
-TURN_MAX: Final = 1_000_000
-"""Characters of a turn's results whose runs are indexed (about 110 MB of index): a turn that
+TURN_MAX: Final = 250_000
+"""Characters of a turn's results whose runs are indexed (about 28 MB of index, held while the
+turn runs; many chats' turns run at once, so the bound is the memory one turn may hold): a turn that
 reads more has its later text checked for URLs, emails and keys only, and says so in the log."""
 _MAX_TRIES: Final = 32
 """Occurrences of one gram looked at in a source: a source that repeats a phrase thousands of
