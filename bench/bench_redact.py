@@ -15,7 +15,7 @@ pure-Python loop (:func:`reference`), which shows the state of this machine's CP
 moment (the VM switches between states ~2.7 times apart in speed), and prints the redactor's
 CPU time per 10 MB in loops: a figure that compares runs made in different states on one machine.
 It is not a rate on another machine: the redactor's time is part memory traffic, which does not
-follow the loop (docs/benchmarks.md, "2 December, 10:02 UTC"). The plain MB/s (wall clock) are
+follow the loop (docs/benchmarks.md, "The redactor"). The plain MB/s (wall clock) are
 reported beside it.
 
 The process runs with the ``playa`` command's settings (``playa._runtime``). One of them is the
