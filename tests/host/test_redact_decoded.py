@@ -1,15 +1,18 @@
 """Runs of base64 and hex are decoded and searched for the chat's secrets.
 
 A run of base64 (standard or URL-safe) cut by line breaks of any width, any number of them, LF
-or CRLF, and a run of hex (either case, with ``:``, space, ``-`` or no separator) that holds a
-secret is redacted whole, but for a first or last line that holds no part of it.
+or CRLF, raw or escaped as JSON and a ``repr`` write them (once or twice), and a run of hex (either
+case, with ``:``, space, ``-`` or no separator) that holds a secret is redacted whole, but for a
+first or last line that holds no part of it.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import random
 import string
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -148,6 +151,81 @@ def test_a_break_in_the_base64_of_the_auth_scheme_alone_leaves_the_scheme() -> N
     assert out.startswith(f"x {encoded[:4]}\n") and leaks(KEY64, out) == []
 
 
+ESCAPES: dict[str, Callable[[str], str]] = {
+    "json": lambda text: json.dumps(text)[1:-1],
+    "json, '/' escaped": lambda text: json.dumps(text)[1:-1].replace("/", "\\/"),
+    "repr": lambda text: repr(text)[1:-1],
+    "repr of json": lambda text: repr(json.dumps(text))[2:-2],
+    "json of json": lambda text: json.dumps(json.dumps(text))[3:-3],
+}
+"""How a text shows a string it quotes: its line breaks as escapes, once or twice."""
+
+
+@pytest.mark.parametrize("escape", ESCAPES.values(), ids=ESCAPES.keys())
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+@pytest.mark.parametrize("urlsafe", [False, True], ids=["standard", "urlsafe"])
+@pytest.mark.parametrize("key", [KEY64, KEY200], ids=["64", "200"])
+def test_a_wrapped_key_whose_line_breaks_are_escaped_is_redacted(
+    escape: Callable[[str], str], newline: str, urlsafe: bool, key: str
+) -> None:
+    # A tool's JSON result (or a repr, or the repr of a JSON body) that quotes the header in
+    # wrapped base64: its line breaks are escapes there, two or four characters, or more.
+    redactor = Redactor([f"Bearer {key}"])
+    encode = base64.urlsafe_b64encode if urlsafe else base64.b64encode
+    for width in WIDTHS:
+        for before in (0, 1, 2, 3, 40):
+            blob = bytes(range(before)) + f"Authorization: Bearer {key}\r\n".encode()
+            lines = wrap(encode(blob).decode(), width, newline)
+            text = 'result: {"data": "' + escape(newline.join(lines) + newline) + '"}'
+            out = redactor.redact(text)
+            assert leaks(key, out) == [], (width, before)
+            shown = [escape(line) for line in lines]
+            assert_run_redacted(
+                out, 'result: {"data": "', shown, escape(newline), escape(newline) + '"}', key
+            )
+            assert redactor.contains(text)
+
+
+@pytest.mark.parametrize("escape", ESCAPES.values(), ids=ESCAPES.keys())
+def test_the_mime_base64_of_the_header_in_a_json_result_is_redacted(escape: Callable[[str], str]) -> None:
+    # The header as a tool quotes it: MIME's 76 columns and a final break, inside a JSON string.
+    key = "".join(random.Random(1).choices(string.ascii_letters + string.digits, k=64))
+    redactor = Redactor([f"Bearer {key}"])
+    for pad in range(3):
+        mime = base64.encodebytes(
+            bytes(range(1, pad + 1)) + f"Authorization: Bearer {key}\r\n".encode()
+        ).decode()
+        for text in ("result: " + json.dumps(mime), f'result: "{escape(mime)}"'):
+            out = redactor.redact(text)
+            assert leaks(key, out) == [], (pad, text)
+            assert out.startswith('result: "[redacted]') and out.endswith('"'), out
+
+
+@pytest.mark.parametrize("newline", ["\\n", "\\r\\n", "\\\\n"])
+def test_escaped_breaks_between_base64_and_a_label_keep_the_label(newline: str) -> None:
+    # A label and a word joined to the blob by escaped breaks: the n or r of the escape is a base64
+    # character, so they join its run; they hold nothing of the key, and stay as they were.
+    redactor = Redactor([KEY64])
+    lines = wrap(base64.b64encode(KEY64.encode()).decode(), 40, "")
+    text = "Attachment" + newline + newline.join(lines) + newline + "End"
+    assert redactor.redact(text) == f"Attachment{newline}{REDACTED}{newline}End"
+
+
+def test_an_escaped_slash_in_an_unbroken_blob_is_read_as_a_slash() -> None:
+    # JSON that escapes '/' (PHP, some Java encoders): the literal forms do not show the key there,
+    # at any alignment. (ASCII never encodes to '/'; 'ÿ' does, at each of the three.)
+    key = KEY64[:20] + "ÿÿÿ" + KEY64[20:40]
+    redactor = Redactor([key])
+    for pad in range(3):
+        encoded = base64.b64encode(bytes(pad) + key.encode()).decode()
+        assert all("/" in core for core in cores(key))
+        text = '{"blob": "' + encoded.replace("/", "\\/") + '"}'
+        out = redactor.redact(text)
+        assert out.startswith('{"blob": "') and out.endswith('"}') and REDACTED in out, out
+        assert leaks(key, out) == [], pad
+        assert redactor.contains(text)
+
+
 HEX_CASES = [
     (str.lower, ""),
     (str.upper, ""),
@@ -186,6 +264,24 @@ def test_hex_next_to_a_word_keeps_the_word(case: object, separator: str) -> None
     digits = hex_of(KEY64.encode(), case, separator)
     text = f"value {digits} because"
     assert redactor.redact(text) == f"value {REDACTED} because"
+
+
+@pytest.mark.parametrize("search", ["direct"], indirect=True)
+@pytest.mark.parametrize("escape", ESCAPES.values(), ids=ESCAPES.keys())
+@pytest.mark.parametrize(("case", "separator"), HEX_CASES, ids=lambda value: repr(value))
+def test_a_hex_dump_whose_lines_are_joined_by_escaped_breaks_is_redacted(
+    escape: Callable[[str], str], case: object, separator: str
+) -> None:
+    # A dump's lines cut the key's hex. Only the direct search decodes every run of hex; the block
+    # filter decodes a run where one line holds the key's hex whole (see the module's limits).
+    redactor = Redactor([f"Bearer {KEY64}"])
+    digits = hex_of(f"Authorization: Bearer {KEY64}\r\n".encode(), case, separator)
+    for width in (32, 47, 48, 64):
+        lines = wrap(digits, width, "")
+        text = 'dump: "' + escape("\n".join(lines) + "\n") + '"'
+        out = redactor.redact(text)
+        assert leaks(KEY64, out) == [], width
+        assert out.startswith('dump: "') and REDACTED in out, out
 
 
 def test_a_short_secret_has_hex_but_its_base64_is_not_decoded() -> None:
@@ -267,12 +363,21 @@ key_text = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="[]"
     before=st.binary(max_size=80),
     after=st.binary(max_size=8),
     urlsafe=st.booleans(),
-    newline=st.sampled_from(["\n", "\r\n"]),
+    # Raw, and escaped once and twice.
+    newline=st.sampled_from(["\n", "\r\n", "\\n", "\\r\\n", "\\\\n", "\\\\r\\\\n"]),
     cuts=st.lists(st.integers(min_value=3, max_value=120), max_size=60),
-    around=st.sampled_from(["", " ", "x: ", "é "]),
+    around=st.sampled_from(["", " ", "x: ", "é ", '"']),
+    slashes=st.booleans(),
 )
 def test_no_base64_of_a_key_survives_any_wrapping(
-    key: str, before: bytes, after: bytes, urlsafe: bool, newline: str, cuts: list[int], around: str
+    key: str,
+    before: bytes,
+    after: bytes,
+    urlsafe: bool,
+    newline: str,
+    cuts: list[int],
+    around: str,
+    slashes: bool,
 ) -> None:
     encode = base64.urlsafe_b64encode if urlsafe else base64.b64encode
     encoded = encode(before + key.encode() + after).decode()
@@ -282,7 +387,8 @@ def test_no_base64_of_a_key_survives_any_wrapping(
             lines.append(encoded[at : at + width])
             at += width
     lines.append(encoded[at:])
-    text = around + newline.join(line for line in lines if line) + around
+    shown = [line.replace("/", "\\/") if slashes else line for line in lines if line]
+    text = around + newline.join(shown) + around
     out = Redactor([key]).redact(text)
     assert REDACTED in out
     assert leaks(key, out) == []

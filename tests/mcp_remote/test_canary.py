@@ -3,7 +3,8 @@
 The canary is a bearer token no other text can contain by chance. The session exercises every
 path a credential could escape by: the commands and their replies, tool calls (a server that
 echoes its request headers, one that echoes its input, one whose errors quote the token, and
-one that echoes its header in base64 wrapped by MIME and by PEM and in hex), a connect error
+one that echoes its header in base64 wrapped by MIME and by PEM and in hex, and in MIME's base64
+inside a JSON result, where its line breaks are escapes), a connect error
 that quotes it, a tampered file, and a restart. Then every channel out of the
 host is searched for the canary in every form :mod:`support.leaks` finds: its literal encoded
 forms, its base64 across line breaks and its hex.
@@ -76,6 +77,19 @@ def leaky_server() -> MCPServer:
     def dump(ctx: Context) -> str:
         """The header in upper-case hex, its bytes separated by colons."""
         return "hex: " + ":".join(f"{byte:02X}" for byte in header(ctx))
+
+    @server.tool()
+    def mime_json(ctx: Context) -> str:
+        """The header in base64 with MIME's line breaks, as a JSON string: the breaks are escapes."""
+        return json.dumps({"header": base64.encodebytes(header(ctx)).decode()})
+
+    @server.tool()
+    def mime_json_page(ctx: Context) -> str:
+        """The same after a long log, its '/' escaped as well: a result long enough to be scanned
+        by the redactor's block filter rather than searched form by form."""
+        log = [f"line {number}: nothing to see here" for number in range(200)]
+        page = json.dumps({"log": log, "header": base64.encodebytes(b"\x00" + header(ctx)).decode()})
+        return page.replace("/", "\\/")
 
     return server
 
@@ -192,7 +206,13 @@ async def test_a_canary_token_leaks_nowhere_and_is_stored_only_sealed(
                 assert '"authorization": "[redacted]"' in whoami.text
                 leaked = await chat.send("leaky__leak")
                 assert "access denied for [redacted]" in leaked.text
-                for tool in ("leaky__mime", "leaky__pem", "leaky__dump"):
+                for tool in (
+                    "leaky__mime",
+                    "leaky__pem",
+                    "leaky__dump",
+                    "leaky__mime_json",
+                    "leaky__mime_json_page",
+                ):
                     encoded = await chat.send(tool)
                     assert "[redacted]" in encoded.text, encoded.text
                 await chat.send('demo__fail {"message": "no luck"}')

@@ -12,15 +12,23 @@ be fast. What it removes, for each header value of at least :data:`MIN_SECRET_LE
   line breaks (LF or CRLF) at any width of at least :data:`_NARROWEST` characters, any number
   of them, that holds the value's base64 at any alignment across a break; and a run of hex
   digits, lower or upper case, with ``:``, space or ``-`` between the bytes or nothing, that
-  holds the value's hex. Such a run is redacted whole, but for a first or last line that
-  holds no part of the value (a label before a blob, a word after it) and a hex group that a
-  word beside the run glues to it (``value 61 62``: the ``e``). A value with an auth scheme is
+  holds the value's hex. A line break may be raw or written as an escape, as JSON and a
+  ``repr`` write it (``\\n``, ``\\r\\n``), escaped once or more (``\\\\n``: the ``repr`` of a
+  JSON text), and base64's ``/`` may be escaped as JSON may write it (``\\/``): a tool's JSON
+  result that quotes a wrapped blob is decoded as the blob. Such a run is redacted whole, but
+  for a first or last line that holds no part of the value (a label before a blob, a word
+  after it) and a hex group that a word beside the run glues to it (``value 61 62``: the
+  ``e``). A value with an auth scheme is
   decoded as its credential, and its scheme's lines go with it. Base64 is decoded for values of
   16 bytes or more, hex for 10 or more (:data:`_MIN_DECODED`).
 
 Not covered: base64 lines indented or joined by other whitespace, lines narrower than three
-characters, hex cut by line breaks (a dump's lines), hex that mixes cases or separators, and
-any other transformation (base32, UTF-16, reversal, a value split over several results).
+characters, hex cut by line breaks (a dump's lines, raw or escaped) in a text long enough for
+the block filter (a text searched directly decodes every run of hex), hex that mixes cases or
+separators, and any other transformation (base32, UTF-16, reversal, a value split over several
+results). The block filter starts a decoding at a break escaped once or twice and at a ``/``
+escaped once: a run whose breaks are escaped more deeply than that may pass it (a text searched
+directly is decoded whatever the depth).
 
 Why the scan is not a regular expression: CPython's ``re`` has no multi-literal (Aho–Corasick)
 search. An alternation of a few hundred literals scans at ~5-10 MB/s, and even a search for one
@@ -58,16 +66,18 @@ redaction runs at ~370 MB/s (docs/benchmarks.md). The scan is a sampled block fi
   Redactor to minimise the expected cost of both;
 - a run is decoded only where the sampled scan points at it: the first sampled block of an
   encoding cut by breaks is either one of its own blocks at one of its first ``stride``
-  offsets, or a block that holds one break, and the table holds both (:class:`_Tables`). Base64
-  is decoded when such a block fails to confirm the literal form and a line break lies in its
-  run; hex, when one of its forms confirms, since its run goes whole. Decoding takes the run
-  around the block (within the encoding's reach), drops the breaks and separators with
-  ``bytes.translate`` (mapping URL-safe to standard, upper to lower case), and searches the
-  value's encodings with ``bytes.find``; a base64 run counts as holding the value only where
-  the decoded run holds more of it than its literal forms show, so an unbroken blob keeps its
-  exact match. Text without such runs costs nothing more than the larger table (~17,000 blocks
-  where the literal forms and the breaks of 16-57-byte values took ~14,600 for the benchmark's
-  20 secrets). A text searched directly (short texts, see :class:`Redactor`) finds its runs with
+  offsets, or a block that holds one break (raw, or escaped once or twice: :data:`_NEWLINES`),
+  and the table holds both (:class:`_Tables`), and the blocks of the encoding with its ``/``
+  escaped. Base64 is decoded when such a block fails to confirm the literal form and a line
+  break or a backslash lies in its run; hex, when one of its forms confirms, since its run goes
+  whole. Decoding takes the run around the block (within the encoding's reach), drops escaped
+  breaks with a regular expression if the run holds a backslash, drops the breaks and
+  separators with ``bytes.translate`` (mapping URL-safe to standard, upper to lower case), and
+  searches the value's encodings with ``bytes.find``; a base64 run counts as holding the value
+  only where the decoded run holds more of it than its literal forms show, so an unbroken blob
+  keeps its exact match. Text without such runs costs nothing more than the larger table
+  (~24,800 blocks for the benchmark's 20 secrets, where raw breaks alone took ~16,100: the
+  escaped breaks' blocks cost ~5-9 % of the scan's rate, measured against raw breaks alone). A text searched directly (short texts, see :class:`Redactor`) finds its runs with
   a regular expression instead. Measured and dropped before decoding existed (docs/benchmarks.md,
   section 5): a second pass over every base64 run that holds a break, which costs more than the
   blocks;
@@ -175,19 +185,56 @@ shortest of them bounds the stride (see :class:`_Tables`); a shorter one would s
 _NARROWEST: Final = 3
 """Characters between two line breaks, at least, for a run's breaks to be followed: a narrower
 wrap puts two breaks in one sampled block, which the table of blocks does not hold."""
-_NEWLINES: Final = (b"\n", b"\r\n")
+_NEWLINES: Final = (b"\n", b"\r\n", b"\\n", b"\\r\\n", b"\\\\n", b"\\\\r\\\\n")
+"""The line breaks a run's lines are joined by for the sampled scan: raw, escaped as JSON or a
+``repr`` writes them, and escaped twice (the ``repr`` of a JSON text, JSON in a JSON string)."""
+_LONGEST_NEWLINE: Final = max(map(len, _NEWLINES))
 _BREAKS: Final = b"\r\n"
 _HEX_SEPARATORS: Final = b": -\r\n"
 _TO_STANDARD: Final = bytes.maketrans(b"-_", b"+/")
 _TO_LOWER: Final = bytes.maketrans(b"ABCDEF", b"abcdef")
-_BASE64_CLASS: Final = r"A-Za-z0-9+/=_\-\r\n"
+_BASE64_CLASS: Final = r"A-Za-z0-9+/=_\-\r\n\\"
+"""Base64's characters, both alphabets, its padding, line breaks and the backslash of an escape
+(``\\n``, ``\\/``: the ``n`` and ``/`` are base64 characters already)."""
 _HEX_CLASS: Final = r"0-9A-Fa-f:\- \r\n"
+_ESCAPE: Final = r"\\+[nr]"
+"""A line break written as an escape, once or more: ``\\n``, ``\\\\n``, ``\\r``."""
 _BASE64_RUN: Final = re.compile(f"[{_BASE64_CLASS}]*".encode())
-_HEX_RUN: Final = re.compile(f"[{_HEX_CLASS}]*".encode())
+# Possessive: the class runs at the speed of a class alone (an alternation per character is ~10
+# times slower), and only an escape tries the other branch.
+_HEX_RUN: Final = re.compile(f"(?:[{_HEX_CLASS}]++|{_ESCAPE})*".encode())
+_HEX_RUN_BACK: Final = re.compile(f"(?:[{_HEX_CLASS}]++|[nr]\\\\+)*".encode())
+"""A run of hex read backwards (in the reversed bytes): an escape shows its letter first."""
+_BREAK_GAP: Final = re.compile(f"(?:[\r\n]|{_ESCAPE})*".encode())
+_BREAK_GAP_BACK: Final = re.compile(b"(?:[\r\n]|[nr]\\\\+)*")
+_SEPARATOR_GAP: Final = re.compile(f"(?:[: \\-\r\n]|{_ESCAPE})*".encode())
+_SEPARATOR_GAP_BACK: Final = re.compile(b"(?:[: \\-\r\n]|[nr]\\\\+)*")
+_GAP_LOOK: Final = 64
+"""Bytes before a place that are read backwards for the breaks or separators that end there."""
 _WORD_BYTES: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 """What glues a hex group at a run's edge to a word beside it (``value 61 62``: the ``e``)."""
 _BREAK: Final = re.compile(b"[\r\n]")
 _SEPARATOR: Final = re.compile(b"[: \\-\r\n]")
+# The same with escapes, for a run that holds a backslash (an alternation searches ~3 times slower).
+_ESCAPED_BREAK_OR_BREAK: Final = re.compile(f"[\r\n]|{_ESCAPE}".encode())
+_ESCAPED_BREAK_OR_SEPARATOR: Final = re.compile(f"[: \\-\r\n]|{_ESCAPE}".encode())
+_ESCAPED_BREAK: Final = re.compile(_ESCAPE.encode())
+_ESCAPED_SLASH: Final = re.compile(rb"\\+/")
+_BACKSLASH: Final = ord("\\")
+
+
+def _unescaped(raw: bytes) -> bytes:
+    """``raw`` without its escaped line breaks, and with an escaped ``/`` (JSON's ``\\/``) as ``/``."""
+    if b"\\" not in raw:
+        return raw
+    return _ESCAPED_SLASH.sub(b"/", _ESCAPED_BREAK.sub(b"", raw))
+
+
+def _escaped_slashes(encoding: bytes) -> bytes:
+    """``encoding`` as JSON may write it, every ``/`` escaped (PHP, some Java encoders)."""
+    return encoding.replace(b"/", b"\\/")
+
+
 _NEVER: Final = b"\xff"
 """Never in UTF-8: the pattern of a block that only starts a decoding (see :class:`_Tables`)."""
 
@@ -409,7 +456,20 @@ class _Decoder:
     of the separators or none.
     """
 
-    __slots__ = ("delete", "extent", "reach", "run", "table", "targets", "triggers", "whole", "wrappable")
+    __slots__ = (
+        "back",
+        "delete",
+        "extent",
+        "gap",
+        "gap_back",
+        "reach",
+        "run",
+        "table",
+        "targets",
+        "triggers",
+        "whole",
+        "wrappable",
+    )
 
     def __init__(
         self,
@@ -431,17 +491,22 @@ class _Decoder:
         self.triggers = tuple(sorted(set(triggers)))
         """Encodings whose match starts a decoding (hex, whose runs are redacted whole)."""
         self.run = _HEX_RUN if whole else _BASE64_RUN
+        self.back = _HEX_RUN_BACK if whole else _BASE64_RUN
+        """The run read backwards, in the reversed bytes."""
+        self.gap = _SEPARATOR_GAP if whole else _BREAK_GAP
+        self.gap_back = _SEPARATOR_GAP_BACK if whole else _BREAK_GAP_BACK
         self.table = _TO_LOWER if whole else _TO_STANDARD
         self.delete = _HEX_SEPARATORS if whole else _BREAKS
-        longest = max(len(encoding) for encoding in (*self.wrappable, *self.triggers))
-        # The longest stretch of text an occurrence can take: a CRLF after every _NARROWEST characters.
-        self.reach = longest + 2 * (-(-longest // _NARROWEST))
+        longest = max(len(_escaped_slashes(encoding)) for encoding in (*self.wrappable, *self.triggers))
+        # The longest stretch of text an occurrence can take: its '/' escaped, and the longest
+        # of _NEWLINES after every _NARROWEST characters.
+        self.reach = longest + _LONGEST_NEWLINE * (-(-longest // _NARROWEST))
         """Bytes on either side of a block of an occurrence within which the occurrence lies."""
 
     def decoded(self, raw: bytes, targets: tuple[bytes, ...]) -> tuple[list[int], list[int], int]:
         """Where the run ``raw``, decoded, holds ``targets``: the starts and ends of their
         occurrences in the decoded run, and the decoded run's length."""
-        decoded = raw.translate(self.table, self.delete)
+        decoded = _unescaped(raw).translate(self.table, self.delete)
         starts: list[int] = []
         ends: list[int] = []
         for target in targets:
@@ -451,6 +516,37 @@ class _Decoder:
                 ends.append(at + len(target))
                 at = decoded.find(target, at + 1)
         return starts, ends, len(decoded)
+
+    def length(self, raw: bytes) -> int:
+        """The length of ``raw`` decoded."""
+        return len(_unescaped(raw).translate(None, self.delete))
+
+    def gap_end(self, raw: bytes, at: int, stop: int, escapes: bool) -> int:
+        """Where the breaks (and separators) that start at ``raw[at]`` end, ``stop`` at the latest;
+        escaped breaks count only with ``escapes`` (``raw`` holds a backslash)."""
+        if escapes:
+            return _run_end(self.gap, raw, at, stop)
+        return stop - len(raw[at:stop].lstrip(self.delete))
+
+    def gap_start(self, raw: bytes, floor: int, at: int, escapes: bool) -> int:
+        """Where the breaks (and separators) that end at ``raw[at]`` start, ``floor`` at the earliest."""
+        if escapes:
+            low = max(floor, at - _GAP_LOOK)
+            return at - _run_end(self.gap_back, raw[low:at][::-1], 0)
+        return floor + len(raw[floor:at].rstrip(self.delete))
+
+    @staticmethod
+    def last_gap(raw: bytes, first: int, last: int, separators: bytes, escapes: bool) -> int:
+        """Where the last break or separator (one of ``separators``, or with ``escapes`` an escaped
+        break) in ``raw[first:last]`` starts; below ``first`` when there is none."""
+        at = max(raw.rfind(byte, first, last) for byte in separators)
+        if escapes:
+            escaped = max(raw.rfind(b"\\n", first, last), raw.rfind(b"\\r", first, last))
+            if escaped > at:
+                at = escaped
+                while at > first and raw[at - 1] == _BACKSLASH:
+                    at -= 1
+        return at
 
     def holds(self, raw: bytes) -> tuple[list[int], list[int], int] | None:
         """What :meth:`decoded` tells of the run ``raw``, if it holds the value where its literal
@@ -475,8 +571,9 @@ class _Decoder:
         joins its run. For hex, a group at an edge that a word beside the run glues to it
         (``value 61 62``: the ``e``) goes the same way.
         """
-        delete = self.delete
-        first, last = len(raw) - len(raw.lstrip(delete)), len(raw.rstrip(delete))
+        escapes = _BACKSLASH in raw
+        first = self.gap_end(raw, 0, len(raw), escapes)
+        last = self.gap_start(raw, first, len(raw), escapes)
         # A separator between the word and the run's first group unglues them.
         glued_before, glued_after = glued_before and first == 0, glued_after and last == len(raw)
         if found is None or len(self.extent) > len(self.targets):
@@ -485,17 +582,19 @@ class _Decoder:
         if not starts:
             return first, last
         # What lies before `first` and after `last` decodes to nothing.
-        cut = (_SEPARATOR if self.whole and glued_before else _BREAK).search(raw, first, last)
+        if escapes:
+            search = _ESCAPED_BREAK_OR_SEPARATOR if self.whole and glued_before else _ESCAPED_BREAK_OR_BREAK
+        else:
+            search = _SEPARATOR if self.whole and glued_before else _BREAK
+        cut = search.search(raw, first, last)
         if cut is not None:
             at = cut.start()
-            if min(starts) >= len(raw[first:at].translate(None, delete)):
-                first = last - len(raw[at:last].lstrip(delete))
-        if self.whole and glued_after:
-            at = max(raw.rfind(byte, first, last) for byte in delete)
-        else:
-            at = max(raw.rfind(b"\n", first, last), raw.rfind(b"\r", first, last))
-        if at >= first and max(ends) <= length - len(raw[at:last].translate(None, delete)):
-            last = first + len(raw[first:at].rstrip(delete))
+            if min(starts) >= self.length(raw[first:at]):
+                first = self.gap_end(raw, at, last, escapes)
+        separators = self.delete if self.whole and glued_after else _BREAKS
+        at = self.last_gap(raw, first, last, separators, escapes)
+        if at >= first and max(ends) <= length - self.length(raw[at:last]):
+            last = self.gap_start(raw, first, at, escapes)
         return first, last
 
     def run_at(
@@ -508,7 +607,7 @@ class _Decoder:
             width = self.reach
             while True:
                 low, high = max(0, start - width), start
-                start -= _run_end(run, data[low:high][::-1], 0)
+                start -= _run_end(self.back, data[low:high][::-1], 0)
                 if start > low or low == 0:
                     break
                 width *= 4
@@ -534,11 +633,13 @@ class _Decoder:
         low, high = max(0, position - reach), position + 4 * reach
         run = self.run
         end = _run_end(run, data, position, high)
-        start = position - _run_end(run, data[low:position][::-1], 0)
+        start = position - _run_end(self.back, data[low:position][::-1], 0)
         # Where the run goes on past what is looked at, an occurrence may cross the edge.
         whole_start, whole_end = start > low or low == 0, end < high
         raw = data[start:end]
-        if b"\n" in raw and (found := self.holds(raw)):
+        # Without a break, raw or escaped, or an escaped '/', a run shows nothing its literal
+        # forms do not.
+        if (b"\n" in raw or b"\\" in raw) and (found := self.holds(raw)):
             span = self.run_at(data, start, end, found if whole_start and whole_end else None)
             return span[0], span[1], span
         return (start if whole_start else start + reach), (end if whole_end else end - reach), None
@@ -641,12 +742,24 @@ class _Tables:
                     )
                     owners.setdefault(block, {})[trigger, offset, decoder] = None
             yield
-            for encoding in decoder.wrappable:
-                for cut in range(1, min(stride + _BLOCK, len(encoding))):
-                    for newline in _NEWLINES:
-                        wrapped = encoding[:cut] + newline + encoding[cut:]
-                        for offset in range(max(0, cut - _BLOCK + 1), min(stride, cut + len(newline))):
-                            owners.setdefault(_block(wrapped, offset), {})[_NEVER, 0, decoder] = None
+            for wrappable in decoder.wrappable:
+                # JSON may escape its '/' as well: where that changes a block the first sampled
+                # block of an occurrence can be, the escaped encoding's blocks start a decoding too.
+                escaped = _escaped_slashes(wrappable)
+                encodings = [wrappable]
+                if escaped[: stride + _BLOCK] != wrappable[: stride + _BLOCK]:
+                    encodings.append(escaped)
+                    for offset in range(stride):
+                        if _BACKSLASH in escaped[offset : offset + _BLOCK]:
+                            owners.setdefault(_block(escaped, offset), {})[_NEVER, 0, decoder] = None
+                for encoding in encodings:
+                    for cut in range(1, min(stride + _BLOCK, len(encoding))):
+                        if encoding[cut - 1] == _BACKSLASH:
+                            continue  # never inside an escaped '/'
+                        for newline in _NEWLINES:
+                            wrapped = encoding[:cut] + newline + encoding[cut:]
+                            for offset in range(max(0, cut - _BLOCK + 1), min(stride, cut + len(newline))):
+                                owners.setdefault(_block(wrapped, offset), {})[_NEVER, 0, decoder] = None
                 yield
         self.owners = {block: tuple(pairs) for block, pairs in owners.items()}
         # A dict's keys view: its intersection with a sample probes the dict, which spreads keys
@@ -656,18 +769,24 @@ class _Tables:
 
 _BASE64_RUNS: Final = re.compile(f"(?<![{_BASE64_CLASS}])[{_BASE64_CLASS}]{{{_MIN_DECODED},}}")
 _HEX_RUNS: Final = re.compile(f"(?<![{_HEX_CLASS}])[{_HEX_CLASS}]{{{_MIN_DECODED},}}")
+_ESCAPED_HEX_RUNS: Final = re.compile(f"(?<![{_HEX_CLASS}])(?:[{_HEX_CLASS}]|{_ESCAPE}){{{_MIN_DECODED},}}")
+"""Runs of hex whose lines may be joined by escaped breaks, for a text that holds a backslash."""
 _WORD_CHARACTERS: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
 def _decoded_in(text: str, decoders: tuple[_Decoder, ...], found: list[tuple[int, int]]) -> None:
     """Add the span of every run of base64 or hex in ``text`` that one of ``decoders`` finds."""
-    for runs, whole in ((_BASE64_RUNS, False), (_HEX_RUNS, True)):
+    hex_runs = _ESCAPED_HEX_RUNS if "\\" in text else _HEX_RUNS
+    for runs, whole in ((_BASE64_RUNS, False), (hex_runs, True)):
         kind = [decoder for decoder in decoders if decoder.whole is whole]
-        # A run of base64 that holds no line break holds nothing its literal forms do not show.
-        if not kind or (not whole and "\n" not in text):
+        # A run of base64 that holds no line break (raw or escaped) nor an escaped '/' holds
+        # nothing its literal forms do not show.
+        if not kind or (not whole and "\n" not in text and "\\" not in text):
             continue
         for match in runs.finditer(text):
             raw = match.group().encode("ascii")
+            if not whole and b"\n" not in raw and b"\\" not in raw:
+                continue
             for decoder in kind:
                 if decoded := decoder.holds(raw):
                     start, end = match.span()
