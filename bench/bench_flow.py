@@ -113,10 +113,12 @@ async def run(quick: bool) -> Report:
             held = guard.held
             in_place: list[float] = []
 
-            def timed_held(server: str, tool: str, arguments: Mapping[str, Any]) -> list[Flow]:
+            def timed_held(
+                server: str, tool: str, arguments: Mapping[str, Any], *, read_only: bool = False
+            ) -> list[Flow]:
                 started = time.perf_counter()
                 try:
-                    return held(server, tool, arguments)
+                    return held(server, tool, arguments, read_only=read_only)
                 finally:
                     in_place.append(time.perf_counter() - started)
 

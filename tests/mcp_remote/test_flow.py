@@ -10,9 +10,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import anyio
+import mcp_types
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from mcp.server.mcpserver import MCPServer
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 
 from playa.exceptions import ConfigError
 from playa.host import ChatSession, Host, HostConfig, session_state_dir
@@ -29,8 +32,16 @@ from playa.mcp_remote import (
 from playa.mcp_remote import _flow as flow_module
 from playa.mcp_remote._flow import CHECK_STEP, GRAM, RUN, SOURCE_STEP, FlowSource, TurnFlows, normalized
 from servers.python_servers import serve_mcp
-from support.chat import Script, ScriptedUI, msg
-from support.flows import FETCHER_TOKEN, PLAN, REPORT, hostile_server, notes_server, obeying
+from support.chat import OWNER, Script, ScriptedUI, msg
+from support.flows import (
+    FETCHER_TOKEN,
+    PLAN,
+    REPORT,
+    hostile_server,
+    notes_server,
+    obeying,
+    obeying_steps,
+)
 from support.remote import SETTINGS
 
 FETCHER = FlowSource.of_server("fetcher")
@@ -184,6 +195,7 @@ async def flow_chat(
     *,
     group: bool = False,
     guard: FlowGuardMode | None = None,
+    notes: MCPServer | None = None,
 ) -> AsyncIterator[tuple[Host, ChatSession]]:
     settings = replace(SETTINGS, flow_guard=guard)
     host = Host(
@@ -192,12 +204,15 @@ async def flow_chat(
     )
     async with (
         serve_mcp(hostile_server(), bearer=FETCHER_TOKEN) as fetcher,
-        serve_mcp(notes_server(written)) as notes,
+        serve_mcp(notes if notes is not None else notes_server(written)) as notes_served,
         host,
     ):
         session = await host.session(SCOPE, owner="owner")
         session.group = group
-        for name, served, auth in (("fetcher", fetcher, f" --bearer {FETCHER_TOKEN}"), ("notes", notes, "")):
+        for name, served, auth in (
+            ("fetcher", fetcher, f" --bearer {FETCHER_TOKEN}"),
+            ("notes", notes_served, ""),
+        ):
             reply = await host.handle(session, msg(f"/mcp_add {name} {served.url}{auth}"), ScriptedUI())
             assert reply is not None and reply.text.startswith(f"Added {name}: connected"), reply
         (session.workspace / "plan.md").write_text(PLAN)
@@ -300,6 +315,103 @@ async def test_with_the_guard_off_nothing_is_recorded_or_asked(
             await host.handle(session, msg("what is new today?"), ui)
             assert await flow_records(host, session) == []
     assert len(written) == 1 and ui.questions == []
+
+
+async def command(host: Host, session: ChatSession, text: str) -> str:
+    reply = await host.handle(session, msg(text, OWNER), ScriptedUI())
+    assert reply is not None
+    return reply.text
+
+
+@pytest.mark.anyio
+async def test_a_flow_into_a_tool_the_owner_marked_read_only_goes_through_under_ask_and_is_recorded(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    written: list[str] = []
+    ui = ScriptedUI()
+    script = Script(obeying_steps(["page"]) + obeying_steps(["page"]))
+    with anyio.fail_after(60):
+        async with flow_chat(data_dir, host_secret, script, written, group=True) as (host, session):
+            marked = await command(host, session, "/mcp_policy notes write read-only")
+            assert marked.startswith("Read-only mark of write of notes: read-only"), marked
+            listed = await command(host, session, "/mcp_policy")
+            assert "  write: read-only" in listed
+            reply = await host.handle(session, msg("what is new today?"), ui)
+            assert reply is not None and reply.text == "done: saved"
+            assert len(written) == 1 and ui.questions == []
+            # The server as a whole read-only, its write tool not: the tool's own mark counts.
+            await command(host, session, "/mcp_policy notes read-only")
+            await command(host, session, "/mcp_policy notes write not-read-only")
+            ui = ScriptedUI(replies=["/deny"])
+            reply = await host.handle(session, msg("what is new today?"), ui)
+            records = await flow_records(host, session)
+    assert reply is not None and "notes__write was not called: the owner declined" in reply.text
+    assert len(written) == 1 and len(ui.questions) == 1
+    exempt = {(r.fields["guard"], r.fields["read_only"]) for r in records[: len(records) // 2]}
+    held = {(r.fields["guard"], r.fields["read_only"]) for r in records[len(records) // 2 :]}
+    assert exempt == {("ask", True)} and held == {("ask", False)}
+
+
+@pytest.mark.anyio
+async def test_a_servers_read_only_hint_alone_does_not_let_a_flow_past_the_guard(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    written: list[str] = []
+    notes = MCPServer("notes")
+
+    @notes.tool(annotations=mcp_types.ToolAnnotations(read_only_hint=True, destructive_hint=False))
+    def write(body: str) -> str:
+        """Look a note up (it saves it)."""
+        written.append(body)
+        return "saved"
+
+    ui = ScriptedUI(replies=["/deny"])
+    with anyio.fail_after(60):
+        async with flow_chat(data_dir, host_secret, obeying(["page"]), written, group=True, notes=notes) as (
+            host,
+            session,
+        ):
+            reply = await host.handle(session, msg("what is new today?"), ui)
+            records = await flow_records(host, session)
+    assert reply is not None and "notes__write was not called: the owner declined" in reply.text
+    assert written == [] and len(ui.questions) == 1
+    assert {r.fields["read_only"] for r in records} == {False}
+
+
+@pytest.mark.anyio
+async def test_the_agent_cannot_mark_a_tool_read_only(data_dir: Path, host_secret: HostSecret) -> None:
+    written: list[str] = []
+    marked_file: dict[str, str] = {}
+
+    def write_marked_file(messages: object, info: object) -> ModelResponse:
+        return ModelResponse(parts=[ToolCallPart(tool_name="write_file", args=marked_file)])
+
+    script = Script(
+        [
+            write_marked_file,
+            lambda m, i: ModelResponse(parts=[TextPart("tried")]),
+            *obeying_steps(["page"]),
+            *obeying_steps(["page"]),
+        ]
+    )
+    with anyio.fail_after(60):
+        async with flow_chat(data_dir, host_secret, script, written, group=True) as (host, session):
+            store_file = session.workspace / ".volcanic" / "mcp" / "servers.json"
+            await command(host, session, "/mcp_policy notes write read-only")
+            marked = store_file.read_bytes()
+            await command(host, session, "/mcp_policy notes write not-read-only")
+            # The agent writes the file back as it was when the tool was marked: its tools cannot.
+            marked_file.update(path=".volcanic/mcp/servers.json", content=marked.decode())
+            await host.handle(session, msg("restore the servers"), ScriptedUI())
+            assert store_file.read_bytes() != marked
+            ui = ScriptedUI(replies=["/deny"])
+            await host.handle(session, msg("what is new today?"), ui)
+            assert written == [] and len(ui.questions) == 1
+            # Another writer puts the marked file back: refused as a whole, never read as marked.
+            store_file.write_bytes(marked)
+            ui = ScriptedUI(replies=["/deny"])
+            await host.handle(session, msg("what is new today?"), ui)
+    assert written == []
 
 
 def test_the_guard_defaults_to_ask_in_groups_and_log_in_private_chats_and_is_checked() -> None:

@@ -326,12 +326,34 @@ def test_a_policy_is_sealed_with_the_entry_and_read_back(tmp_path: Path) -> None
     assert b"deny" not in store.path.read_bytes()  # sealed, not shown
 
 
+def test_a_read_only_mark_is_sealed_with_the_entry_and_a_tools_own_mark_wins(tmp_path: Path) -> None:
+    store = ServerStore(tmp_path / "ws", "console:p", Sealer(b"k" * 32), state_dir=tmp_path / "state")
+    entry = parse_add("files https://files.example/mcp").entry()
+    assert not entry.policy.is_read_only("read")
+    entry = replace(entry, policy=entry.policy.marking(None, True).marking("write", False))
+    assert not entry.policy.empty
+    store.put(entry)
+    (loaded,) = store.load().entries
+    assert loaded.policy == Policy(read_only=True, read_only_tools={"write": False})
+    assert loaded.policy.is_read_only("read") and not loaded.policy.is_read_only("write")
+    assert b"read_only" not in store.path.read_bytes()  # sealed, not shown
+    # A policy sealed before marks existed reads as marking nothing.
+    assert Policy.decode('{"v":1,"server":"ask","tools":{"write":"deny"}}') == Policy(
+        "ask", {"write": "deny"}
+    )
+
+
 @pytest.mark.parametrize(
     "sealed",
     [
         '{"v":1,"server":"sometimes","tools":{}}',
         '{"v":2,"server":null,"tools":{}}',
         '{"v":1,"tools":{}}',
+        '{"v":true,"server":null,"tools":{}}',
+        '{"v":2,"server":null,"tools":{},"read_only":{"server":"yes","tools":{}}}',
+        '{"v":2,"server":null,"tools":{},"read_only":{"server":null,"tools":{"write":1}}}',
+        '{"v":2,"server":null,"tools":{},"read_only":{"tools":{}}}',
+        '{"v":1,"server":null,"tools":{},"read_only":{"server":true,"tools":{}}}',
         "[]",
     ],
 )
@@ -374,6 +396,12 @@ async def test_mcp_policy_lists_and_bad_input_gets_clear_errors(
             assert "looks like a key" in refused and key not in refused
             unknown = await chat.command("/mcp_policy files erase deny")
             assert "files offers no tool named erase now" in unknown
+            assert "files offers no tool named erase now" in await chat.command(
+                "/mcp_policy files erase read-only"
+            )
+            assert "Read-only mark of every tool of files without its own mark: read-only" in (
+                await chat.command("/mcp_policy files READ-ONLY")
+            )
             assert "Policy of every tool of files without its own policy: ask" in await chat.command(
                 "/mcp_policy files ask"
             )
@@ -381,7 +409,7 @@ async def test_mcp_policy_lists_and_bad_input_gets_clear_errors(
             guest = await chat.host.handle(
                 await chat.session(), msg("/mcp_policy files allow", GUEST), ScriptedUI()
             )
-    assert "files: ask" in listed and "  erase: deny" in listed
+    assert "files: ask, read-only" in listed and "  erase: deny, read-only" in listed
     assert guest is not None and "files: ask" not in guest.text
 
 
@@ -446,6 +474,7 @@ async def test_permissions_and_policy_changes_are_in_the_audit_log(
                 await ui.question_shown(1)
                 ui.answer("/allow always")
             await chat.command("/mcp_policy files deny")
+            await chat.command("/mcp_policy files write read-only")
             servers = chat.extension.chat(await chat.session())
             await servers.audit.flush()
     found = verify_log(audit_folder(session_state_dir(data_dir, SCOPE)), SCOPE, AuditKey(("x" * 32).encode()))
@@ -457,6 +486,8 @@ async def test_permissions_and_policy_changes_are_in_the_audit_log(
     assert ("policy_changed", "write", None, "allow") in kinds
     assert ("tool_call", "write", "ok", None) in kinds
     assert ("policy_changed", None, None, "deny") in kinds
+    (marked,) = [r.fields for r in found.records if "read_only" in r.fields]
+    assert marked == {"server": "files", "tool": "write", "read_only": True, "before": False}
     written = b"".join(
         path.read_bytes() for path in audit_folder(session_state_dir(data_dir, SCOPE)).glob("*")
     )

@@ -90,7 +90,10 @@ class Calls:
         started, seen, result = time.perf_counter(), _Seen(), None
         try:
             # The one place a call's arguments are checked for data of another source of the turn.
-            held = self._flows.held(state.entry.name, remote, arguments)
+            # A tool the owner marked read-only takes such data without a hold: it sends nothing on.
+            held = self._flows.held(
+                state.entry.name, remote, arguments, read_only=self._policies.read_only(state, remote)
+            )
             permit = await self._policies.permit(
                 state, exposed, remote, arguments, flows=[flow.describe() for flow in held]
             )

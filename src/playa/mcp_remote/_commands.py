@@ -17,7 +17,7 @@ from ._parse import USAGE, AddRequest, carries_secret, check_secret, parse_add
 from ._state import LoginStart, ServerState
 from ._views import added_text, audit_text, login_started, notice, policy_list, server_list, tool_list
 from .store._grant import OAuthGrant, resource_of
-from .store._policy import DECISIONS, decision_of
+from .store._policy import DECISIONS, READ_ONLY_MARKS, decision_of, read_only_of
 from .store._store import AuthKind, Saved
 
 __all__ = ["OpenServers", "build_commands"]
@@ -31,7 +31,9 @@ AUDIT_SHOWN = 20
 AUDIT_MAX = 500
 POLICY_USAGE = (
     "usage: /mcp_policy lists the policies; /mcp_policy <name> [tool] allow|ask|deny sets one: "
-    "allow calls at once, ask waits for your /allow or /deny, deny never offers the tool to the agent"
+    "allow calls at once, ask waits for your /allow or /deny, deny never offers the tool to the agent; "
+    "/mcp_policy <name> [tool] read-only|not-read-only says whether it only reads: data the agent read "
+    "elsewhere may then go into it without your decision"
 )
 _POLICY_MEANS = {
     "allow": "the agent calls it at once",
@@ -287,13 +289,18 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
         name, tool, decision = words[0], words[1] if len(words) == 3 else None, decision_of(words[-1])
         if name not in chat.servers:
             return _no_such_server(name)
-        if decision is None:
+        read_only = read_only_of(words[-1])
+        if decision is None and read_only is None:
             shown = f"{words[-1]!r} is" if quotable(words[-1]) else "That is"
-            raise UsageError(f"{shown} not a policy: give one of {', '.join(DECISIONS)}. {POLICY_USAGE}")
+            known = ", ".join((*DECISIONS, *READ_ONLY_MARKS))
+            raise UsageError(f"{shown} not a policy: give one of {known}. {POLICY_USAGE}")
         if tool is not None and holds_key(tool):
             raise UsageError(
                 "That looks like a key, not a tool name (not repeated here). /mcp_tools shows them."
             )
+        if read_only is not None:
+            return await _marked(chat, name, tool, read_only)
+        assert decision is not None
         try:
             before = await chat.policies.set(name, tool, decision)
         except StoreError as exc:
@@ -302,10 +309,7 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             return _no_such_server(name)
         what = f"{tool} of {name}" if tool is not None else f"every tool of {name} without its own policy"
         text = f"Policy of {what}: {decision} ({_POLICY_MEANS[decision]}); it was {before}."
-        connection = state.connection if (state := chat.servers.get(name)) is not None else None
-        if tool is not None and connection is not None and tool not in {t.name for t in connection.tools}:
-            text += f" {name} offers no tool named {tool} now: the policy applies if it comes."
-        return text
+        return text + _unknown_tool(chat, name, tool)
 
     async def tools(ctx: CommandContext) -> str:
         chat = await servers(ctx)
@@ -434,6 +438,32 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             read_only=True,
         ),
     ]
+
+
+async def _marked(chat: ChatServers, name: str, tool: str | None, read_only: bool) -> str:
+    """``/mcp_policy <name> [tool] read-only|not-read-only``: seal the owner's mark, and say so."""
+    try:
+        before = await chat.policies.mark(name, tool, read_only)
+    except StoreError as exc:
+        return f"Nothing was changed: {exc}"
+    if before is None:
+        return _no_such_server(name)
+    what = f"{tool} of {name}" if tool is not None else f"every tool of {name} without its own mark"
+    now, then = ("read-only" if mark else "not read-only" for mark in (read_only, before))
+    means = (
+        "data the agent read elsewhere in a turn may go into it without your decision"
+        if read_only
+        else "data the agent read elsewhere in a turn goes into it as the flow guard allows"
+    )
+    return f"Read-only mark of {what}: {now} ({means}); it was {then}." + _unknown_tool(chat, name, tool)
+
+
+def _unknown_tool(chat: ChatServers, name: str, tool: str | None) -> str:
+    """A note when the server offers no tool named ``tool`` now (what was set waits for it)."""
+    connection = state.connection if (state := chat.servers.get(name)) is not None else None
+    if tool is not None and connection is not None and tool not in {t.name for t in connection.tools}:
+        return f" {name} offers no tool named {tool} now: the policy applies if it comes."
+    return ""
 
 
 def _policy_carries_secret(args: str) -> bool:

@@ -403,9 +403,15 @@ class FlowGuard:
     def end_turn(self) -> None:
         self.turn.clear()
 
-    def held(self, server: str, tool: str, arguments: Mapping[str, Any]) -> list[Flow]:
+    def held(
+        self, server: str, tool: str, arguments: Mapping[str, Any], *, read_only: bool = False
+    ) -> list[Flow]:
         """The flows of a call of ``tool`` on ``server`` that the owner must allow first ([] when the
-        call may go ahead); every flow found is logged and recorded, whatever the mode."""
+        call may go ahead); every flow found is logged and recorded, whatever the mode.
+
+        ``read_only``: the owner marked the tool read-only, so data flowing into it goes nowhere
+        else and no flow is held (each is still logged and recorded, marked so).
+        """
         mode = self.mode
         if mode == "off" or not len(self.turn):
             return []
@@ -413,13 +419,14 @@ class FlowGuard:
         sender = self._session.turn_sender
         for flow in flows:
             logger.warning(
-                "%s: a call of %s on %s carries %s from %s (flow guard: %s)",
+                "%s: a call of %s on %s carries %s from %s (flow guard: %s%s)",
                 self._session.scope,
                 tool,
                 server,
                 flow.kind,
                 flow.source.origin,
                 mode,
+                ", the owner marked the tool read-only" if read_only else "",
             )
             self._audit.record(
                 "data_flow",
@@ -429,8 +436,9 @@ class FlowGuard:
                 source=flow.source.origin,
                 flow=flow.kind,
                 guard=mode,
+                read_only=read_only,
             )
-        return flows if mode == "ask" else []
+        return flows if mode == "ask" and not read_only else []
 
     def refusal(self, exposed: str, flows: Sequence[Flow]) -> str:
         """What the model learns of a call the guard held and nobody allowed."""

@@ -5,7 +5,8 @@ call that comes all the same is refused here. ``ask``: the call waits while the 
 (``Question.permission``: the owner alone answers, whoever's turn made the call) with the
 server, the tool and its arguments in full, redacted; nothing reaches the server until they
 allow it, and unanswered within the ask timeout the call is refused. "Always" sets the tool's
-policy to ``allow``. A server's annotations never decide: only the owner's policy does.
+policy to ``allow``. A server's annotations never decide: only the owner's policy does, and
+only the owner marks a tool read-only (``mark``), which the flow guard lets data flow into.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..host import ALWAYS, Answer, ChatSession, Question
 from ._approvals import APPROVAL_LIMIT
 from ._state import ServerState
 from .store._audit import AuditLog
-from .store._policy import Decision
+from .store._policy import Decision, Policy
 from .store._store import ServerStore
 
 __all__ = ["DECLINED", "UNANSWERED", "Permit", "Policies"]
@@ -78,6 +79,10 @@ class Policies:
     def of(self, state: ServerState, tool: str) -> Decision:
         """What applies to a call of the server's ``tool`` (its own name for it)."""
         return state.entry.policy.of(tool, self.default)
+
+    def read_only(self, state: ServerState, tool: str) -> bool:
+        """Whether the owner marked the server's ``tool`` read-only (its ``readOnlyHint`` never counts)."""
+        return state.entry.policy.is_read_only(tool)
 
     async def permit(
         self,
@@ -169,17 +174,28 @@ class Policies:
             return None
         old = state.entry.policy
         before = old.of(tool, self.default) if tool is not None else old.server or self.default
-        entry = replace(state.entry, policy=state.entry.policy.setting(tool, decision))
+        await self._seal(state, old.setting(tool, decision))
+        self._audit.record("policy_changed", server=name, tool=tool, policy=decision, before=before)
+        return before
+
+    async def mark(self, name: str, tool: str | None, read_only: bool) -> bool | None:
+        """Seal the owner's read-only mark for the server ``name`` (``tool`` None) or one of its tools;
+        whether it was read-only before (None: there is no such server). Raises ``StoreError`` when
+        it cannot be saved."""
+        state = self._servers.get(name)
+        if state is None:
+            return None
+        old = state.entry.policy
+        before = old.is_read_only(tool) if tool is not None else old.read_only is True
+        await self._seal(state, old.marking(tool, read_only))
+        self._audit.record("policy_changed", server=name, tool=tool, read_only=read_only, before=before)
+        return before
+
+    async def _seal(self, state: ServerState, policy: Policy) -> None:
+        """Save the server's entry with ``policy`` and let it apply at once."""
+        entry = replace(state.entry, policy=policy)
         if self._store is not None:
             await anyio.to_thread.run_sync(self._store.put, entry)
-        if self._servers.get(name) is state:
+        if self._servers.get(entry.name) is state:
             state.entry = entry
             self._rebind(state)
-        self._audit.record(
-            "policy_changed",
-            server=name,
-            tool=tool,
-            policy=decision,
-            before=before,
-        )
-        return before

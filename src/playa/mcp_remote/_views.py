@@ -204,17 +204,27 @@ def tool_list(chat: ServersView, name: str | None, now: float) -> str:
 
 
 def policy_list(servers: Mapping[str, ServerState], default: Decision, redactor: Redactor) -> str:
-    """``/mcp_policy``: each server's call policy and its tools' own, and the default for the rest."""
+    """``/mcp_policy``: each server's call policy and its tools' own, the owner's read-only marks,
+    and the default for the rest."""
     lines = [f"Tools without a policy of their own or their server's: {default} (the host's default)."]
     for name, state in sorted(servers.items()):
         policy = state.entry.policy
         server = f"{policy.server}" if policy.server is not None else f"{default} (the default)"
+        if policy.read_only is not None:
+            server += ", read-only" if policy.read_only else ", not read-only"
         lines.append(f"{name}: {server}")
-        lines += [f"  {tool}: {decision}" for tool, decision in policy.tools.items()]
+        for tool in sorted({*policy.tools, *policy.read_only_tools}):
+            said: list[str] = [policy.tools[tool]] if tool in policy.tools else []
+            if (mark := policy.read_only_tools.get(tool)) is not None:
+                said.append("read-only" if mark else "not read-only")
+            lines.append(f"  {tool}: {', '.join(said)}")
     if not servers:
         lines.append("No remote MCP servers. Add one with /mcp_add <name> <url> [--policy ask].")
     else:
-        lines.append("Change one with /mcp_policy <name> [tool] allow|ask|deny.")
+        lines.append(
+            "Change one with /mcp_policy <name> [tool] allow|ask|deny, or read-only|not-read-only "
+            "(data read elsewhere in a turn may go into a read-only tool without your decision)."
+        )
     return redactor.redact("\n".join(lines))
 
 
