@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -23,10 +24,14 @@ from pydantic import BaseModel
 from playa.host import session_state_dir
 from playa.mcp_remote import AuditKey, HostSecret, RemoteMcpExtension, audit_folder, verify_log
 from playa.mcp_remote.store import AuditLog, AuditRecord, read_records
+from playa.mcp_remote.store._seal import Sealer
+from playa.mcp_remote.store._store import ServerStore
+from servers.oidc import authorization_server
 from servers.python_servers import TaskServer, serve_asgi, serve_mcp
 from support.chat import GUEST, ScriptedUI, msg
-from support.oauth import log_in, log_in_again, protected_chat, refuse_sign_in
-from support.remote import HEALTHY, SETTINGS, OwnerChat, owner_chat
+from support.oauth import SCOPE as OAUTH_SCOPE
+from support.oauth import log_in, log_in_again, protected_chat, protected_server, refuse_sign_in
+from support.remote import HEALTHY, SETTINGS, OwnerChat, owner_chat, remote_host
 
 pytestmark = pytest.mark.anyio
 
@@ -433,6 +438,73 @@ async def test_logins_completed_and_failed_are_recorded_without_a_token(
     assert logins == [("login_completed", {"server": "linear"}), ("login_failed", {"server": "linear"})]
     written = b"".join(path.read_bytes() for path in folder.glob("audit*"))
     assert token.encode() not in written
+
+
+@pytest.mark.npm
+async def test_a_refresh_the_authorization_server_refuses_is_recorded_without_a_token(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(120):
+        # Tokens that live 30 s are within the refresh margin: every connect refreshes first.
+        async with authorization_server(access_ttl=30) as auth, protected_server(auth) as mcp:
+            async with remote_host(data_dir, host_secret) as host:
+                session = await host.session(OAUTH_SCOPE, owner="owner")
+                await log_in(host, session, mcp.url)
+            (entry,) = ServerStore(session.workspace, OAUTH_SCOPE, Sealer(host_secret.value)).load().entries
+            assert (
+                entry.oauth is not None and entry.oauth.tokens is not None and entry.oauth.client is not None
+            )
+            refresh_token = entry.oauth.tokens.refresh_token
+            assert refresh_token
+            # The owner revokes the grant at the authorization server: the next refresh is refused.
+            async with httpx2.AsyncClient() as client:
+                revoked = await client.post(
+                    f"{auth.issuer}/token/revocation",
+                    data={"token": refresh_token, "client_id": entry.oauth.client.client_id},
+                )
+            assert revoked.status_code == 200
+            async with owner_chat(data_dir, host_secret, OAUTH_SCOPE) as chat:
+                await chat.say("hello")
+                listed = await chat.command("/mcp_list")
+                assert "authorization expired" in listed.splitlines()[0], listed
+                records = await audit_of(chat)
+    refused = [r.fields for r in records if r.kind == "refresh_failed"]
+    assert refused and all(fields == {"server": "linear", "status": 400} for fields in refused), refused
+    written = b"".join(path.read_bytes() for path in folder_of(data_dir, OAUTH_SCOPE).glob("audit*"))
+    assert refresh_token.encode() not in written and entry.oauth.tokens.access_token.encode() not in written
+
+
+@pytest.mark.npm
+async def test_the_revocations_of_replaced_tokens_are_recorded(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(120):
+        async with (
+            protected_chat(data_dir, host_secret) as (_, mcp, host, session),
+            serve_mcp(MCPServer("plain")) as plain,
+        ):
+            ui = await log_in(host, session, mcp.url)
+            # A new login revokes the tokens of the one before, once its own are sealed.
+            said = await log_in_again(host, session, ui)
+            assert said.startswith("Logged in to linear: connected"), ui.sent
+            revocations = [
+                r.fields for r in await audit_of(OwnerChat(host, session.scope)) if r.kind == "tokens_revoked"
+            ]
+            assert revocations == [
+                {"server": "linear", "replaced_by": "login", "outcome": "revoked", "why": None}
+            ]
+            # An entry that needs no login takes the name: the grant it abandons is revoked once it
+            # connected, in the background.
+            added = await host.handle(session, msg(f"/mcp_add linear {plain.url}"), ScriptedUI())
+            assert added is not None and added.text.startswith("Replaced linear: connected"), added
+            while len(revocations) < 2:
+                await anyio.sleep(0.05)  # polls what a background task leaves; bounded by fail_after
+                revocations = [
+                    r.fields
+                    for r in await audit_of(OwnerChat(host, session.scope))
+                    if r.kind == "tokens_revoked"
+                ]
+    assert revocations[1] == {"server": "linear", "replaced_by": "entry", "outcome": "revoked", "why": None}
 
 
 async def test_the_latest_records_are_read_from_the_end_of_a_long_log_and_each_is_checked(

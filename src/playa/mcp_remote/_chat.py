@@ -263,7 +263,13 @@ class ChatServers:
         auth = None
         if entry.auth_kind == "oauth":
             redirect = self._callbacks.redirect_uri_or_placeholder
-            auth = ServerAuth(entry.url, self.logins.grant(state), redirect_uri=redirect, clock=self._clock)
+            auth = ServerAuth(
+                entry.url,
+                self.logins.grant(state),
+                redirect_uri=redirect,
+                clock=self._clock,
+                on_refresh_failed=partial(self._refresh_failed, entry.name),
+            )
         grant = entry.oauth.secrets if entry.oauth is not None else frozenset()
         return Endpoint(
             server=entry.name,
@@ -273,6 +279,10 @@ class ChatServers:
             url_secrets=entry.secrets - set(entry.headers.values()) - grant,
             auth=auth,
         )
+
+    def _refresh_failed(self, name: str, status: int) -> None:
+        """The authorization server refused to refresh ``name``'s tokens: the owner's login must help."""
+        self.audit.record("refresh_failed", server=name, status=status)
 
     async def _connect(self, state: ServerState, *, after_login: bool = False) -> None:
         """Connect ``state``'s server; ``after_login``: the first connect with the owner's new login."""

@@ -429,12 +429,24 @@ class Logins:
             state.grant.grant = grant
         return await self._save_grant(state.entry.name, grant)
 
-    async def revoke_superseded(self, name: str, grants: list[OAuthGrant]) -> str:
-        """Revoke the grants a new one replaced (RFC 7009); "" or a note for the owner when it failed."""
+    async def revoke_superseded(
+        self, name: str, grants: list[OAuthGrant], *, replaced_by: str = "login"
+    ) -> str:
+        """Revoke the grants a new one replaced (RFC 7009); "" or a note for the owner when it failed.
+
+        ``replaced_by`` (for the audit log): a new ``login``, or an ``entry`` that needs none.
+        """
         notes: list[str] = []
         for grant in grants:
             revoked = await self.revoke(grant)
             logger.info("the replaced tokens of %s in %s: %s", name, self._session.scope, revoked.outcome)
+            self._audit.record(
+                "tokens_revoked",
+                server=name,
+                replaced_by=replaced_by,
+                outcome=revoked.outcome,
+                why=revoked.why or None,
+            )
             if revoked.outcome == "failed":
                 notes.append(
                     f" The previous login's tokens could not be revoked ({revoked.why}): they stay "
@@ -445,7 +457,7 @@ class Logins:
     async def revoke_abandoned(self, name: str, grant: OAuthGrant) -> None:
         """Revoke the grant of an OAuth entry replaced by one that needs no login, once that connected."""
         try:
-            await self.revoke_superseded(name, [grant])
+            await self.revoke_superseded(name, [grant], replaced_by="entry")
         except Exception as exc:  # boundary: this runs in the task group every chat of the host shares
             logger.warning("revoking the replaced tokens of %s failed: %s", name, type(exc).__name__)
 

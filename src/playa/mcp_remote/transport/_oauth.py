@@ -240,6 +240,9 @@ class ServerAuth(OAuthClientProvider):
     login asks for: the scopes asked and granted before with the ones challenged (SEP-2350).
     A 403 for scopes the token already holds is the server's refusal, which no step-up changes:
     ``needs_login`` stays None, ``refused`` says why, and no login is started (the retry limit).
+
+    ``on_refresh_failed`` hears of each refresh the authorization server refused (its HTTP
+    status), before or after a 401: the chat records it in its audit log. It must not wait.
     """
 
     def __init__(
@@ -252,6 +255,7 @@ class ServerAuth(OAuthClientProvider):
         client_metadata_url: str | None = None,
         scope: str | None = None,
         clock: Clock = time.time,
+        on_refresh_failed: Callable[[int], None] | None = None,
     ) -> None:
         """``scope``: for a login, scopes to ask for beyond those the server names (a step-up's)."""
         super().__init__(
@@ -265,6 +269,7 @@ class ServerAuth(OAuthClientProvider):
         self._storage = storage
         self._login = login
         self._clock = clock
+        self._on_refresh_failed = on_refresh_failed
         self._refreshing = False
         self._refreshed_on_401 = False
         self._insufficient_scope = False
@@ -386,6 +391,8 @@ class ServerAuth(OAuthClientProvider):
             logger.info(
                 "refreshing a token for %s failed: HTTP %s", self.context.server_url, response.status_code
             )
+            if self._on_refresh_failed is not None:
+                self._on_refresh_failed(response.status_code)
         return ok
 
     async def _exchange_token_authorization_code(self, auth_code: str, code_verifier: str) -> httpx2.Request:
