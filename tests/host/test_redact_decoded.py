@@ -354,6 +354,42 @@ def test_a_hostile_run_of_a_long_key_costs_a_decoding_per_few_reaches(
     assert 0 < calls[0] <= 2 * len(text) // decoder.reach + 10
 
 
+@pytest.mark.parametrize("search", ["filter"], indirect=True)
+def test_json_full_of_escaped_line_breaks_costs_no_more_decodings_than_raw_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A block that holds an escaped CRLF and at most one character of an encoding meets nearly
+    # every escaped CRLF: one look serves every value, and only a run that holds some value's
+    # blocks costs a decoding of that value. So the lines of a log, prose and unrelated base64,
+    # cost about as many decodings joined by escaped CRLFs in JSON as joined by raw ones.
+    calls = [0]
+    find = _redact._Decoder.find
+
+    def counted(
+        self: _redact._Decoder, data: bytes, position: int
+    ) -> tuple[int, int, tuple[int, int] | None]:
+        calls[0] += 1
+        return find(self, data, position)
+
+    monkeypatch.setattr(_redact._Decoder, "find", counted)
+    rng = random.Random(3)
+    lines = []
+    for number in range(20_000):
+        if number % 5 == 0:
+            lines += wrap(base64.b64encode(rng.randbytes(rng.randint(20, 200))).decode(), 76, "")
+        else:
+            lines.append(" ".join(rng.choices(["the", "of", "and", "to", "is", "that"], k=8)))
+    log = "\r\n".join(lines) + "\r\n"
+    redactor = Redactor(["".join(random.Random(seed).choices(ALPHABET, k=40)) for seed in range(20)])
+    counts = []
+    for text in (log, json.dumps({"log": log})):
+        calls[0] = 0
+        assert redactor.redact(text) is text
+        counts.append(calls[0])
+    raw, escaped = counts
+    assert escaped <= 2 * raw + 20, counts
+
+
 key_text = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="[]"), min_size=16, max_size=80)
 
 

@@ -75,9 +75,15 @@ redaction runs at ~370 MB/s (docs/benchmarks.md). The scan is a sampled block fi
   separators with ``bytes.translate`` (mapping URL-safe to standard, upper to lower case), and
   searches the value's encodings with ``bytes.find``; a base64 run counts as holding the value
   only where the decoded run holds more of it than its literal forms show, so an unbroken blob
-  keeps its exact match. Text without such runs costs nothing more than the larger table
-  (~24,800 blocks for the benchmark's 20 secrets, where raw breaks alone took ~16,100: the
-  escaped breaks' blocks cost ~5-9 % of the scan's rate, measured against raw breaks alone). A text searched directly (short texts, see :class:`Redactor`) finds its runs with
+  keeps its exact match. A block that holds fewer than two characters of an encoding beside an
+  escaped break (``\\r\\n`` itself, ``r\\nA``) meets nearly every such break: it is entered once
+  for all values (:data:`_ANY_BASE64`), and starts one look that finds the run, decodes it once
+  and samples it for every value's blocks (:meth:`_Tables.look`), where a decoding per value
+  would cost each a pass. Text without such runs costs nothing more than the larger table
+  (~24,800 blocks for the benchmark's 20 secrets, where raw breaks alone took ~16,100; within
+  the benchmark's noise). JSON of the benchmark's text, its breaks escaped, scans at about half
+  to two thirds of the rate it had when escaped breaks were not followed. A text searched
+  directly (short texts, see :class:`Redactor`) finds its runs with
   a regular expression instead. Measured and dropped before decoding existed (docs/benchmarks.md,
   section 5): a second pass over every base64 run that holds a break, which costs more than the
   blocks;
@@ -237,6 +243,13 @@ def _escaped_slashes(encoding: bytes) -> bytes:
 
 _NEVER: Final = b"\xff"
 """Never in UTF-8: the pattern of a block that only starts a decoding (see :class:`_Tables`)."""
+_LOOK_STRIDE: Final = _MIN_DECODED - _BLOCK + 1
+"""Bytes between the blocks of a decoded run that :meth:`_Tables.look` samples: an encoding that a
+decoding finds is long enough to hold one of them wherever it lies."""
+_ANY_BASE64: Final = b"\xfe"
+"""Never in UTF-8: the pattern of a block that holds fewer than two characters of an encoding
+beside an escaped break (``\\r\\n``, ``r\\nA``), so that any escaped break meets it: it starts
+one look for every value's base64 at once (:meth:`_Tables.look`), not a decoding per value."""
 
 
 def _base64_cores(secret: bytes) -> list[bytes]:
@@ -672,6 +685,9 @@ class _Tables:
     __slots__ = (
         "_decoders",
         "_patterns",
+        "base64",
+        "base64_blocks",
+        "base64_reach",
         "blocks",
         "chunk",
         "max_length",
@@ -698,12 +714,59 @@ class _Tables:
         )
         self._patterns = tuple(pattern for pattern in patterns if pattern not in self.short)
         self._decoders = decoders
+        self.base64 = tuple(decoder for decoder in decoders if not decoder.whole)
+        self.base64_reach = max((decoder.reach for decoder in self.base64), default=0)
+        # Every block of every base64 target, at every offset: a decoded run sampled every
+        # _LOOK_STRIDE bytes meets one of them wherever it holds a target (see look).
+        blocks: dict[int, dict[_Decoder, None]] = {}
+        for decoder in self.base64:
+            for target in decoder.targets:
+                for at in range(len(target) - _BLOCK + 1):
+                    blocks.setdefault(_block(target, at), {})[decoder] = None
+        self.base64_blocks = {block: tuple(decoders) for block, decoders in blocks.items()}
         self.owners: dict[int, tuple[_Owner, ...]] = {}
         self.blocks = self.owners.keys()
         # Whole forms fit in a chunk, so an occurrence spans at most two chunks.
         self.chunk = max(_CHUNK, self.max_length)
         self.per_span = max(1, _SPAN // (self.stride or _BLOCK))
         self.span = _sampler(self.stride or _BLOCK, self.per_span)
+
+    def look(
+        self,
+        data: bytes,
+        position: int,
+        done: dict[_Decoder, tuple[int, int]],
+        undecided: list[_Decoder] | None,
+    ) -> list[_Decoder] | None:
+        """``undecided`` and the decoders of base64 whose encoding the run around ``position`` may hold.
+
+        For a block that any escaped break meets (:data:`_ANY_BASE64`): the run is found and
+        decoded once, and searched for every value's encodings, where a decoding per value would
+        cost each of them a pass over the run. What a decoder is not given has been looked at.
+        """
+        reach = self.base64_reach
+        low, high = max(0, position - reach), position + 4 * reach
+        end = _run_end(_BASE64_RUN, data, position, high)
+        start = position - _run_end(_BASE64_RUN, data[low:position][::-1], 0)
+        if end - start < _MIN_DECODED:
+            return undecided  # too short to hold an encoding: most escaped breaks in prose and JSON
+        looked = (start if start > low or low == 0 else start + reach), (end if end < high else end - reach)
+        decoded = _unescaped(data[start:end]).translate(_TO_STANDARD, _BREAKS)
+        count = (len(decoded) - _BLOCK) // _LOOK_STRIDE + 1
+        found: dict[_Decoder, None] = {}
+        if count > 0:
+            blocks = self.base64_blocks
+            for block in blocks.keys() & _sampler(_LOOK_STRIDE, count).unpack_from(decoded):
+                found.update(dict.fromkeys(blocks[block]))
+        for decoder in self.base64:
+            if decoder in found:
+                if undecided is None:
+                    undecided = [decoder]
+                elif decoder not in undecided:
+                    undecided.append(decoder)
+            else:
+                done[decoder] = looked
+        return undecided
 
     def steps(self) -> Iterator[None]:
         """Fill the table of blocks, pausing after every :data:`_STEP_FORMS` forms, a decoder's
@@ -759,7 +822,10 @@ class _Tables:
                         for newline in _NEWLINES:
                             wrapped = encoding[:cut] + newline + encoding[cut:]
                             for offset in range(max(0, cut - _BLOCK + 1), min(stride, cut + len(newline))):
-                                owners.setdefault(_block(wrapped, offset), {})[_NEVER, 0, decoder] = None
+                                # Characters of the encoding in the block: those outside the break.
+                                own = _BLOCK - (min(offset + _BLOCK, cut + len(newline)) - max(offset, cut))
+                                owner = (_NEVER, 0, decoder) if own >= 2 else (_ANY_BASE64, 0, None)
+                                owners.setdefault(_block(wrapped, offset), {})[owner] = None
                 yield
         self.owners = {block: tuple(pairs) for block, pairs in owners.items()}
         # A dict's keys view: its intersection with a sample probes the dict, which spreads keys
@@ -1028,6 +1094,8 @@ class Redactor:
                                     undecided = [decoder]
                                 else:
                                     undecided.append(decoder)
+                            elif pattern is _ANY_BASE64:
+                                undecided = tables.look(data, position, done, undecided)
                         if undecided is not None:
                             for decoder in undecided:
                                 looked = done.get(decoder)
