@@ -242,7 +242,9 @@ def _escaped_slashes(encoding: bytes) -> bytes:
 
 
 _NEVER: Final = b"\xff"
-"""Never in UTF-8: the pattern of a block that only starts a decoding (see :class:`_Tables`)."""
+"""Never in UTF-8: the pattern of a block that only starts a decoding (see :class:`_Tables`).
+Followed by a byte, with a shift of 1: of a block that starts inside a break, which starts a
+decoding only where that byte of the break comes before it."""
 _LOOK_STRIDE: Final = _MIN_DECODED - _BLOCK + 1
 """Bytes between the blocks of a decoded run that :meth:`_Tables.look` samples: an encoding that a
 decoding finds is long enough to hold one of them wherever it lies."""
@@ -824,7 +826,14 @@ class _Tables:
                             for offset in range(max(0, cut - _BLOCK + 1), min(stride, cut + len(newline))):
                                 # Characters of the encoding in the block: those outside the break.
                                 own = _BLOCK - (min(offset + _BLOCK, cut + len(newline)) - max(offset, cut))
-                                owner = (_NEVER, 0, decoder) if own >= 2 else (_ANY_BASE64, 0, None)
+                                if own < 2:
+                                    owner: _Owner = (_ANY_BASE64, 0, None)
+                                elif cut < offset:
+                                    # It starts inside the break (``nABC``, the end of ``\\n``): the
+                                    # break's byte before it must be there too.
+                                    owner = (_NEVER + wrapped[offset - 1 : offset], 1, decoder)
+                                else:
+                                    owner = (_NEVER, 0, decoder)
                                 owners.setdefault(_block(wrapped, offset), {})[owner] = None
                 yield
         self.owners = {block: tuple(pairs) for block, pairs in owners.items()}
@@ -1090,6 +1099,8 @@ class Redactor:
                                     done[decoder] = (start, end)
                                 found.append((offset + start, offset + end))
                             elif decoder is not None and not decoder.whole:
+                                if pattern[0] == 0xFF and shift and data[position - 1] != pattern[1]:
+                                    continue  # the block is not the end of a break (see _NEVER)
                                 if undecided is None:
                                     undecided = [decoder]
                                 else:
