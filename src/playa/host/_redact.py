@@ -80,9 +80,10 @@ redaction runs at ~370 MB/s (docs/benchmarks.md). The scan is a sampled block fi
   for all values (:data:`_ANY_BASE64`), and starts one look that finds the run, decodes it once
   and samples it for every value's blocks (:meth:`_Tables.look`), where a decoding per value
   would cost each a pass. Text without such runs costs nothing more than the larger table
-  (~24,800 blocks for the benchmark's 20 secrets, where raw breaks alone took ~16,100; within
-  the benchmark's noise). JSON of the benchmark's text, its breaks escaped, scans at about half
-  to two thirds of the rate it had when escaped breaks were not followed. A text searched
+  (~24,800 blocks for the benchmark's 20 secrets, where raw breaks alone took ~16,100: ~5-8 %
+  of the benchmark's rate, measured beside the table of raw breaks in one process). JSON of the
+  benchmark's text scans as fast as the text itself where its breaks were LF, and at ~0.7 of it
+  where they were CRLF, whose escape ``\\r\\n`` is a whole block. A text searched
   directly (short texts, see :class:`Redactor`) finds its runs with
   a regular expression instead. Measured and dropped before decoding existed (docs/benchmarks.md,
   section 5): a second pass over every base64 run that holds a break, which costs more than the
