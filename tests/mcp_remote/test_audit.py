@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -20,12 +21,16 @@ import pytest
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
+from tests.telegram.fake_bot_api import FakeBotApi, creator, group_chat, private_chat, user
 
-from playa.host import session_state_dir
+from playa.cli import remote_mcp
+from playa.host import Host, HostConfig, session_state_dir
 from playa.mcp_remote import AuditKey, HostSecret, RemoteMcpExtension, audit_folder, verify_log
 from playa.mcp_remote.store import AuditLog, AuditRecord, read_records
+from playa.mcp_remote.store._audit import FieldValue
 from playa.mcp_remote.store._seal import Sealer
 from playa.mcp_remote.store._store import ServerStore
+from playa.telegram import TelegramSettings, run_telegram
 from servers.oidc import authorization_server
 from servers.python_servers import TaskServer, serve_asgi, serve_mcp
 from support.chat import GUEST, ScriptedUI, msg
@@ -505,6 +510,68 @@ async def test_the_revocations_of_replaced_tokens_are_recorded(
                     if r.kind == "tokens_revoked"
                 ]
     assert revocations[1] == {"server": "linear", "replaced_by": "entry", "outcome": "revoked", "why": None}
+
+
+async def test_a_secret_deleted_from_the_chat_is_recorded_with_its_sender_and_whether_it_went(
+    data_dir: Path,
+) -> None:
+    # The real Telegram front end against a fake Bot API on loopback: each way a message with a
+    # secret leaves the chat (a command through the host, a key on its own, an edit) is recorded.
+    token, key = (
+        "123456789:AAHfakeTokenForTestsOnly0123456789abcd",
+        "sk-proj-Hk7Tq2Wm9Xz4Lp6Rv3Ns8Bd1Fg5Jc0Ya",
+    )
+    fake = FakeBotApi(token)
+    config = HostConfig(data_dir=data_dir, model="offline")
+    extension = remote_mcp(
+        config, {"MCP_ENCRYPTION_SECRET": SECRET, "TELEGRAM_BOT_TOKEN": token}, console=False
+    )
+    chats = {"telegram:301": "301", "telegram:302": "302", "telegram:-1401": "1402"}
+    with anyio.fail_after(60):
+        async with (
+            serve_asgi(fake.app()) as api,
+            Host(config, [extension]) as host,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(
+                partial(
+                    run_telegram,
+                    host,
+                    token=token,
+                    base_url=api.url,
+                    settings=TelegramSettings(poll_timeout=5),
+                )
+            )
+            await fake.wait_call("getUpdates")
+            command = f"/mcp_policy docs {key} deny"  # no server of that name: nothing connects
+            fake.send(private_chat(301), command, sender=user(301))
+            await fake.wait_reply(301, "no server named")
+            fake.send(private_chat(301), key, sender=user(301))
+            await fake.wait_reply(301, "looks like a key")
+            fake.fail_delete = True
+            fake.send(private_chat(302), command, sender=user(302))
+            await fake.wait_reply(302, "rotate the key")
+            fake.fail_delete = False
+            fake.administrators[-1401] = [creator(user(1402))]
+            said = fake.send(group_chat(-1401), "hello everyone", sender=user(1403))
+            await fake.wait_reply(-1401, "[offline model]")
+            fake.send(group_chat(-1401), command, sender=user(1403), kind="edited_message", message_id=said)
+            await fake.wait_reply(-1401, "rotate that key")
+            for scope, owner in chats.items():
+                await extension.chat(await host.session(scope, owner=owner)).audit.flush()
+            tg.cancel_scope.cancel()
+    fake.close()
+    deleted: dict[str, list[dict[str, FieldValue]]] = {}
+    for scope in chats:
+        found = verify_log(folder_of(data_dir, scope), scope, AuditKey(SECRET.encode()))
+        assert found.ok, found.breaks
+        deleted[scope] = [r.fields for r in found.records if r.kind == "secret_deleted"]
+        assert key.encode() not in b"".join(p.read_bytes() for p in folder_of(data_dir, scope).glob("audit*"))
+    assert deleted == {
+        "telegram:301": [{"sender": "301", "deleted": True}, {"sender": "301", "deleted": True}],
+        "telegram:302": [{"sender": "302", "deleted": False}],
+        "telegram:-1401": [{"sender": "1403", "deleted": True}],
+    }
 
 
 async def test_the_latest_records_are_read_from_the_end_of_a_long_log_and_each_is_checked(

@@ -73,6 +73,13 @@ class Extension:
         Called in the turn's ``finally``, also when it was cancelled: it must not wait on anything.
         """
 
+    def on_secret_deleted(self, session: ChatSession, sender: Sender, deleted: bool) -> None:
+        """A message of the chat that carries a secret was deleted (``deleted``), or could not be.
+
+        ``sender`` sent it; its text is never given. Called once the deletion ended: it must
+        not wait on anything (an audit log records it).
+        """
+
     async def on_login_redirect(self, session: ChatSession, sender: Sender, address: str) -> str | None:
         """The chat's owner sent, as a message, the address a login ended at (``…?code=…&state=…``).
 

@@ -441,6 +441,7 @@ class Host:
         deleted = False
         if inbound.carries_secret and message.ref is not None:
             deleted = await ui.delete(message.ref)
+            self.secret_deleted(session, message.sender, deleted)
             if not deleted:
                 notes.append(_DELETE_FAILED)
         if inbound.credential_shaped:
@@ -481,6 +482,16 @@ class Host:
                     session, command, CommandContext(session, message.sender, parsed.args, ui)
                 )
         return Reply(self.redact(session, "\n\n".join([text, *notes])), "command")
+
+    def secret_deleted(self, session: ChatSession, sender: Sender, deleted: bool) -> None:
+        """A message of ``sender`` that carries a secret was deleted from the chat, or could not be:
+        each extension hears it (``on_secret_deleted``). Front ends that delete such a message
+        themselves (an edit, a key sent on its own) call this too."""
+        for extension in self.extensions:
+            try:
+                extension.on_secret_deleted(session, sender, deleted)
+            except Exception as exc:  # boundary: an extension's failure is logged and contained
+                self._log_failure(session, f"{extension.id} SecretDeleted hook", exc)
 
     async def _pasted_redirect(
         self, session: ChatSession, address: str, message: IncomingMessage, deleted: bool

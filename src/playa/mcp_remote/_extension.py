@@ -136,6 +136,10 @@ class RemoteMcpExtension(Extension):
         if chat is not None:
             chat.flow_guard.end_turn()
 
+    def on_secret_deleted(self, session: ChatSession, sender: Sender, deleted: bool) -> None:
+        """A message that carried a secret left the chat, or could not: who sent it, never what."""
+        self.chat(session).audit.record("secret_deleted", sender=sender.id, deleted=deleted)
+
     async def on_scope_move(self, old_scope: str, session: ChatSession) -> None:
         """Re-seal the chat's servers, and go on with its audit log, for its new scope: each seal
         binds the scope it was made for.

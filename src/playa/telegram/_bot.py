@@ -454,7 +454,20 @@ class TelegramBot:
     async def _refuse_key(self, message: Message) -> None:
         deleted = await self.deletions.delete(message.chat.id, message.message_id)
         self.deletions.forget(message.chat.id, message.message_id)
+        await self._secret_deleted(message, deleted)
         await self._note(message, _KEY_REFUSED if deleted else _KEY_REFUSED_KEPT)
+
+    async def _secret_deleted(self, message: Message, deleted: bool) -> None:
+        """Tell the host of a message with a secret that this front end deleted (or could not),
+        which never reached ``Host.handle``: the chat's extensions record it."""
+        try:
+            info = await self.owners.identify(message)
+            session = await self.host.session(f"telegram:{message.chat.id}", owner=info.owner)
+            self.host.secret_deleted(session, info.sender, deleted)
+        except Exception as exc:  # boundary: a record missed must not end the bot's task group
+            logger.warning(
+                "a deleted secret in chat %s was not recorded: %s", message.chat.id, type(exc).__name__
+            )
 
     async def _edited(self, tg: TaskGroup, message: Message) -> None:
         """An edit is never run or shown to the model; one that now holds a key is deleted."""
@@ -467,6 +480,7 @@ class TelegramBot:
     async def _delete_edited(self, message: Message) -> None:
         deleted = await self.deletions.delete(message.chat.id, message.message_id)
         self.deletions.forget(message.chat.id, message.message_id)
+        await self._secret_deleted(message, deleted)
         await self.outbox.send(
             message.chat.id,
             render(_EDITED_SECRET if deleted else _EDITED_SECRET_KEPT, markdown=False, redact=lambda t: t),
