@@ -523,13 +523,17 @@ async def test_a_secret_deleted_from_the_chat_is_recorded_with_its_sender_and_wh
     )
     fake = FakeBotApi(token)
     config = HostConfig(data_dir=data_dir, model="offline")
-    extension = remote_mcp(
-        config, {"MCP_ENCRYPTION_SECRET": SECRET, "TELEGRAM_BOT_TOKEN": token}, console=False
-    )
-    chats = {"telegram:301": "301", "telegram:302": "302", "telegram:-1401": "1402"}
+    environ = {
+        "MCP_ENCRYPTION_SECRET": SECRET,
+        "TELEGRAM_BOT_TOKEN": token,
+        "PLAYA_EGRESS_ALLOW": "127.0.0.1/32",
+    }
+    extension = remote_mcp(config, environ, console=False)
+    chats = {"telegram:301": "301", "telegram:302": "302", "telegram:303": "303", "telegram:-1401": "1402"}
     with anyio.fail_after(60):
         async with (
             serve_asgi(fake.app()) as api,
+            serve_mcp(MCPServer("plain")) as plain,
             Host(config, [extension]) as host,
             anyio.create_task_group() as tg,
         ):
@@ -552,6 +556,11 @@ async def test_a_secret_deleted_from_the_chat_is_recorded_with_its_sender_and_wh
             fake.send(private_chat(302), command, sender=user(302))
             await fake.wait_reply(302, "rotate the key")
             fake.fail_delete = False
+            # The answer to a secret question, deleted by the question itself.
+            fake.send(private_chat(303), f"/mcp_add plain {plain.url} --bearer", sender=user(303))
+            await fake.wait_reply(303, "Send the bearer token")
+            fake.send(private_chat(303), "plain-token-Tq7Wm2Xz9Lp4Rv6Ns3Bd8", sender=user(303))
+            await fake.wait_reply(303, "Added plain")
             fake.administrators[-1401] = [creator(user(1402))]
             said = fake.send(group_chat(-1401), "hello everyone", sender=user(1403))
             await fake.wait_reply(-1401, "[offline model]")
@@ -570,6 +579,7 @@ async def test_a_secret_deleted_from_the_chat_is_recorded_with_its_sender_and_wh
     assert deleted == {
         "telegram:301": [{"sender": "301", "deleted": True}, {"sender": "301", "deleted": True}],
         "telegram:302": [{"sender": "302", "deleted": False}],
+        "telegram:303": [{"sender": "303", "deleted": True}],
         "telegram:-1401": [{"sender": "1403", "deleted": True}],
     }
 

@@ -574,6 +574,7 @@ class TelegramBot:
                 message_id=message.message_id,
                 group=chat.type != chat.PRIVATE,
                 owner_id=info.owner_id,
+                sender=info.sender,
             )
             text = _text(message) or ""
             incoming = IncomingMessage(text=text, sender=info.sender, ref=message.message_id)
@@ -621,6 +622,7 @@ class TelegramBot:
                 f"telegram:{chat_id}", owner=str(owner_id) if owner_id is not None else "unknown"
             )
             session.group = waiting.group
+            sender = Sender(str(waiting.owner_id), "owner", is_owner=waiting.owner_id == owner_id)
             ui = self._ui(
                 session,
                 chat_id,
@@ -629,8 +631,8 @@ class TelegramBot:
                 message_id=None,
                 group=waiting.group,
                 owner_id=owner_id,
+                sender=sender,
             )
-            sender = Sender(str(waiting.owner_id), "owner", is_owner=waiting.owner_id == owner_id)
             reply = await self.host.handle(session, IncomingMessage(decision.command, sender), ui)
             text = reply.text if reply is not None else _SORRY
         except Exception as exc:  # boundary: a failed decision is logged and shown; the bot goes on
@@ -648,8 +650,10 @@ class TelegramBot:
         message_id: int | None,
         group: bool,
         owner_id: int | None,
+        sender: Sender,
     ) -> TelegramUI:
-        """The front end a command or turn of ``session`` acts through, in ``chat_id`` (and topic)."""
+        """The front end a command or turn of ``session`` acts through, in ``chat_id`` (and topic),
+        for ``sender`` (whose secret answers it deletes)."""
         return TelegramUI(
             self.outbox,
             self.deletions,
@@ -663,6 +667,7 @@ class TelegramBot:
             redact=partial(self.host.redact, session),
             group=group,
             owner_id=owner_id,
+            secret_deleted=partial(self.host.secret_deleted, session, sender),
         )
 
     @asynccontextmanager

@@ -154,6 +154,7 @@ class TelegramUI:
         redact: Callable[[str], str],
         group: bool,
         owner_id: int | None = None,
+        secret_deleted: Callable[[bool], None] | None = None,
     ) -> None:
         self._outbox = outbox
         self._deletions = deletions
@@ -168,6 +169,8 @@ class TelegramUI:
         self._group = group
         self._owner_id = owner_id
         """A group has members besides the owner: replies quote the message they answer, notices go out."""
+        self._secret_deleted = secret_deleted
+        """Told whether a secret answer of the sender's (or a key they sent as a form's value) was deleted."""
         self._progress: dict[str, _ProgressMessage] = {}
 
     @property
@@ -241,9 +244,16 @@ class TelegramUI:
         if answer is None:
             return None
         # Not through Deletions: nothing else will ask for this message, so nothing to remember.
-        if secret and not await self._outbox.delete(answer.chat_id, answer.message_id):
-            await self.send(ANSWER_NOT_DELETED)
+        if secret:
+            deleted = await self._outbox.delete(answer.chat_id, answer.message_id)
+            self._deleted(deleted)
+            if not deleted:
+                await self.send(ANSWER_NOT_DELETED)
         return answer.text.strip()
+
+    def _deleted(self, deleted: bool) -> None:
+        if self._secret_deleted is not None:
+            self._secret_deleted(deleted)
 
     def _moved(self, moved: Moved) -> int:
         """The group became a supergroup: what this message's turn still says goes there.
@@ -428,6 +438,7 @@ class TelegramUI:
         """A key is never a form's value: the protocol keeps secrets out of forms. The message is deleted."""
         deleted = await self._deletions.delete(heard.chat_id, heard.message_id)
         self._deletions.forget(heard.chat_id, heard.message_id)
+        self._deleted(deleted)
         kept = "" if deleted else " I could not delete it: delete it yourself, and rotate the key."
         return Prompt(prompt.field, f"That looks like a key, and a form never takes one.{kept}")
 
