@@ -363,7 +363,8 @@ class FlowGuard:
     """The flow guard of one chat: the running turn's sources, and what a call's flows lead to.
 
     In every mode but ``off`` a flow is logged (the source, the target and the kind, never the
-    text) and recorded in the chat's audit log; under ``ask`` the call is held for the owner.
+    text) and recorded in the chat's audit log; under ``ask`` the call is held for the owner,
+    unless the owner marked its tool read-only (``/mcp_policy <name> [tool] read-only``).
     ``mode`` is asked at each call: whether the chat is a group is the front end's to say.
     """
 
