@@ -254,7 +254,8 @@ async def test_a_link_goes_to_the_asker_privately_and_the_group_is_told_to_look_
         fake.send(group, "asking__link {}", sender=member)
         private = await fake.wait_reply(3502, "asking asks: Please log in", after=mark)
         assert LINK in private.text
-        assert private.labels == ["Accept", "Decline", "Cancel"]
+        assert private.labels == ["Open the link", "Accept", "Decline", "Cancel"]
+        assert private.params["reply_markup"]["inline_keyboard"][0][0]["url"] == LINK
         told = await fake.wait_reply(-3501, "I sent it to you in our private chat", after=mark)
         assert told.params["reply_parameters"]["message_id"]
         fake.press(private, "Accept", sender=member)

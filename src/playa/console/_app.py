@@ -40,6 +40,7 @@ from ..host import (
     answer_from_text,
     beside_a_question,
     cancelled_for,
+    check_link,
     classify,
     render_approval,
     render_question,
@@ -54,6 +55,8 @@ _PROMPT = "you> "
 # C0 controls but newline and tab, DEL, C1 controls, and the bidirectional overrides and
 # isolates: what a server or the model could use to redraw the terminal or disguise text.
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_BOLD: Final = "\x1b[1m"
+_PLAIN: Final = "\x1b[0m"
 _NOT_AN_ANSWER = "A command is not an answer: send the value, or /cancel."
 _ANSWER_WORDS: Final = ("accept", "decline", "cancel", "allow", "deny")
 """What answers a server's question or a call waiting for permission (``answer_from_text``);
@@ -165,7 +168,7 @@ class ConsoleUI:
             self._stdout.write("\r\x1b[K")
         try:
             async with self._router.asking(server=True) as asked:
-                await self.send(render_question(question))
+                await self._show_question(question)
                 with anyio.move_on_after(timeout):
                     while (line := await asked.next()) is not None:
                         answer = answer_from_text(question, line)
@@ -175,6 +178,18 @@ class ConsoleUI:
             return Answer("cancel")
         finally:
             self._answered.set()
+
+    async def _show_question(self, question: Question) -> None:
+        """The question as ``send`` shows it; in a terminal, a link's domain line in bold."""
+        if not self.interactive or question.url is None:
+            await self.send(render_question(question))
+            return
+        domain = printable(check_link(question.url).domain_line)
+        text = printable(render_question(question)).replace(
+            f"\n{domain}\n", f"\n{_BOLD}{domain}{_PLAIN}\n", 1
+        )
+        self._stdout.write("\r\x1b[K" + text.rstrip("\n") + "\n")
+        self._stdout.flush()
 
     async def progress(self, key: str, text: str) -> None:
         """In a terminal, the status line under the turn shows it; in a pipe, a line at most every second."""

@@ -27,6 +27,7 @@ from ._commands import (
 from ._env import DEFAULT_DENIED, EnvPolicy
 from ._extension import Extension, ToolResultEvent
 from ._inbound import Inbound, classify, holds_key, looks_like_credential, mask_known_keys
+from ._links import LinkCheck, check_link
 from ._normalize import normalize
 from ._outbound import OutboundSecrets, install_outbound_gate, outbound_secrets
 from ._prompt import PromptSections
@@ -128,6 +129,7 @@ __all__ = [
     "Inbound",
     "IncomingMessage",
     "LateResult",
+    "LinkCheck",
     "Media",
     "MessageRef",
     "ModelLimits",
@@ -152,6 +154,7 @@ __all__ = [
     "auth_credential",
     "beside_a_question",
     "cancelled_for",
+    "check_link",
     "classify",
     "encoded_forms",
     "field_value",

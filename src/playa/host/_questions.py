@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from ._links import check_link
 from ._normalize import normalize
 
 __all__ = [
@@ -108,8 +109,9 @@ def render_question(question: Question) -> str:
         )
     lines = [f"{question.asker} asks: {question.text}"]
     if question.url is not None:
-        lines.append(f"Open this link to go on: {question.url}")
-        lines.append("Answer /accept once you opened it, /decline, or /cancel.")
+        lines.append("It asks you to open this link (nothing was fetched from it):")
+        lines.extend(check_link(question.url).lines())
+        lines.append("Answer /accept if you will open it, /decline, or /cancel.")
         return "\n".join(lines)
     for item in question.fields:
         kind = f"one of {', '.join(item.options)}" if item.kind == "choice" else item.kind

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from ..host import Answer, Field, FieldValue, Question, accepted, field_value, shown
+from ..host import Answer, Field, FieldValue, Question, accepted, check_link, field_value, shown
 
 __all__ = ["ACCEPT", "CANCEL", "DECLINE", "Form", "Prompt", "url_text"]
 
@@ -63,10 +63,12 @@ def _label(item: Field) -> str:
 
 
 def url_text(question: Question) -> str:
-    """A link question, for the asker's private chat."""
+    """A link question, for the asker's private chat: the link whole, its domain on a line, the warnings."""
+    lines = check_link(question.url or "").lines()
     return (
-        f"{question.asker} asks: {question.text}\n\nOpen this link to go on: {question.url}\n\n"
-        f"Press {ACCEPT} once you have opened it, {DECLINE}, or {CANCEL}."
+        f"{question.asker} asks: {question.text}\n\n"
+        "It asks you to open this link (nothing was fetched from it):\n" + "\n".join(lines) + "\n\n"
+        f"Press {ACCEPT} if you will open it, {DECLINE}, or {CANCEL}."
     )
 
 

@@ -9,9 +9,18 @@ from typing import Final
 
 import anyio
 from anyio.abc import TaskGroup
-from telegram import ForceReply, InlineKeyboardMarkup
+from telegram import ForceReply, InlineKeyboardButton, InlineKeyboardMarkup
 
-from ..host import ALWAYS, QUESTION_TIMEOUT, Answer, Approval, MessageRef, Question, render_approval
+from ..host import (
+    ALWAYS,
+    QUESTION_TIMEOUT,
+    Answer,
+    Approval,
+    MessageRef,
+    Question,
+    check_link,
+    render_approval,
+)
 from ._answers import Answer as AnswerMessage
 from ._answers import Listener, Moved, PendingAnswers, Pressed
 from ._approvals import Approvals
@@ -45,6 +54,7 @@ class _ProgressMessage:
 
 
 _MOVED_HINT: Final = "This group is now a supergroup, so the question is asked again here.\n\n"
+_OPEN_LINK: Final = "Open the link"
 _LOOK_IN_PRIVATE: Final = "{asker} asks you to open a link. I sent it to you in our private chat: look there."
 _NO_PRIVATE_CHAT: Final = (
     "{asker} asks you to open a link, which I send only in a private chat, and I could not write to "
@@ -454,6 +464,10 @@ class TelegramUI:
             self._buttons.live(user_id, user_id, lambda key: listener.hear(Pressed(key))) as keyboard,
         ):
             markup = keyboard.markup([[(ACCEPT, "accept"), (DECLINE, "decline"), (CANCEL, "cancel")]])
+            if check_link(question.url or "").web:
+                # Sent to the asker's private chat only; Telegram asks before it opens the link.
+                opener = InlineKeyboardButton(_OPEN_LINK, url=question.url)
+                markup = InlineKeyboardMarkup([[opener], *markup.inline_keyboard])
             # Not journaled: the question does not outlive a restart.
             shown_id = await self._outbox.send(user_id, [self._part(text)], markup=markup, durable=False)
             if shown_id is None:

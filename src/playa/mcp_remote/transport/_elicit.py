@@ -1,7 +1,8 @@
 """A server's elicitation as a person's question, and the person's answer as the server's result.
 
 Form mode becomes a ``Question`` of fields (the flat schema MCP allows: strings, numbers,
-integers, booleans, single and multiple choice); URL mode a question with a link. What a server
+integers, booleans, single and multiple choice); URL mode a question with a link, never fetched
+here, refused when too long to show whole (``host.check_link`` says what to show). What a server
 wrote is redacted with the chat's credentials and cut before anyone sees it. A form that asks
 for a password, a token or a key is refused without asking: the protocol reserves secrets for
 URL mode, where they never pass through the client.
@@ -23,6 +24,8 @@ Ask = Callable[[Question], Awaitable[Answer]]
 """Asks a person a server's question and returns the answer (``cancel`` when nobody can answer)."""
 
 MAX_TEXT = 1000
+MAX_URL = 2000
+"""A longer link is refused: the person must read it whole, and a chat message holds about this much."""
 MAX_FIELD_TEXT = 200
 MAX_FIELDS = 20
 MAX_OPTIONS = 50
@@ -127,7 +130,10 @@ def to_question(server: str, params: mcp_types.ElicitRequestParams, redact: Call
     # Redacted whole, then cut: a cut first (or a slice to redact) could keep the head of a credential.
     text = _cut(redact(params.message), MAX_TEXT)
     if isinstance(params, mcp_types.ElicitRequestURLParams):
-        return Question(asker=server, text=text, url=redact(params.url))
+        url = redact(params.url)
+        if len(url) > MAX_URL:
+            raise Refused(f"the link is longer than {MAX_URL} characters: too long to show whole")
+        return Question(asker=server, text=text, url=url)
     schema = params.requested_schema
     properties = schema.get("properties", {})
     if not isinstance(properties, dict) or len(properties) > MAX_FIELDS:
