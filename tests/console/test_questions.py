@@ -9,6 +9,7 @@ with a note and then runs.
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -19,12 +20,14 @@ from pathlib import Path
 from typing import Literal
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.message import ServerMessageMetadata
 from pydantic import BaseModel
 
 from playa.host import NOTHING_TO_ANSWER, cancelled_for
-from servers.python_servers import RunningServer, serve_mcp
+from servers.python_servers import RunningServer, recording_http_server, serve_mcp
 
 pytestmark = pytest.mark.anyio
 
@@ -51,6 +54,18 @@ def asking_server() -> MCPServer:
         if result.action == "accept":
             return f"hello {result.data.name}"
         return f"no name: {result.action}"
+
+    @server.tool()
+    async def sign_in(ctx: Context, url: str) -> str:
+        """Ask the person to open a link."""
+        context = ctx.request_context
+        params = types.ElicitRequestURLParams(message="Sign in to go on", url=url, elicitation_id="e1")
+        result = await context.session.send_request(
+            types.ElicitRequest(params=params),
+            types.ElicitResult,
+            metadata=ServerMessageMetadata(related_request_id=context.request_id),
+        )
+        return f"link: {result.action}"
 
     return server
 
@@ -259,3 +274,38 @@ async def test_in_a_pipe_the_secret_question_takes_one_line_and_what_follows_kee
         key = await chat.wait_for("looks like a key, so it was not sent to the agent", after=refused)
         await chat.wait_for("No remote MCP servers.", after=key)
     assert "cancelled" not in chat.out
+
+
+_LOOKALIKE = "Domain: p\u0430ypal.example (written xn--pypal-4ve.example)"
+_MIXED = "Warning: 'p\u0430ypal' mixes scripts (Cyrillic, Latin): it may imitate another name."
+
+
+@pytest.mark.parametrize("mode", ["pty", "pipe"])
+async def test_a_link_question_shows_the_whole_link_its_domain_and_the_warning_and_nothing_opens_it(
+    tmp_path: Path, mode: Mode
+) -> None:
+    # The first two domains do not resolve, and the loopback page records every request: none
+    # is made, whatever the person answers.
+    async with recording_http_server(path="/consent") as page, chat_with(tmp_path, mode) as (chat, _):
+        asked = [
+            ("http://xn--pypal-4ve.example/login?next=%2Fhome", _LOOKALIKE, _MIXED, "decline"),
+            ("https://p\u0430ypal.example/", _LOOKALIKE, _MIXED, "cancel"),
+            (f"{page.url}?state=abc", "Domain: 127.0.0.1", None, "accept"),
+        ]
+        for url, domain, warning, action in asked:
+            mark = chat.mark()
+            chat.say(f"asking__sign_in {json.dumps({'url': url})}")
+            at = await chat.wait_for("asking asks: Sign in to go on\n", after=mark)
+            await chat.wait_for("Answer /accept if you will open it, /decline, or /cancel.", after=at)
+            shown = chat.out[at:].splitlines()
+            assert shown[1:3] == [
+                "It asks you to open this link (nothing was fetched from it):",
+                f"Link: {url}",
+            ]
+            assert shown[3].replace("\x1b[1m", "").replace("\x1b[0m", "") == domain
+            # Bold in a terminal, plain in a pipe.
+            assert (shown[3] == f"\x1b[1m{domain}\x1b[0m") == (mode == "pty")
+            assert shown[4] == (warning or "Answer /accept if you will open it, /decline, or /cancel.")
+            chat.say(f"/{action}")
+            await chat.wait_for(f"asking__sign_in returned:\nlink: {action}", after=at)
+    assert page.requests == []

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from playa.host import Answer, Host, HostConfig, Question, answer_from_text
 from playa.mcp_remote import HostSecret, RemoteMcpExtension, RemoteMcpSettings
 from playa.mcp_remote.transport._connection import ConnectionSettings, Connector, Endpoint
+from playa.mcp_remote.transport._elicit import MAX_URL
 from servers.python_servers import OneProtocol, serve_asgi, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
 
@@ -46,7 +47,12 @@ FORM: dict[str, Any] = {
 }
 
 
-def _request(kind: str, schema: dict[str, Any]) -> tuple[types.ServerRequest, type[types.Result]]:
+def _request(
+    kind: str, schema: dict[str, Any], url: str | None = None
+) -> tuple[types.ServerRequest, type[types.Result]]:
+    if url is not None:
+        link = types.ElicitRequestURLParams(message="Sign in", url=url, elicitation_id="e1")
+        return types.ElicitRequest(params=link), types.ElicitResult
     if kind == "roots":
         return types.ListRootsRequest(), types.ListRootsResult
     if kind == "sampling":
@@ -63,11 +69,13 @@ def asking_server() -> MCPServer:
     server = MCPServer("asking")
 
     @server.tool()
-    async def send(kind: str, where: str, ctx: Context, schema: dict[str, Any] | None = None) -> str:
-        """Send the client one request of ``kind``, on this call's stream or outside it."""
+    async def send(
+        kind: str, where: str, ctx: Context, schema: dict[str, Any] | None = None, url: str | None = None
+    ) -> str:
+        """Send the client one request of ``kind`` (a URL question with ``url``), on this call's stream or outside it."""
         context = ctx.request_context
         related = context.request_id if where == "inside" else None
-        request, result_type = _request(kind, schema or FORM)
+        request, result_type = _request(kind, schema or FORM, url)
         try:
             result = await context.session.send_request(
                 request, result_type, metadata=ServerMessageMetadata(related_request_id=related)
@@ -204,6 +212,21 @@ async def test_a_form_that_asks_for_a_secret_is_refused_without_asking(
     assert text.startswith("refused: refused: the form asks for a secret")
     assert "URL mode" in text
     assert took < ANSWERED_WITHIN
+
+
+async def test_a_link_too_long_to_show_whole_is_refused_without_asking(task_group: TaskGroup) -> None:
+    long = "https://login.example.org/?" + "a" * (MAX_URL - 27)
+    person = Person("/accept", "/accept")
+    with anyio.fail_after(30):
+        shown, _ = await _call(
+            task_group, "streamable-http", {"kind": "", "where": "inside", "url": long}, person
+        )
+        refused, _ = await _call(
+            task_group, "streamable-http", {"kind": "", "where": "inside", "url": long + "a"}, person
+        )
+    assert shown == 'answered: {"action":"accept"}'
+    assert [question.url for question in person.asked] == [long]
+    assert refused.startswith(f"refused: refused: the link is longer than {MAX_URL} characters")
 
 
 class SlowListening:

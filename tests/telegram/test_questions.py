@@ -29,7 +29,7 @@ from playa.telegram._buttons import Buttons
 from playa.telegram._outbox import Outbox
 from playa.telegram._ui import Deletions, TelegramUI
 from servers.node import server_everything
-from servers.python_servers import serve_asgi, serve_mcp
+from servers.python_servers import recording_http_server, serve_asgi, serve_mcp
 
 from .fake_bot_api import ApiCall, FakeBotApi, creator, group_chat, private_chat, user
 from .test_telegram import DEMO_TOKEN, OWNER_ANSWER_PROMPT, TOKEN, Running, migration, running_bot
@@ -73,6 +73,13 @@ def asking_server() -> MCPServer:
         """Ask the person to open a link."""
         return await ask(
             ctx, types.ElicitRequestURLParams(message="Please log in", url=LINK, elicitation_id="e1")
+        )
+
+    @server.tool()
+    async def sign_in(ctx: Context, url: str) -> str:
+        """Ask the person to open the link given."""
+        return await ask(
+            ctx, types.ElicitRequestURLParams(message="Sign in to go on", url=url, elicitation_id="e2")
         )
 
     @server.tool()
@@ -264,6 +271,50 @@ async def test_a_link_goes_to_the_asker_privately_and_the_group_is_told_to_look_
     assert result.text.endswith('answered: {"action":"accept"}')
     assert "reply_markup" not in final.params
     assert all(LINK not in text for text in fake.texts(-3501))
+
+
+def url_buttons(call: ApiCall) -> list[str]:
+    """The links of a message's URL buttons."""
+    markup = call.params.get("reply_markup") or {}
+    return [button["url"] for row in markup.get("inline_keyboard", []) for button in row if "url" in button]
+
+
+async def test_a_lookalike_link_shows_its_domain_and_warning_with_a_url_button_in_private_only(
+    tmp_path: Path,
+) -> None:
+    group, lookalike = group_chat(-3551), "http://xn--pypal-4ve.example/login?next=%2Fhome"
+    async with (
+        recording_http_server(path="/consent") as page,
+        bot_with_asking_server(tmp_path, group, 3551) as bot,
+    ):
+        fake, member = bot.fake, user(3552)
+        asked = [
+            (lookalike, "Decline", "decline"),
+            (f"{page.url}?s=1", "Accept", "accept"),
+        ]
+        for url, label, action in asked:
+            mark = fake.mark()
+            fake.send(group, f"asking__sign_in {json.dumps({'url': url})}", sender=member)
+            private = await fake.wait_reply(3552, "asking asks: Sign in to go on", after=mark)
+            assert f"\nLink: {url}\n" in private.text
+            assert url_buttons(private) == [url]
+            assert private.labels == ["Open the link", "Accept", "Decline", "Cancel"]
+            assert private.params["link_preview_options"] == {"is_disabled": True}
+            if url == lookalike:
+                assert (
+                    "\nDomain: p\u0430ypal.example (written xn--pypal-4ve.example)\n"
+                    "Warning: 'p\u0430ypal' mixes scripts (Cyrillic, Latin): it may imitate another name.\n"
+                ) in private.text
+            else:
+                assert "\nDomain: 127.0.0.1\n\n" in private.text and "Warning" not in private.text
+            await fake.wait_reply(-3551, "I sent it to you in our private chat", after=mark)
+            fake.press(private, label, sender=member)
+            returned = await fake.wait_reply(-3551, "asking__sign_in returned", after=mark)
+            assert returned.text.endswith(f'answered: {{"action":"{action}"}}')
+        in_group = fake.find("sendMessage", chat_id=-3551) + fake.find("editMessageText", chat_id=-3551)
+    assert in_group and all(url_buttons(call) == [] for call in in_group)
+    assert all(lookalike not in call.text for call in in_group)
+    assert page.requests == []
 
 
 async def test_cancel_in_the_chat_ends_the_question(tmp_path: Path) -> None:
