@@ -20,10 +20,10 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from playa.host import Answer, Host, HostConfig, Question, answer_from_text
+from playa.host import Answer, Host, HostConfig, Question, answer_from_text, check_link
 from playa.mcp_remote import HostSecret, RemoteMcpExtension, RemoteMcpSettings
 from playa.mcp_remote.transport._connection import ConnectionSettings, Connector, Endpoint
-from playa.mcp_remote.transport._elicit import MAX_URL
+from playa.mcp_remote.transport._elicit import MAX_LINK_SHOWN
 from servers.python_servers import OneProtocol, serve_asgi, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
 
@@ -215,18 +215,24 @@ async def test_a_form_that_asks_for_a_secret_is_refused_without_asking(
 
 
 async def test_a_link_too_long_to_show_whole_is_refused_without_asking(task_group: TaskGroup) -> None:
-    long = "https://login.example.org/?" + "a" * (MAX_URL - 27)
-    person = Person("/accept", "/accept")
-    with anyio.fail_after(30):
-        shown, _ = await _call(
-            task_group, "streamable-http", {"kind": "", "where": "inside", "url": long}, person
-        )
-        refused, _ = await _call(
-            task_group, "streamable-http", {"kind": "", "where": "inside", "url": long + "a"}, person
-        )
-    assert shown == 'answered: {"action":"accept"}'
-    assert [question.url for question in person.asked] == [long]
-    assert refused.startswith(f"refused: refused: the link is longer than {MAX_URL} characters")
+    # Shown, a link takes a line and its domain another; an invisible character shows %-encoded.
+    base = "https://login.example.org/?"
+    longest = base + "a" * (MAX_LINK_SHOWN - len("\n".join(check_link(base).lines())))
+    invisible = base + "\u200b" * 300
+    person = Person("/accept")
+    answers: list[str] = []
+    with anyio.fail_after(60):
+        for url in (longest, longest + "a", invisible):
+            text, _ = await _call(
+                task_group, "streamable-http", {"kind": "", "where": "inside", "url": url}, person
+            )
+            answers.append(text)
+    assert answers == [
+        'answered: {"action":"accept"}',
+        "refused: refused: the link is too long to show whole",
+        "refused: refused: the link is too long to show whole",
+    ]
+    assert [question.url for question in person.asked] == [longest]
 
 
 class SlowListening:

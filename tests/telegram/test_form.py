@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from playa.host import Answer, Field, Question
-from playa.telegram._form import MAX_OPTION_BUTTONS, Form, Prompt
+from playa.host import Answer, Field, Question, check_link
+from playa.mcp_remote.transport._elicit import MAX_LINK_SHOWN, MAX_TEXT
+from playa.telegram._form import MAX_OPTION_BUTTONS, Form, Prompt, url_text
+from playa.telegram._split import MESSAGE_LIMIT, utf16_len
 
 MANY = tuple(f"option-{n}" for n in range(MAX_OPTION_BUTTONS + 1))
 
@@ -51,3 +53,13 @@ def test_presses_that_no_button_made_change_nothing() -> None:
         assert form.press(key) is None
     assert form.values == {}
     assert form.press("accept") == Answer("accept", {})
+
+
+def test_the_longest_link_question_fits_one_message_with_the_link_whole_and_the_text_cut() -> None:
+    base = "https://xn--pypal-4ve.example/?"
+    url = base + "a" * (MAX_LINK_SHOWN - len("\n".join(check_link(base).lines())))
+    text = url_text(Question("srv", "\U0001f600" * MAX_TEXT, url=url))
+    assert utf16_len(text) <= MESSAGE_LIMIT
+    assert text.startswith("srv asks: \U0001f600") and "\U0001f600…\n\n" in text
+    assert "\n".join(check_link(url).lines()) in text
+    assert text.endswith("Press Accept if you will open it, Decline, or Cancel.")

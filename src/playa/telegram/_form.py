@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from ..host import Answer, Field, FieldValue, Question, accepted, check_link, field_value, shown
+from ._split import MESSAGE_LIMIT, utf16_len
 
 __all__ = ["ACCEPT", "CANCEL", "DECLINE", "Form", "Prompt", "url_text"]
 
@@ -63,13 +64,22 @@ def _label(item: Field) -> str:
 
 
 def url_text(question: Question) -> str:
-    """A link question, for the asker's private chat: the link whole, its domain on a line, the warnings."""
-    lines = check_link(question.url or "").lines()
-    return (
-        f"{question.asker} asks: {question.text}\n\n"
-        "It asks you to open this link (nothing was fetched from it):\n" + "\n".join(lines) + "\n\n"
-        f"Press {ACCEPT} if you will open it, {DECLINE}, or {CANCEL}."
+    """A link question, for the asker's private chat: the link whole, its domain on a line, the warnings.
+
+    The server's text is cut, if need be, so that the link and what follows it fit in the message.
+    """
+    link = (
+        "\n\nIt asks you to open this link (nothing was fetched from it):\n"
+        + "\n".join(check_link(question.url or "").lines())
+        + f"\n\nPress {ACCEPT} if you will open it, {DECLINE}, or {CANCEL}."
     )
+    text = f"{question.asker} asks: {question.text}"
+    room = MESSAGE_LIMIT - utf16_len(link)
+    if utf16_len(text) > room:
+        while utf16_len(text) > room - 1:
+            text = text[:-1]
+        text += "…"
+    return text + link
 
 
 @dataclass(eq=False)

@@ -16,7 +16,7 @@ from typing import Any
 
 import mcp_types
 
-from ...host import Answer, Field, FieldValue, Question
+from ...host import Answer, Field, FieldValue, Question, check_link
 
 __all__ = ["Ask", "Refused", "credential_field", "elicit_result", "to_question"]
 
@@ -24,8 +24,9 @@ Ask = Callable[[Question], Awaitable[Answer]]
 """Asks a person a server's question and returns the answer (``cancel`` when nobody can answer)."""
 
 MAX_TEXT = 1000
-MAX_URL = 2000
-"""A longer link is refused: the person must read it whole, and a chat message holds about this much."""
+MAX_LINK_SHOWN = 2500
+"""UTF-16 units the link, its domain and its warnings may take as shown (``check_link``): the person
+must read it whole, and one chat message holds it with the server's text."""
 MAX_FIELD_TEXT = 200
 MAX_FIELDS = 20
 MAX_OPTIONS = 50
@@ -131,8 +132,8 @@ def to_question(server: str, params: mcp_types.ElicitRequestParams, redact: Call
     text = _cut(redact(params.message), MAX_TEXT)
     if isinstance(params, mcp_types.ElicitRequestURLParams):
         url = redact(params.url)
-        if len(url) > MAX_URL:
-            raise Refused(f"the link is longer than {MAX_URL} characters: too long to show whole")
+        if len("\n".join(check_link(url).lines()).encode("utf-16-le")) // 2 > MAX_LINK_SHOWN:
+            raise Refused("the link is too long to show whole")
         return Question(asker=server, text=text, url=url)
     schema = params.requested_schema
     properties = schema.get("properties", {})
