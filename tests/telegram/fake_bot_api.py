@@ -102,6 +102,8 @@ class FakeBotApi:
     """Method → count: that many next calls of the method are answered 502."""
     reject_entities: bool = False
     """Answer 400 "can't parse entities" to a sendMessage with entities, as Telegram does for bad ones."""
+    reject_button_urls: bool = False
+    """Answer 400 "BUTTON_URL_INVALID" to a message with a URL button, as Telegram does for a URL it refuses."""
     max_hold: float = 2.0
     no_private_chat: set[int] = field(default_factory=set)
     """Users who never started a private chat with the bot: a message to them is refused (403)."""
@@ -353,6 +355,12 @@ class FakeBotApi:
                 {"ok": False, "error_code": 400, "description": "Bad Request: can't parse entities"},
                 status_code=400,
             )
+        if method == "sendMessage" and self.reject_button_urls and _url_buttons(params):
+            self._record(method, params, 400)
+            return JSONResponse(
+                {"ok": False, "error_code": 400, "description": "Bad Request: BUTTON_URL_INVALID"},
+                status_code=400,
+            )
         if method == "getUpdates":
             # Recorded on arrival, so that a test can tell the bot is polling while the poll is held.
             self._record(method, params, 200)
@@ -417,6 +425,12 @@ class FakeBotApi:
 
     def _administrators(self, params: dict[str, Any]) -> list[dict[str, Any]]:
         return self.administrators.get(int(params["chat_id"]), [])
+
+
+def _url_buttons(params: dict[str, Any]) -> list[str]:
+    markup = params.get("reply_markup")
+    rows = markup.get("inline_keyboard", []) if isinstance(markup, dict) else []
+    return [button["url"] for row in rows for button in row if "url" in button]
 
 
 def creator(member: dict[str, Any]) -> dict[str, Any]:

@@ -317,6 +317,26 @@ async def test_a_lookalike_link_shows_its_domain_and_warning_with_a_url_button_i
     assert page.requests == []
 
 
+async def test_a_link_telegram_refuses_in_a_button_is_still_asked_with_the_link_in_the_text(
+    tmp_path: Path,
+) -> None:
+    group = group_chat(-3561)
+    async with bot_with_asking_server(tmp_path, group, 3561) as bot:
+        fake, member = bot.fake, user(3562)
+        fake.reject_button_urls = True
+        mark = fake.mark()
+        fake.send(group, "asking__link {}", sender=member)
+        private = await fake.wait_reply(3562, "asking asks: Please log in", after=mark)
+        assert private.status == 200
+        assert f"\nLink: {LINK}\n" in private.text
+        assert private.labels == ["Accept", "Decline", "Cancel"]
+        refused = fake.find("sendMessage", after=mark, chat_id=3562)[0]
+        assert (refused.status, url_buttons(refused)) == (400, [LINK])
+        fake.press(private, "Accept", sender=member)
+        result = await fake.wait_reply(-3561, "asking__link returned", after=mark)
+    assert result.text.endswith('answered: {"action":"accept"}')
+
+
 async def test_cancel_in_the_chat_ends_the_question(tmp_path: Path) -> None:
     chat = private_chat(3601)
     async with bot_with_asking_server(tmp_path, chat, 3601) as bot:

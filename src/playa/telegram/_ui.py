@@ -464,12 +464,18 @@ class TelegramUI:
             self._buttons.live(user_id, user_id, lambda key: listener.hear(Pressed(key))) as keyboard,
         ):
             markup = keyboard.markup([[(ACCEPT, "accept"), (DECLINE, "decline"), (CANCEL, "cancel")]])
+            # Not journaled: the question does not outlive a restart.
+            shown_id = None
             if check_link(question.url or "").web:
                 # Sent to the asker's private chat only; Telegram asks before it opens the link.
                 opener = InlineKeyboardButton(_OPEN_LINK, url=question.url)
-                markup = InlineKeyboardMarkup([[opener], *markup.inline_keyboard])
-            # Not journaled: the question does not outlive a restart.
-            shown_id = await self._outbox.send(user_id, [self._part(text)], markup=markup, durable=False)
+                with_opener = InlineKeyboardMarkup([[opener], *markup.inline_keyboard])
+                shown_id = await self._outbox.send(
+                    user_id, [self._part(text)], markup=with_opener, durable=False
+                )
+            if shown_id is None:
+                # No web link, or one Telegram refuses in a button (a loopback address): the text has it.
+                shown_id = await self._outbox.send(user_id, [self._part(text)], markup=markup, durable=False)
             if shown_id is None:
                 if self._group:
                     await self.send(_NO_PRIVATE_CHAT.format(asker=question.asker))
