@@ -87,3 +87,12 @@ def test_the_question_shows_the_whole_link_then_the_domain_line_then_the_warning
         "Warning: 'p\u0430ypal' mixes scripts (Cyrillic, Latin): it may imitate another name.",
         "Answer /accept if you will open it, /decline, or /cancel.",
     ]
+
+
+def test_a_percent_encoded_or_ideographically_dotted_domain_is_judged_as_a_browser_reads_it() -> None:
+    encoded = check_link("http://p%D0%B0ypal.example/")
+    assert encoded.domain == "p\u0430ypal.example"
+    assert encoded.warnings[0] == "the domain is %-encoded; decoded, it is the one below."
+    assert "mixes scripts (Cyrillic, Latin)" in encoded.warnings[1]
+    dotted = check_link("https://login\u3002evil.example/")
+    assert (dotted.domain, dotted.ascii_domain) == ("login.evil.example", None)

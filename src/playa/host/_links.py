@@ -15,7 +15,7 @@ import encodings.idna
 import unicodedata
 from dataclasses import dataclass
 from typing import Final
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 __all__ = ["LinkCheck", "check_link"]
 
@@ -122,9 +122,14 @@ def check_link(url: str) -> LinkCheck:
             f"the link has a user name before its domain ({_visible(parts.netloc.rpartition('@')[0])}@): "
             "the site it opens is the domain below."
         )
+    if "%" in host:
+        # A browser decodes it before it looks the name up: judge the name it will look up.
+        host = unquote(host).lower()
+        warnings.append("the domain is %-encoded; decoded, it is the one below.")
     read: list[str] = []
     written: list[str] = []
-    for label in host.rstrip(".").split(".") if host else []:
+    # Split as IDNA splits: the ideographic and fullwidth full stops separate labels too.
+    for label in encodings.idna.dots.split(host.rstrip(".\u3002\uff0e\uff61")) if host else []:
         unicode_label, ascii_label = _label(label, warnings)
         read.append(unicode_label)
         written.append(ascii_label)
