@@ -15,7 +15,16 @@ from ..mcp import is_server_name
 from ._chat import ChatServers
 from ._parse import USAGE, AddRequest, carries_secret, check_secret, parse_add
 from ._state import LoginStart, ServerState
-from ._views import added_text, audit_text, login_started, notice, policy_list, server_list, tool_list
+from ._views import (
+    added_text,
+    audit_text,
+    login_started,
+    notice,
+    policy_list,
+    server_list,
+    server_words,
+    tool_list,
+)
 from .store._grant import OAuthGrant, resource_of
 from .store._policy import DECISIONS, READ_ONLY_MARKS, decision_of, read_only_of
 from .store._store import AuthKind, Saved
@@ -64,6 +73,13 @@ def not_a_count(args: str) -> bool:
 
 def _shown_name(name: str) -> str:
     return name if quotable(name) else "that entry"
+
+
+async def _words_privately(ctx: CommandContext, words: str) -> str:
+    """Send what servers said to the owner's private chat; the note for the group's reply."""
+    if await ctx.ui.send_private(words) is None:
+        return "\nWhat the server said is not shown here; start a private chat with me to get it there."
+    return "\nWhat the server said went to your private chat."
 
 
 def _no_such_server(name: str) -> str:
@@ -181,7 +197,11 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
         if state.needs_login:
             _, started = await login(ctx, chat, entry.name)
             return with_notes(f"{verb} {entry.name}: this server needs a login. {started}", saved)
-        return with_notes(added_text(verb, entry.name, state, clock()), saved)
+        group = ctx.session.group
+        text = added_text(verb, entry.name, state, clock(), words=not group)
+        if group and state.detail:
+            text += await _words_privately(ctx, f"{entry.name}: the server said: {state.detail}")
+        return with_notes(text, saved)
 
     async def auth(ctx: CommandContext) -> str:
         chat = await servers(ctx)
@@ -264,7 +284,14 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
         )
 
     async def list_(ctx: CommandContext) -> str:
-        return server_list(await servers(ctx), clock())
+        chat = await servers(ctx)
+        if not ctx.session.group:
+            return server_list(chat, clock())
+        # A group reads the reply: what the servers said goes to the owner alone.
+        text = server_list(chat, clock(), words=False)
+        if (words := server_words(chat)) is not None:
+            text += await _words_privately(ctx, words)
+        return text
 
     async def audit(ctx: CommandContext) -> str:
         text = ctx.args.strip() or str(AUDIT_SHOWN)

@@ -155,8 +155,21 @@ def section(chat: ServersView) -> str | None:
     return chat.redactor.redact("\n".join(lines))
 
 
-def server_list(chat: ServersView, now: float) -> str:
-    """``/mcp_list``: every server with its state, URL (secrets hidden) and headers' names; the ignored entries."""
+def server_words(chat: ServersView) -> str | None:
+    """What each server said of its failure, for the owner's private chat; None when none said anything."""
+    lines = [
+        f"{name}: the server said: {state.detail}"
+        for name, state in sorted(chat.servers.items())
+        if state.detail
+    ]
+    return "\n".join(lines) if lines else None
+
+
+def server_list(chat: ServersView, now: float, *, words: bool = True) -> str:
+    """``/mcp_list``: every server with its state, URL (secrets hidden) and headers' names; the ignored entries.
+
+    ``words=False`` leaves out what the servers said of their failures (a group sees the reply:
+    the server's words go to the owner privately, :func:`server_words`)."""
     if not chat.servers and not chat.rejected and not chat.warning:
         return "No remote MCP servers. Add one with /mcp_add <name> <url> [--bearer]."
     lines: list[str] = []
@@ -169,7 +182,7 @@ def server_list(chat: ServersView, now: float) -> str:
             # What the last connection that worked spoke: the fallback and the version show.
             transport += f" (in use: {state.transport}, protocol {state.protocol or 'unknown'})"
         lines.append(f"{name}: {state_text(state, now)}")
-        if state.detail:
+        if state.detail and words:
             lines.append(f"  the server said: {state.detail}")
         lines += [
             f"  url: {entry.shown_url}",
@@ -246,12 +259,14 @@ def login_started(name: str, start: LoginStart, place: str, timeout: float) -> s
     )
 
 
-def added_text(verb: str, name: str, state: ServerState, now: float) -> str:
-    """The reply to an ``/mcp_add`` that saved the entry, by the state it reached."""
+def added_text(verb: str, name: str, state: ServerState, now: float, *, words: bool = True) -> str:
+    """The reply to an ``/mcp_add`` that saved the entry, by the state it reached (``words``: as in
+    :func:`server_list`)."""
     if state.status == "connected":
         shown = ", ".join(state.tools[:_LIST_LIMIT]) or "none"
         return f"{verb} {name}: {state_text(state, now)}: {shown}."
-    return f"{verb} {name}, but it is {state_text(state, now)}{said(state)}. /mcp_list shows its state."
+    told = said(state) if words else ""
+    return f"{verb} {name}, but it is {state_text(state, now)}{told}. /mcp_list shows its state."
 
 
 def _rejected_label(rejected: Rejected, redactor: Redactor) -> str:
