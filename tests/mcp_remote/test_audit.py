@@ -252,6 +252,8 @@ async def test_a_loopback_servers_calls_are_recorded_with_whose_turn_outcome_and
         "server": "tools",
         "tool": "echo",
         "outcome": "ok",
+        "policy": "allow",
+        "decision": "allowed",
         # As the model sent them: the key it never saw, redacted.
         "arguments_bytes": len(
             json.dumps({"text": f"{ARGUMENT_CANARY} and [redacted]"}, separators=(",", ":"))

@@ -484,7 +484,10 @@ async def test_permissions_and_policy_changes_are_in_the_audit_log(
     ]
     assert ("permission", "write", "always", "ask") in kinds
     assert ("policy_changed", "write", None, "allow") in kinds
-    assert ("tool_call", "write", "ok", None) in kinds
+    # The call records the policy that applied when it was made, and what the owner decided.
+    assert ("tool_call", "write", "ok", "ask") in kinds
+    (made,) = [r.fields for r in found.records if r.kind == "tool_call"]
+    assert made["decision"] == "always"
     assert ("policy_changed", None, None, "deny") in kinds
     (marked,) = [r.fields for r in found.records if "read_only" in r.fields]
     assert marked == {"server": "files", "tool": "write", "read_only": True, "before": False}

@@ -87,7 +87,7 @@ class Calls:
         """Call ``remote`` (exposed to the model as ``exposed``) on ``state``'s server, with its progress
         shown; recorded in the chat's audit log: whose turn, the names, the outcome, the duration and
         the sizes, never the arguments or the result."""
-        started, seen, result = time.perf_counter(), _Seen(), None
+        started, seen, result, permit = time.perf_counter(), _Seen(), None, None
         try:
             # The one place a call's arguments are checked for data of another source of the turn.
             # A tool the owner marked read-only takes such data without a hold: it sends nothing on.
@@ -117,6 +117,9 @@ class Calls:
                 else "error"
                 if result is None or result.is_error
                 else "ok",
+                # The policy that applied and what came of it (allowed, always, denied, declined…).
+                policy=permit.policy if permit is not None else None,
+                decision=permit.outcome if permit is not None else None,
                 duration_us=round((time.perf_counter() - started) * 1e6),
                 arguments_bytes=len(
                     json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str).encode()
