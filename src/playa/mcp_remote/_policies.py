@@ -24,6 +24,7 @@ from ..host import ALWAYS, Answer, ChatSession, Question
 from ._approvals import APPROVAL_LIMIT
 from ._state import ServerState
 from .store._audit import AuditLog
+from .store._pins import shown_name
 from .store._policy import Decision, Policy
 from .store._store import ServerStore
 
@@ -112,7 +113,7 @@ class Policies:
         sender = self._session.turn_sender
         whose = f" in {sender.name}'s turn" if sender is not None and not sender.is_owner else ""
         text = (
-            f"The agent wants to call the tool {self._redact(tool)} of the remote MCP server {name}{whose}, "
+            f"The agent wants to call the tool {shown_name(tool, self._redact)} of the remote MCP server {name}{whose}, "
             f"with these arguments:\n{shown}"
         )
         if flows:

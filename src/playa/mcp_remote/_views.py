@@ -19,7 +19,7 @@ from ..host import Redactor
 from ._state import LoginStart, ServerState
 from ._tool import RemoteMcpTool
 from .store._audit import AuditRecord
-from .store._pins import without_format
+from .store._pins import shown_name, without_format
 from .store._policy import Decision
 from .store._store import Rejected
 from .transport._oauth import duration_text
@@ -230,7 +230,8 @@ def policy_list(servers: Mapping[str, ServerState], default: Decision, redactor:
             said: list[str] = [policy.tools[tool]] if tool in policy.tools else []
             if (mark := policy.read_only_tools.get(tool)) is not None:
                 said.append("read-only" if mark else "not read-only")
-            lines.append(f"  {tool}: {', '.join(said)}")
+            # A name "always" took from the server: one line, as its approval showed it.
+            lines.append(f"  {shown_name(tool, redactor.redact)}: {', '.join(said)}")
     if not servers:
         lines.append("No remote MCP servers. Add one with /mcp_add <name> <url> [--policy ask].")
     else:

@@ -148,8 +148,20 @@ class AuditRecord:
         """One line for the owner: the sequence number, the time, the kind and its fields."""
         # Who and what first; the file keeps the fields in canonical (sorted) order.
         names = sorted(self.fields, key=lambda name: (_SHOWN_FIRST.get(name, len(_SHOWN_FIRST)), name))
-        parts = " ".join(f"{name}={self.fields[name]}" for name in names)
+        parts = " ".join(f"{name}={_shown_value(self.fields[name])}" for name in names)
         return f"#{self.seq} {self.time} {self.kind} {parts}".rstrip()
+
+
+def _shown_value(value: FieldValue) -> str:
+    """A field's value on the owner's line: a text of spaces, line breaks, quotes or invisible
+    characters (a server's tool name, say) quoted and escaped, so it cannot pass for more fields
+    or another record."""
+    if not isinstance(value, str) or (
+        value.isascii() and value.isprintable() and not {" ", '"'} & set(value)
+    ):
+        return str(value)
+    quoted = json.dumps(value, ensure_ascii=False)
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in quoted)
 
 
 def audit_folder(state_dir: Path) -> Path:

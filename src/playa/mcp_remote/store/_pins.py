@@ -55,6 +55,7 @@ __all__ = [
     "instructions_change",
     "pending_digest",
     "same_definitions",
+    "shown_name",
     "shown_names",
     "view_digest",
     "without_format",
@@ -435,6 +436,11 @@ def change_of(
         if len(lines) == count:  # the digests differ: some difference is there, if none shows
             lines.append(f"{key} changed{SAME_NOTE}")
     return ToolChange(name, "changed", tuple(lines))
+
+
+def shown_name(name: str, redact: Callable[[str], str]) -> str:
+    """A server's tool name fit for a line of its own: cleaned and redacted, whole, as an approval shows it."""
+    return _clean(name, redact)
 
 
 def shown_names(names: Iterable[str], redact: Callable[[str], str], most: int = 8) -> str:
