@@ -36,6 +36,7 @@ from typing import Any, Final, Literal
 from ..host import ChatSession, looks_like_credential
 from ._settings import FlowGuardMode
 from .store._audit import AuditLog
+from .store._pins import shown_name
 
 __all__ = [
     "CHECK_STEP",
@@ -131,7 +132,8 @@ class FlowSource:
 
     @classmethod
     def of_file(cls, path: str) -> FlowSource:
-        return cls(None, f"workspace file {path}")
+        # The model names the path: on one line, it cannot pass for the question's own lines.
+        return cls(None, f"workspace file {shown_name(path, str)}")
 
     @property
     def origin(self) -> str:
