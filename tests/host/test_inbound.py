@@ -222,6 +222,37 @@ def test_a_message_close_to_a_command_that_carries_a_key_is_withheld_like_one(te
     assert inbound.carries_secret and not inbound.to_model
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "`/mcp_add docs https://x.test/mcp --bearer 9f8e7d6c5b4a39281706f5e4d3c2b1a0`",
+        "```\n/mcp_add docs https://x.test/mcp --bearer hunter2hunter2\n```",
+        "> /mcp_add docs https://x.test/mcp --bearer hunter2hunter2",
+        "- /mcp_add docs https://x.test/mcp --bearer hunter2hunter2",
+        "why does (/mcp_add docs https://x.test/mcp --bearer hunter2hunter2) fail?",
+        "I ran /mcp_add docs https://x.test/mcp --bearer hunter2hunter2 and it failed",
+        f'the docs say "\\reset {KEY}"',
+    ],
+)
+def test_a_command_quoted_further_in_a_message_with_its_key_is_withheld_like_one(text: str) -> None:
+    inbound = classify(text, router())
+    assert inbound.command is None and inbound.near_command in ("mcp_add", "reset")
+    assert inbound.carries_secret and not inbound.to_model
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "run `/mcp_list` and look in /usr/local/bin/mcp_add for the script",
+        "the notes are in docs/mcp_add.md, and /mcp_list shows the servers",
+        "use /reset after you rotate the token",
+    ],
+)
+def test_a_command_named_in_a_sentence_without_a_key_is_text(text: str) -> None:
+    inbound = classify(text, router())
+    assert inbound.near_command is None and inbound.to_model
+
+
 def test_the_repr_of_a_classified_message_names_its_kind_and_never_its_text() -> None:
     near = classify(f"//mcp_add docs https://x.test/mcp --bearer {KEY}", router())
     masked = classify(f"my key is {KEY}", router())

@@ -303,6 +303,8 @@ def classify(text: str, commands: CommandRouter) -> Inbound:
     near = None if shaped or redirect is not None else _near_command(normal, commands)
     if near is not None and not _carries_key(near, commands):
         near = None
+    if near is None and not shaped and redirect is None:
+        near = _quoted_command(normal, commands)
     masked, count = mask_known_keys(normal)
     return Inbound(
         normal,
@@ -350,6 +352,20 @@ def _near_command(text: str, commands: CommandRouter) -> tuple[str, str] | None:
         for spelled, after in heads:
             if spelled in spellings:
                 return command.name, after
+    return None
+
+
+# A slash or backslash that starts a word inside a message: "`/mcp_add …`", "> /mcp_add …", "I ran /mcp_add …".
+_SLASHED: Final = re.compile(r"(?<![^\s`'\">*(\[-])[/\\]+(?=[A-Za-z])")
+
+
+def _quoted_command(text: str, commands: CommandRouter) -> tuple[str, str] | None:
+    """An owner's command, slashed, further in the message (in backticks, a quote, a sentence)
+    with a key or a secret flag's value after it: the person pasted the command, key and all."""
+    for match in _SLASHED.finditer(text, 1):
+        near = _near_command(text[match.start() :], commands)
+        if near is not None and _carries_key(near, commands):
+            return near
     return None
 
 
