@@ -64,6 +64,15 @@ def test_a_user_name_before_the_domain_is_warned_about_and_the_real_domain_shown
     )
 
 
+def test_a_backslash_is_read_as_a_browser_reads_it_so_a_user_name_trick_shows_the_real_domain() -> None:
+    check = check_link("https://evil.example\\@bank.example/login")
+    assert check.domain == "evil.example" and check.web
+    assert check.warnings == (
+        "the link holds '\\', which a browser reads as '/': read so, its domain is the one below.",
+    )
+    assert check_link("https:\\\\evil.example/").domain == "evil.example"
+
+
 def test_invisible_characters_are_shown_encoded_and_warned_about() -> None:
     check = check_link("https://exa\u202emple.org/\u200bpath")
     assert check.url == "https://exa%E2%80%AEmple.org/%E2%80%8Bpath"

@@ -109,6 +109,13 @@ def check_link(url: str) -> LinkCheck:
         warnings.append("the link holds invisible or control characters; each is shown %-encoded.")
     try:
         parts = urlsplit(url)
+        if "\\" in url and parts.scheme.lower() in _WEB:
+            # A browser reads '\' as '/' in a web link: "https://evil.example\@bank.example" opens
+            # evil.example, where the split alone would find a user name before bank.example.
+            parts = urlsplit(url.replace("\\", "/"))
+            warnings.append(
+                "the link holds '\\', which a browser reads as '/': read so, its domain is the one below."
+            )
         host = parts.hostname or ""
         has_user = parts.username is not None
     except ValueError:
