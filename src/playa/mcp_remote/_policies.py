@@ -111,7 +111,12 @@ class Policies:
         name = state.entry.name
         shown = self._redact(json.dumps(arguments, ensure_ascii=False, indent=2, default=str))
         sender = self._session.turn_sender
-        whose = f" in {sender.name}'s turn" if sender is not None and not sender.is_owner else ""
+        # A member names themselves: on one line, their name cannot pass for the question's own lines.
+        whose = (
+            f" in {shown_name(sender.name, self._redact)}'s turn"
+            if sender is not None and not sender.is_owner
+            else ""
+        )
         text = (
             f"The agent wants to call the tool {shown_name(tool, self._redact)} of the remote MCP server {name}{whose}, "
             f"with these arguments:\n{shown}"
