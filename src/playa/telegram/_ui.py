@@ -512,13 +512,17 @@ class TelegramUI:
             # Nobody can be told apart as the owner: nobody may allow it.
             await self.send(_OWNER_UNREACHABLE)
             return Answer("cancel")
-        listener = Listener(takes_text=False, owner_id=owner_id)
         parts = render(question.text, markdown=False, redact=self._redact)
         answer: Answer | None = None
         key: str | None = None
-        with self._buttons.live(
-            owner_id, owner_id, lambda pressed: listener.hear(Pressed(pressed))
-        ) as keyboard:
+        with (
+            # Known to wait in this chat: its commands that only show run beside it, and the
+            # owner's others (or /cancel) end it rather than wait out the ask timeout behind it.
+            self._answers.listen(self._chat_id, owner_id, takes_text=False, owner_id=owner_id) as listener,
+            self._buttons.live(
+                owner_id, owner_id, lambda pressed: listener.hear(Pressed(pressed))
+            ) as keyboard,
+        ):
             markup = keyboard.markup([[(ALLOW_ONCE, "allow"), (ALLOW_ALWAYS, "always")], [(DENY, "deny")]])
             # Not journaled: the call does not outlive a restart.
             shown_id = await self._outbox.send(owner_id, parts, markup=markup, durable=False)
