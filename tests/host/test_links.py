@@ -64,13 +64,24 @@ def test_a_user_name_before_the_domain_is_warned_about_and_the_real_domain_shown
     )
 
 
-def test_a_backslash_is_read_as_a_browser_reads_it_so_a_user_name_trick_shows_the_real_domain() -> None:
+def test_a_web_link_is_read_as_a_browser_reads_it_backslashes_and_slashes_and_all() -> None:
     check = check_link("https://evil.example\\@bank.example/login")
     assert check.domain == "evil.example" and check.web
     assert check.warnings == (
-        "the link holds '\\', which a browser reads as '/': read so, its domain is the one below.",
+        "the link is not written as web links are ('\\' for '/', or not two slashes after 'https:'): "
+        "a browser reads it as https://evil.example/@bank.example/login, its domain the one below.",
     )
-    assert check_link("https:\\\\evil.example/").domain == "evil.example"
+    for url in (
+        "https:\\\\evil.example/",
+        "https:evil.example/",
+        "https:/evil.example",
+        "https:///evil.example",
+    ):
+        check = check_link(url)
+        assert (check.domain, check.web) == ("evil.example", True), url
+    assert check_link("https:bank.example@evil.example").domain == "evil.example"
+    assert check_link("https://bank.example/a\\b").warnings  # a backslash anywhere is read so too
+    assert check_link("https://bank.example/a/b").warnings == ()
 
 
 def test_invisible_characters_are_shown_encoded_and_warned_about() -> None:

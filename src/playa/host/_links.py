@@ -109,13 +109,18 @@ def check_link(url: str) -> LinkCheck:
         warnings.append("the link holds invisible or control characters; each is shown %-encoded.")
     try:
         parts = urlsplit(url)
-        if "\\" in url and parts.scheme.lower() in _WEB:
-            # A browser reads '\' as '/' in a web link: "https://evil.example\@bank.example" opens
-            # evil.example, where the split alone would find a user name before bank.example.
-            parts = urlsplit(url.replace("\\", "/"))
-            warnings.append(
-                "the link holds '\\', which a browser reads as '/': read so, its domain is the one below."
-            )
+        if parts.scheme.lower() in _WEB:
+            # As a browser reads a web link: '\' is '/' ("https://evil.example\@bank.example" opens
+            # evil.example, where the split alone finds a user name before bank.example), and the
+            # domain starts after any number of slashes ("https:evil.example" opens evil.example).
+            head, _, rest = url.replace("\\", "/").partition(":")
+            as_read = f"{head}://{rest.lstrip('/')}"
+            if as_read != url:
+                parts = urlsplit(as_read)
+                warnings.append(
+                    "the link is not written as web links are ('\\' for '/', or not two slashes after "
+                    f"'{parts.scheme}:'): a browser reads it as {_visible(as_read)}, its domain the one below."
+                )
         host = parts.hostname or ""
         has_user = parts.username is not None
     except ValueError:
