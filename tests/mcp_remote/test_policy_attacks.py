@@ -121,3 +121,29 @@ async def test_a_members_display_name_adds_no_line_to_a_permission_question(
     assert files.calls == []
     assert f"in Mallory {forged}'s turn" in question
     assert forged not in question.splitlines() and "\u202e" not in question
+
+
+async def test_a_call_stopped_while_the_owner_is_asked_is_recorded_as_refused_and_unanswered(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    ui = OwnerUI()
+    with anyio.fail_after(60):
+        async with files_chat(data_dir, host_secret, policy="--policy ask") as (chat, files):
+            session = await chat.session()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(chat.say, call(), ui)
+                await ui.question_shown(1)
+                stopped = await chat.host.handle(session, msg("/stop"), ScriptedUI())
+            servers = chat.extension.chat(session)
+            records = [record for record, _ in await servers.audit_records(10)]
+    assert stopped is not None and files.calls == []
+    permission = [r.fields for r in records if r.kind == "permission"]
+    assert permission == [
+        {"sender": "owner", "server": "files", "tool": "write", "policy": "ask", "outcome": "unanswered"}
+    ]
+    (tool_call,) = [r.fields for r in records if r.kind == "tool_call"]
+    assert (tool_call["outcome"], tool_call["policy"], tool_call["decision"]) == (
+        "refused",
+        "ask",
+        "unanswered",
+    )

@@ -16,7 +16,7 @@ from ..exceptions import CallFailed, NeedsLogin, RemoteError, RemoteTimeout, Too
 from ..host import UI, ChatSession, LateResult, ToolResult
 from ..mcp import map_result
 from ._flow import FlowGuard
-from ._policies import Policies
+from ._policies import Permit, Policies
 from ._state import ServerState
 from .store._audit import AuditLog
 from .transport._connection import Connection, ConnectionSettings, PendingTask
@@ -94,9 +94,15 @@ class Calls:
             held = self._flows.held(
                 state.entry.name, remote, arguments, read_only=self._policies.read_only(state, remote)
             )
-            permit = await self._policies.permit(
-                state, exposed, remote, arguments, flows=[flow.describe() for flow in held]
-            )
+            try:
+                permit = await self._policies.permit(
+                    state, exposed, remote, arguments, flows=[flow.describe() for flow in held]
+                )
+            except anyio.get_cancelled_exc_class():
+                # Stopped while the owner was asked: refused, never an error of the server's.
+                seen.refused = True
+                permit = Permit(self._policies.of(state, remote), "unanswered")
+                raise
             if permit.refusal is not None:
                 seen.refused = True
                 result = ToolResult.error(permit.refusal)

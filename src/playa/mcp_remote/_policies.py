@@ -135,7 +135,14 @@ class Policies:
                 tool,
                 Permit(policy, "unshowable", f"{exposed} was not called: {why}."),
             )
-        answer = await self._ask(Question(asker=name, text=text, permission=True), self._ask_timeout)
+        try:
+            answer = await self._ask(Question(asker=name, text=text, permission=True), self._ask_timeout)
+        except anyio.get_cancelled_exc_class():
+            # The turn stopped (/stop) while the owner was asked: no answer came, nothing was called.
+            self._recorded(
+                state, tool, Permit(policy, "unanswered", f"{exposed} was not called: {UNANSWERED}.")
+            )
+            raise
         if answer.action == "accept":
             always = answer.values.get(ALWAYS) is True
             if always:
