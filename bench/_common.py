@@ -92,6 +92,21 @@ async def timed_calls(call: Callable[[], Awaitable[object]], count: int, into: l
     return time.process_time() - cpu
 
 
+async def alternating_blocks(
+    sides: Sequence[tuple[str, Callable[[], Awaitable[object]], list[float]]],
+    blocks: int,
+    per_block: int,
+    cpu: dict[str, list[float]],
+) -> None:
+    """Time ``blocks`` blocks of ``per_block`` calls of each side, the order reversed every other
+    block so that neither side always runs on a warmer or cooler machine; each call's wall time
+    goes to the side's list, each block's CPU seconds per call to ``cpu[name]``."""
+    for block in range(blocks):
+        order = list(sides) if block % 2 == 0 else list(reversed(sides))
+        for name, call, into in order:
+            cpu[name].append(await timed_calls(call, per_block, into) / per_block)
+
+
 def reference() -> int:
     """A fixed pure-Python workload (10-30 ms here): a bytecode loop of integer arithmetic.
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from bench._common import Report, Spread, bench_server, timed_calls, verdict
+from bench._common import Report, Spread, alternating_blocks, bench_server, verdict
 from bench._playa import TOKEN, QuietUI, data_dir, host_secret, message, playa_host
 from playa.host import session_state_dir
 from playa.mcp_remote import AuditKey, RemoteMcpSettings, audit_folder, verify_log
@@ -55,12 +55,8 @@ async def run(quick: bool) -> Report:
             for call in (audited_call, plain_call):  # warm up both sides
                 for _ in range(20):
                     await call()
-            for block in range(blocks):
-                sides = [("audited", audited_call, audited), ("plain", plain_call, plain)]
-                if block % 2:
-                    sides.reverse()
-                for side, call, into in sides:
-                    cpu[side].append(await timed_calls(call, PER_BLOCK, into) / PER_BLOCK)
+            sides = [("audited", audited_call, audited), ("plain", plain_call, plain)]
+            await alternating_blocks(sides, blocks, PER_BLOCK, cpu)
             log = extension.chat(chat).audit
             await log.flush()
             # The event loop's share alone: building and queueing a record.

@@ -25,7 +25,7 @@ import time
 import anyio
 from mcp import Client
 
-from bench._common import Report, Spread, bench_server, timed_calls, verdict
+from bench._common import Report, Spread, alternating_blocks, bench_server, timed_calls, verdict
 from bench._playa import TOKEN, QuietUI, message, playa_in_tmp
 from playa.mcp_remote import RemoteMcpSettings
 
@@ -80,12 +80,8 @@ async def run(quick: bool) -> Report:
             for call in (playa_call, sdk_call, connection_call):  # warm up both sides
                 for _ in range(20):
                     await call()
-            for block in range(blocks):
-                sides = [("ours", playa_call, ours), ("sdk", sdk_call, sdk), ("conn", connection_call, conn)]
-                if block % 2:
-                    sides.reverse()
-                for key, call, into in sides:
-                    cpu[key].append(await timed_calls(call, PER_BLOCK, into) / PER_BLOCK)
+            sides = [("ours", playa_call, ours), ("sdk", sdk_call, sdk), ("conn", connection_call, conn)]
+            await alternating_blocks(sides, blocks, PER_BLOCK, cpu)
 
             # 1 MB results: the costs that grow with the result, side by side.
             async def big_playa_call() -> object:
@@ -100,12 +96,8 @@ async def run(quick: bool) -> Report:
 
             for call in (big_playa_call, big_sdk_call):
                 await call()
-            for block in range(big_blocks):
-                big_sides = [("big_ours", big_playa_call, big_ours), ("big_sdk", big_sdk_call, big_sdk)]
-                if block % 2:
-                    big_sides.reverse()
-                for key, call, into in big_sides:
-                    cpu[key].append(await timed_calls(call, BIG_PER_BLOCK, into) / BIG_PER_BLOCK)
+            big_sides = [("big_ours", big_playa_call, big_ours), ("big_sdk", big_sdk_call, big_sdk)]
+            await alternating_blocks(big_sides, big_blocks, BIG_PER_BLOCK, cpu)
             # What the model-bound gate adds when the result is sent to the model: its redaction.
             text = (await host.call_tool(session, "bench__blob", BIG_ARGS)).text
             redactor = host.redactor(session)

@@ -21,7 +21,7 @@ import timeit
 from collections.abc import Mapping
 from typing import Any
 
-from bench._common import ROOT, Report, Spread, bench_server, timed_calls, verdict
+from bench._common import ROOT, Report, Spread, alternating_blocks, bench_server, verdict
 from bench._playa import TOKEN, QuietUI, data_dir, message, playa_host
 from playa.mcp_remote import RemoteMcpSettings
 from playa.mcp_remote._flow import Flow, FlowSource, TurnFlows
@@ -133,12 +133,8 @@ async def run(quick: bool) -> Report:
             for call in (guarded_call, plain_call):  # warm up both sides
                 for _ in range(20):
                     await call()
-            for block in range(blocks):
-                sides = [("guarded", guarded_call, guarded), ("plain", plain_call, plain)]
-                if block % 2:
-                    sides.reverse()
-                for side, call, into in sides:
-                    cpu[side].append(await timed_calls(call, PER_BLOCK, into) / PER_BLOCK)
+            sides = [("guarded", guarded_call, guarded), ("plain", plain_call, plain)]
+            await alternating_blocks(sides, blocks, PER_BLOCK, cpu)
             assert extension.chat(chat).flow_guard.turn.check("bench", arguments) == []
 
     a, b = Spread.of(guarded), Spread.of(plain)
