@@ -7,6 +7,7 @@ can be checked.
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import AsyncIterator
@@ -46,6 +47,7 @@ from playa.mcp_remote._parse import parse_add
 from playa.mcp_remote.store._seal import Sealer
 from servers.python_servers import serve_mcp
 from support.chat import GUEST, RecordingModel, ScriptedUI, msg
+from support.leaks import leaks
 from support.remote import SETTINGS, OwnerChat, owner_chat, remote_host
 
 pytestmark = pytest.mark.anyio
@@ -510,3 +512,31 @@ async def test_a_policy_set_through_another_process_of_the_host_applies_at_the_n
             await chat.say(call())
             assert "files__write" not in model.tools() and "files__read" in model.tools()
     assert files.calls == []
+
+
+async def test_a_permission_question_shows_the_chats_credential_redacted_and_leaks_it_nowhere(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    """Canary: the arguments the owner is asked about pass the chat's redactor, in every encoding."""
+    token = "Q7wX2kLm9VrT4nB8cY3hJ6fD1sA5gE0z"
+    encoded = base64.b64encode(f"Bearer {token}".encode()).decode()
+    arguments = {
+        "path": "notes/today.md",
+        "text": f"plain {token} and encoded {encoded} and hex {token.encode().hex()}",
+    }
+    ui = OwnerUI()
+    with anyio.fail_after(60):
+        async with (
+            files_chat(data_dir, host_secret, policy=f"--policy ask --bearer {token}") as (
+                chat,
+                files,
+            ),
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(chat.say, call(arguments), ui)
+            question = await ui.question_shown(1)
+            ui.answer("/deny")
+    assert not files.calls
+    assert question.text.count("[redacted]") >= 3, question.text
+    assert leaks(token, question.text) == []
+    assert leaks(token, render_question(question)) == []
