@@ -28,7 +28,7 @@ from ._env import DEFAULT_DENIED, EnvPolicy
 from ._extension import Extension, ToolResultEvent
 from ._inbound import Inbound, classify, holds_key, looks_like_credential, mask_known_keys
 from ._links import LinkCheck, check_link
-from ._normalize import normalize
+from ._normalize import normalize, one_line
 from ._outbound import OutboundSecrets, install_outbound_gate, outbound_secrets
 from ._prompt import PromptSections
 from ._questions import (
@@ -166,6 +166,7 @@ __all__ = [
     "mask_known_keys",
     "normalize",
     "offline_model",
+    "one_line",
     "outbound_secrets",
     "parse_command",
     "rank_tools",

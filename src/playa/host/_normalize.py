@@ -6,12 +6,35 @@ import re
 import unicodedata
 from typing import Final
 
-__all__ = ["normalize"]
+__all__ = ["normalize", "one_line"]
 
 # Characters that render as a slash at the start of a message; NFKC folds only some of them.
 _SLASHES: Final = str.maketrans(dict.fromkeys("／∕⁄⧸╱⟋⫽", "/"))
 
 _FIRST_WORD: Final = re.compile(r"\S+")
+
+
+_ASCII_CONTROLS: Final = {code: " " for code in (*range(32), 127)}
+
+
+def _visible(c: str) -> str:
+    """A format character (zero-width, bidirectional) goes; a control or a separator is a space."""
+    category = unicodedata.category(c)
+    if category == "Cf":
+        return ""
+    return " " if category[0] in "CZ" else c
+
+
+def one_line(text: str) -> str:
+    """Another party's text on one line: format characters (zero-width, bidirectional) gone, other
+    control characters and line breaks spaces, runs of spaces one.
+
+    Neither redacted nor cut: the caller does both, in that order. Without its format characters,
+    a key split by a zero-width space is whole again for the redactor; the whole text, never a
+    slice, is cleaned, as a slice could end inside a key.
+    """
+    kept = text.translate(_ASCII_CONTROLS) if text.isascii() else "".join(_visible(c) for c in text)
+    return " ".join(kept.split())
 
 
 def normalize(text: str) -> str:

@@ -41,7 +41,7 @@ from typing import Any, Final, Literal
 import mcp_types
 
 from ...exceptions import ValidationError
-from ...host import ToolChange
+from ...host import ToolChange, one_line
 
 __all__ = [
     "HIDDEN_NOTE",
@@ -259,15 +259,6 @@ def _is_digest(value: object) -> bool:
     return isinstance(value, str) and len(value) == _DIGEST_CHARS and set(value) <= _DIGEST_ALPHABET
 
 
-def _visible(c: str) -> str:
-    """A format character (zero-width, bidirectional) goes; a control or a separator is a space."""
-    category = unicodedata.category(c)
-    if category == "Cf":
-        return ""
-    return " " if category[0] in "CZ" else c
-
-
-_ASCII_VISIBLE: Final = {code: " " for code in (*range(32), 127)}
 _ASCII_HIDDEN: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
@@ -291,8 +282,7 @@ def _clean(text: str, redact: Callable[[str], str], limit: int | None = None) ->
     before it (a long token, again and again) would bring that head into what is shown.
     What an approval shows is never cut (``limit`` None): what does not fit is not approved.
     """
-    kept = text.translate(_ASCII_VISIBLE) if text.isascii() else "".join(_visible(c) for c in text)
-    shown = redact(" ".join(kept.split()))
+    shown = redact(one_line(text))
     return shown if limit is None or len(shown) <= limit else shown[: limit - 1] + "…"
 
 

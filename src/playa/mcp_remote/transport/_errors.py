@@ -21,7 +21,6 @@ import errno
 import re
 import socket
 import ssl
-import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -41,6 +40,7 @@ from mcp_types import (
 )
 
 from playa.exceptions import CallFailed, ConnectFailed, RemoteError, RemoteTimeout
+from playa.host import one_line
 
 __all__ = [
     "MAX_REASON",
@@ -87,7 +87,6 @@ _SCOPES_SHOWN: Final = 5
 _BODY_READ: Final = 4096
 """The largest error body (by its announced length) kept as the server's words."""
 _BODY_TYPES: Final = ("text/plain", "application/json", "application/problem+json")
-_CONTROLS: Final = {code: " " for code in (*range(32), 127)}
 
 _STATUS_NOTES: Final = {
     400: "bad request",
@@ -110,15 +109,7 @@ def server_words(text: str) -> str:
     space is whole again for the redactor; the whole text, never a slice, is cleaned, as a
     slice could end inside a key.
     """
-    kept = text.translate(_CONTROLS) if text.isascii() else "".join(_visible(c) for c in text)
-    return " ".join(kept.split())
-
-
-def _visible(c: str) -> str:
-    category = unicodedata.category(c)
-    if category == "Cf":
-        return ""
-    return " " if category[0] in "CZ" else c
+    return one_line(text)
 
 
 def missing_scope(response: httpx2.Response) -> str | None:
