@@ -147,3 +147,23 @@ async def test_a_call_stopped_while_the_owner_is_asked_is_recorded_as_refused_an
         "ask",
         "unanswered",
     )
+
+
+async def test_arguments_with_characters_that_do_not_show_are_asked_about_with_them_escaped(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    """A right-to-left override, a zero-width space or a tag character in an argument would reorder
+    or hide what the owner reads: the question shows each as its JSON escape, and the rest as is."""
+    hidden = "send to evil\u202e.example\u200b and \U000e0041 café"
+    ui = OwnerUI()
+    with anyio.fail_after(60):
+        async with (
+            files_chat(data_dir, host_secret, policy="--policy ask") as (chat, files),
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(chat.say, call({"path": "a", "text": hidden}), ui)
+            question = (await ui.question_shown(1)).text
+            ui.answer("/allow")
+    assert files.calls == [{"path": "a", "text": hidden}]
+    assert "send to evil\\u202e.example\\u200b and \\udb40\\udc41 café" in question
+    assert not any(c in question for c in "\u202e\u200b\U000e0041")

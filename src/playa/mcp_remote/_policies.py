@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import unicodedata
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
@@ -47,6 +48,18 @@ class Permit:
     outcome: Outcome
     refusal: str | None = None
     """What the model learns instead of a result; None: the call goes ahead."""
+
+
+def _shown_arguments(arguments: dict[str, Any]) -> str:
+    """The arguments as JSON the owner reads: every character the server will get, those that
+    would not show (zero-width, bidirectional, tag characters) as their JSON escapes, so that
+    nothing can hide or reorder what is asked."""
+    text = json.dumps(arguments, ensure_ascii=False, indent=2, default=str)
+    if text.isascii():
+        return text
+    return "".join(
+        json.dumps(c)[1:-1] if unicodedata.category(c)[0] in "CZ" and c not in " \n" else c for c in text
+    )
 
 
 class Policies:
@@ -109,7 +122,7 @@ class Policies:
                 Permit(policy, "denied", f"{exposed} was not called: {DENIED}."),
             )
         name = state.entry.name
-        shown = self._redact(json.dumps(arguments, ensure_ascii=False, indent=2, default=str))
+        shown = self._redact(_shown_arguments(arguments))
         sender = self._session.turn_sender
         # A member names themselves: on one line, their name cannot pass for the question's own lines.
         whose = (
