@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from playa.host import ToolResult
+from playa.core import ToolResult
 
 __all__ = ["QUERIES", "SERVERS", "CatalogCallable", "CatalogTool", "catalog"]
 

@@ -13,12 +13,11 @@ from pathlib import Path
 import anyio
 
 from bench._common import ROOT
-from playa.host import (
+from playa.agent import Host, HostConfig
+from playa.core import (
     Answer,
     Approval,
     ChatSession,
-    Host,
-    HostConfig,
     IncomingMessage,
     MessageRef,
     Question,
@@ -34,7 +33,7 @@ from playa.mcp_remote import (
     ServerStore,
     resolve_host_secret,
 )
-from playa.mcp_remote.store._seal import Sealer
+from playa.mcp_remote.store import Sealer
 
 OWNER = Sender(id="owner", name="Owner", is_owner=True)
 TOKEN = "bench-token-0123456789abcdef0123456789"

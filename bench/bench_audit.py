@@ -14,7 +14,7 @@ import time
 
 from bench._common import Report, Spread, alternating_blocks, bench_server, verdict
 from bench._playa import TOKEN, QuietUI, data_dir, host_secret, message, playa_host
-from playa.host import session_state_dir
+from playa.core import session_state_dir
 from playa.mcp_remote import AuditKey, RemoteMcpSettings, audit_folder, verify_log
 
 TARGET = 200e-6

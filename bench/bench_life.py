@@ -52,7 +52,8 @@ from bench._playa import (
     token_of,
     write_servers,
 )
-from playa.host import ChatSession, Extension, GatedModel, History, Host, HostConfig, Redactor, scope_folder
+from playa.agent import GatedModel, History, Host, HostConfig
+from playa.core import ChatSession, Extension, Redactor, scope_folder
 from playa.mcp_remote import ConnectionSettings, RemoteMcpSettings
 
 TARGET_HISTORY_RATIO = 1.10

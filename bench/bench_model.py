@@ -30,8 +30,8 @@ from pydantic_ai.tools import ToolDefinition
 from bench._catalog import QUERIES, CatalogCallable, catalog
 from bench._common import Report, verdict
 from bench._playa import QuietUI, data_dir, message
-from playa.host import Host, HostConfig, rank_tools
-from playa.host._context import BYTES_PER_TOKEN
+from playa.agent import Host, HostConfig, rank_tools
+from playa.agent._context import BYTES_PER_TOKEN
 
 Answer = Callable[[dict[str, Any]], dict[str, Any]]
 

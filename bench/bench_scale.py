@@ -27,7 +27,7 @@ import anyio
 from bench._common import ROOT, GcPauses, Report, Spread, bench_server, verdict
 from bench._memory import hold_elsewhere
 from bench._playa import data_dir, entry, playa_host, timed_echo_turns, token_of, write_servers
-from playa.host import ChatSession
+from playa.core import ChatSession
 from playa.mcp_remote import ConnectionSettings, RemoteMcpSettings
 
 TARGET_CONNECT_RATIO = 1.5

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from playa.agent import Host, HostConfig
 
 # The property tests draw the same examples on every run, so a red run can be repeated and CI
 # never turns red on a draw that happened to be new; `./dev test --hypothesis-profile=explore`
@@ -27,3 +31,14 @@ def _hypothesis_regex_imported_early() -> None:
     with "SystemError: AST constructor recursion depth mismatch".
     """
     importlib.import_module("hypothesis.strategies._internal.regex")
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+async def offline_host(data_dir: Path) -> AsyncIterator[Host]:
+    async with Host(HostConfig(data_dir=data_dir)) as host:
+        yield host

@@ -12,9 +12,10 @@ import anyio
 import pytest
 
 from playa._runtime import GC_THRESHOLDS
+from playa.agent import Host, HostConfig
 from playa.cli import _host_config, default_data_dir, remote_mcp
+from playa.core import session_state_dir
 from playa.exceptions import ConfigError
-from playa.host import Host, HostConfig, session_state_dir
 from playa.mcp_remote import AuditKey, audit_folder
 from playa.mcp_remote.store import AuditLog
 from support.faults import FAULTS_OF_A_LARGE_STRING, PAGES

@@ -8,7 +8,9 @@ import pytest
 
 PACKAGES = [
     "playa",
-    "playa.host",
+    "playa.agent",
+    "playa.core",
+    "playa.core.secrets",
     "playa.console",
     "playa.exceptions",
     "playa.mcp",

@@ -12,13 +12,15 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "playa"
 
 # What each part may import from Playa (besides itself, `playa.exceptions`, `playa._files` and
-# `playa.__version__`: the bottom layer every part stands on).
+# `playa.__version__`: the bottom layer every part stands on). core ← mcp ← mcp_remote and
+# core ← agent ← console, telegram; `cli` stands on top of them all.
 ALLOWED = {
-    "host": set(),
-    "mcp": {"host"},
-    "mcp_remote": {"host", "mcp"},
-    "console": {"host"},
-    "telegram": {"host", "_asgi"},
+    "core": set(),
+    "mcp": {"core"},
+    "mcp_remote": {"core", "mcp"},
+    "agent": {"core"},
+    "console": {"core", "agent"},
+    "telegram": {"core", "agent", "_asgi"},
 }
 
 
@@ -52,9 +54,9 @@ def test_each_part_imports_only_the_parts_below_it(part: str) -> None:
         assert imported <= allowed, f"{path.relative_to(SRC)} imports {sorted(imported - allowed)}"
 
 
-def test_the_host_never_imports_an_extension_or_a_front_end() -> None:
-    for path in sorted((SRC / "host").rglob("*.py")):
-        assert not playa_imports(path) & {"mcp", "mcp_remote", "console", "telegram", "cli"}
+def test_the_core_never_imports_the_agent_an_extension_or_a_front_end() -> None:
+    for path in sorted((SRC / "core").rglob("*.py")):
+        assert not playa_imports(path) & {"agent", "mcp", "mcp_remote", "console", "telegram", "cli"}
 
 
 # The agent's library and the provider SDKs it drives: what an extension must never load.
@@ -78,23 +80,54 @@ def loaded_after_import(module: str) -> set[str]:
     return set(done.stdout.split())
 
 
-@pytest.mark.parametrize("module", ["playa.mcp_remote", "playa.host", "playa.mcp"])
-def test_the_interfaces_and_the_extension_load_no_model_library(module: str) -> None:
+@pytest.mark.parametrize("module", ["playa.core", "playa.mcp", "playa.mcp_remote"])
+def test_the_core_and_the_extension_load_no_model_library(module: str) -> None:
     loaded = loaded_after_import(module)
     assert module in loaded
     models = sorted(m for m in loaded if m.startswith(MODEL_LIBRARIES))
     assert not models, f"import {module} loads {models[:5]}"
 
 
-def test_the_agent_loads_on_first_use_of_its_names() -> None:
-    code = (
-        "import sys, playa.host as h; before = 'pydantic_ai' in sys.modules; "
-        "h.Host, h.GatedModel, h.History; print(before, 'pydantic_ai' in sys.modules, h.Host.__module__)"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert done.stdout.split() == ["False", "True", "playa.host._host"]
+def test_no_package_loads_its_names_lazily() -> None:
+    # A package's names are plain imports: no module-level __getattr__ hides a layer's edge.
+    for path in sorted(SRC.rglob("__init__.py")):
+        tree = ast.parse(path.read_text())
+        defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+        assert "__getattr__" not in defined, path.relative_to(SRC)
+
+
+def private_imports_from_outside(root: Path, base: str) -> list[str]:
+    """Imports of another sub-package's private module (``x._y`` from outside ``x``), in the
+    files under ``root`` (whose dotted name is ``base``)."""
+    found: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        package = [*base.split("."), *path.relative_to(root).parts[:-1]]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                target = [*package[: len(package) - node.level + 1], *(node.module or "").split(".")]
+            else:
+                target = (node.module or "").split(".")
+            if target[0] != "playa":
+                continue
+            target = [t for t in target if t]
+            for i, part in enumerate(target):
+                if part.startswith("_") and not part.startswith("__"):
+                    owner = ".".join(target[:i])
+                    here = ".".join(package)
+                    if here != owner and not here.startswith(owner + "."):
+                        found.append(f"{path.relative_to(root)}: {'.'.join(target)}")
+                    break
+    return found
+
+
+def test_nothing_outside_a_package_imports_its_private_modules() -> None:
+    found = private_imports_from_outside(SRC, "playa")
+    found = [
+        f for f in found if not f.split(": ")[1].startswith(("playa._files", "playa._asgi", "playa._runtime"))
+    ]
+    assert not found, "\n".join(found)
 
 
 def module_graph(part: str) -> dict[str, set[str]]:
@@ -154,7 +187,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert cycle_in({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
 
 
-@pytest.mark.parametrize("part", ["host", "mcp_remote", "mcp", "console", "telegram"])
+@pytest.mark.parametrize("part", ["core", "agent", "mcp_remote", "mcp", "console", "telegram"])
 def test_no_module_of_a_part_imports_one_that_imports_it_back(part: str) -> None:
     # Annotations-only imports count too: a cycle there is the same tangle, only hidden.
     assert cycle_in(module_graph(part)) is None
@@ -195,7 +228,7 @@ def test_whether_a_tool_is_withheld_is_answered_without_a_model_library() -> Non
     code = """
 import sys
 from types import SimpleNamespace
-from playa.host import ToolRules
+from playa.core import ToolRules
 rules = ToolRules()
 fine = SimpleNamespace(name="fine", description="ok", parameters={"type": "object"})
 bad = SimpleNamespace(name="bad name", description="ok", parameters={"type": "object"})

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
-from playa.host import REDACTED, Redactor, encoded_forms
+from playa.core import REDACTED, Redactor, encoded_forms
 from support.leaks import PIECE, decoded_encodings, leaks
 
 KEY = "".join(random.Random(64).choices(string.ascii_letters + string.digits + "-._~+/", k=64))

@@ -19,18 +19,16 @@ import anyio.abc
 
 from . import __version__
 from ._runtime import tune_runtime
-from .exceptions import ConfigError
-from .host import (
+from .agent import Host, HostConfig, ModelLimits
+from .core import (
     QUESTION_TIMEOUT,
     EnvPolicy,
     Extension,
-    Host,
-    HostConfig,
-    ModelLimits,
     install_outbound_gate,
     outbound_secrets,
     session_state_dir,
 )
+from .exceptions import ConfigError
 from .mcp_remote import (
     CALLBACK_PATH,
     FLOW_GUARD_MODES,

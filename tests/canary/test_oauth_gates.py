@@ -29,7 +29,7 @@ from anyio.streams.text import TextReceiveStream
 from mcp.client.auth import PKCEParameters
 
 from playa.mcp_remote import ServerStore
-from playa.mcp_remote.store._seal import Sealer
+from playa.mcp_remote.store import Sealer
 from servers.echo_oauth import echo_oauth_server
 from servers.oidc import STATIC_CLIENT_ID, authorization_server
 from support.leaks import leaks

@@ -41,19 +41,11 @@ import httpx2
 import mcp_types as types
 from anyio.abc import TaskGroup
 
+from playa.agent import Host, HostConfig
 from playa.cli import remote_mcp
+from playa.core import Answer, ChatSession, IncomingMessage, Question, Sender, answer_from_text
 from playa.exceptions import RemoteError
-from playa.host import (
-    Answer,
-    ChatSession,
-    Host,
-    HostConfig,
-    IncomingMessage,
-    Question,
-    Sender,
-    answer_from_text,
-)
-from playa.mcp_remote.transport._connection import ConnectionSettings, Connector, Endpoint
+from playa.mcp_remote.transport import ConnectionSettings, Connector, Endpoint
 
 SCENARIO_TIMEOUT = 45.0
 AUTH_SCENARIO_TIMEOUT = 110.0

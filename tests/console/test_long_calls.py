@@ -8,8 +8,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from playa.agent import Host, HostConfig
 from playa.console import ConsoleUI, run_console
-from playa.host import Host, HostConfig
 from playa.mcp_remote import (
     ConnectionSettings,
     HostSecret,

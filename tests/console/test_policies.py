@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from mcp.server.mcpserver import MCPServer
 
-from playa.host import NOTHING_TO_ANSWER
+from playa.core import NOTHING_TO_ANSWER
 from servers.python_servers import serve_mcp
 
 from .test_questions import Chat

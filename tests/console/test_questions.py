@@ -26,7 +26,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.message import ServerMessageMetadata
 from pydantic import BaseModel
 
-from playa.host import NOTHING_TO_ANSWER, cancelled_for
+from playa.core import NOTHING_TO_ANSWER, cancelled_for
 from servers.python_servers import RunningServer, recording_http_server, serve_mcp
 
 pytestmark = pytest.mark.anyio

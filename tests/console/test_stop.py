@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from playa.agent import Host, HostConfig
 from playa.console import run_console
-from playa.host import Host, HostConfig
 from support.providers import hang, serve_provider, text
 
 pytestmark = pytest.mark.anyio

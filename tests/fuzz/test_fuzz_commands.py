@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from mcp.client.caching import ResponseCacheStore
 
 import playa
+from playa.agent import Host, HostConfig, Reply
+from playa.core import classify
 from playa.exceptions import ConnectFailed, UsageError
-from playa.host import Host, HostConfig, Reply, classify
 from playa.mcp_remote import (
     Connection,
     Connector,
@@ -29,8 +30,7 @@ from playa.mcp_remote import (
     resolve_host_secret,
 )
 from playa.mcp_remote._parse import carries_secret, parse_add
-from playa.mcp_remote.transport._connection import OnTools
-from playa.mcp_remote.transport._elicit import Ask
+from playa.mcp_remote.transport import Ask, OnTools
 from support.chat import ScriptedUI, msg
 
 # Credentials are long and random, so finding one in a reply or a log line is never chance.

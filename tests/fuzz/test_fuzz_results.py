@@ -9,7 +9,7 @@ import mcp_types
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from playa.host import Media, ToolResult
+from playa.core import Media, ToolResult
 from playa.mcp import map_result
 from playa.mcp._results import NO_CONTENT
 

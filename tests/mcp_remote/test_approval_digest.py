@@ -15,7 +15,7 @@ import anyio
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
 
-from playa.host import Approval
+from playa.core import Approval
 from playa.mcp_remote import HostSecret
 from servers.python_servers import serve_mcp
 from support.chat import RecordingModel, ScriptedUI

@@ -16,11 +16,11 @@ import anyio
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
 
-from playa.host import render_approval
+from playa.core import render_approval
 from playa.mcp_remote import HostSecret
 from playa.mcp_remote._chat import ChatServers
 from playa.mcp_remote._state import ServerState
-from playa.mcp_remote.transport._connection import Connection
+from playa.mcp_remote.transport import Connection
 from servers.python_servers import serve_mcp
 from support.chat import RecordingModel, ScriptedUI
 from support.remote import SETTINGS, owner_chat

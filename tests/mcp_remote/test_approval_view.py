@@ -17,10 +17,11 @@ import anyio
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
 
-from playa.host import Approval, Host, HostConfig, ModelLimits, render_approval
+from playa.agent import Host, HostConfig, ModelLimits
+from playa.core import Approval, render_approval
 from playa.mcp_remote import HostSecret, RemoteMcpExtension
 from playa.mcp_remote._approvals import APPROVAL_LIMIT
-from playa.mcp_remote.store._pins import SAME_NOTE, pending_digest, view_digest
+from playa.mcp_remote.store import SAME_NOTE, pending_digest, view_digest
 from servers.python_servers import serve_mcp
 from support.chat import RecordingModel, ScriptedUI
 from support.providers import serve_provider, text

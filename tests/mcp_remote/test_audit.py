@@ -23,13 +23,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 from tests.telegram.fake_bot_api import FakeBotApi, creator, group_chat, private_chat, user
 
+from playa.agent import Host, HostConfig
 from playa.cli import remote_mcp
-from playa.host import Host, HostConfig, session_state_dir
+from playa.core import session_state_dir
 from playa.mcp_remote import AuditKey, HostSecret, RemoteMcpExtension, audit_folder, verify_log
-from playa.mcp_remote.store import AuditLog, AuditRecord, read_records
-from playa.mcp_remote.store._audit import FieldValue
-from playa.mcp_remote.store._seal import Sealer
-from playa.mcp_remote.store._store import ServerStore
+from playa.mcp_remote.store import AuditLog, AuditRecord, FieldValue, Sealer, ServerStore, read_records
 from playa.telegram import TelegramSettings, run_telegram
 from servers.oidc import authorization_server
 from servers.python_servers import TaskServer, serve_asgi, serve_mcp

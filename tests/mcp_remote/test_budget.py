@@ -23,8 +23,7 @@ from mcp_types import TextContent
 
 from playa.exceptions import CallFailed, RemoteError
 from playa.mcp_remote import ResultBudget, ResultTooLarge
-from playa.mcp_remote.transport._budget import format_size
-from playa.mcp_remote.transport._connection import Connection, ConnectionSettings, Connector, Endpoint
+from playa.mcp_remote.transport import Connection, ConnectionSettings, Connector, Endpoint, format_size
 from servers.python_servers import LOOPBACK, recording_http_server
 
 pytestmark = pytest.mark.anyio

@@ -26,11 +26,12 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from starlette.types import Receive, Scope, Send
 
+from playa.agent import Host, Reply
+from playa.core import ChatSession, ToolResult, encoded_forms
 from playa.demo_server import build_app
 from playa.exceptions import ToolUnbound
-from playa.host import ChatSession, Host, Reply, ToolResult, encoded_forms
 from playa.mcp_remote import HostSecret
-from playa.mcp_remote.store._store import store_path
+from playa.mcp_remote.store import store_path
 from servers.python_servers import RunningServer, closed_port, serve_asgi, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
 from support.leaks import decoded_encodings, leaks

@@ -23,18 +23,18 @@ from mcp_types import ListToolsResult, PaginatedRequestParams, TextContent
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from playa.core import MIN_SECRET_LENGTH
 from playa.exceptions import CallFailed, ConfigError, ConnectFailed, NeedsLogin, RemoteError, RemoteTimeout
-from playa.host import MIN_SECRET_LENGTH
-from playa.mcp_remote.transport._connection import (
+from playa.mcp_remote.transport import (
     HANDSHAKE,
+    MAX_REASON,
     Connection,
     ConnectionSettings,
     Connector,
+    EgressPolicy,
     Endpoint,
-    _redacted,
 )
-from playa.mcp_remote.transport._egress import EgressPolicy
-from playa.mcp_remote.transport._errors import MAX_REASON
+from playa.mcp_remote.transport._connection import _redacted
 from servers.python_servers import (
     LOOPBACK,
     OneProtocol,

@@ -20,11 +20,17 @@ import pytest
 from anyio.abc import TaskGroup
 from mcp.server.mcpserver import MCPServer
 
+from playa.agent import Host, HostConfig
 from playa.exceptions import ConfigError, ConnectFailed
-from playa.host import Host, HostConfig
 from playa.mcp_remote import EgressPolicy, HostSecret, RemoteMcpExtension, RemoteMcpSettings
-from playa.mcp_remote.transport._connection import ConnectionSettings, Connector, Endpoint
-from playa.mcp_remote.transport._egress import EgressRefused, GuardedBackend, guarded_transport
+from playa.mcp_remote.transport import (
+    ConnectionSettings,
+    Connector,
+    EgressRefused,
+    Endpoint,
+    GuardedBackend,
+    guarded_transport,
+)
 from servers.python_servers import LOOPBACK, blackhole, serve_mcp
 from support.chat import ScriptedUI, msg
 

@@ -22,9 +22,10 @@ from mcp.server.mcpserver import MCPServer
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from playa.agent import Host, HostConfig, Reply
+from playa.core import ChatSession
 from playa.demo_server import build_app
 from playa.exceptions import ToolUnbound, ValidationError
-from playa.host import ChatSession, Host, HostConfig, Reply
 from playa.mcp_remote import (
     ConnectionSettings,
     HostSecret,
@@ -32,9 +33,8 @@ from playa.mcp_remote import (
     RemoteMcpSettings,
     resolve_host_secret,
 )
+from playa.mcp_remote.store import LoadResult, Sealer, ServerEntry, ServerStore, store_path
 from playa.mcp_remote.store import _store as store_module
-from playa.mcp_remote.store._seal import Sealer
-from playa.mcp_remote.store._store import LoadResult, ServerEntry, ServerStore, store_path
 from servers.python_servers import (
     LOOPBACK,
     OneProtocol,

@@ -24,8 +24,9 @@ from typing import Any
 import anyio
 import pytest
 
+from playa.agent import Host, HostConfig, Reply
+from playa.core import ChatSession
 from playa.demo_server import build_app
-from playa.host import ChatSession, Host, HostConfig, Reply
 from playa.mcp import MAX_NAME_LENGTH
 from playa.mcp_remote import (
     ConnectionSettings,

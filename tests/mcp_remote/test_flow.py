@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from mcp.server.mcpserver import MCPServer
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 
+from playa.agent import Host, HostConfig
+from playa.core import ChatSession, session_state_dir
 from playa.exceptions import ConfigError
-from playa.host import ChatSession, Host, HostConfig, session_state_dir
 from playa.mcp_remote import (
     AuditKey,
     AuditRecord,

@@ -8,9 +8,9 @@ import uuid
 import pytest
 from mcp.shared.auth import OAuthToken
 
-from playa.host import outbound_secrets
-from playa.mcp_remote.store._grant import OAuthGrant
-from playa.mcp_remote.transport._oauth import GrantStorage
+from playa.core import outbound_secrets
+from playa.mcp_remote.store import OAuthGrant
+from playa.mcp_remote.transport import GrantStorage
 
 pytestmark = pytest.mark.anyio
 

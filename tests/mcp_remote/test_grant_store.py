@@ -10,9 +10,7 @@ import pytest
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from playa.exceptions import ValidationError
-from playa.mcp_remote.store._grant import OAuthGrant, resource_of
-from playa.mcp_remote.store._seal import Sealer
-from playa.mcp_remote.store._store import ServerEntry, ServerStore
+from playa.mcp_remote.store import OAuthGrant, Sealer, ServerEntry, ServerStore, resource_of
 
 SCOPE = "console:default"
 SEALER = Sealer(b"k" * 32)

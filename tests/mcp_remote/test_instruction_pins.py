@@ -15,12 +15,19 @@ import mcp_types
 import pytest
 from mcp.server.mcpserver import MCPServer
 
+from playa.core import Redactor, render_approval
 from playa.exceptions import ValidationError
-from playa.host import Redactor, render_approval
 from playa.mcp_remote import HostSecret
-from playa.mcp_remote.store._pins import HIDDEN_NOTE, INSTRUCTIONS_KEPT, Pins, change_of, instructions_change
-from playa.mcp_remote.store._seal import Sealer
-from playa.mcp_remote.store._store import ServerEntry, ServerStore
+from playa.mcp_remote.store import (
+    HIDDEN_NOTE,
+    INSTRUCTIONS_KEPT,
+    Pins,
+    Sealer,
+    ServerEntry,
+    ServerStore,
+    change_of,
+    instructions_change,
+)
 from servers.python_servers import serve_mcp
 from support.chat import RecordingModel, ScriptedUI
 from support.remote import OwnerChat, owner_chat

@@ -13,8 +13,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import TextContent
 
+from playa.agent import Host, HostConfig
 from playa.exceptions import ConfigError, RemoteTimeout
-from playa.host import Host, HostConfig
 from playa.mcp_remote import (
     ConnectionSettings,
     Connector,
@@ -23,8 +23,7 @@ from playa.mcp_remote import (
     RemoteMcpExtension,
     RemoteMcpSettings,
 )
-from playa.mcp_remote.transport._connection import Progress
-from playa.mcp_remote.transport._tasks import poll_seconds, unrunnable_reason
+from playa.mcp_remote.transport import Progress, poll_seconds, unrunnable_reason
 from servers.python_servers import TaskServer, serve_asgi, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
 

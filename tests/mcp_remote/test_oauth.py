@@ -19,10 +19,9 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 from playa._asgi import bind
-from playa.host import Host, HostConfig
+from playa.agent import Host, HostConfig
 from playa.mcp_remote import HostSecret, RemoteMcpExtension
-from playa.mcp_remote.store._seal import Sealer
-from playa.mcp_remote.store._store import ServerStore
+from playa.mcp_remote.store import Sealer, ServerStore
 from servers.oidc import authorization_server
 from servers.python_servers import LOOPBACK, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg

@@ -16,13 +16,11 @@ import httpx2
 import pytest
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
 
-from playa.host import ChatSession, Host
+from playa.agent import Host
+from playa.core import ChatSession
 from playa.mcp_remote import HostSecret
-from playa.mcp_remote.store._grant import OAuthGrant
-from playa.mcp_remote.store._seal import Sealer
-from playa.mcp_remote.store._store import ServerStore
-from playa.mcp_remote.transport._errors import challenge_description, missing_scope
-from playa.mcp_remote.transport._revoke import revoke
+from playa.mcp_remote.store import OAuthGrant, Sealer, ServerStore
+from playa.mcp_remote.transport import challenge_description, missing_scope, revoke
 from servers.oidc import authorization_server
 from support.chat import GUEST, RecordingModel, ScriptedUI, msg
 from support.leaks import leaks

@@ -18,7 +18,8 @@ import anyio
 import httpx2
 import pytest
 
-from playa.host import ChatSession, CommandRouter, Host, HostConfig, classify
+from playa.agent import Host, HostConfig
+from playa.core import ChatSession, CommandRouter, classify
 from playa.mcp_remote import HostSecret, RemoteMcpExtension
 from servers.echo_oauth import INSTRUCTION, EchoOAuthServer, echo_oauth_server
 from support.chat import GUEST, RecordingModel, ScriptedUI, msg

@@ -9,12 +9,11 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from playa.agent import Host, HostConfig
 from playa.exceptions import UsageError, ValidationError
-from playa.host import Host, HostConfig
 from playa.mcp_remote import HostSecret, RemoteMcpExtension, ServerStore
 from playa.mcp_remote._parse import RESERVED_HEADERS, carries_secret, parse_add
-from playa.mcp_remote.store._seal import Sealer
-from playa.mcp_remote.store._store import ServerEntry, store_path
+from playa.mcp_remote.store import Sealer, ServerEntry, store_path
 from servers.python_servers import closed_port
 from support.chat import Script, ScriptedUI, msg
 

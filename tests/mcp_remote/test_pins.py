@@ -23,13 +23,11 @@ from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from playa.core import Redactor
 from playa.exceptions import ValidationError
-from playa.host import Redactor
 from playa.mcp_remote import HostSecret, RemoteMcpExtension
-from playa.mcp_remote.store._pins import HIDDEN_NOTE, Pins, change_of
-from playa.mcp_remote.store._seal import Sealer
-from playa.mcp_remote.store._store import ServerEntry, ServerStore
-from playa.mcp_remote.transport._connection import Connector, Endpoint
+from playa.mcp_remote.store import HIDDEN_NOTE, Pins, Sealer, ServerEntry, ServerStore, change_of
+from playa.mcp_remote.transport import Connector, Endpoint
 from servers.python_servers import RunningServer, serve_mcp
 from support.chat import RecordingModel, ScriptedUI
 from support.remote import HEALTHY, OwnerChat, owner_chat

@@ -21,12 +21,11 @@ import mcp_types
 import pytest
 from mcp.server.mcpserver import MCPServer
 
+from playa.agent import HostConfig
 from playa.cli import remote_mcp
-from playa.exceptions import ConfigError, ValidationError
-from playa.host import (
+from playa.core import (
     QUESTION_TIMEOUT,
     Answer,
-    HostConfig,
     Question,
     answer_from_text,
     beside_a_question,
@@ -34,6 +33,7 @@ from playa.host import (
     render_question,
     session_state_dir,
 )
+from playa.exceptions import ConfigError, ValidationError
 from playa.mcp_remote import (
     AuditKey,
     HostSecret,
@@ -44,7 +44,7 @@ from playa.mcp_remote import (
     verify_log,
 )
 from playa.mcp_remote._parse import parse_add
-from playa.mcp_remote.store._seal import Sealer
+from playa.mcp_remote.store import Sealer
 from servers.python_servers import serve_mcp
 from support.chat import GUEST, RecordingModel, ScriptedUI, msg
 from support.leaks import leaks

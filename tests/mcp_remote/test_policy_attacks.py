@@ -11,7 +11,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo
 
-from playa.host import Sender, render_question
+from playa.core import Sender, render_question
 from playa.mcp_remote import HostSecret
 from servers.python_servers import serve_mcp
 from support.chat import Script, ScriptedUI, msg

@@ -10,7 +10,7 @@ import anyio
 import mcp_types
 import pytest
 
-from playa.host import Host, HostConfig, ModelLimits
+from playa.agent import Host, HostConfig, ModelLimits
 from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpExtension, RemoteMcpSettings
 from servers.faults import listing_mcp
 from servers.python_servers import closed_port

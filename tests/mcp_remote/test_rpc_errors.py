@@ -21,8 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from playa.exceptions import CallFailed, RemoteError
 from playa.mcp_remote import HostSecret
-from playa.mcp_remote.transport._connection import Connector, Endpoint
-from playa.mcp_remote.transport._errors import ANSWERED
+from playa.mcp_remote.transport import ANSWERED, Connector, Endpoint
 from servers.python_servers import LOOPBACK, RunningServer, buffered, json_or_none, serve_asgi, serve_mcp
 from support.remote import HEALTHY, owner_chat
 

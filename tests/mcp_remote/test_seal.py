@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from playa.exceptions import ConfigError, StoreError
-from playa.mcp_remote.store._seal import (
+from playa.mcp_remote.store import (
     Envelope,
     MalformedSeal,
     SealBroken,

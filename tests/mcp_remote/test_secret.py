@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from playa.mcp_remote.store._seal import Sealer
-from playa.mcp_remote.store._secret import HostSecret, NoHostSecret, resolve_host_secret
+from playa.mcp_remote.store import HostSecret, NoHostSecret, Sealer, resolve_host_secret
 
 CANARY = "canary-secret-7c41f0d2aa"
 TOKEN = "123456:telegram-bot-token-value"

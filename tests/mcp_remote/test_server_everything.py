@@ -8,7 +8,7 @@ from typing import Literal
 import anyio
 import pytest
 
-from playa.host import Host, HostConfig
+from playa.agent import Host, HostConfig
 from playa.mcp_remote import (
     ConnectionSettings,
     HostSecret,

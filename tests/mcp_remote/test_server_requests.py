@@ -20,10 +20,10 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from playa.host import Answer, Host, HostConfig, Question, answer_from_text, check_link
+from playa.agent import Host, HostConfig
+from playa.core import Answer, Question, answer_from_text, check_link
 from playa.mcp_remote import HostSecret, RemoteMcpExtension, RemoteMcpSettings
-from playa.mcp_remote.transport._connection import ConnectionSettings, Connector, Endpoint
-from playa.mcp_remote.transport._elicit import MAX_LINK_SHOWN
+from playa.mcp_remote.transport import MAX_LINK_SHOWN, ConnectionSettings, Connector, Endpoint
 from servers.python_servers import OneProtocol, serve_asgi, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from playa.host import Host, HostConfig, ModelLimits
+from playa.agent import Host, HostConfig, ModelLimits
 from playa.mcp_remote import HostSecret, RemoteMcpExtension
 from servers import faults
 from servers.python_servers import recording_http_server

@@ -19,14 +19,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from playa.core import scope_folder
 from playa.exceptions import StoreError, ValidationError
-from playa.host import scope_folder
 from playa.mcp_remote import HostSecret, resolve_host_secret
-from playa.mcp_remote.store._seal import Sealer
-from playa.mcp_remote.store._store import (
+from playa.mcp_remote.store import (
     MAX_FILE_BYTES,
     LoadResult,
     Saved,
+    Sealer,
     ServerEntry,
     ServerStore,
     store_path,

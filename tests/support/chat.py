@@ -10,16 +10,8 @@ import anyio
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from playa.host import (
-    Answer,
-    Approval,
-    IncomingMessage,
-    MessageRef,
-    Question,
-    Sender,
-    answer_from_text,
-    offline_model,
-)
+from playa.agent import offline_model
+from playa.core import Answer, Approval, IncomingMessage, MessageRef, Question, Sender, answer_from_text
 
 OWNER = Sender(id="owner", name="Owner", is_owner=True)
 GUEST = Sender(id="guest", name="Guest", is_owner=False)

@@ -3,7 +3,7 @@
 A credential leaks when a text shows it in a form that gives it back:
 
 - a literal form: the credential, and ``Bearer <credential>``, as the redactor lists them
-  (:func:`~playa.host.encoded_forms`: as given, percent-encoded, JSON-escaped, base64 whole or at
+  (:func:`~playa.core.encoded_forms`: as given, percent-encoded, JSON-escaped, base64 whole or at
   any of the three byte alignments inside a larger blob);
 - its base64 cut by line breaks: the core of its base64 at any alignment, once every line break
   (LF or CR, or its escape ``\\n`` or ``\\r`` in JSON or a ``repr``, escaped once or more) is
@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable
 from typing import Final, NamedTuple
 
-from playa.host import encoded_forms
+from playa.core import encoded_forms
 
 __all__ = ["PIECE", "decoded_encodings", "leaks"]
 

@@ -22,7 +22,8 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from playa._asgi import bind
-from playa.host import ChatSession, Host
+from playa.agent import Host
+from playa.core import ChatSession
 from playa.mcp_remote import HostSecret, RemoteMcpSettings
 from servers.oidc import AuthorizationServer, authorization_server
 from servers.python_servers import LOOPBACK, RunningServer, buffered, json_or_none, serve_asgi

@@ -9,7 +9,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from playa.host import ChatSession, Host, HostConfig, Reply
+from playa.agent import Host, HostConfig, Reply
+from playa.core import ChatSession
 from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpExtension, RemoteMcpSettings
 from support.chat import RecordingModel, ScriptedUI, msg
 

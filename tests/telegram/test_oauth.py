@@ -21,8 +21,7 @@ import pytest
 from anyio.abc import Process
 
 from playa.mcp_remote import HostSecret, ServerStore, resolve_host_secret
-from playa.mcp_remote.store._grant import OAuthGrant
-from playa.mcp_remote.store._seal import Sealer
+from playa.mcp_remote.store import OAuthGrant, Sealer
 from servers.echo_oauth import INSTRUCTION, echo_oauth_server
 from servers.oidc import AuthorizationServer, authorization_server
 from servers.python_servers import RunningServer, serve_asgi

@@ -11,8 +11,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from playa.agent import Host, HostConfig
 from playa.cli import remote_mcp
-from playa.host import Host, HostConfig
 from playa.telegram import TelegramSettings, run_telegram
 from playa.telegram._ui import PROGRESS_EVERY
 from servers.node import server_everything

@@ -20,7 +20,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.message import ServerMessageMetadata
 from telegram import Bot, Update
 
-from playa.host import Field, Question, cancelled_for
+from playa.core import Field, Question, cancelled_for
 from playa.telegram import WebhookConfig
 from playa.telegram._answers import PendingAnswers
 from playa.telegram._approvals import Approvals

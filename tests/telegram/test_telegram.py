@@ -17,10 +17,10 @@ import httpx
 import pytest
 from pydantic_ai.models import Model
 
+from playa.agent import Host, HostConfig
 from playa.cli import remote_mcp
 from playa.demo_server import build_app
 from playa.exceptions import ConfigError
-from playa.host import Host, HostConfig
 from playa.telegram import (
     SECRET_HEADER,
     RetryPolicy,

@@ -25,14 +25,14 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from ..host import (
+from ..agent import Host
+from ..core import (
     NOTHING_TO_ANSWER,
     NOTHING_TO_CANCEL,
     QUESTION_TIMEOUT,
     Answer,
     Approval,
     CommandRouter,
-    Host,
     IncomingMessage,
     MessageRef,
     Question,

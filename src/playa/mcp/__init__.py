@@ -5,7 +5,7 @@ Nothing here connects to a server; these are pure functions over what a server s
 
 from __future__ import annotations
 
-from playa.mcp._naming import (
+from ._naming import (
     MAX_NAME_LENGTH,
     RESERVED_SERVER_NAMES,
     exposed_name,
@@ -13,8 +13,8 @@ from playa.mcp._naming import (
     is_server_name,
     server_name_problem,
 )
-from playa.mcp._results import map_result
-from playa.mcp._schema import normalize_schema
+from ._results import map_result
+from ._schema import normalize_schema
 
 __all__ = [
     "MAX_NAME_LENGTH",

@@ -15,7 +15,7 @@ import re
 import mcp_types
 import pydantic_core
 
-from playa.host import Media, ToolResult
+from ..core import Media, ToolResult
 
 __all__ = ["map_result"]
 

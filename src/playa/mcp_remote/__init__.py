@@ -1,19 +1,44 @@
 """``mcp-remote``: the chat owner's remote MCP servers, sealed per chat, robust to failure.
 
-Depends only on the host's small interfaces (``playa.host``) and the shared MCP helpers
+Depends only on the host's small interfaces (``playa.core``) and the shared MCP helpers
 (``playa.mcp``); never on a front end or a model library.
 """
 
 from ._extension import RemoteMcpExtension
 from ._settings import FLOW_GUARD_MODES, FlowGuardMode, RemoteMcpSettings
-from .store import AuditKey, AuditRecord, Verification, audit_folder, verify_log
-from .store._policy import Decision, Policy, decision_of
-from .store._secret import KEY_FILE_NAME, HostSecret, NoHostSecret, resolve_host_secret
-from .store._store import LoadResult, Rejected, ServerEntry, ServerStore
-from .transport._budget import ResultBudget, ResultTooLarge
-from .transport._connection import Connection, ConnectionSettings, Connector, Endpoint
-from .transport._egress import EgressMode, EgressPolicy, Resolver, system_resolver
-from .transport._oauth import CALLBACK_PATH, Callbacks, client_metadata_document
+from .store import (
+    KEY_FILE_NAME,
+    AuditKey,
+    AuditRecord,
+    Decision,
+    HostSecret,
+    LoadResult,
+    NoHostSecret,
+    Policy,
+    Rejected,
+    ServerEntry,
+    ServerStore,
+    Verification,
+    audit_folder,
+    decision_of,
+    resolve_host_secret,
+    verify_log,
+)
+from .transport import (
+    CALLBACK_PATH,
+    Callbacks,
+    Connection,
+    ConnectionSettings,
+    Connector,
+    EgressMode,
+    EgressPolicy,
+    Endpoint,
+    Resolver,
+    ResultBudget,
+    ResultTooLarge,
+    client_metadata_document,
+    system_resolver,
+)
 
 __all__ = [
     "CALLBACK_PATH",

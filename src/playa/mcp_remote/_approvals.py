@@ -20,12 +20,13 @@ from typing import Final
 import anyio.to_thread
 import mcp_types
 
+from ..core import UI, Approval, ChatSession, render_approval
 from ..exceptions import StoreError
-from ..host import UI, Approval, ChatSession, render_approval
 from ._state import ServerState
-from .store._audit import AuditLog
-from .store._pins import (
+from .store import (
+    AuditLog,
     Pins,
+    ServerStore,
     approval_digest,
     change_of,
     field_digests,
@@ -33,8 +34,7 @@ from .store._pins import (
     same_definitions,
     shown_names,
 )
-from .store._store import ServerStore
-from .transport._connection import Connection
+from .transport import Connection
 
 __all__ = ["APPROVAL_LIMIT", "Approvals"]
 

@@ -12,15 +12,14 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from ..core import UI, ChatSession, LateResult, ToolResult
 from ..exceptions import CallFailed, NeedsLogin, RemoteError, RemoteTimeout, ToolError
-from ..host import UI, ChatSession, LateResult, ToolResult
 from ..mcp import map_result
 from ._flow import FlowGuard
 from ._policies import Permit, Policies
 from ._state import ServerState
-from .store._audit import AuditLog
-from .transport._connection import Connection, ConnectionSettings, PendingTask
-from .transport._progress import ProgressFeed
+from .store import AuditLog
+from .transport import Connection, ConnectionSettings, PendingTask, ProgressFeed
 
 __all__ = ["Calls"]
 

@@ -14,8 +14,7 @@ import anyio.to_thread
 import mcp_types
 from anyio.abc import TaskGroup
 
-from ..exceptions import AccessRefused, NeedsLogin, RemoteError, ToolError, UsageError
-from ..host import (
+from ..core import (
     QUESTION_TIMEOUT,
     UI,
     Answer,
@@ -26,6 +25,7 @@ from ..host import (
     ToolResult,
     outbound_secrets,
 )
+from ..exceptions import AccessRefused, NeedsLogin, RemoteError, ToolError, UsageError
 from ..mcp import exposed_names, normalize_schema
 from ._approvals import Approvals
 from ._calls import Calls
@@ -36,13 +36,22 @@ from ._settings import RemoteMcpSettings
 from ._state import LoginStart, ServerState
 from ._tool import Binding, RemoteMcpTool
 from ._views import SECTION_TITLE, section
-from .store._audit import AuditKey, AuditLog, AuditRecord, audit_folder
-from .store._grant import OAuthGrant, resource_of
-from .store._pins import Pins, without_format
-from .store._store import LoadResult, Rejected, Saved, ServerEntry, ServerStore
-from .transport._connection import Connection, Connector, Endpoint
-from .transport._oauth import Callbacks, ServerAuth
-from .transport._revoke import Revocation
+from .store import (
+    AuditKey,
+    AuditLog,
+    AuditRecord,
+    LoadResult,
+    OAuthGrant,
+    Pins,
+    Rejected,
+    Saved,
+    ServerEntry,
+    ServerStore,
+    audit_folder,
+    resource_of,
+    without_format,
+)
+from .transport import Callbacks, Connection, Connector, Endpoint, Revocation, ServerAuth
 
 __all__ = ["ChatServers"]
 

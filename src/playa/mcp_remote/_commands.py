@@ -9,8 +9,8 @@ from dataclasses import replace
 
 from mcp.shared.auth import OAuthClientInformationFull
 
+from ..core import ChatSession, Command, CommandContext, holds_key, render_approval
 from ..exceptions import StoreError, UsageError, ValidationError
-from ..host import ChatSession, Command, CommandContext, holds_key, render_approval
 from ..mcp import is_server_name
 from ._chat import ChatServers
 from ._parse import USAGE, AddRequest, carries_secret, check_secret, parse_add
@@ -25,9 +25,16 @@ from ._views import (
     server_words,
     tool_list,
 )
-from .store._grant import OAuthGrant, resource_of
-from .store._policy import DECISIONS, READ_ONLY_MARKS, decision_of, read_only_of
-from .store._store import AuthKind, Saved
+from .store import (
+    DECISIONS,
+    READ_ONLY_MARKS,
+    AuthKind,
+    OAuthGrant,
+    Saved,
+    decision_of,
+    read_only_of,
+    resource_of,
+)
 
 __all__ = ["OpenServers", "build_commands"]
 

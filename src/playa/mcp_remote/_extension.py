@@ -9,17 +9,13 @@ from contextlib import asynccontextmanager
 import anyio
 from anyio.abc import TaskGroup
 
+from ..core import ChatSession, Command, Extension, Sender, ToolResultEvent
 from ..exceptions import UsageError
-from ..host import ChatSession, Command, Extension, Sender, ToolResultEvent
 from ._chat import ChatServers
 from ._commands import build_commands
 from ._settings import RemoteMcpSettings
-from .store._audit import AuditKey, audit_folder, move_log
-from .store._seal import Sealer
-from .store._secret import HostSecret, NoHostSecret
-from .store._store import ServerStore
-from .transport._connection import Connector
-from .transport._oauth import Callbacks
+from .store import AuditKey, HostSecret, NoHostSecret, Sealer, ServerStore, audit_folder, move_log
+from .transport import Callbacks, Connector
 
 __all__ = ["RemoteMcpExtension"]
 

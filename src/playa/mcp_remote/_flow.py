@@ -33,10 +33,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from ..host import ChatSession, looks_like_credential
+from ..core import ChatSession, looks_like_credential
 from ._settings import FlowGuardMode
-from .store._audit import AuditLog
-from .store._pins import shown_name
+from .store import AuditLog, shown_name
 
 __all__ = [
     "CHECK_STEP",

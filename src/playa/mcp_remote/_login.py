@@ -18,26 +18,25 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
+from ..core import ChatSession
 from ..exceptions import StoreError
-from ..host import ChatSession
 from ._settings import RemoteMcpSettings
 from ._state import LoginStart, ServerState
 from ._views import state_text
-from .store._audit import AuditLog
-from .store._grant import OAuthGrant, resource_of
-from .store._store import ServerStore
-from .transport._connection import Connector
-from .transport._oauth import (
+from .store import AuditLog, OAuthGrant, ServerStore, resource_of
+from .transport import (
     OAUTH_ERROR_CODES,
     Callbacks,
+    Connector,
     GrantStorage,
     LoginEnded,
     LoginExpired,
     PendingLogin,
+    Revocation,
     ServerAuth,
     duration_text,
+    revoke,
 )
-from .transport._revoke import Revocation, revoke
 
 __all__ = ["Logins", "failure_words", "login_hint"]
 

@@ -8,13 +8,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from ..core import MIN_SECRET_LENGTH, auth_credential, holds_key, is_http_token, looks_like_credential
 from ..exceptions import UsageError, ValidationError
-from ..host import MIN_SECRET_LENGTH, auth_credential, holds_key, is_http_token, looks_like_credential
 from ..mcp import server_name_problem
-from .store._grant import OAuthGrant
-from .store._policy import DECISIONS, Decision, Policy, decision_of
-from .store._store import AuthKind, ServerEntry, TransportChoice
-from .store._url import mask_url
+from .store import (
+    DECISIONS,
+    AuthKind,
+    Decision,
+    OAuthGrant,
+    Policy,
+    ServerEntry,
+    TransportChoice,
+    decision_of,
+    mask_url,
+)
 
 __all__ = ["RESERVED_HEADERS", "AddRequest", "carries_secret", "parse_add"]
 

@@ -20,14 +20,11 @@ from typing import Any, Final, Literal
 
 import anyio.to_thread
 
+from ..core import ALWAYS, Answer, ChatSession, Question
 from ..exceptions import StoreError
-from ..host import ALWAYS, Answer, ChatSession, Question
 from ._approvals import APPROVAL_LIMIT
 from ._state import ServerState
-from .store._audit import AuditLog
-from .store._pins import shown_name
-from .store._policy import Decision, Policy
-from .store._store import ServerStore
+from .store import AuditLog, Decision, Policy, ServerStore, shown_name
 
 __all__ = ["DECLINED", "UNANSWERED", "Permit", "Policies"]
 

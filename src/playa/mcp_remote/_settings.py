@@ -8,10 +8,10 @@ from typing import Final, Literal, get_args
 
 from mcp.client.auth.utils import is_valid_client_metadata_url
 
+from ..core import QUESTION_TIMEOUT
 from ..exceptions import ConfigError
-from ..host import QUESTION_TIMEOUT
-from .store._policy import DECISIONS, Decision
-from .transport._connection import ConnectionSettings
+from .store import DECISIONS, Decision
+from .transport import ConnectionSettings
 
 __all__ = ["CONNECT_WAIT_MARGIN", "FLOW_GUARD_MODES", "FlowGuardMode", "RemoteMcpSettings"]
 

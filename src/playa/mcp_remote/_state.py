@@ -9,11 +9,9 @@ import anyio
 import mcp_types
 from mcp.client.caching import InMemoryResponseCacheStore
 
-from ..host import Redactor
-from .store._grant import OAuthGrant
-from .store._store import ServerEntry
-from .transport._connection import Connection
-from .transport._oauth import GrantStorage
+from ..core import Redactor
+from .store import OAuthGrant, ServerEntry
+from .transport import Connection, GrantStorage
 
 __all__ = ["LoginStart", "ServerState"]
 

@@ -6,8 +6,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..core import ToolResult
 from ..exceptions import ToolUnbound
-from ..host import ToolResult
 
 __all__ = ["Binding", "RemoteMcpTool"]
 

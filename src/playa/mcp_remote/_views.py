@@ -15,14 +15,11 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Protocol
 
-from ..host import Redactor
+from ..core import Redactor
 from ._state import LoginStart, ServerState
 from ._tool import RemoteMcpTool
-from .store._audit import AuditRecord
-from .store._pins import shown_name, without_format
-from .store._policy import Decision
-from .store._store import Rejected
-from .transport._oauth import duration_text
+from .store import AuditRecord, Decision, Rejected, shown_name, without_format
+from .transport import duration_text
 
 __all__ = [
     "SECTION_TITLE",

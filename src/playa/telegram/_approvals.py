@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from ..host import Approval
+from ..core import Approval
 from ._buttons import Buttons, Keyboard
 from ._outbox import Outbox
 from ._split import Part

@@ -18,11 +18,10 @@ from telegram import Bot, Message, Update
 from telegram.error import Conflict, Forbidden, InvalidToken, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
 
-from ..exceptions import ConfigError
-from ..host import (
+from ..agent import Host
+from ..core import (
     NOTHING_TO_CANCEL,
     ChatSession,
-    Host,
     Inbound,
     IncomingMessage,
     Sender,
@@ -32,6 +31,7 @@ from ..host import (
     install_outbound_gate,
     outbound_secrets,
 )
+from ..exceptions import ConfigError
 from ._answers import Answer, PendingAnswers
 from ._approvals import Approvals, Decision
 from ._buttons import Buttons

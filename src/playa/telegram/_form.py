@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from ..host import Answer, Field, FieldValue, Question, accepted, check_link, field_value, shown
+from ..core import Answer, Field, FieldValue, Question, accepted, check_link, field_value, shown
 from ._split import MESSAGE_LIMIT, utf16_len
 
 __all__ = ["ACCEPT", "CANCEL", "DECLINE", "Form", "Prompt", "url_text"]

@@ -1,7 +1,7 @@
 """Keeping python-telegram-bot's raw traffic out of the logs.
 
 The bot token and every credential the host knows are removed from every log record by the
-host's outbound gate (``playa.host.outbound_secrets``); this module handles what that gate
+host's outbound gate (``playa.core.outbound_secrets``); this module handles what that gate
 cannot know: the raw updates, which quote a key before anything has recognised it as one.
 """
 

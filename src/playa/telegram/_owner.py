@@ -15,7 +15,7 @@ from typing import Final
 
 from telegram import Message
 
-from ..host import Sender
+from ..core import Sender
 from ._outbox import Outbox
 
 __all__ = ["ANONYMOUS_ADMIN_ID", "OWNER_TTL", "Owners", "SenderInfo"]

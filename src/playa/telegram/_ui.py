@@ -11,7 +11,7 @@ import anyio
 from anyio.abc import TaskGroup
 from telegram import ForceReply, InlineKeyboardButton, InlineKeyboardMarkup
 
-from ..host import (
+from ..core import (
     ALWAYS,
     QUESTION_TIMEOUT,
     Answer,

@@ -51,9 +51,9 @@ import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup
 
-from playa._files import append_durably
-from playa.mcp_remote.store._seal import JSONValue, canonical_json, derive_key
-from playa.mcp_remote.store._store import private_folder
+from ..._files import append_durably
+from ._seal import JSONValue, canonical_json, derive_key
+from ._store import private_folder
 
 __all__ = [
     "AUDIT_VERSION",

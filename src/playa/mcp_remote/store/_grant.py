@@ -18,7 +18,7 @@ import pydantic
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
 from mcp.shared.auth_utils import resource_url_from_server_url
 
-from playa.exceptions import ValidationError
+from ...exceptions import ValidationError
 
 __all__ = ["GRANT_VERSION", "OAuthGrant", "resource_of"]
 

@@ -40,8 +40,8 @@ from typing import Any, Final, Literal
 
 import mcp_types
 
+from ...core import ToolChange, one_line
 from ...exceptions import ValidationError
-from ...host import ToolChange, one_line
 
 __all__ = [
     "HIDDEN_NOTE",

@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from playa.exceptions import ConfigError, StoreError
+from ...exceptions import ConfigError, StoreError
 
 __all__ = [
     "MIN_SECRET_BYTES",

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
-from playa._files import create_durably
-from playa.mcp_remote.store._seal import MIN_SECRET_BYTES
+from ..._files import create_durably
+from ._seal import MIN_SECRET_BYTES
 
 __all__ = [
     "ENV_BOT_TOKEN",

@@ -61,15 +61,15 @@ from pathlib import Path
 from typing import Final, Literal, cast, get_args
 from urllib.parse import urlsplit
 
-from playa._files import atomic_write
-from playa.exceptions import StoreError, ValidationError
-from playa.host import is_http_token
-from playa.mcp import server_name_problem
-from playa.mcp_remote.store._grant import OAuthGrant, resource_of
-from playa.mcp_remote.store._pins import Pins
-from playa.mcp_remote.store._policy import Policy
-from playa.mcp_remote.store._seal import SEAL_VERSION, JSONValue, Sealer, SealError
-from playa.mcp_remote.store._url import MaskedUrl, mask_url
+from ..._files import atomic_write
+from ...core import is_http_token
+from ...exceptions import StoreError, ValidationError
+from ...mcp import server_name_problem
+from ._grant import OAuthGrant, resource_of
+from ._pins import Pins
+from ._policy import Policy
+from ._seal import SEAL_VERSION, JSONValue, Sealer, SealError
+from ._url import MaskedUrl, mask_url
 
 __all__ = [
     "MAX_FILE_BYTES",

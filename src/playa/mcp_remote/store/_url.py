@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
+from ...core import MIN_SECRET_LENGTH, REDACTED, looks_like_credential
 from ...exceptions import ValidationError
-from ...host import MIN_SECRET_LENGTH, REDACTED, looks_like_credential
 
 __all__ = ["MaskedUrl", "mask_url"]
 

@@ -32,7 +32,7 @@ from typing import Final
 import anyio
 import httpx2
 
-from playa.mcp_remote.transport._errors import exception_tree
+from ._errors import exception_tree
 
 __all__ = ["SSE_TRANSPORT_EVENT_LIMIT", "ResultBudget", "ResultTooLarge", "format_size", "oversized_event"]
 

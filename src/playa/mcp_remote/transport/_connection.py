@@ -70,8 +70,9 @@ from mcp.client.subscriptions import SubscriptionLost
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from playa import __version__
-from playa.exceptions import (
+from ... import __version__
+from ...core import Redactor
+from ...exceptions import (
     AccessRefused,
     CallFailed,
     ConfigError,
@@ -80,28 +81,14 @@ from playa.exceptions import (
     RemoteError,
     RemoteTimeout,
 )
-from playa.host import Redactor
-from playa.mcp_remote.store._store import TransportChoice
-from playa.mcp_remote.transport._budget import (
-    SSE_TRANSPORT_EVENT_LIMIT,
-    ResultBudget,
-    format_size,
-    oversized_event,
-    too_large_reason,
-)
-from playa.mcp_remote.transport._egress import EgressPolicy, Resolver, find_refusal, guarded_transport
-from playa.mcp_remote.transport._elicit import Ask, Refused, elicit_result, to_question
-from playa.mcp_remote.transport._errors import (
-    MAX_REASON,
-    ConnectFailure,
-    HttpTrace,
-    call_error,
-    connect_error,
-    timed_out,
-)
-from playa.mcp_remote.transport._oauth import ServerAuth
-from playa.mcp_remote.transport._result_type import complete_by_default
-from playa.mcp_remote.transport._tasks import (
+from ..store import TransportChoice
+from ._budget import SSE_TRANSPORT_EVENT_LIMIT, ResultBudget, format_size, oversized_event, too_large_reason
+from ._egress import EgressPolicy, Resolver, find_refusal, guarded_transport
+from ._elicit import Ask, Refused, elicit_result, to_question
+from ._errors import MAX_REASON, ConnectFailure, HttpTrace, call_error, connect_error, timed_out
+from ._oauth import ServerAuth
+from ._result_type import complete_by_default
+from ._tasks import (
     TERMINAL,
     PendingTask,
     cancel_task,

@@ -32,8 +32,8 @@ import anyio
 import httpcore2
 import httpx2
 
-from playa.exceptions import ConfigError
-from playa.mcp_remote.transport._errors import exception_tree
+from ...exceptions import ConfigError
+from ._errors import exception_tree
 
 __all__ = [
     "EgressMode",

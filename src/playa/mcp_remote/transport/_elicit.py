@@ -16,7 +16,7 @@ from typing import Any
 
 import mcp_types
 
-from ...host import Answer, Field, FieldValue, Question, check_link
+from ...core import Answer, Field, FieldValue, Question, check_link
 
 __all__ = ["Ask", "Refused", "credential_field", "elicit_result", "to_question"]
 

@@ -39,8 +39,8 @@ from mcp_types import (
     REQUEST_TIMEOUT,
 )
 
-from playa.exceptions import CallFailed, ConnectFailed, RemoteError, RemoteTimeout
-from playa.host import one_line
+from ...core import one_line
+from ...exceptions import CallFailed, ConnectFailed, RemoteError, RemoteTimeout
 
 __all__ = [
     "MAX_REASON",

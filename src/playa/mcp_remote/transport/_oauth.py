@@ -44,10 +44,10 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 
-from playa import __version__
-from playa.host import outbound_secrets
-from playa.mcp_remote.store._grant import OAuthGrant
-from playa.mcp_remote.transport._errors import needs_scope, refused_although_granted
+from ... import __version__
+from ...core import outbound_secrets
+from ..store import OAuthGrant
+from ._errors import needs_scope, refused_although_granted
 
 __all__ = [
     "CALLBACK_PATH",

@@ -9,7 +9,7 @@ from typing import Final
 
 import anyio
 
-from ...host import UI
+from ...core import UI
 from ._connection import Progress
 
 __all__ = ["MAX_PROGRESS_TEXT", "ProgressFeed", "progress_text"]

@@ -17,8 +17,8 @@ import httpx2
 from mcp.client.auth import OAuthTokenError
 from mcp.client.auth.oauth2 import OAuthContext
 
-from playa.mcp_remote.store._grant import OAuthGrant
-from playa.mcp_remote.transport._oauth import GrantStorage, client_metadata
+from ..store import OAuthGrant
+from ._oauth import GrantStorage, client_metadata
 
 __all__ = ["REVOKE_TIMEOUT", "Revocation", "revoke"]
 

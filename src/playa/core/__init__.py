@@ -1,0 +1,130 @@
+"""The core: what extensions and front ends see of a chat host, with no model library.
+
+Chat sessions, the tool registry, extension hooks, prompt sections, commands, the UI seam and its
+questions, environment policy, scopes, tool schemas, and (in :mod:`playa.core.secrets`) the rules
+for secrets: the credential classifier, the redactor and the outbound gate for logs. Extensions
+(``playa.mcp_remote``) use only these, so another agent host can adopt them; the agent that
+drives a model (``playa.agent``) stands on them too.
+"""
+
+from __future__ import annotations
+
+from ._approvals import Approval, ToolChange, render_approval
+from ._commands import (
+    Command,
+    CommandContext,
+    CommandRouter,
+    ParsedCommand,
+    beside_a_question,
+    parse_command,
+)
+from ._env import DEFAULT_DENIED, EnvPolicy
+from ._extension import Extension, ToolResultEvent
+from ._inbound import Inbound, classify, oauth_redirect
+from ._links import LinkCheck, check_link
+from ._normalize import normalize, one_line
+from ._prompt import PromptSections
+from ._questions import (
+    ALWAYS,
+    NOTHING_TO_ANSWER,
+    NOTHING_TO_CANCEL,
+    QUESTION_TIMEOUT,
+    Answer,
+    Field,
+    FieldValue,
+    Question,
+    accepted,
+    answer_from_text,
+    cancelled_for,
+    field_value,
+    render_question,
+    shown,
+)
+from ._registry import ToolRegistry
+from ._schemas import ToolRules, Withheld, repair_schema
+from ._scope import scope_folder, session_state_dir
+from ._session import ChatSession, LateResult
+from ._tools import Media, Tool, ToolResult
+from ._ui import UI, IncomingMessage, MessageRef, Sender
+from ._workspace_tools import resolve_in_workspace, workspace_tools
+from .secrets import (
+    MIN_SECRET_LENGTH,
+    REDACTED,
+    OutboundSecrets,
+    Redactor,
+    auth_credential,
+    encoded_forms,
+    holds_key,
+    install_outbound_gate,
+    is_http_token,
+    looks_like_credential,
+    mask_known_keys,
+    outbound_secrets,
+)
+
+__all__ = [
+    "ALWAYS",
+    "DEFAULT_DENIED",
+    "MIN_SECRET_LENGTH",
+    "NOTHING_TO_ANSWER",
+    "NOTHING_TO_CANCEL",
+    "QUESTION_TIMEOUT",
+    "REDACTED",
+    "UI",
+    "Answer",
+    "Approval",
+    "ChatSession",
+    "Command",
+    "CommandContext",
+    "CommandRouter",
+    "EnvPolicy",
+    "Extension",
+    "Field",
+    "FieldValue",
+    "Inbound",
+    "IncomingMessage",
+    "LateResult",
+    "LinkCheck",
+    "Media",
+    "MessageRef",
+    "OutboundSecrets",
+    "ParsedCommand",
+    "PromptSections",
+    "Question",
+    "Redactor",
+    "Sender",
+    "Tool",
+    "ToolChange",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolResultEvent",
+    "ToolRules",
+    "Withheld",
+    "accepted",
+    "answer_from_text",
+    "auth_credential",
+    "beside_a_question",
+    "cancelled_for",
+    "check_link",
+    "classify",
+    "encoded_forms",
+    "field_value",
+    "holds_key",
+    "install_outbound_gate",
+    "is_http_token",
+    "looks_like_credential",
+    "mask_known_keys",
+    "normalize",
+    "oauth_redirect",
+    "one_line",
+    "outbound_secrets",
+    "parse_command",
+    "render_approval",
+    "render_question",
+    "repair_schema",
+    "resolve_in_workspace",
+    "scope_folder",
+    "session_state_dir",
+    "shown",
+    "workspace_tools",
+]
