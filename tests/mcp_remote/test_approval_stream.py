@@ -19,7 +19,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from playa.core import render_approval
 from playa.mcp_remote import HostSecret
 from playa.mcp_remote._chat import ChatServers
-from playa.mcp_remote._state import ServerState
+from playa.mcp_remote._server import RemoteServer
 from playa.mcp_remote.transport import Connection
 from servers.python_servers import serve_mcp
 from support.chat import RecordingModel, ScriptedUI
@@ -71,7 +71,7 @@ class Listings:
     def trace(self, monkeypatch: pytest.MonkeyPatch) -> None:
         original = ChatServers._tools_changed
 
-        async def traced(chat: ChatServers, state: ServerState, connection: Connection) -> None:
+        async def traced(chat: ChatServers, state: RemoteServer, connection: Connection) -> None:
             await original(chat, state, connection)
             taken, self.taken = self.taken, anyio.Event()
             taken.set()

@@ -22,7 +22,7 @@ import mcp_types
 
 from ..core import UI, Approval, ChatSession, render_approval
 from ..exceptions import StoreError
-from ._state import ServerState
+from ._server import RemoteServer
 from .store import (
     AuditLog,
     Pins,
@@ -77,13 +77,13 @@ class Approvals:
     def __init__(
         self,
         session: ChatSession,
-        servers: Mapping[str, ServerState],
+        servers: Mapping[str, RemoteServer],
         store: ServerStore | None,
         *,
         interval: float,
         clock: Callable[[], float],
         redact: Callable[[str], str],
-        bind: Callable[[ServerState, Connection], Pins | None],
+        bind: Callable[[RemoteServer, Connection], Pins | None],
         wait_for_connects: Callable[[], Awaitable[None]],
         write_section: Callable[[], None],
         audit: AuditLog,
@@ -109,7 +109,7 @@ class Approvals:
     # Holding back
 
     def hold_tools(
-        self, state: ServerState, offered: dict[str, mcp_types.Tool]
+        self, state: RemoteServer, offered: dict[str, mcp_types.Tool]
     ) -> tuple[dict[str, mcp_types.Tool], Pins | None]:
         """Of the tools a server offers, the ones the model may get; new and changed ones wait in ``state.held``.
 
@@ -127,7 +127,7 @@ class Approvals:
         state.approved.update(live)
         return live, adopted
 
-    def hold_instructions(self, state: ServerState, text: str | None, adopted: Pins | None) -> Pins | None:
+    def hold_instructions(self, state: RemoteServer, text: str | None, adopted: Pins | None) -> Pins | None:
         """Give the model the server's instructions as approved; hold changed ones for the owner.
 
         Pins from before instructions were pinned adopt these (returned with ``adopted``, to save).
@@ -141,7 +141,7 @@ class Approvals:
         state.instructions = text if verdict == "live" else pins.instructions_text
         return adopted
 
-    async def settle(self, state: ServerState, adopted: Pins | None) -> None:
+    async def settle(self, state: RemoteServer, adopted: Pins | None) -> None:
         """After a bind: save an adopted list, and tell the owner of tools that wait for them."""
         name = state.entry.name
         if adopted is not None:
@@ -176,7 +176,7 @@ class Approvals:
                 "are pinned now, and a change to them will wait for your approval."
             )
 
-    async def _save_pins(self, state: ServerState, pins: Pins) -> None:
+    async def _save_pins(self, state: RemoteServer, pins: Pins) -> None:
         """Seal new pins into the server's entry (an owner's decision, or an adopted list)."""
         entry = replace(state.entry, pins=pins)
         state.entry = entry
@@ -185,7 +185,7 @@ class Approvals:
 
     # Showing
 
-    def approval(self, state: ServerState) -> Approval | None:
+    def approval(self, state: RemoteServer) -> Approval | None:
         """What the owner is shown of the server's held tools and instructions (redacted, cut), or None when none wait."""
         if not state.waiting:
             return None
@@ -212,12 +212,12 @@ class Approvals:
             digest=approval_digest(state.held.values(), state.held_instructions, changes, instructions),
         )
 
-    def _pending(self, state: ServerState) -> str | None:
+    def _pending(self, state: RemoteServer) -> str | None:
         """The digest of what waits for the owner now, as they would be shown it (None: nothing)."""
         approval = self.approval(state)
         return None if approval is None else approval.digest
 
-    async def _refuse_unshowable(self, state: ServerState, approval: Approval) -> str | None:
+    async def _refuse_unshowable(self, state: RemoteServer, approval: Approval) -> str | None:
         """Reject what waits when its approval is too long to show whole; what to tell the owner (None: it fits)."""
         size = len(render_approval(approval))
         if size <= APPROVAL_LIMIT:
@@ -239,7 +239,7 @@ class Approvals:
             "it again: an add takes its tools as they are then."
         )
 
-    async def review(self, state: ServerState) -> Approval | str | None:
+    async def review(self, state: RemoteServer) -> Approval | str | None:
         """What of the server waits for the owner, now counted as shown; None when nothing does.
 
         A text instead when it was too large to show: it was rejected, and the text says so.
@@ -252,7 +252,7 @@ class Approvals:
         state.shown = approval.digest
         return approval
 
-    async def _announce(self, state: ServerState) -> None:
+    async def _announce(self, state: RemoteServer) -> None:
         """Show the owner what of the server waits for them, at most once per interval while undecided.
 
         What is too large to show is rejected at once instead, and the owner told.
@@ -364,7 +364,7 @@ class Approvals:
         return self._redact(_decided(name, held, instructions is not None, approve=approve))
 
     async def _conclude(
-        self, state: ServerState, *, approve: bool
+        self, state: RemoteServer, *, approve: bool
     ) -> tuple[list[mcp_types.Tool], str | None]:
         """Approve or reject everything of the server that waits; the tools and instructions decided."""
         held = list(state.held.values())

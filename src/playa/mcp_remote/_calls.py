@@ -17,7 +17,7 @@ from ..exceptions import CallFailed, NeedsLogin, RemoteError, RemoteTimeout, Too
 from ..mcp import map_result
 from ._flow import FlowGuard
 from ._policies import Permit, Policies
-from ._state import ServerState
+from ._server import RemoteServer
 from .store import AuditLog
 from .transport import Connection, ConnectionSettings, PendingTask, ProgressFeed
 
@@ -49,14 +49,14 @@ class Calls:
     def __init__(
         self,
         session: ChatSession,
-        servers: Mapping[str, ServerState],
+        servers: Mapping[str, RemoteServer],
         *,
         settings: ConnectionSettings,
         task_group: TaskGroup,
         redact: Callable[[str], str],
-        connect: Callable[[ServerState], Awaitable[None]],
-        needs_login: Callable[[ServerState, str], None],
-        step_up: Callable[[ServerState], Awaitable[bool]],
+        connect: Callable[[RemoteServer], Awaitable[None]],
+        needs_login: Callable[[RemoteServer, str], None],
+        step_up: Callable[[RemoteServer], Awaitable[bool]],
         write_section: Callable[[], None],
         audit: AuditLog,
         policies: Policies,
@@ -81,7 +81,7 @@ class Calls:
         return self._session.redact(text) if self._session.redact is not None else text
 
     async def call(
-        self, state: ServerState, exposed: str, remote: str, arguments: dict[str, Any]
+        self, state: RemoteServer, exposed: str, remote: str, arguments: dict[str, Any]
     ) -> ToolResult:
         """Call ``remote`` (exposed to the model as ``exposed``) on ``state``'s server, with its progress
         shown; recorded in the chat's audit log: whose turn, the names, the outcome, the duration and
@@ -133,7 +133,7 @@ class Calls:
             )
 
     async def _call(
-        self, state: ServerState, exposed: str, remote: str, arguments: dict[str, Any], seen: _Seen
+        self, state: RemoteServer, exposed: str, remote: str, arguments: dict[str, Any], seen: _Seen
     ) -> ToolResult:
         connection = await self._connection_for_call(state)
         ui = self._session.turn_ui
@@ -251,7 +251,7 @@ class Calls:
                 "a late result in %s was not delivered: %s", self._session.scope, type(exc).__name__
             )
 
-    async def _connection_for_call(self, state: ServerState) -> Connection:
+    async def _connection_for_call(self, state: RemoteServer) -> Connection:
         """The server's working connection: a broken one is replaced (one connect at a time)."""
         connection = state.connection
         if connection is not None and not connection.broken:

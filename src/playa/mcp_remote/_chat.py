@@ -32,8 +32,8 @@ from ._calls import Calls
 from ._flow import FlowGuard, FlowSource
 from ._login import Logins, login_hint
 from ._policies import Policies
+from ._server import LoginStart, RemoteServer
 from ._settings import RemoteMcpSettings
-from ._state import LoginStart, ServerState
 from ._tool import Binding, RemoteMcpTool
 from ._views import SECTION_TITLE, section
 from .store import (
@@ -84,7 +84,7 @@ class ChatServers:
     ) -> None:
         self.session = session
         self.store = store
-        self.servers: dict[str, ServerState] = {}
+        self.servers: dict[str, RemoteServer] = {}
         self.rejected: tuple[Rejected, ...] = ()
         self.warning: str | None = None
         self.redactor = Redactor.EMPTY
@@ -185,7 +185,7 @@ class ChatServers:
         self._remember_secrets(result.entries)
         for name, entry in wanted.items():
             if name not in self.servers:
-                state = self.servers[name] = ServerState(entry)
+                state = self.servers[name] = RemoteServer(entry)
                 self._start(state)
             elif (state := self.servers[name]).entry.policy != entry.policy:
                 # The owner changed a policy through another process of this host: it applies now
@@ -262,12 +262,12 @@ class ChatServers:
 
     # Connecting
 
-    def _start(self, state: ServerState, *, after_login: bool = False) -> None:
+    def _start(self, state: RemoteServer, *, after_login: bool = False) -> None:
         state.status = "connecting"
         state.attempt = anyio.Event()
         self._tg.start_soon(partial(self._connect, state, after_login=after_login))
 
-    def _endpoint(self, state: ServerState) -> Endpoint:
+    def _endpoint(self, state: RemoteServer) -> Endpoint:
         entry = state.entry
         auth = None
         if entry.auth_kind == "oauth":
@@ -293,7 +293,7 @@ class ChatServers:
         """The authorization server refused to refresh ``name``'s tokens: the owner's login must help."""
         self.audit.record("refresh_failed", server=name, status=status)
 
-    async def _connect(self, state: ServerState, *, after_login: bool = False) -> None:
+    async def _connect(self, state: RemoteServer, *, after_login: bool = False) -> None:
         """Connect ``state``'s server; ``after_login``: the first connect with the owner's new login."""
         attempt = state.attempt
         name = state.entry.name
@@ -358,7 +358,7 @@ class ChatServers:
 
     def _failed(
         self,
-        state: ServerState,
+        state: RemoteServer,
         reason: str,
         *,
         needs_login: bool = False,
@@ -407,7 +407,7 @@ class ChatServers:
         await self.wait_for_connects()
         self._write_section()
 
-    async def _pick_up(self, entry: ServerEntry, *, superseded: OAuthGrant | None = None) -> ServerState:
+    async def _pick_up(self, entry: ServerEntry, *, superseded: OAuthGrant | None = None) -> RemoteServer:
         """After ``add`` saved ``entry``: pick it up and wait for its connect.
 
         ``superseded``: the OAuth grant of the entry it replaced, revoked once a new one is stored.
@@ -427,12 +427,12 @@ class ChatServers:
         await self._connected(state)
         return state
 
-    async def _reconnect(self, state: ServerState) -> None:
+    async def _reconnect(self, state: RemoteServer) -> None:
         """Connect ``state``'s server with the owner's new login, and wait for the connect."""
         self._start(state, after_login=True)
         await self._connected(state)
 
-    async def _connected(self, state: ServerState) -> None:
+    async def _connected(self, state: RemoteServer) -> None:
         """Wait for ``state``'s connect in flight (bounded), then write the section as it left things."""
         if state.attempt is not None:
             with anyio.move_on_after(self._settings.connect_wait):
@@ -450,7 +450,7 @@ class ChatServers:
         """Why this host will not connect to ``url`` (its egress policy), or None when it will."""
         return self._connector.settings.egress.url_refusal(url)
 
-    async def add(self, entry: ServerEntry) -> tuple[Saved, ServerState]:
+    async def add(self, entry: ServerEntry) -> tuple[Saved, RemoteServer]:
         """Save ``entry`` (a new server, or one that replaces its namesake) and wait for its connect.
 
         Raises ``StoreError`` when the file cannot take it; nothing changed then.
@@ -469,7 +469,7 @@ class ChatServers:
         )
         return saved, await self._pick_up(entry, superseded=superseded)
 
-    async def add_for_login(self, entry: ServerEntry) -> tuple[Saved, ServerState]:
+    async def add_for_login(self, entry: ServerEntry) -> tuple[Saved, RemoteServer]:
         """Save ``entry`` as an ``oauth`` entry without a grant yet, and pick it up: a login comes next."""
         return await self.add(replace(entry, auth_kind="oauth", oauth=OAuthGrant(resource_of(entry.url))))
 
@@ -518,7 +518,7 @@ class ChatServers:
         """Begin the owner's login to ``name`` (``/mcp_auth``); see ``Logins.start``."""
         return await self.logins.start(name, owner=owner, send_link=send_link, report=report)
 
-    async def _step_up(self, state: ServerState) -> bool:
+    async def _step_up(self, state: RemoteServer) -> bool:
         """A call needs a scope the login lacks: the owner is sent a link for it (``Logins.step_up``).
 
         Sent where the owner's latest command came from, privately; with none known yet (after
@@ -549,7 +549,7 @@ class ChatServers:
         """The owner ran a command through ``ui``: what waited for them is shown (``announce``) and remembered."""
         await self.approvals.owner_seen(ui, announce=announce)
 
-    async def review(self, state: ServerState) -> Approval | str | None:
+    async def review(self, state: RemoteServer) -> Approval | str | None:
         """What of ``state``'s server waits for the owner's decision, now counted as shown; None when nothing does.
 
         A text instead when it was too large to show whole (it was rejected, and the text says why).
@@ -572,7 +572,7 @@ class ChatServers:
 
     # Tools
 
-    def _bind(self, state: ServerState, connection: Connection) -> Pins | None:
+    def _bind(self, state: RemoteServer, connection: Connection) -> Pins | None:
         """Bind the server's live tools; hold back new and changed ones; unbind the rest at once.
 
         Returns the pins to save when the entry had none: the list it adopts as approved.
@@ -634,7 +634,7 @@ class ChatServers:
         state.tools = bound
         return adopted
 
-    def _rebind(self, state: ServerState) -> None:
+    def _rebind(self, state: RemoteServer) -> None:
         """Bind the server's tools again after a policy changed: a denied one leaves the model's list."""
         connection = state.connection
         if (
@@ -645,7 +645,7 @@ class ChatServers:
             self._tg.start_soon(self.approvals.settle, state, adopted)
         self._write_section()
 
-    async def _tools_changed(self, state: ServerState, connection: Connection) -> None:
+    async def _tools_changed(self, state: RemoteServer, connection: Connection) -> None:
         """The server said its tool list changed, and the connection listed it again."""
         if self.servers.get(state.entry.name) is not state or state.connection is not connection:
             return  # dropped or replaced meanwhile; a new connection lists its own tools
@@ -658,7 +658,7 @@ class ChatServers:
         shown = self.redactor.redact(name)
         return shown if len(shown) <= 40 else shown[:39] + "…"
 
-    def withheld(self, state: ServerState) -> list[tuple[str, str]]:
+    def withheld(self, state: RemoteServer) -> list[tuple[str, str]]:
         """The server's tools that the model in use cannot take, with the reason for each."""
         found: list[tuple[str, str]] = []
         for exposed in state.tools:

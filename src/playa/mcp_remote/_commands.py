@@ -14,7 +14,7 @@ from ..exceptions import StoreError, UsageError, ValidationError
 from ..mcp import is_server_name
 from ._chat import ChatServers
 from ._parse import USAGE, AddRequest, carries_secret, check_secret, parse_add
-from ._state import LoginStart, ServerState
+from ._server import LoginStart, RemoteServer
 from ._views import (
     added_text,
     audit_text,
@@ -109,7 +109,7 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             await chat.owner_seen(ctx.ui, announce=announce)
         return chat
 
-    def server_named(chat: ChatServers, args: str, usage: str) -> ServerState:
+    def server_named(chat: ChatServers, args: str, usage: str) -> RemoteServer:
         name = args.strip()
         if not name:
             raise UsageError(f"usage: {usage}")

@@ -20,8 +20,8 @@ from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenEr
 
 from ..core import ChatSession
 from ..exceptions import StoreError
+from ._server import LoginStart, RemoteServer
 from ._settings import RemoteMcpSettings
-from ._state import LoginStart, ServerState
 from ._views import state_text
 from .store import AuditLog, OAuthGrant, ServerStore, resource_of
 from .transport import (
@@ -92,7 +92,7 @@ class Logins:
     def __init__(
         self,
         session: ChatSession,
-        servers: Mapping[str, ServerState],
+        servers: Mapping[str, RemoteServer],
         store: ServerStore | None,
         *,
         connector: Connector,
@@ -102,7 +102,7 @@ class Logins:
         clock: Callable[[], float],
         redact: Callable[[str], str],
         remember: Callable[[frozenset[str]], None],
-        reconnect: Callable[[ServerState], Awaitable[None]],
+        reconnect: Callable[[RemoteServer], Awaitable[None]],
         audit: AuditLog,
     ) -> None:
         self._session = session
@@ -125,7 +125,7 @@ class Logins:
         text = self._redact(text)
         return self._session.redact(text) if self._session.redact is not None else text
 
-    def grant(self, state: ServerState) -> GrantStorage:
+    def grant(self, state: RemoteServer) -> GrantStorage:
         """The grant of an ``oauth`` server, kept across connects (tokens refresh in place)."""
         if state.grant is None:
             entry = state.entry
@@ -175,7 +175,7 @@ class Logins:
 
     def _begin(
         self,
-        state: ServerState,
+        state: RemoteServer,
         owner: str,
         send_link: Callable[[str], Awaitable[object]],
         report: Callable[[str], Awaitable[object]],
@@ -198,7 +198,7 @@ class Logins:
 
     async def step_up(
         self,
-        state: ServerState,
+        state: RemoteServer,
         *,
         owner: str,
         send_link: Callable[[str], Awaitable[object]],
@@ -233,7 +233,7 @@ class Logins:
 
     async def _login(
         self,
-        state: ServerState,
+        state: RemoteServer,
         scope: anyio.CancelScope,
         start: LoginStart,
         owner: str,
@@ -411,7 +411,7 @@ class Logins:
                 )
         await report(self._redact(message))
 
-    async def _login_done(self, state: ServerState, grant: OAuthGrant) -> bool:
+    async def _login_done(self, state: RemoteServer, grant: OAuthGrant) -> bool:
         """A login's grant changed (registered, tokens received); returns whether it was sealed.
 
         Only a grant with tokens becomes the server's: until then the server keeps the one it

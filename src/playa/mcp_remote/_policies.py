@@ -23,7 +23,7 @@ import anyio.to_thread
 from ..core import ALWAYS, Answer, ChatSession, Question
 from ..exceptions import StoreError
 from ._approvals import APPROVAL_LIMIT
-from ._state import ServerState
+from ._server import RemoteServer
 from .store import AuditLog, Decision, Policy, ServerStore, shown_name
 
 __all__ = ["DECLINED", "UNANSWERED", "Permit", "Policies"]
@@ -67,14 +67,14 @@ class Policies:
     def __init__(
         self,
         session: ChatSession,
-        servers: Mapping[str, ServerState],
+        servers: Mapping[str, RemoteServer],
         store: ServerStore | None,
         *,
         default: Decision,
         ask_timeout: float,
         ask: Callable[[Question, float], Awaitable[Answer]],
         redact: Callable[[str], str],
-        rebind: Callable[[ServerState], None],
+        rebind: Callable[[RemoteServer], None],
         audit: AuditLog,
     ) -> None:
         self._session = session
@@ -87,17 +87,17 @@ class Policies:
         self._rebind = rebind
         self._audit = audit
 
-    def of(self, state: ServerState, tool: str) -> Decision:
+    def of(self, state: RemoteServer, tool: str) -> Decision:
         """What applies to a call of the server's ``tool`` (its own name for it)."""
         return state.entry.policy.of(tool, self.default)
 
-    def read_only(self, state: ServerState, tool: str) -> bool:
+    def read_only(self, state: RemoteServer, tool: str) -> bool:
         """Whether the owner marked the server's ``tool`` read-only (its ``readOnlyHint`` never counts)."""
         return state.entry.policy.is_read_only(tool)
 
     async def permit(
         self,
-        state: ServerState,
+        state: RemoteServer,
         exposed: str,
         tool: str,
         arguments: dict[str, Any],
@@ -170,7 +170,7 @@ class Policies:
             Permit(policy, "unanswered", f"{exposed} was not called: {UNANSWERED}."),
         )
 
-    def _recorded(self, state: ServerState, tool: str, permit: Permit) -> Permit:
+    def _recorded(self, state: RemoteServer, tool: str, permit: Permit) -> Permit:
         sender = self._session.turn_sender
         self._audit.record(
             "permission",
@@ -182,7 +182,7 @@ class Policies:
         )
         return permit
 
-    async def _always(self, state: ServerState, tool: str) -> None:
+    async def _always(self, state: RemoteServer, tool: str) -> None:
         """The owner allowed the tool for good: its policy becomes ``allow``; this call goes ahead either way."""
         try:
             await self.set(state.entry.name, tool, "allow")
@@ -214,7 +214,7 @@ class Policies:
         self._audit.record("policy_changed", server=name, tool=tool, read_only=read_only, before=before)
         return before
 
-    async def _seal(self, state: ServerState, policy: Policy) -> None:
+    async def _seal(self, state: RemoteServer, policy: Policy) -> None:
         """Save the server's entry with ``policy`` and let it apply at once."""
         entry = replace(state.entry, policy=policy)
         if self._store is not None:

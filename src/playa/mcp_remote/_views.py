@@ -3,8 +3,8 @@
 Every text here is built from what the chat holds (``ServersView``) and passes the chat's
 redactor before it is cut: a cut first could keep the head of a credential.
 
-The prompt section says a server's state in Playa's own words only (``ServerState.reason``):
-what the server itself said of a failure (``ServerState.detail``) is shown to the owner, in
+The prompt section says a server's state in Playa's own words only (``RemoteServer.reason``):
+what the server itself said of a failure (``RemoteServer.detail``) is shown to the owner, in
 ``/mcp_list`` and the reply to ``/mcp_add``, never to the model's prompt.
 """
 
@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from ..core import Redactor
-from ._state import LoginStart, ServerState
+from ._server import LoginStart, RemoteServer
 from ._tool import RemoteMcpTool
 from .store import AuditRecord, Decision, Rejected, shown_name, without_format
 from .transport import duration_text
@@ -48,18 +48,18 @@ class ServersView(Protocol):
     """What the texts read of a chat's servers (``ChatServers`` is one)."""
 
     @property
-    def servers(self) -> Mapping[str, ServerState]: ...
+    def servers(self) -> Mapping[str, RemoteServer]: ...
     @property
     def rejected(self) -> tuple[Rejected, ...]: ...
     @property
     def warning(self) -> str | None: ...
     @property
     def redactor(self) -> Redactor: ...
-    def withheld(self, state: ServerState) -> list[tuple[str, str]]: ...
+    def withheld(self, state: RemoteServer) -> list[tuple[str, str]]: ...
     def tool(self, exposed: str) -> RemoteMcpTool | None: ...
 
 
-def state_text(state: ServerState, now: float | None = None) -> str:
+def state_text(state: RemoteServer, now: float | None = None) -> str:
     """The server's state in Playa's words; with ``now`` (the clock), also when it is retried next.
 
     The prompt gets it without ``now``: the wait changes every second, and would defeat
@@ -83,12 +83,12 @@ def state_text(state: ServerState, now: float | None = None) -> str:
     return text
 
 
-def said(state: ServerState) -> str:
+def said(state: RemoteServer) -> str:
     """What the server said of its failure, as the owner is shown it after the state; "" when nothing."""
     return f" (the server said: {state.detail})" if state.detail else ""
 
 
-def _retry_text(state: ServerState, now: float | None) -> str:
+def _retry_text(state: RemoteServer, now: float | None) -> str:
     if state.next_retry is None or now is None:
         return ""
     wait = max(0, round(state.next_retry - now))
@@ -96,7 +96,7 @@ def _retry_text(state: ServerState, now: float | None) -> str:
     return f"; next retry at {at} (in {wait} s)"
 
 
-def _instructions(state: ServerState, redactor: Redactor) -> str:
+def _instructions(state: RemoteServer, redactor: Redactor) -> str:
     """The server's instructions for the prompt: control characters gone, redacted, then cut.
 
     Redacted before the cut (a cut first could keep the head of a credential); the model-bound
@@ -213,7 +213,7 @@ def tool_list(chat: ServersView, name: str | None, now: float) -> str:
     return "\n".join(lines) or "No remote MCP servers. Add one with /mcp_add."
 
 
-def policy_list(servers: Mapping[str, ServerState], default: Decision, redactor: Redactor) -> str:
+def policy_list(servers: Mapping[str, RemoteServer], default: Decision, redactor: Redactor) -> str:
     """``/mcp_policy``: each server's call policy and its tools' own, the owner's read-only marks,
     and the default for the rest."""
     lines = [f"Tools without a policy of their own or their server's: {default} (the host's default)."]
@@ -257,7 +257,7 @@ def login_started(name: str, start: LoginStart, place: str, timeout: float) -> s
     )
 
 
-def added_text(verb: str, name: str, state: ServerState, now: float, *, words: bool = True) -> str:
+def added_text(verb: str, name: str, state: RemoteServer, now: float, *, words: bool = True) -> str:
     """The reply to an ``/mcp_add`` that saved the entry, by the state it reached (``words``: as in
     :func:`server_list`)."""
     if state.status == "connected":

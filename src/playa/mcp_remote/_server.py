@@ -13,11 +13,11 @@ from ..core import Redactor
 from .store import OAuthGrant, ServerEntry
 from .transport import Connection, GrantStorage
 
-__all__ = ["LoginStart", "ServerState"]
+__all__ = ["LoginStart", "RemoteServer"]
 
 
 @dataclass(eq=False)
-class ServerState:
+class RemoteServer:
     """What the chat knows of one server now."""
 
     entry: ServerEntry
