@@ -1,5 +1,4 @@
-"""A host with the remote-MCP extension, for tests: timeouts a healthy server meets on a busy machine,
-and the owner's chat on that host."""
+"""The owner's chat on a host with the remote-MCP extension, and a server the owner added to it."""
 
 from __future__ import annotations
 
@@ -9,29 +8,15 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from playa.agent import Host, HostConfig, Reply
+from playa.agent import Host, Reply
 from playa.core import ChatSession
-from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpExtension, RemoteMcpSettings
-from support.chat import RecordingModel, ScriptedUI, msg
+from playa.demo_server import build_app
+from playa.mcp_remote import HostSecret, RemoteMcpExtension, RemoteMcpSettings
+from servers.python_servers import RunningServer, serve_asgi
+from support.chat import ScriptedUI, msg
+from support.host import HEALTHY, SETTINGS, ModelSource, remote_host
 
-__all__ = ["HEALTHY", "SETTINGS", "OwnerChat", "owner_chat", "remote_host"]
-
-HEALTHY = ConnectionSettings(connect_timeout=15.0, call_timeout=15.0, close_timeout=5.0)
-"""Generous for the healthy loopback servers tests use: a busy machine must not fail them."""
-SETTINGS = RemoteMcpSettings(connection=HEALTHY)
-
-
-def remote_host(
-    data_dir: Path,
-    secret: HostSecret,
-    model: RecordingModel | None = None,
-    settings: RemoteMcpSettings = SETTINGS,
-    *,
-    clock: Callable[[], float] = time.time,
-) -> Host:
-    """A host with the remote-MCP extension only; its model ``model``'s, or the offline one."""
-    extension = RemoteMcpExtension(secret, settings=settings, clock=clock)
-    return Host(HostConfig(data_dir=data_dir, model=model.model() if model else "offline"), [extension])
+__all__ = ["HEALTHY", "SETTINGS", "AddedServer", "OwnerChat", "demo_server", "owner_chat", "remote_host"]
 
 
 @dataclass
@@ -66,7 +51,7 @@ async def owner_chat(
     data_dir: Path,
     secret: HostSecret,
     scope: str,
-    model: RecordingModel | None = None,
+    model: ModelSource | None = None,
     settings: RemoteMcpSettings = SETTINGS,
     *,
     clock: Callable[[], float] = time.time,
@@ -74,3 +59,22 @@ async def owner_chat(
     """``remote_host`` running, and the owner's chat ``scope`` on it."""
     async with remote_host(data_dir, secret, model, settings, clock=clock) as host:
         yield OwnerChat(host, scope)
+
+
+@asynccontextmanager
+async def demo_server(token: str, *, port: int = 0) -> AsyncIterator[RunningServer]:
+    """Playa's demo server on loopback (bearer-protected; ``whoami`` echoes the request headers)."""
+    async with serve_asgi(build_app(token, transport="streamable-http"), port=port, path="/mcp") as server:
+        yield server
+
+
+@dataclass
+class AddedServer:
+    """A server running on loopback that the owner added to ``chat``: its tools are pinned."""
+
+    chat: OwnerChat
+    server: RunningServer
+    name: str
+    token: str
+    added: str
+    """The reply to the ``/mcp_add``."""
