@@ -53,6 +53,7 @@ from bench._playa import (
     write_servers,
 )
 from playa.agent import GatedModel, History, Host, HostConfig
+from playa.agent import _host as host_module
 from playa.core import ChatSession, Extension, Redactor, scope_folder
 from playa.mcp_remote import ConnectionSettings, RemoteMcpSettings
 
@@ -245,7 +246,7 @@ async def run_history(quick: bool) -> Report:
             for n in range(turns):
                 for name, session in (("long", long), ("short", short)):
                     began = anyio.current_time()
-                    await session.history.extend(
+                    await host.history(session).extend(
                         [ModelRequest.user_text_prompt(f"q{n}"), ModelResponse(parts=[TextPart(f"a{n}")])]
                     )
                     appends[name].append(anyio.current_time() - began)
@@ -342,19 +343,20 @@ async def warm_up(host: Host, chats: tuple[ChatSession, ...]) -> None:
 @contextlib.contextmanager
 def window_lengths(lengths: dict[str, list[int]]) -> Iterator[None]:
     """Record, by chat, how many messages of its history each request sends, while inside."""
-    original = Host._window
+    original = host_module._window
 
     @functools.wraps(original)
-    def recorded(host: Host, session: ChatSession, *args: Any, **kwargs: Any) -> list[ModelMessage]:
-        window = original(host, session, *args, **kwargs)
-        lengths.setdefault(session.scope, []).append(len(window))
+    def recorded(*args: Any, **kwargs: Any) -> list[ModelMessage]:
+        window = original(*args, **kwargs)
+        scope = kwargs["scope"] if "scope" in kwargs else args[-1]
+        lengths.setdefault(scope, []).append(len(window))
         return window
 
-    Host._window = recorded  # type: ignore[method-assign,assignment]
+    host_module._window = recorded
     try:
         yield
     finally:
-        Host._window = original  # type: ignore[method-assign]
+        host_module._window = original
 
 
 async def run_shutdown(quick: bool) -> Report:

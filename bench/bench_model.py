@@ -124,7 +124,7 @@ async def _budget(report: Report, turns: int) -> None:
                 started = anyio.current_time()
                 await host.handle(session, message(f"turn {n}: what is in the workspace now?"), QuietUI())
                 times.append(anyio.current_time() - started)
-            stored = len(session.history)
+            stored = len(host.history(session))
     largest = max(provider.sizes)
     limit = budget * BYTES_PER_TOKEN
     report.add(

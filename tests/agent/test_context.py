@@ -143,7 +143,7 @@ async def test_at_a_thousand_turns_the_request_stays_within_the_budget_and_the_h
         config = HostConfig(data_dir=data_dir, model=provider.model(protocol), context_tokens=budget)
         async with Host(config) as host:
             session = await host.session("console:t", owner="owner")
-            await session.history.extend([m for i in range(1_000) for m in turn(i)])
+            await host.history(session).extend([m for i in range(1_000) for m in turn(i)])
             provider.script(text("turn 1000 answered"), text("after the reset"))
             with anyio.fail_after(30):
                 reply = await host.handle(session, msg("and now?"), ScriptedUI())
@@ -156,10 +156,10 @@ async def test_at_a_thousand_turns_the_request_stays_within_the_budget_and_the_h
             assert "question 0:" not in sent and "question 900:" not in sent
             calls, results = _tool_pairs(protocol, request.body)
             assert calls and calls == results
-            assert len(session.history) == 4_000 + 2
+            assert len(host.history(session)) == 4_000 + 2
 
             # The stored history is the whole chat; /reset still forgets it.
-            reloaded = await History.open(session.history.path.parent)
+            reloaded = await History.open(host.history(session).path.parent)
             assert len(reloaded) == 4_002
             await host.handle(session, msg("/reset"), ScriptedUI())
             with anyio.fail_after(30):
@@ -175,7 +175,7 @@ async def test_the_request_size_does_not_grow_with_the_history(data_dir: Path) -
             session = await host.session("console:t", owner="owner")
             sizes: list[int] = []
             for count in (100, 900):
-                await session.history.extend([m for i in range(count) for m in turn(i)])
+                await host.history(session).extend([m for i in range(count) for m in turn(i)])
                 provider.script(text("ok"))
                 with anyio.fail_after(30):
                     await host.handle(session, msg("next"), ScriptedUI())

@@ -95,12 +95,12 @@ async def test_a_history_that_cannot_be_written_keeps_the_turn_and_says_so(tmp_p
     async with Host(HostConfig(data_dir=data_dir, model=script.model())) as host:
         session = await host.session("console:t", owner="owner")
         # A folder where the file should be: the append fails with EISDIR.
-        session.history.path.mkdir(parents=True)
+        host.history(session).path.mkdir(parents=True)
         with anyio.fail_after(10):
             reply = await host.handle(session, msg("hello"), ScriptedUI())
     assert reply is not None and reply.kind == "agent"
     assert reply.text.startswith("the answer\n\n(This turn could not be saved to the chat's history")
-    assert len(session.history.messages) == 2
+    assert len(host.history(session).messages) == 2
 
 
 async def test_reset_forgets_the_conversation_on_disk_too(tmp_path: Path) -> None:
@@ -108,13 +108,13 @@ async def test_reset_forgets_the_conversation_on_disk_too(tmp_path: Path) -> Non
     async with Host(HostConfig(data_dir=data_dir)) as host:
         session = await host.session("console:t", owner="owner")
         await host.handle(session, msg("remember PINEAPPLE"), ScriptedUI())
-        assert b"PINEAPPLE" in session.history.path.read_bytes()
+        assert b"PINEAPPLE" in host.history(session).path.read_bytes()
         reply = await host.handle(session, msg("/reset"), ScriptedUI())
         assert reply is not None and reply.text == "This chat's conversation is forgotten."
-        assert session.history.path.read_bytes() == b""
+        assert host.history(session).path.read_bytes() == b""
     async with Host(HostConfig(data_dir=data_dir)) as host:
         session = await host.session("console:t", owner="owner")
-        assert session.history.messages == []
+        assert host.history(session).messages == []
 
 
 async def test_appending_clearing_and_opening_touch_the_disk_in_a_worker_thread(

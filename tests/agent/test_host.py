@@ -135,7 +135,7 @@ async def test_commands_and_their_replies_never_reach_history_or_the_model(data_
         assert reply is not None and reply.text == "COMMAND-REPLY-7731"
         await host.handle(session, msg("/mcp_nothing --bearer MCP-ARG-9981"), ui)
         await host.handle(session, msg("again"), ui)
-        history_file = session.history.path.read_text()
+        history_file = host.history(session).path.read_text()
     seen = json.dumps([repr(m) for m, _ in script.seen])
     for marker in ("COMMAND-REPLY-7731", "COMMAND-ARG-5521", "MCP-ARG-9981", "/zap"):
         assert marker not in history_file
@@ -159,7 +159,7 @@ async def test_every_message_starting_with_mcp_is_a_command(offline_host: Host, 
     session = await offline_host.session("console:t", owner="owner")
     reply = await offline_host.handle(session, msg(text, ref=1), ScriptedUI())
     assert reply is not None and reply.kind == "command"
-    assert session.history.messages == []
+    assert offline_host.history(session).messages == []
 
 
 async def test_an_unknown_command_gets_the_help(offline_host: Host) -> None:
@@ -223,7 +223,7 @@ async def test_a_secret_answer_never_enters_history_or_the_model(data_dir: Path)
         await host.handle(session, msg("before"), ui)
         await host.handle(session, msg("/key"), ui)
         await host.handle(session, msg("after"), ui)
-        history_file = session.history.path.read_text()
+        history_file = host.history(session).path.read_text()
     assert received == ["SECRET-ANSWER-4417"]
     assert ui.asked == [("Key?", True)]
     assert "SECRET-ANSWER-4417" not in history_file
@@ -335,7 +335,7 @@ async def test_a_slow_session_start_hook_is_bounded(data_dir: Path) -> None:
 async def test_empty_messages_are_ignored(offline_host: Host) -> None:
     session = await offline_host.session("console:t", owner="owner")
     assert await offline_host.handle(session, msg("   \n"), ScriptedUI()) is None
-    assert session.history.messages == []
+    assert offline_host.history(session).messages == []
 
 
 async def test_a_model_failure_is_answered_and_the_chat_goes_on(data_dir: Path) -> None:
@@ -368,7 +368,7 @@ async def test_chats_do_not_share_tools_or_history(offline_host: Host) -> None:
     one.tools.register(EchoTool("only_in_one"))
     await offline_host.handle(one, msg("hello one"), ScriptedUI())
     assert "only_in_one" not in two.tools
-    assert two.history.messages == []
+    assert offline_host.history(two).messages == []
     assert one.workspace != two.workspace
 
 

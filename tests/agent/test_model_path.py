@@ -53,7 +53,7 @@ async def test_a_hung_provider_ends_the_turn_with_a_clear_reply_and_the_chat_goe
         assert waited >= 0.5
         with anyio.fail_after(10):
             await step.disconnected.wait()
-        assert session.history.messages == []
+        assert host.history(session).messages == []
 
         with anyio.fail_after(30):
             reply = await host.handle(session, msg("still there?"), ScriptedUI())
@@ -101,7 +101,7 @@ async def test_the_owner_stops_a_running_turn_and_the_chat_goes_on(data_dir: Pat
         assert reply is not None and reply.kind == "error" and reply.text.startswith("Stopped.")
         with anyio.fail_after(10):
             await step.disconnected.wait()
-        assert session.history.messages == []
+        assert host.history(session).messages == []
 
         idle = await host.handle(session, msg("/stop"), ScriptedUI())
         assert idle == Reply("Nothing is running in this chat.", "command")

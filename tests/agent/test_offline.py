@@ -81,7 +81,7 @@ async def test_the_offline_model_reads_no_tokens_and_invents_no_count(offline_ho
     # An estimate would walk every message of the request at every step, for numbers nobody pays.
     session = await offline_host.session("console:t", owner="o")
     await offline_host.handle(session, msg("hello"), ScriptedUI())
-    response = session.history.messages[-1]
+    response = offline_host.history(session).messages[-1]
     assert isinstance(response, ModelResponse)
     assert response.usage.unmeasured_requests == 1
     assert (response.usage.input_tokens, response.usage.output_tokens) == (0, 0)

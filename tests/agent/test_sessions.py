@@ -15,7 +15,7 @@ from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import FunctionModel
 
 from playa.agent import History, Host, HostConfig
-from playa.agent._host import COLLECT_AFTER
+from playa.agent._sessions import COLLECT_AFTER
 from playa.core import ChatSession, Extension, ToolResult, scope_folder
 from playa.exceptions import ConfigError
 from support.chat import Script, ScriptedUI, msg
@@ -64,7 +64,7 @@ async def test_an_idle_session_is_closed_and_its_next_message_reopens_it_with_it
         reopened = hooks.events[-1][1]
         assert reopened is not session and reopened.scope == session.scope
         assert await host.session("console:t", owner="owner") is reopened
-        assert len(reopened.history.messages) == 4
+        assert len(host.history(reopened).messages) == 4
 
 
 async def test_a_session_in_the_middle_of_a_turn_is_never_evicted(data_dir: Path) -> None:
@@ -232,7 +232,7 @@ async def test_a_chat_moves_to_a_new_scope_after_its_running_turn_with_history_a
         moved = hooks.events[-1][1]
         assert moved.scope == "telegram:-1005"
         assert (moved.workspace / "notes.txt").read_text() == "kept"
-        assert "PINEAPPLE" in repr(moved.history.messages)
+        assert "PINEAPPLE" in repr(host.history(moved).messages)
         assert await host.session("telegram:-1005", owner="1") is moved
         assert not old.workspace.exists()
         # Telegram says it twice: the second time there is nothing left to move.

@@ -304,7 +304,7 @@ async def test_the_model_and_the_history_get_the_sentence_without_its_key_and_th
         ui = ScriptedUI()
         reply = await host.handle(session, msg(f"please use {key} for the repo", ref="m1"), ui)
         assert reply is not None and reply.kind == "agent"
-        history = session.history.path.read_text()
+        history = host.history(session).path.read_text()
     seen = repr(model.seen)
     assert key not in seen and "please use [redacted] for the repo" in seen
     assert key not in history and "please use [redacted] for the repo" in history
@@ -327,7 +327,7 @@ async def test_a_message_close_to_a_command_never_reaches_the_model_and_points_t
         session = await host.session("console:near", owner="owner")
         ui = ScriptedUI()
         reply = await host.handle(session, msg(text, ref="m1"), ui)
-        assert session.history.messages == []
+        assert host.history(session).messages == []
     assert reply is not None and reply.kind == "command"
     assert "looks like /mcp_add" in reply.text and "I deleted it" in reply.text
     assert KEY not in reply.text

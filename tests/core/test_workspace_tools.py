@@ -158,7 +158,7 @@ async def test_other_dot_folders_stay_usable(workspace: Path) -> None:
 async def test_a_chats_private_folder_is_outside_its_workspace(offline_host: Host, data_dir: Path) -> None:
     session = await offline_host.session("console:private", owner="me")
     assert session.state_dir == data_dir / "sessions" / scope_folder("console:private")
-    assert session.history.path.parent == session.state_dir
+    assert offline_host.history(session).path.parent == session.state_dir
     assert not session.state_dir.resolve().is_relative_to(session.workspace.resolve())
 
 

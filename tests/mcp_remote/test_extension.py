@@ -196,7 +196,7 @@ async def test_a_server_added_with_a_secret_bearer_offers_its_tools_and_never_sh
             section = session.prompt.get(SECTION) or ""
             assert "- demo: available, 5 tools (" + ", ".join(DEMO_TOOLS) + ")" in section
             assert leaks(token, listed.text + tools.text + section) == []
-            assert token not in session.history.path.read_text()
+            assert token not in host.history(session).path.read_text()
 
 
 async def test_removing_a_server_deactivates_its_tools_and_hides_them_from_the_model(
@@ -537,7 +537,7 @@ async def test_without_a_host_secret_every_command_says_remote_mcp_is_disabled(d
                 assert reply.text == disabled, command
             assert ui.asked == []
             assert script.seen == []
-            assert session.history.messages == []
+            assert host.history(session).messages == []
             turn = await say(host, session, "hello")
             assert turn.text == "plain turn"
             assert session.prompt.get(SECTION) is None
@@ -569,7 +569,7 @@ async def test_only_the_owner_can_use_the_mcp_commands(
     assert ui.asked == []
     assert ui.deleted == ([4] if "abcdefgh12" in text else [])
     assert not store_path(session.workspace).exists()
-    assert session.history.messages == []
+    assert host.history(session).messages == []
 
 
 # One bad entry never takes the host down

@@ -337,8 +337,8 @@ async def test_a_mistyped_add_with_a_key_is_deleted_and_never_reaches_the_model(
     assert "SECRET123" not in reply.text
     assert ui.deleted == [11]
     assert script.seen == []
-    assert session.history.messages == []
-    assert not session.history.path.exists()
+    assert host.history(session).messages == []
+    assert not host.history(session).path.exists()
 
 
 @pytest.mark.anyio
@@ -426,7 +426,7 @@ async def test_a_sentence_sent_as_a_secret_answer_is_refused_and_nothing_is_save
     assert reply is not None
     assert reply.text == f"{refusal}, so nothing was saved. Try /mcp_add again."
     assert not store_path(session.workspace).exists()
-    assert session.history.messages == []
+    assert host.history(session).messages == []
 
 
 @pytest.mark.anyio
@@ -615,7 +615,7 @@ async def test_a_key_sent_after_the_secret_question_ended_is_deleted_and_never_r
         assert reply is not None and reply.kind == "command"
         assert reply.text.startswith("That message looks like a key, so it was not sent to the agent")
         assert 2 in ui.deleted
-        assert session.history.messages == []
+        assert host.history(session).messages == []
         assert not store_path(session.workspace).exists()
 
 
@@ -646,7 +646,7 @@ async def test_a_key_sent_while_a_turn_runs_is_deleted_at_once_and_never_reaches
             assert ui.deleted == [2]
             release.set()
     assert all(key not in text for text in seen)
-    assert key not in repr(session.history.messages)
+    assert key not in repr(host.history(session).messages)
 
 
 GHP = "ghp_" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2Y"

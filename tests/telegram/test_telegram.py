@@ -683,7 +683,7 @@ async def test_a_group_upgraded_to_a_supergroup_keeps_its_servers_history_and_wo
         await fake.wait_reply(old_id, "demo__whoami returned")
         old_session = await bot.host.session(f"telegram:{old_id}", owner="901")
         (old_session.workspace / "notes.txt").write_text("kept")
-        history = len(old_session.history)
+        history = len(bot.host.history(old_session))
         assert history > 0
 
         mark = fake.mark()
@@ -705,10 +705,10 @@ async def test_a_group_upgraded_to_a_supergroup_keeps_its_servers_history_and_wo
 
         session = await bot.host.session(f"telegram:{new_id}", owner="901")
         assert (session.workspace / "notes.txt").read_text() == "kept"
-        assert len(session.history) > history  # the old turns, and the new one
+        assert len(bot.host.history(session)) > history  # the old turns, and the new one
         # The old id holds nothing any more.
         assert not old_session.workspace.exists()
-        assert not old_session.history.path.exists()
+        assert not bot.host.history(old_session).path.exists()
 
     # Told once, though Telegram said it twice.
     assert len([t for t in fake.texts(new_id) if "is now a supergroup" in t]) == 1

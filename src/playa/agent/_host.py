@@ -1,19 +1,17 @@
-"""The host: chat sessions, extensions, commands and agent turns, tied together."""
+"""The host: answers a chat's messages, with a command or an agent turn over the chat's history."""
 
 from __future__ import annotations
 
-import gc
 import logging
 import math
-import os
-import traceback
 import uuid
-from collections.abc import Collection, Coroutine, Sequence
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal, Self
+from weakref import WeakKeyDictionary
 
 import anyio
 from pydantic_ai.exceptions import ModelAuthenticationError, ModelRequestTimeout, UserError
@@ -34,7 +32,6 @@ from ..core import (
     Redactor,
     Sender,
     ToolResult,
-    ToolResultEvent,
     ToolRules,
     classify,
     install_outbound_gate,
@@ -46,18 +43,17 @@ from ..core import (
 from ..exceptions import ConfigError, ToolError, UsageError
 from ._agent import SessionToolset, build_agent, model_content
 from ._context import ContextBudget, definition_tokens, estimate_tokens, latest_turns
+from ._extensions import ChatRedactors, Extensions
 from ._gate import GatedModel, GateLimits, GateMemory, gate_messages
 from ._history import History
 from ._offline import is_offline, offline_model
+from ._sessions import ChatSessions, ScopeMove
 from ._tool_search import ToolSearchLimits
 from ._turns import NOT_KEPT, ModelLimits, RunningTurns, key_refused
 
 __all__ = ["DEFAULT_PROMPT", "Host", "HostConfig", "Reply", "ScopeMove", "resolve_model"]
 
 logger = logging.getLogger(__name__)
-
-COLLECT_AFTER = 50
-"""Closed chats after which the host frees what they left in reference cycles (see ``_collect_closed``)."""
 
 DEFAULT_PROMPT = """\
 You are the agent of one chat in Playa. Answer the chat's messages helpfully and briefly.
@@ -126,11 +122,6 @@ class HostConfig:
             raise ConfigError("HostConfig.base_prompt is empty: give the agent a prompt, or keep the default")
 
 
-ScopeMove = Literal["moved", "nothing", "occupied"]
-"""What ``Host.move_scope`` did: moved the chat; found nothing to move (never used, or moved
-already); or moved nothing because the new scope already holds a chat of its own."""
-
-
 @dataclass(frozen=True, slots=True)
 class Reply:
     """What the host answers to one message; the front end shows it."""
@@ -154,8 +145,20 @@ def resolve_model(model: Model | str) -> Model:
         raise ConfigError(f"cannot use model {model!r}: {exc}") from None
 
 
+@dataclass(eq=False)
+class _Conversation:
+    """What the agent keeps of one chat session: its history, and the gate's verdicts on it."""
+
+    history: History
+    gate: GateMemory = field(default_factory=GateMemory)
+
+
 class Host:
-    """Runs chats: use ``async with Host(config, extensions) as host``."""
+    """Runs chats: use ``async with Host(config, extensions) as host``.
+
+    The open sessions (open, evict, move, close) are ``ChatSessions``'; the extensions' hooks are
+    called through ``Extensions``; the host answers each message, with a command or a turn.
+    """
 
     def __init__(self, config: HostConfig, extensions: Sequence[Extension] = ()) -> None:
         self.config = config
@@ -165,23 +168,13 @@ class Host:
         self._model = resolve_model(config.model)
         self.context = ContextBudget.for_model(self._model, config.context_tokens)
         self._agent = build_agent(config.tool_search)
-        self._env_secrets = config.env.denied_values()
-        outbound_secrets().add(self._env_secrets)
-        self._redactors: dict[str, tuple[tuple[Collection[str], ...], Redactor]] = {}
-        self._gate_memory: dict[str, GateMemory] = {}
-        self._sessions: dict[str, ChatSession] = {}
-        self._closing: dict[str, ChatSession] = {}
-        self._opening: dict[str, anyio.Event] = {}
-        """The chats whose session is being made, each with an event set when it is."""
-        self._closed_since_collect = 0
-        self._moving: dict[str, anyio.Event] = {}
-        """Scopes a move is under way from or to; set when it is done."""
-        self._move_lock = anyio.Lock()
-        self._session_lock = anyio.Lock()
-        self._hook_timeouts = {
-            id(extension): max(config.hook_timeout, extension.min_hook_timeout)
-            for extension in self.extensions
-        }
+        env_secrets = config.env.denied_values()
+        outbound_secrets().add(env_secrets)
+        self._redactors = ChatRedactors(self.extensions, env_secrets)
+        self._extensions = Extensions(self.extensions, config.hook_timeout, self._redactors)
+        self._sessions = ChatSessions(config.data_dir, self._new_session, self._extensions, self._redactors)
+        self._conversations: WeakKeyDictionary[ChatSession, _Conversation] = WeakKeyDictionary()
+        """The agent's side of each session, for as long as the session object lives."""
         self._stack: AsyncExitStack | None = None
         self._running = RunningTurns()
         self.commands.add(Command("help", "list the commands", self._help, owner_only=False, read_only=True))
@@ -199,9 +192,9 @@ class Host:
             # Run in reverse: sessions close while the eviction task may still finish its own
             # (shielded, bounded) closes; then it is stopped.
             stack.callback(tg.cancel_scope.cancel)
-            stack.push_async_callback(self._close_sessions)
+            stack.push_async_callback(self._sessions.close_all)
             if math.isfinite(self.config.session_idle):
-                tg.start_soon(self._evict_idle_sessions)
+                tg.start_soon(self._sessions.evict_idle_forever, self.config.session_idle)
             self._stack = stack.pop_all()
         return self
 
@@ -214,7 +207,7 @@ class Host:
 
     def hook_timeout(self, extension: Extension) -> float:
         """The bound on one hook of ``extension``: the config's, or longer if the extension needs it."""
-        return self._hook_timeouts[id(extension)]
+        return self._extensions.timeout(extension)
 
     # Sessions
 
@@ -224,36 +217,34 @@ class Host:
         Chats open side by side (a restarted bot meets many at once); two callers for one chat
         get the one session.
         """
-        while True:
-            await self._settled(scope)
-            if (session := self._sessions.get(scope)) is not None:
-                session.last_used = anyio.current_time()
-                return session
-            if (opening := self._opening.get(scope)) is None:
-                break
-            await opening.wait()
-        opened = self._opening[scope] = anyio.Event()
-        try:
-            session = await self._new_session(scope, owner)
-            async with self._session_lock:
-                self._sessions[scope] = session
-        finally:
-            del self._opening[scope]
-            opened.set()
-        await self._start(session)
-        return session
+        return await self._sessions.get(scope, owner)
 
-    async def _settled(self, scope: str) -> None:
-        """Wait until no move and no close of ``scope`` is under way."""
-        while True:
-            if (moving := self._moving.get(scope)) is not None:
-                await moving.wait()
-            elif (closing := self._closing.get(scope)) is not None:
-                # The chat's previous session is still closing: its extensions' state must be
-                # gone before a new session sets it up again.
-                await closing.closed.wait()
-            else:
-                return
+    async def move_scope(self, old_scope: str, new_scope: str, *, owner: str) -> ScopeMove:
+        """Move a chat to a new scope: a Telegram group upgraded to a supergroup gets a new id.
+
+        The old scope's session closes once its running turn ends; its workspace and history
+        folders become the new scope's; every extension re-binds what it sealed for the old
+        scope (``on_scope_move``); then the new session starts. Messages for either scope wait
+        meanwhile. When the new scope already holds files of its own nothing is moved, so
+        nothing is lost: ``"occupied"``.
+        """
+        return await self._sessions.move(old_scope, new_scope, owner)
+
+    @property
+    def open_sessions(self) -> int:
+        """How many chat sessions are open now."""
+        return len(self._sessions)
+
+    async def evict_idle(self, idle: float | None = None) -> int:
+        """Close the sessions that handled no message for ``idle`` seconds (default: the config's).
+
+        A session handling a message is never closed. Returns how many were closed.
+        """
+        return await self._sessions.evict_idle(self.config.session_idle if idle is None else idle)
+
+    def history(self, session: ChatSession) -> History:
+        """The chat's conversation as the agent keeps it (also of a session closed since)."""
+        return self._conversations[session].history
 
     async def _new_session(self, scope: str, owner: str) -> ChatSession:
         folder = scope_folder(scope)
@@ -266,167 +257,16 @@ class Host:
             scope=scope,
             owner=owner,
             workspace=workspace,
-            history=history,
             state_dir=state_dir,
             core_tools=frozenset(tool.name for tool in core),
             tool_rules=ToolRules.for_model(self._model),
         )
+        self._conversations[session] = _Conversation(history)
         session.redact = partial(self.redact, session)
         session.deliver_late = partial(self._deliver_late, session)
         for tool in core:
             session.tools.register(tool)
         return session
-
-    async def _start(self, session: ChatSession) -> None:
-        for extension in self.extensions:
-            await self._hook(session, extension, "SessionStart", extension.on_session_start(session))
-
-    async def move_scope(self, old_scope: str, new_scope: str, *, owner: str) -> ScopeMove:
-        """Move a chat to a new scope: a Telegram group upgraded to a supergroup gets a new id.
-
-        The old scope's session closes once its running turn ends; its workspace and history
-        folders become the new scope's; every extension re-binds what it sealed for the old
-        scope (``on_scope_move``); then the new session starts. Messages for either scope wait
-        meanwhile. When the new scope already holds files of its own nothing is moved, so
-        nothing is lost: ``"occupied"``.
-        """
-        if old_scope == new_scope:
-            return "nothing"
-        async with self._move_lock:
-            done = anyio.Event()
-            self._moving[old_scope] = self._moving[new_scope] = done
-            try:
-                for scope in (old_scope, new_scope):
-                    await self._close_for_move(scope)
-                outcome = await anyio.to_thread.run_sync(self._move_folders, old_scope, new_scope)
-                if outcome != "moved":
-                    return outcome
-                session = await self._new_session(new_scope, owner)
-                for extension in self.extensions:
-                    await self._hook(
-                        session, extension, "ScopeMove", extension.on_scope_move(old_scope, session)
-                    )
-                async with self._session_lock:
-                    self._sessions[new_scope] = session
-            finally:
-                del self._moving[old_scope], self._moving[new_scope]
-                done.set()
-        logger.info("chat %s moved to %s", old_scope, new_scope)
-        await self._start(session)
-        return "moved"
-
-    async def _close_for_move(self, scope: str) -> None:
-        while True:
-            if (closing := self._closing.get(scope)) is not None:
-                await closing.closed.wait()
-            elif (opening := self._opening.get(scope)) is not None:
-                await opening.wait()
-            else:
-                break
-        session = self._sessions.get(scope)
-        if session is None:
-            return
-        # The running turn ends first; later ones wait for the move.
-        async with session.turn_lock, self._session_lock:
-            if self._sessions.get(scope) is not session:
-                return
-            del self._sessions[scope]
-            self._closing[scope] = session
-        await self._close_all([session])
-
-    def _move_folders(self, old_scope: str, new_scope: str) -> ScopeMove:
-        pairs = [
-            (
-                self.config.data_dir / kind / scope_folder(old_scope),
-                self.config.data_dir / kind / scope_folder(new_scope),
-            )
-            for kind in ("workspaces", "sessions")
-        ]
-        pairs = [(old, new) for old, new in pairs if old.is_dir()]
-        if not pairs:
-            return "nothing"
-        if any(_holds_files(new) for _, new in pairs):
-            logger.warning(
-                "%s was not moved to %s: that chat already has files of its own", old_scope, new_scope
-            )
-            return "occupied"
-        for old, new in pairs:
-            _remove_empty_tree(new)
-            os.replace(old, new)
-        return "moved"
-
-    @property
-    def open_sessions(self) -> int:
-        """How many chat sessions are open now."""
-        return len(self._sessions)
-
-    async def evict_idle(self, idle: float | None = None) -> int:
-        """Close the sessions that handled no message for ``idle`` seconds (default: the config's).
-
-        A session handling a message is never closed. Returns how many were closed.
-        """
-        cutoff = anyio.current_time() - (self.config.session_idle if idle is None else idle)
-        async with self._session_lock:
-            idle_sessions = [
-                session
-                for session in self._sessions.values()
-                if session.busy == 0 and session.last_used <= cutoff and not session.turn_lock.locked()
-            ]
-            for session in idle_sessions:
-                del self._sessions[session.scope]
-                self._closing[session.scope] = session
-        if idle_sessions:
-            logger.info("closing %d idle sessions", len(idle_sessions))
-            await self._close_all(idle_sessions)
-            self._collect_closed(len(idle_sessions))
-        return len(idle_sessions)
-
-    def _collect_closed(self, closed: int) -> None:
-        """Free what closed chats left in reference cycles, once enough of them have closed.
-
-        A closed chat's objects (its tasks' frames, the agent run's graph, what they hold: its
-        redactor, its connections) sit in reference cycles, which only a full collection frees,
-        and the ``playa`` command's collector thresholds make those rare. Unfreed, a bot that
-        meets thousands of chats grows by each one it closed. A full collection costs in
-        proportion to what is open, so it runs once a quarter as many chats as are open (at least
-        COLLECT_AFTER) have closed: memory follows the open chats, at a bounded cost per chat.
-        """
-        self._closed_since_collect += closed
-        if self._closed_since_collect >= max(COLLECT_AFTER, len(self._sessions) // 4):
-            self._closed_since_collect = 0
-            gc.collect()
-
-    async def _evict_idle_sessions(self) -> None:
-        idle = self.config.session_idle
-        while True:
-            await anyio.sleep(min(max(idle / 4, 0.01), 60.0))
-            await self.evict_idle()
-
-    async def _close_sessions(self) -> None:
-        sessions = list(self._sessions.values())
-        self._sessions.clear()
-        await self._close_all(sessions)
-
-    async def _close_all(self, sessions: Sequence[ChatSession]) -> None:
-        """Run every session's SessionClose hooks, all sessions at once; each hook is bounded."""
-        # Shielded: a cancelled caller (shutdown) must not leave a session half closed, and
-        # every wait inside is bounded by a hook timeout.
-        with anyio.CancelScope(shield=True), outbound_secrets().releasing_together():
-            async with anyio.create_task_group() as tg:
-                for session in sessions:
-                    tg.start_soon(self._close_session, session)
-
-    async def _close_session(self, session: ChatSession) -> None:
-        try:
-            for extension in self.extensions:
-                await self._hook(session, extension, "SessionClose", extension.on_session_close(session))
-        finally:
-            session.closed.set()
-            self._redactors.pop(session.scope, None)
-            outbound_secrets().release(session)
-            self._gate_memory.pop(session.scope, None)
-            if self._closing.get(session.scope) is session:
-                del self._closing[session.scope]
 
     # Messages
 
@@ -435,7 +275,7 @@ class Host:
         inbound = classify(message.text, self.commands)
         if not inbound.text.strip():
             return None
-        if session.scope in self._moving or self._sessions.get(session.scope) is not session:
+        if not self._sessions.is_current(session):
             # Closed while idle (or being closed, or moved): the chat goes on in a reopened session.
             session = await self.session(session.scope, owner=session.owner)
         session.busy += 1
@@ -489,20 +329,17 @@ class Host:
             elif parsed.wants_help:
                 text = command.help
             else:
-                text = await self._run_command(
-                    session, command, CommandContext(session, message.sender, parsed.args, ui)
+                ctx = CommandContext(
+                    session, message.sender, parsed.args, ui, args_hold_key=inbound.args_hold_key
                 )
+                text = await self._run_command(session, command, ctx)
         return Reply(self.redact(session, "\n\n".join([text, *notes])), "command")
 
     def secret_deleted(self, session: ChatSession, sender: Sender, deleted: bool) -> None:
         """A message of ``sender`` that carries a secret was deleted from the chat, or could not be:
         each extension hears it (``on_secret_deleted``). Front ends that delete such a message
         themselves (an edit, a key sent on its own) call this too."""
-        for extension in self.extensions:
-            try:
-                extension.on_secret_deleted(session, sender, deleted)
-            except Exception as exc:  # boundary: an extension's failure is logged and contained
-                self._log_failure(session, f"{extension.id} SecretDeleted hook", exc)
+        self._extensions.secret_deleted(session, sender, deleted)
 
     async def _pasted_redirect(
         self, session: ChatSession, address: str, message: IncomingMessage, deleted: bool
@@ -512,15 +349,8 @@ class Host:
         if not message.sender.is_owner:
             return text + _REDIRECT_NOT_OWNER
         logger.info("a login's redirect address in %s from the owner", session.scope)
-        for extension in self.extensions:
-            try:
-                answer = await extension.on_login_redirect(session, message.sender, address)
-            except Exception as exc:  # boundary: an extension's failure is logged and contained
-                self._log_failure(session, f"{extension.id} login redirect", exc)
-                continue
-            if answer is not None:
-                return answer
-        return text + _REDIRECT_NO_LOGIN
+        answer = await self._extensions.login_redirect(session, message.sender, address)
+        return answer if answer is not None else text + _REDIRECT_NO_LOGIN
 
     async def _run_command(self, session: ChatSession, command: Command, ctx: CommandContext) -> str:
         try:
@@ -528,7 +358,7 @@ class Host:
         except UsageError as exc:
             return str(exc)
         except Exception as exc:  # boundary: a broken command must not take the chat down
-            self._log_failure(session, f"command /{command.name}", exc)
+            self._extensions.log_failure(session, f"command /{command.name}", exc)
             return f"Sorry, /{command.name} failed: {type(exc).__name__}: {exc}"
 
     async def _turn(self, session: ChatSession, text: str, ui: UI, sender: Sender) -> Reply:
@@ -538,15 +368,10 @@ class Host:
                 return await self._run_turn(session, text)
             finally:
                 session.turn_ui, session.turn_sender = None, None
-                for extension in self.extensions:
-                    try:
-                        extension.on_turn_end(session)
-                    except Exception as exc:  # boundary: an extension's failure is logged and contained
-                        self._log_failure(session, f"{extension.id} TurnEnd hook", exc)
+                self._extensions.turn_ended(session)
 
     async def _run_turn(self, session: ChatSession, text: str) -> Reply:
-        for extension in self.extensions:
-            await self._hook(session, extension, "BeforeAgentStart", extension.on_before_agent_start(session))
+        await self._extensions.before_agent_start(session)
         toolset = SessionToolset(
             session,
             self.call_tool,
@@ -555,12 +380,12 @@ class Host:
             context_tokens=self.context.tokens,
         )
         instructions = self.instructions(session)
-        history = self._window(session, text, instructions, toolset)
+        conversation = self._conversations[session]
+        history = _window(self.context, conversation.history, text, instructions, toolset, session.scope)
         limits = self.config.model_limits
         # The gate is the only model the agent has: no request can bypass it.
-        memory = self._gate_memory.setdefault(session.scope, GateMemory())
         model = GatedModel(
-            self._model, lambda: self.redactor(session), limits=self.config.limits, memory=memory
+            self._model, lambda: self.redactor(session), limits=self.config.limits, memory=conversation.gate
         )
         try:
             with self._running.run(session.scope) as running:
@@ -576,10 +401,10 @@ class Host:
             logger.warning("the model timed out in %s after %g s", session.scope, limits.timeout)
             return Reply(limits.timed_out(), "error")
         except ModelAuthenticationError as exc:
-            self._log_failure(session, "agent turn", exc)
+            self._extensions.log_failure(session, "agent turn", exc)
             return Reply(self.redact(session, f"{key_refused(self._model)}\n\n{NOT_KEPT}"), "error")
         except Exception as exc:  # boundary: a model or provider failure ends the turn, not the chat
-            self._log_failure(session, "agent turn", exc)
+            self._extensions.log_failure(session, "agent turn", exc)
             return Reply(
                 self.redact(session, f"The model failed: {type(exc).__name__}: {exc}\n\n{NOT_KEPT}"),
                 "error",
@@ -589,26 +414,13 @@ class Host:
         output = result.output
         try:
             # The history is written outside the sealed store: it gets what the model got.
-            await session.history.extend(
+            await conversation.history.extend(
                 gate_messages(result.new_messages(), self.redactor(session), self.config.limits)
             )
         except OSError as exc:
             logger.error("saving the history of %s failed: %s", session.scope, exc.strerror)
             output += f"\n\n(This turn could not be saved to the chat's history: {exc.strerror}.)"
         return Reply(self.redact(session, output), "agent")
-
-    def _window(
-        self, session: ChatSession, text: str, instructions: str, toolset: SessionToolset
-    ) -> list[ModelMessage]:
-        """The latest turns of the chat's history that fit the context with this turn's prompt."""
-        fixed = (
-            estimate_tokens(instructions) + estimate_tokens(text) + definition_tokens(toolset.definitions())
-        )
-        messages, sizes = session.history.sized()
-        window = latest_turns(messages, sizes, self.context.history_tokens(fixed))
-        if window.left_out:
-            logger.debug("%s: %d older messages left out of the request", session.scope, window.left_out)
-        return window.messages
 
     def instructions(self, session: ChatSession) -> str:
         """The base prompt and the chat's prompt sections (the gate redacts them on their way)."""
@@ -625,22 +437,7 @@ class Host:
             result = ToolResult.error(str(exc))
         except Exception as exc:  # boundary: a failing tool is information for the model, not a crash
             result = ToolResult.error(f"{name} failed: {type(exc).__name__}: {exc}")
-        return await self._result_hooks(session, name, arguments, result)
-
-    async def _result_hooks(
-        self, session: ChatSession, name: str, arguments: dict[str, Any], result: ToolResult
-    ) -> ToolResult:
-        """``result`` as every ToolResultEvent hook leaves it."""
-        event = ToolResultEvent(session=session, tool_name=name, arguments=arguments, result=result)
-        for extension in self.extensions:
-            # Not under hook_timeout: a result hook filters text and must not wait on anything,
-            # and a cancel scope per result would cost more than the filtering.
-            try:
-                await extension.on_tool_result(event)
-            except Exception as exc:  # boundary: fail closed, the hook may be the one removing credentials
-                self._log_failure(session, f"{extension.id} ToolResultEvent hook", exc)
-                event.result = ToolResult.error(f"the result of {name} was withheld: a result filter failed")
-        return event.result
+        return await self._extensions.tool_result(session, name, arguments, result)
 
     async def _deliver_late(self, session: ChatSession, late: LateResult) -> None:
         """A result that came after its turn: to the chat, and into the history for the next turn.
@@ -650,7 +447,7 @@ class Host:
         and the chat is shown that same text. It waits for a running turn to end, so the turn's
         messages stay together.
         """
-        result = await self._result_hooks(session, late.tool_name, late.arguments, late.result)
+        result = await self._extensions.tool_result(session, late.tool_name, late.arguments, late.result)
         call_id = f"late-{uuid.uuid4().hex[:16]}"
         content = model_content(result)
         head = f"{late.note}\n" + ("It failed: " if result.is_error else "")
@@ -672,7 +469,7 @@ class Host:
             shown += f"\n({len(result.media)} attachments, which the agent received)"
         async with session.turn_lock:
             try:
-                await session.history.extend(gated)
+                await self._conversations[session].history.extend(gated)
             except OSError as exc:
                 logger.error("saving a late result in %s failed: %s", session.scope, exc.strerror)
                 shown += f"\n\n(This could not be saved to the chat's history: {exc.strerror}.)"
@@ -685,56 +482,11 @@ class Host:
 
         Raises when an extension cannot say (callers fail closed).
         """
-        if session is None:
-            return self._redactor_for(None, ())
-        return self._redactor_for(
-            session, tuple(extension.credentials(session) for extension in self.extensions)
-        )
-
-    def _redactor_for(self, session: ChatSession | None, key: tuple[Collection[str], ...]) -> Redactor:
-        scope = session.scope if session is not None else ""
-        cached = self._redactors.get(scope)
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        secrets: set[str] = set(self._env_secrets)
-        for values in key:
-            secrets.update(values)
-        if session is not None:
-            # Until the session closes: then nothing of the chat's is left to log them.
-            outbound_secrets().hold(session, secrets)
-        redactor = Redactor(secrets)
-        self._redactors[scope] = (key, redactor)
-        return redactor
+        return self._redactors.redactor(session)
 
     def redact(self, session: ChatSession | None, text: str) -> str:
         """Text on its way out of the host for a chat (a reply, an error), every credential removed."""
-        try:
-            return self.redactor(session).redact(text)
-        except Exception as exc:  # boundary: fail closed, say nothing of the text
-            logger.error(
-                "redacting for %s failed: %s", session.scope if session else "the host", type(exc).__name__
-            )
-            return "[withheld: a filter failed]"
-
-    async def _hook(
-        self,
-        session: ChatSession,
-        extension: Extension,
-        hook: str,
-        call: Coroutine[Any, Any, None],
-    ) -> bool:
-        try:
-            with anyio.fail_after(self.hook_timeout(extension)):
-                await call
-        except Exception as exc:  # boundary: an extension's failure is logged and contained
-            self._log_failure(session, f"{extension.id} {hook} hook", exc)
-            return False
-        return True
-
-    def _log_failure(self, session: ChatSession, what: str, exc: BaseException) -> None:
-        # The traceback's messages may quote a credential, so it is logged only once redacted.
-        detail = self.redact(session, "".join(traceback.format_exception(exc)))
-        logger.error("%s failed in %s:\n%s", what, session.scope, detail)
+        return self._redactors.redact(session, text)
 
     # Built-in commands
 
@@ -748,20 +500,22 @@ class Host:
 
     async def _reset(self, ctx: CommandContext) -> str:
         async with ctx.session.turn_lock:
-            await ctx.session.history.clear()
+            await self._conversations[ctx.session].history.clear()
         return "This chat's conversation is forgotten."
 
 
-def _holds_files(folder: Path) -> bool:
-    """Whether ``folder`` holds anything but empty folders (a symbolic link counts; none is followed)."""
-    for root, dirs, files in os.walk(folder):
-        if files or any((Path(root) / name).is_symlink() for name in dirs):
-            return True
-    return False
-
-
-def _remove_empty_tree(folder: Path) -> None:
-    if not folder.exists():
-        return
-    for root, _, _ in os.walk(folder, topdown=False):
-        os.rmdir(root)
+def _window(
+    context: ContextBudget,
+    history: History,
+    text: str,
+    instructions: str,
+    toolset: SessionToolset,
+    scope: str,
+) -> list[ModelMessage]:
+    """The latest turns of the chat's history that fit the context with this turn's prompt."""
+    fixed = estimate_tokens(instructions) + estimate_tokens(text) + definition_tokens(toolset.definitions())
+    messages, sizes = history.sized()
+    window = latest_turns(messages, sizes, context.history_tokens(fixed))
+    if window.left_out:
+        logger.debug("%s: %d older messages left out of the request", scope, window.left_out)
+    return window.messages

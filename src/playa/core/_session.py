@@ -1,11 +1,11 @@
-"""A chat session: one chat's scope, owner, workspace, history, tools and prompt sections."""
+"""A chat session: one chat's scope, owner, workspace, tools and prompt sections."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
@@ -14,10 +14,6 @@ from ._registry import ToolRegistry
 from ._schemas import ToolRules
 from ._tools import ToolResult
 from ._ui import UI, Sender
-
-if TYPE_CHECKING:
-    # The agent's type (pydantic-ai messages): a session, and every extension, loads no model library.
-    from ..agent._history import History
 
 __all__ = ["ChatSession", "LateResult"]
 
@@ -45,7 +41,10 @@ class LateResult:
 
 @dataclass(eq=False)
 class ChatSession:
-    """Everything one chat owns. Chats never share any of it."""
+    """Everything one chat owns that extensions and front ends see. Chats never share any of it.
+
+    The chat's conversation (its history) is the agent's: ``Host.history(session)``.
+    """
 
     scope: str
     """``console:<name>`` or ``telegram:<chat_id>``: bound into everything the chat stores."""
@@ -53,7 +52,6 @@ class ChatSession:
     """The owner's identity as the front end knows it."""
     workspace: Path
     """The agent's folder; its workspace tools cannot leave it."""
-    history: History
     state_dir: Path | None = None
     """The chat's private folder outside the workspace (``<data_dir>/sessions/<scope folder>``),
     where the host and extensions keep what the agent must not reach; None when the host has none."""

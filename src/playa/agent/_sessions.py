@@ -1,0 +1,242 @@
+"""The open chats: a session per chat, opened on first use, closed when idle, moved, closed at shutdown."""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Literal
+
+import anyio
+
+from ..core import ChatSession, outbound_secrets, scope_folder
+from ._extensions import ChatRedactors, Extensions
+
+__all__ = ["COLLECT_AFTER", "ChatSessions", "ScopeMove"]
+
+logger = logging.getLogger(__name__)
+
+COLLECT_AFTER = 50
+"""Closed chats after which the host frees what they left in reference cycles (see ``_collect_closed``)."""
+
+ScopeMove = Literal["moved", "nothing", "occupied"]
+"""What ``Host.move_scope`` did: moved the chat; found nothing to move (never used, or moved
+already); or moved nothing because the new scope already holds a chat of its own."""
+
+
+class ChatSessions:
+    """The host's open chat sessions, each opened once, closed once, and never two for one chat.
+
+    ``make`` builds a chat's session (its folders, history and tools) without running a hook; the
+    extensions' hooks run here, around it: SessionStart once it is open, ScopeMove when it moved,
+    SessionClose when it closes.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        make: Callable[[str, str], Awaitable[ChatSession]],
+        extensions: Extensions,
+        redactors: ChatRedactors,
+    ) -> None:
+        self._data_dir = data_dir
+        self._make = make
+        self._extensions = extensions
+        self._redactors = redactors
+        self._sessions: dict[str, ChatSession] = {}
+        self._closing: dict[str, ChatSession] = {}
+        self._opening: dict[str, anyio.Event] = {}
+        """The chats whose session is being made, each with an event set when it is."""
+        self._moving: dict[str, anyio.Event] = {}
+        """Scopes a move is under way from or to; set when it is done."""
+        self._move_lock = anyio.Lock()
+        self._lock = anyio.Lock()
+        self._closed_since_collect = 0
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def is_current(self, session: ChatSession) -> bool:
+        """Whether ``session`` is its chat's open session (not closed, closing nor being moved)."""
+        return session.scope not in self._moving and self._sessions.get(session.scope) is session
+
+    async def get(self, scope: str, owner: str) -> ChatSession:
+        """The session of a chat, started (SessionStart hooks) on first use or after it was closed.
+
+        Chats open side by side (a restarted bot meets many at once); two callers for one chat
+        get the one session.
+        """
+        while True:
+            await self._settled(scope)
+            if (session := self._sessions.get(scope)) is not None:
+                session.last_used = anyio.current_time()
+                return session
+            if (opening := self._opening.get(scope)) is None:
+                break
+            await opening.wait()
+        opened = self._opening[scope] = anyio.Event()
+        try:
+            session = await self._make(scope, owner)
+            async with self._lock:
+                self._sessions[scope] = session
+        finally:
+            del self._opening[scope]
+            opened.set()
+        await self._extensions.session_started(session)
+        return session
+
+    async def _settled(self, scope: str) -> None:
+        """Wait until no move and no close of ``scope`` is under way."""
+        while True:
+            if (moving := self._moving.get(scope)) is not None:
+                await moving.wait()
+            elif (closing := self._closing.get(scope)) is not None:
+                # The chat's previous session is still closing: its extensions' state must be
+                # gone before a new session sets it up again.
+                await closing.closed.wait()
+            else:
+                return
+
+    async def move(self, old_scope: str, new_scope: str, owner: str) -> ScopeMove:
+        """Move a chat to a new scope (see ``Host.move_scope``)."""
+        if old_scope == new_scope:
+            return "nothing"
+        async with self._move_lock:
+            done = anyio.Event()
+            self._moving[old_scope] = self._moving[new_scope] = done
+            try:
+                for scope in (old_scope, new_scope):
+                    await self._close_for_move(scope)
+                outcome = await anyio.to_thread.run_sync(self._move_folders, old_scope, new_scope)
+                if outcome != "moved":
+                    return outcome
+                session = await self._make(new_scope, owner)
+                await self._extensions.scope_moved(old_scope, session)
+                async with self._lock:
+                    self._sessions[new_scope] = session
+            finally:
+                del self._moving[old_scope], self._moving[new_scope]
+                done.set()
+        logger.info("chat %s moved to %s", old_scope, new_scope)
+        await self._extensions.session_started(session)
+        return "moved"
+
+    async def _close_for_move(self, scope: str) -> None:
+        while True:
+            if (closing := self._closing.get(scope)) is not None:
+                await closing.closed.wait()
+            elif (opening := self._opening.get(scope)) is not None:
+                await opening.wait()
+            else:
+                break
+        session = self._sessions.get(scope)
+        if session is None:
+            return
+        # The running turn ends first; later ones wait for the move.
+        async with session.turn_lock, self._lock:
+            if self._sessions.get(scope) is not session:
+                return
+            del self._sessions[scope]
+            self._closing[scope] = session
+        await self._close_all([session])
+
+    def _move_folders(self, old_scope: str, new_scope: str) -> ScopeMove:
+        pairs = [
+            (self._data_dir / kind / scope_folder(old_scope), self._data_dir / kind / scope_folder(new_scope))
+            for kind in ("workspaces", "sessions")
+        ]
+        pairs = [(old, new) for old, new in pairs if old.is_dir()]
+        if not pairs:
+            return "nothing"
+        if any(_holds_files(new) for _, new in pairs):
+            logger.warning(
+                "%s was not moved to %s: that chat already has files of its own", old_scope, new_scope
+            )
+            return "occupied"
+        for old, new in pairs:
+            _remove_empty_tree(new)
+            os.replace(old, new)
+        return "moved"
+
+    async def evict_idle(self, idle: float) -> int:
+        """Close the sessions that handled no message for ``idle`` seconds; never a busy one.
+
+        Returns how many were closed.
+        """
+        cutoff = anyio.current_time() - idle
+        async with self._lock:
+            idle_sessions = [
+                session
+                for session in self._sessions.values()
+                if session.busy == 0 and session.last_used <= cutoff and not session.turn_lock.locked()
+            ]
+            for session in idle_sessions:
+                del self._sessions[session.scope]
+                self._closing[session.scope] = session
+        if idle_sessions:
+            logger.info("closing %d idle sessions", len(idle_sessions))
+            await self._close_all(idle_sessions)
+            self._collect_closed(len(idle_sessions))
+        return len(idle_sessions)
+
+    def _collect_closed(self, closed: int) -> None:
+        """Free what closed chats left in reference cycles, once enough of them have closed.
+
+        A closed chat's objects (its tasks' frames, the agent run's graph, what they hold: its
+        redactor, its connections) sit in reference cycles, which only a full collection frees,
+        and the ``playa`` command's collector thresholds make those rare. Unfreed, a bot that
+        meets thousands of chats grows by each one it closed. A full collection costs in
+        proportion to what is open, so it runs once a quarter as many chats as are open (at least
+        COLLECT_AFTER) have closed: memory follows the open chats, at a bounded cost per chat.
+        """
+        self._closed_since_collect += closed
+        if self._closed_since_collect >= max(COLLECT_AFTER, len(self._sessions) // 4):
+            self._closed_since_collect = 0
+            gc.collect()
+
+    async def evict_idle_forever(self, idle: float) -> None:
+        """Close idle sessions, checking a few times per ``idle`` period (at most a minute apart)."""
+        while True:
+            await anyio.sleep(min(max(idle / 4, 0.01), 60.0))
+            await self.evict_idle(idle)
+
+    async def close_all(self) -> None:
+        """Close every open session (shutdown)."""
+        sessions = list(self._sessions.values())
+        self._sessions.clear()
+        await self._close_all(sessions)
+
+    async def _close_all(self, sessions: Sequence[ChatSession]) -> None:
+        """Run every session's SessionClose hooks, all sessions at once; each hook is bounded."""
+        # Shielded: a cancelled caller (shutdown) must not leave a session half closed, and
+        # every wait inside is bounded by a hook timeout.
+        with anyio.CancelScope(shield=True), outbound_secrets().releasing_together():
+            async with anyio.create_task_group() as tg:
+                for session in sessions:
+                    tg.start_soon(self._close_session, session)
+
+    async def _close_session(self, session: ChatSession) -> None:
+        try:
+            await self._extensions.session_closing(session)
+        finally:
+            session.closed.set()
+            self._redactors.forget(session)
+            if self._closing.get(session.scope) is session:
+                del self._closing[session.scope]
+
+
+def _holds_files(folder: Path) -> bool:
+    """Whether ``folder`` holds anything but empty folders (a symbolic link counts; none is followed)."""
+    for root, dirs, files in os.walk(folder):
+        if files or any((Path(root) / name).is_symlink() for name in dirs):
+            return True
+    return False
+
+
+def _remove_empty_tree(folder: Path) -> None:
+    if not folder.exists():
+        return
+    for root, _, _ in os.walk(folder, topdown=False):
+        os.rmdir(root)
