@@ -72,6 +72,9 @@ class CommandContext:
     sender: Sender
     args: str
     ui: UI
+    args_hold_key: bool = field(kw_only=True)
+    """Whether a word of ``args`` looks like a key: the classifier's finding (``Inbound``), so a
+    handler never quotes it, and need not ask again."""
 
     @property
     def is_owner(self) -> bool:

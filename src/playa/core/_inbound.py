@@ -61,6 +61,9 @@ class Inbound:
     person is pointed to the command), and for an unknown command (its reply names this one)."""
     masked_text: str | None = None
     """The message with its well-known keys masked (:func:`mask_known_keys`), when it had any."""
+    args_hold_key: bool = False
+    """A word of the command's arguments looks like a key (``holds_key``): what the command's
+    handler is told (``CommandContext.args_hold_key``), so it quotes none of them."""
 
     @property
     def model_text(self) -> str:
@@ -96,8 +99,8 @@ def classify(text: str, commands: CommandRouter) -> Inbound:
     parsed = parse_command(normal)
     if parsed is not None:
         command = commands.get(parsed.name)
-        secret = holds_key(parsed.args)
-        secret = secret or oauth_redirect(parsed.args) is not None
+        keyed = holds_key(parsed.args)
+        secret = keyed or oauth_redirect(parsed.args) is not None
         if command is not None:
             secret = secret or command.carries_secret(parsed.args)
         else:
@@ -107,7 +110,7 @@ def classify(text: str, commands: CommandRouter) -> Inbound:
                 secret or parsed.name.startswith("mcp") or (near is not None and _carries_key(near, commands))
             )
             return Inbound(normal, parsed, secret, False, near_command=near[0] if near else None)
-        return Inbound(normal, parsed, secret, credential_shaped=False)
+        return Inbound(normal, parsed, secret, credential_shaped=False, args_hold_key=keyed)
     shaped = only_a_credential(normal)
     redirect = None if shaped else oauth_redirect(normal)
     near = None if shaped or redirect is not None else _near_command(normal, commands)
