@@ -26,7 +26,6 @@ from pydantic import Field
 
 from servers.python_servers import serve_mcp
 from support import canary
-from support.leaks import leaks
 from support.providers import serve_provider, text, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -78,11 +77,6 @@ def turning_server() -> MCPServer:
     return server
 
 
-def leaked(data: bytes | str) -> list[str]:
-    """What ``data`` shows of the token, a piece of it included."""
-    return leaks(KEY, data, pieces=True)
-
-
 @pytest.mark.parametrize("level", ["DEBUG", "WARNING"])
 async def test_a_server_that_turns_hostile_after_the_add_leaks_the_token_nowhere(
     tmp_path: Path, level: str
@@ -131,9 +125,4 @@ async def test_a_server_that_turns_hostile_after_the_add_leaks_the_token_nowhere
         assert "hostile__titled" not in request.tool_names and "hostile__shaped" not in request.tool_names
 
     # The oracle: every request body, all of stderr, every line printed, every file.
-    for request in provider.requests:
-        assert leaked(request.raw) == [], request.raw[:2000]
-    assert leaked(err) == [], [line for line in err.splitlines() if leaked(line)][:5]
-    assert leaked(out) == [], [line for line in out.splitlines() if leaked(line)][:5]
-    for path, data in canary.files_under(tmp_path):
-        assert leaked(data) == [], path
+    canary.assert_nothing_leaked(canary.leaked_of(KEY), provider=provider, logs=[err, out], folder=tmp_path)

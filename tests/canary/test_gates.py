@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 import subprocess
 import uuid
-from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -46,7 +44,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from servers.python_servers import RunningServer, TaskServer, buffered, json_or_none, serve_asgi
 from support import canary
-from support.leaks import leaks
+from support.canary import GHP, IN_PROSE, LOW_HEX
 from support.providers import ProviderServer, serve_provider, text, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -56,19 +54,8 @@ OTHER = "q/" + base64.b64encode(uuid.uuid4().bytes).decode().rstrip("=") + "+z/9
 URL_KEY = "uk_" + uuid.uuid4().hex  # a key inside a server's URL
 SHORT = "Zq7Xw3K"  # a bearer token under the 8-character floor: refused, so never redacted
 UNSEEN = "sk-proj-" + uuid.uuid4().hex  # a key the owner sends once, never given to a server
-
-
-def _low_entropy_hex() -> str:
-    """A random 32-digit hex key under 3.5 bits a character, as a fifth of them are."""
-    while True:
-        key = uuid.uuid4().hex
-        if -sum(n / 32 * math.log2(n / 32) for n in Counter(key).values()) < 3.5:
-            return key
-
-
-GHP = "ghp_" + uuid.uuid4().hex + "Zq"  # a key where a tool's name goes, and in near-commands
-LOW_HEX = _low_entropy_hex()  # a key where a server's name goes
-IN_PROSE = "github_pat_11" + uuid.uuid4().hex.upper() + "_" + uuid.uuid4().hex  # a key in a sentence
+# And the careless owner's keys: GHP where a tool's name goes and in near-commands, LOW_HEX where a
+# server's name goes, IN_PROSE in a sentence.
 CREDENTIALS = (KEY, OTHER, URL_KEY, UNSEEN, GHP, LOW_HEX, IN_PROSE)
 
 
@@ -246,11 +233,6 @@ async def hostile_mcp() -> AsyncIterator[tuple[RunningServer, RunningServer]]:
         yield running, task_server
 
 
-def leaked(data: bytes | str) -> list[str]:
-    """What ``data`` shows of any of the credentials, a piece of one included."""
-    return leaks(CREDENTIALS, data, pieces=True)
-
-
 TOOL_TURNS = [*RESULTS, *ERRORS, *HEADERS, "malformed_sse", "progress", "fine"]
 
 
@@ -360,12 +342,9 @@ async def test_no_credential_reaches_the_model_a_log_a_reply_or_a_file(tmp_path:
     assert any(b"the report: [redacted] and [redacted]" in data for _, data in canary.files_under(tmp_path))
 
     # The oracle: every request body the provider received, all of stderr, every reply, every file.
-    for request in provider.requests:
-        assert leaked(request.raw) == [], request.raw[:2000]
-    assert leaked(err) == [], [line for line in err.splitlines() if leaked(line)][:5]
-    assert leaked(out) == [], [line for line in out.splitlines() if leaked(line)][:5]
-    for path, data in canary.files_under(tmp_path):
-        assert leaked(data) == [], path
+    canary.assert_nothing_leaked(
+        canary.leaked_of(CREDENTIALS), provider=provider, logs=[err, out], folder=tmp_path
+    )
 
     # A key on its own never reached the model; hidden commands were commands.
     bodies = b"".join(request.raw for request in provider.requests)

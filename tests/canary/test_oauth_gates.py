@@ -15,57 +15,26 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import re
-import sys
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-import anyio
 import httpx2
 import pytest
-from anyio.abc import Process
-from anyio.streams.text import TextReceiveStream
 from mcp.client.auth import PKCEParameters
 
 from playa.mcp_remote import ServerStore
 from playa.mcp_remote.store import Sealer
 from servers.echo_oauth import echo_oauth_server
 from servers.oidc import STATIC_CLIENT_ID, authorization_server
+from support.canary import HOST_SECRET, console_process, files_under
 from support.leaks import leaks
 from support.oauth import protected_server, sign_in_elsewhere
-from support.providers import serve_provider, text, tool_call
+from support.providers import ProviderServer, serve_provider, text, tool_call
 
-HOST_SECRET = "canary-host-secret-" + "o" * 20
 SCOPE = "console:default"
-WAIT = 60.0
+NO_PROXY = {"NO_PROXY": "*"}
 _VERIFIER_RUN = re.compile(r"[A-Za-z0-9\-._~]{128,}")
-
-
-class Console:
-    """A ``playa chat`` process: lines in, and its stdout gathered, waited on by content."""
-
-    def __init__(self, process: Process) -> None:
-        self.process = process
-        self.out = ""
-        self._grew = anyio.Event()
-
-    async def read(self) -> None:
-        assert self.process.stdout is not None
-        async for chunk in TextReceiveStream(self.process.stdout):
-            self.out += chunk
-            self._grew.set()
-            self._grew = anyio.Event()
-
-    async def say(self, line: str) -> None:
-        assert self.process.stdin is not None
-        await self.process.stdin.send((line + "\n").encode())
-
-    async def wait_for(self, pattern: str, *, after: int = 0) -> re.Match[str]:
-        with anyio.fail_after(WAIT):
-            while (found := re.compile(pattern, re.MULTILINE).search(self.out, after)) is None:
-                await self._grew.wait()
-        return found
 
 
 def verifier_in(text: str, challenge: str) -> bool:
@@ -79,34 +48,32 @@ def verifier_in(text: str, challenge: str) -> bool:
     return False
 
 
+def channels_of(out: str, err: str, provider: ProviderServer, data_dir: Path) -> dict[str, str]:
+    """Every channel of a run, by name: stdout, stderr, each model request, each file but the
+    sealed store."""
+    return {
+        "stdout": out,
+        "stderr": err,
+        **{f"model request {i}": r.raw.decode("latin-1") for i, r in enumerate(provider.requests)},
+        **{
+            str(path): data.decode("latin-1")
+            for path, data in files_under(data_dir)
+            if path.name != "servers.json"
+        },
+    }
+
+
 @pytest.mark.anyio
 @pytest.mark.npm
 async def test_no_oauth_secret_reaches_the_model_a_log_a_reply_or_a_file(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("PLAYA_", "MCP_", "OPENAI_"))},
-        "MCP_ENCRYPTION_SECRET": HOST_SECRET,
-        "OPENAI_API_KEY": "test-provider-key",
-        "PLAYA_LOG_LEVEL": "DEBUG",
-        "PLAYA_CONNECT_TIMEOUT": "20",
-        "NO_PROXY": "*",
-    }
     async with (
         authorization_server() as auth,
         protected_server(auth) as mcp,
         serve_provider() as provider,
     ):
-        env["OPENAI_BASE_URL"] = provider.url
         provider.script(tool_call("linear__whoami", {}), text("noted"))
-        command = [sys.executable, "-m", "playa", "chat", "--data-dir", str(data_dir)]
-        process = await anyio.open_process(
-            [*command, "--model", "openai-chat:gpt-5"],
-            env=env,
-            stderr=(tmp_path / "stderr.log").open("wb"),
-        )
-        async with process, anyio.create_task_group() as tg:
-            console = Console(process)
-            tg.start_soon(console.read)
+        async with console_process(data_dir, provider, tmp_path / "stderr.log", NO_PROXY) as console:
             await console.say(f"/mcp_add linear {mcp.url} --client-id {STATIC_CLIENT_ID} --client-secret")
             await console.wait_for("Send the client secret for linear")
             await console.say(auth.static_secret)
@@ -134,23 +101,11 @@ async def test_no_oauth_secret_reaches_the_model_a_log_a_reply_or_a_file(tmp_pat
             mark = len(console.out)
             await console.say("/mcp_remove linear")
             await console.wait_for("Its tokens were revoked", after=mark)
-            assert process.stdin is not None
-            await process.stdin.aclose()
-            with anyio.fail_after(WAIT):
-                assert await process.wait() == 0
+            assert await console.end() == 0
     out, err = console.out, (tmp_path / "stderr.log").read_text(errors="replace")
     assert "DEBUG httpx2" in err or "DEBUG httpcore" in err  # the libraries did log at DEBUG
     assert provider.pending == 0 and len(provider.requests) >= 2
-    channels = {
-        "stdout": out,
-        "stderr": err,
-        **{f"model request {i}": r.raw.decode("latin-1") for i, r in enumerate(provider.requests)},
-        **{
-            str(p): p.read_bytes().decode("latin-1")
-            for p in data_dir.rglob("*")
-            if p.is_file() and p.name != "servers.json"
-        },
-    }
+    channels = channels_of(out, err, provider, data_dir)
     for where, seen in channels.items():
         assert leaks({*tokens, code, auth.static_secret}, seen) == [], where
     for where, seen in channels.items():
@@ -172,26 +127,9 @@ async def test_a_server_that_echoes_the_code_and_the_verifier_and_a_pasted_redir
     """The login's own secrets (the code, the PKCE verifier, the state), echoed by a server that is
     its own authorization server, after the owner pasted the redirect address as a plain line."""
     data_dir = tmp_path / "data"
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("PLAYA_", "MCP_", "OPENAI_"))},
-        "MCP_ENCRYPTION_SECRET": HOST_SECRET,
-        "OPENAI_API_KEY": "test-provider-key",
-        "PLAYA_LOG_LEVEL": "DEBUG",
-        "PLAYA_CONNECT_TIMEOUT": "20",
-        "NO_PROXY": "*",
-    }
     async with echo_oauth_server() as server, serve_provider() as provider:
-        env["OPENAI_BASE_URL"] = provider.url
         provider.script(tool_call("echo__login_secrets", {}), text("noted"))
-        command = [sys.executable, "-m", "playa", "chat", "--data-dir", str(data_dir)]
-        process = await anyio.open_process(
-            [*command, "--model", "openai-chat:gpt-5"],
-            env=env,
-            stderr=(tmp_path / "stderr.log").open("wb"),
-        )
-        async with process, anyio.create_task_group() as tg:
-            console = Console(process)
-            tg.start_soon(console.read)
+        async with console_process(data_dir, provider, tmp_path / "stderr.log", NO_PROXY) as console:
             await console.say(f"/mcp_add echo {server.url}")
             link = (await console.wait_for(rf"^{re.escape(server.issuer)}/authorize\?\S+$")).group(0)
             async with httpx2.AsyncClient() as browser:
@@ -205,24 +143,13 @@ async def test_a_server_that_echoes_the_code_and_the_verifier_and_a_pasted_redir
             mark = len(console.out)
             await console.say("what did the server learn of the login?")
             await console.wait_for("noted", after=mark)
-            assert process.stdin is not None
-            await process.stdin.aclose()
-            with anyio.fail_after(WAIT):
-                assert await process.wait() == 0
+            assert await console.end() == 0
     out, err = console.out, (tmp_path / "stderr.log").read_text(errors="replace")
     assert provider.pending == 0
     # The tool's result reached the model, with the secrets in it redacted.
     assert any("code=[redacted] verifier=[redacted]" in r.raw.decode() for r in provider.requests)
-    channels = {
-        "stdout": out[out.index("Playa received the login") :],  # the link above carries the state
-        "stderr": err,
-        **{f"model request {i}": r.raw.decode("latin-1") for i, r in enumerate(provider.requests)},
-        **{
-            str(p): p.read_bytes().decode("latin-1")
-            for p in data_dir.rglob("*")
-            if p.is_file() and p.name != "servers.json"
-        },
-    }
+    # The link above carries the state: stdout counts from the login on.
+    channels = channels_of(out[out.index("Playa received the login") :], err, provider, data_dir)
     assert server.codes and server.verifiers
     for where, seen in channels.items():
         assert leaks({*server.secrets, state}, seen) == [], where

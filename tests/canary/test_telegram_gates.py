@@ -15,9 +15,7 @@ under the data dir holds the token in any form :mod:`support.leaks` finds, nor a
 from __future__ import annotations
 
 import json
-import math
 import uuid
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +28,7 @@ from tests.telegram.process import run_bot_process, stopped
 
 from servers.python_servers import serve_asgi, serve_mcp
 from support import canary
-from support.leaks import leaks
+from support.canary import GHP, IN_PROSE, LOW_HEX
 from support.providers import serve_provider, text
 
 pytestmark = pytest.mark.anyio
@@ -94,9 +92,12 @@ def asking_server() -> MCPServer:
     return server
 
 
-def leaked(data: bytes | str) -> list[str]:
-    """What ``data`` shows of the token, a piece of it included."""
-    return leaks(KEY, data, pieces=True)
+def bot_api_requests(fake: FakeBotApi, *, ensure_ascii: bool) -> list[tuple[object, str]]:
+    """Each request the bot sent the Bot API, as JSON, with its method and parameters to show."""
+    return [
+        ((call.method, call.params), json.dumps(call.params, ensure_ascii=ensure_ascii))
+        for call in fake.calls
+    ]
 
 
 async def test_a_hostile_question_leaks_the_token_into_no_bot_api_request_log_line_or_file(
@@ -136,37 +137,16 @@ async def test_a_hostile_question_leaks_the_token_into_no_bot_api_request_log_li
     assert "Note: [redacted] (default)" in sent and "☑ Keep [redacted]?" in sent
 
     # The oracle: every Bot API request (texts, keyboards, callback data), the log, the files.
-    for call in fake.calls:
-        assert leaked(json.dumps(call.params, ensure_ascii=False)) == [], (call.method, call.params)
-        assert leaked(json.dumps(call.params)) == [], (call.method, call.params)
     log = stderr.read_text(errors="replace")
     assert "DEBUG" in log
-    assert leaked(log) == [], [line for line in log.splitlines() if leaked(line)][:5]
-    for path, data in canary.files_under(data_dir):
-        assert leaked(data) == [], path
+    sent = [*bot_api_requests(fake, ensure_ascii=False), *bot_api_requests(fake, ensure_ascii=True)]
+    canary.assert_nothing_leaked(canary.leaked_of(KEY), sent=sent, logs=[log], folder=data_dir)
 
 
-def _low_entropy_hex() -> str:
-    """A random 32-digit hex key under 3.5 bits a character: a fifth of them are."""
-    while True:
-        key = uuid.uuid4().hex
-        counts = Counter(key)
-        if -sum(n / 32 * math.log2(n / 32) for n in counts.values()) < 3.5:
-            return key
-
-
-GHP = "ghp_" + uuid.uuid4().hex + "Zq"  # a well-known key format
-LOW_HEX = _low_entropy_hex()
-IN_PROSE = "github_pat_11" + uuid.uuid4().hex.upper() + "_" + uuid.uuid4().hex
 IN_GROUP = f"xoxb-{uuid.uuid4().int % 10**12:012d}-{uuid.uuid4().int % 10**13:013d}-{uuid.uuid4().hex[:24]}"
 CARELESS = (GHP, LOW_HEX, IN_PROSE, IN_GROUP)
 GROUP = -700
 MEMBER = 4502
-
-
-def careless_leaks(data: bytes | str) -> list[str]:
-    """What ``data`` shows of the keys sent carelessly, a piece of one included."""
-    return leaks(CARELESS, data, pieces=True)
 
 
 async def test_keys_in_flags_near_commands_and_sentences_reach_no_model_request_bot_api_request_log_or_file(
@@ -236,11 +216,10 @@ async def test_keys_in_flags_near_commands_and_sentences_reach_no_model_request_
     assert b"hey, try [redacted] on the staging box" in provider.requests[1].raw
     assert not any(store.name == "servers.json" for store, _ in canary.files_under(data_dir))
     # The oracle: every model request, every Bot API request, the log, the files.
-    for request in provider.requests:
-        assert careless_leaks(request.raw) == [], request.raw[:2000]
-    for call in fake.calls:
-        assert careless_leaks(json.dumps(call.params, ensure_ascii=False)) == [], (call.method, call.params)
-    log = stderr.read_text(errors="replace")
-    assert careless_leaks(log) == [], [line for line in log.splitlines() if careless_leaks(line)][:5]
-    for path, data in canary.files_under(data_dir):
-        assert careless_leaks(data) == [], path
+    canary.assert_nothing_leaked(
+        canary.leaked_of(CARELESS),
+        provider=provider,
+        sent=bot_api_requests(fake, ensure_ascii=False),
+        logs=[stderr.read_text(errors="replace")],
+        folder=data_dir,
+    )
