@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
@@ -36,7 +37,20 @@ pytestmark = pytest.mark.anyio
 TOKEN = "123456789:AAHcanaryTokenForTestsOnly0123456789ab"
 KEY = "sk-canary-" + uuid.uuid4().hex
 OWNER = 4501
-WAIT = 60.0
+CHAT, OWNER_USER = private_chat(OWNER), user(OWNER)
+WAIT = canary.WAIT
+
+
+@pytest.fixture
+def fake() -> FakeBotApi:
+    """The Bot API the bot process talks to."""
+    return FakeBotApi(TOKEN)
+
+
+@pytest.fixture
+def stderr(tmp_path: Path) -> Path:
+    """Where the bot process logs."""
+    return tmp_path / "stderr.log"
 
 
 def hostile_form() -> dict[str, Any]:
@@ -101,31 +115,29 @@ def bot_api_requests(fake: FakeBotApi, *, ensure_ascii: bool) -> list[tuple[obje
 
 
 async def test_a_hostile_question_leaks_the_token_into_no_bot_api_request_log_line_or_file(
-    tmp_path: Path,
+    fake: FakeBotApi, data_dir: Path, stderr: Path
 ) -> None:
-    fake = FakeBotApi(TOKEN)
-    stderr = tmp_path / "stderr.log"
-    data_dir = tmp_path / "data"
-    chat, owner = private_chat(OWNER), user(OWNER)
     async with (
         serve_asgi(fake.app()) as api,
         serve_mcp(asking_server(), protocols="handshake", bearer=KEY) as mcp,
         run_bot_process(TOKEN, api.url, data_dir, stderr) as process,
     ):
         await fake.wait_call("getUpdates", timeout=WAIT)
-        fake.send(chat, f"/mcp_add hostile {mcp.url} --bearer {KEY}", sender=owner)
+        fake.send(CHAT, f"/mcp_add hostile {mcp.url} --bearer {KEY}", sender=OWNER_USER)
         await fake.wait_reply(OWNER, "Added hostile", timeout=WAIT)
 
-        fake.send(chat, "hostile__ask {}", sender=owner)
+        fake.send(CHAT, "hostile__ask {}", sender=OWNER_USER)
         shown = await fake.wait_reply(OWNER, "hostile asks: I got [redacted]", timeout=WAIT)
         buttons = shown.labels
         assert "☐ Keep [redacted]?" in buttons, buttons
         # A tick edits the question in place; then the defaults are accepted.
         mark = fake.mark()
-        fake.press(shown, "☐ Keep [redacted]?", sender=owner)
+        fake.press(shown, "☐ Keep [redacted]?", sender=OWNER_USER)
         edit = await fake.wait_call("editMessageText", after=mark, timeout=WAIT)
         fake.press(
-            ApiCall("sendMessage", edit.params, edit.status, edit.at, shown.result_id), "Accept", sender=owner
+            ApiCall("sendMessage", edit.params, edit.status, edit.at, shown.result_id),
+            "Accept",
+            sender=OWNER_USER,
         )
         answer = await fake.wait_reply(OWNER, "hostile__ask returned", after=mark, timeout=WAIT)
         assert "[redacted]" in answer.text
@@ -137,10 +149,10 @@ async def test_a_hostile_question_leaks_the_token_into_no_bot_api_request_log_li
     assert "Note: [redacted] (default)" in sent and "☑ Keep [redacted]?" in sent
 
     # The oracle: every Bot API request (texts, keyboards, callback data), the log, the files.
-    log = stderr.read_text(errors="replace")
+    log = await anyio.Path(stderr).read_text(errors="replace")
     assert "DEBUG" in log
-    sent = [*bot_api_requests(fake, ensure_ascii=False), *bot_api_requests(fake, ensure_ascii=True)]
-    canary.assert_nothing_leaked(canary.leaked_of(KEY), sent=sent, logs=[log], folder=data_dir)
+    requests = [*bot_api_requests(fake, ensure_ascii=False), *bot_api_requests(fake, ensure_ascii=True)]
+    canary.assert_nothing_leaked(canary.leaked_of(KEY), sent=requests, logs=[log], folder=data_dir)
 
 
 IN_GROUP = f"xoxb-{uuid.uuid4().int % 10**12:012d}-{uuid.uuid4().int % 10**13:013d}-{uuid.uuid4().hex[:24]}"
@@ -150,12 +162,8 @@ MEMBER = 4502
 
 
 async def test_keys_in_flags_near_commands_and_sentences_reach_no_model_request_bot_api_request_log_or_file(
-    tmp_path: Path,
+    fake: FakeBotApi, data_dir: Path, stderr: Path
 ) -> None:
-    fake = FakeBotApi(TOKEN)
-    stderr = tmp_path / "stderr.log"
-    data_dir = tmp_path / "data"
-    chat, owner = private_chat(OWNER), user(OWNER)
     url = "http://127.0.0.1:9/mcp"
     withheld = [
         (f"mcp_add near {url} --bearer {GHP}", "looks like /mcp_add but is not a command"),
@@ -188,19 +196,19 @@ async def test_keys_in_flags_near_commands_and_sentences_reach_no_model_request_
         await fake.wait_call("getUpdates", timeout=WAIT)
         for message, reply in withheld:
             mark = fake.mark()
-            sent = fake.send(chat, message, sender=owner)
+            sent = fake.send(CHAT, message, sender=OWNER_USER)
             await fake.wait_reply(OWNER, reply, after=mark, timeout=WAIT)
             await fake.wait_call("deleteMessage", after=mark, message_id=sent, timeout=WAIT)
         mark = fake.mark()
-        sent = fake.send(chat, f"please keep {IN_PROSE} for the release script", sender=owner)
+        sent = fake.send(CHAT, f"please keep {IN_PROSE} for the release script", sender=OWNER_USER)
         await fake.wait_reply(OWNER, "the agent got it with [redacted]", after=mark, timeout=WAIT)
         await fake.wait_reply(OWNER, "noted", after=mark, timeout=WAIT)
         await fake.wait_call("deleteMessage", after=mark, message_id=sent, timeout=WAIT)
         # In a group: the owner's near-command and a member's sentence are deleted for everyone.
         group = group_chat(GROUP)
-        fake.administrators[GROUP] = [creator(owner)]
+        fake.administrators[GROUP] = [creator(OWNER_USER)]
         mark = fake.mark()
-        sent = fake.send(group, f"//mcp_add near {url} --bearer {GHP}", sender=owner)
+        sent = fake.send(group, f"//mcp_add near {url} --bearer {GHP}", sender=OWNER_USER)
         await fake.wait_reply(GROUP, "looks like /mcp_add but is not a command", after=mark, timeout=WAIT)
         await fake.wait_call("deleteMessage", after=mark, message_id=sent, timeout=WAIT)
         mark = fake.mark()
@@ -220,6 +228,6 @@ async def test_keys_in_flags_near_commands_and_sentences_reach_no_model_request_
         canary.leaked_of(CARELESS),
         provider=provider,
         sent=bot_api_requests(fake, ensure_ascii=False),
-        logs=[stderr.read_text(errors="replace")],
+        logs=[await anyio.Path(stderr).read_text(errors="replace")],
         folder=data_dir,
     )
