@@ -34,7 +34,8 @@ from playa.mcp_remote import (
     resolve_host_secret,
 )
 from playa.mcp_remote.store import LoadResult, Sealer, ServerEntry, ServerStore, store_path
-from playa.mcp_remote.store import _store as store_module
+from playa.mcp_remote.store import _entry as entry_module
+from playa.mcp_remote.store import _server_file as server_file_module
 from servers.python_servers import (
     LOOPBACK,
     OneProtocol,
@@ -582,7 +583,7 @@ async def test_the_servers_file_is_read_and_written_in_a_worker_thread(
     # loop, that would stall every other chat of the host.
     loop_thread = threading.get_ident()
     touched: list[tuple[str, int]] = []
-    real_write, real_load = store_module._atomic_write, ServerStore.load
+    real_write, real_load = server_file_module._atomic_write, ServerStore.load
 
     def write(path: Path, data: bytes) -> None:
         touched.append(("write", threading.get_ident()))
@@ -592,7 +593,7 @@ async def test_the_servers_file_is_read_and_written_in_a_worker_thread(
         touched.append(("load", threading.get_ident()))
         return real_load(store)
 
-    monkeypatch.setattr(store_module, "_atomic_write", write)
+    monkeypatch.setattr(server_file_module, "_atomic_write", write)
     monkeypatch.setattr(ServerStore, "load", load)
     with anyio.fail_after(TEST_TIMEOUT):
         async with closed_port() as url, remote_host(data_dir, host_secret) as host:
@@ -625,7 +626,7 @@ async def test_an_entry_named_mcp_an_older_playa_sealed_is_ignored_and_the_host_
             # used to raise in the task group every chat shares.
             store = ServerStore(session.workspace, SCOPE, Sealer(host_secret.value))
             with monkeypatch.context() as older:
-                older.setattr(store_module, "_check_name", lambda name: None)
+                older.setattr(entry_module, "_check_name", lambda name: None)
                 store.put(ServerEntry(name="mcp", url=server.url))
             store.put(ServerEntry(name="back", url=server.url))
             reply = await say(host, session, "back__ping")

@@ -31,6 +31,7 @@ from playa.mcp_remote.store import (
     ServerStore,
     store_path,
 )
+from playa.mcp_remote.store._server_file import ServerFile
 
 CANARY = "canary-5d1e0a77-header-value"
 SCOPE = "telegram:123"
@@ -868,18 +869,18 @@ def _interleaved_puts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wait: flo
     first, second = _private_store(tmp_path), _private_store(tmp_path)
     first_read, second_read = threading.Event(), threading.Event()
     overlapped: list[bool] = []
-    read_bytes = ServerStore._read_bytes
+    read_bytes = ServerFile.read_bytes
 
-    def reading(self: ServerStore) -> bytes | None:
+    def reading(self: ServerFile) -> bytes | None:
         data = read_bytes(self)
-        if self is first:
+        if self is first._file:
             first_read.set()
             overlapped.append(second_read.wait(wait))
         else:
             second_read.set()
         return data
 
-    monkeypatch.setattr(ServerStore, "_read_bytes", reading)
+    monkeypatch.setattr(ServerFile, "read_bytes", reading)
     saved: list[Saved] = []
     one = threading.Thread(target=lambda: saved.append(first.put(ServerEntry("one", "https://one.example/"))))
     one.start()
@@ -905,7 +906,7 @@ def test_a_write_waits_for_another_writers_read_modify_write(
 def test_without_the_lock_interleaved_writers_lose_an_entry(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ServerStore, "_locked", lambda self, exclusive: contextlib.nullcontext())
+    monkeypatch.setattr(ServerFile, "locked", lambda self, exclusive: contextlib.nullcontext())
     overlapped = _interleaved_puts(tmp_path, monkeypatch, wait=10)
     assert overlapped
     assert [e.name for e in ServerStore(tmp_path / "ws", SCOPE, SEALER).load().entries] != ["one", "two"]

@@ -4,41 +4,27 @@ and the chat's audit log.
 The leaf of ``mcp_remote``: imports nothing from ``transport`` or the lifecycle modules.
 """
 
-from ._audit import (
-    AuditKey,
-    AuditLog,
-    AuditRecord,
-    Break,
-    FieldValue,
-    Verification,
-    audit_folder,
-    move_log,
-    read_records,
-    verify_log,
-)
+from ._audit import AuditLog, move_log
+from ._audit_chain import AuditKey, AuditRecord, FieldValue
+from ._audit_file import Break, Verification, audit_folder, read_records, verify_log
+from ._entry import AuthKind, ServerEntry, TransportChoice
 from ._grant import OAuthGrant, resource_of
-from ._pins import (
+from ._pin_views import (
     HIDDEN_NOTE,
-    INSTRUCTIONS_KEPT,
     SAME_NOTE,
-    Pins,
     approval_digest,
     change_of,
-    field_digests,
     instructions_change,
-    pending_digest,
     same_definitions,
     shown_name,
     shown_names,
     view_digest,
     without_format,
 )
+from ._pins import INSTRUCTIONS_KEPT, Pins, field_digests, pending_digest
 from ._policy import DECISIONS, READ_ONLY_MARKS, Decision, Policy, decision_of, read_only_of
 from ._seal import (
-    MIN_SECRET_BYTES,
-    SEAL_VERSION,
     Envelope,
-    JSONValue,
     MalformedSeal,
     SealBroken,
     Sealer,
@@ -46,22 +32,12 @@ from ._seal import (
     UnknownSealVersion,
     WrongKey,
     canonical_json,
-    derive_key,
 )
+from ._seams import AuditTrail, EntryWriter, ServerStorage
 from ._secret import KEY_FILE_NAME, HostSecret, NoHostSecret, resolve_host_secret
-from ._store import (
-    MAX_FILE_BYTES,
-    AuthKind,
-    LoadResult,
-    Rejected,
-    Saved,
-    ServerEntry,
-    ServerStore,
-    TransportChoice,
-    private_folder,
-    store_path,
-)
-from ._url import MaskedUrl, mask_url
+from ._server_file import MAX_FILE_BYTES, store_path
+from ._store import LoadResult, Rejected, Saved, ServerStore
+from ._url import mask_url
 
 __all__ = [
     "DECISIONS",
@@ -69,23 +45,21 @@ __all__ = [
     "INSTRUCTIONS_KEPT",
     "KEY_FILE_NAME",
     "MAX_FILE_BYTES",
-    "MIN_SECRET_BYTES",
     "READ_ONLY_MARKS",
     "SAME_NOTE",
-    "SEAL_VERSION",
     "AuditKey",
     "AuditLog",
     "AuditRecord",
+    "AuditTrail",
     "AuthKind",
     "Break",
     "Decision",
+    "EntryWriter",
     "Envelope",
     "FieldValue",
     "HostSecret",
-    "JSONValue",
     "LoadResult",
     "MalformedSeal",
-    "MaskedUrl",
     "NoHostSecret",
     "OAuthGrant",
     "Pins",
@@ -96,6 +70,7 @@ __all__ = [
     "SealError",
     "Sealer",
     "ServerEntry",
+    "ServerStorage",
     "ServerStore",
     "TransportChoice",
     "UnknownSealVersion",
@@ -106,13 +81,11 @@ __all__ = [
     "canonical_json",
     "change_of",
     "decision_of",
-    "derive_key",
     "field_digests",
     "instructions_change",
     "mask_url",
     "move_log",
     "pending_digest",
-    "private_folder",
     "read_only_of",
     "read_records",
     "resolve_host_secret",

@@ -1,0 +1,215 @@
+"""The audit log's chain: records, their MACs and the head, independent of where they are kept.
+
+Each record carries the hash of the one before it, and a MAC over the chat's scope and every
+other field, made with a key derived from the host secret for this purpose alone. So without
+the host secret no one can edit a record, delete or reorder records, copy one from another chat
+or replay one at another position: the MAC, the sequence or the chain breaks there. The head
+(the last sequence number and hash, sealed the same way) says how far the log went.
+
+A chat whose scope changes goes on with its chain: a ``chat_moved`` record sealed for the new
+scope names the old one, and the records before it are checked as the old scope's (``scopes``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Final, TypeAlias
+
+from ._seal import JSONValue, canonical_json, derive_key
+
+__all__ = [
+    "AUDIT_VERSION",
+    "GENESIS",
+    "MOVED",
+    "AuditKey",
+    "AuditRecord",
+    "BadLine",
+    "FieldValue",
+    "Head",
+    "chained",
+    "open_head",
+    "parse_record",
+    "scopes",
+    "sealed_head",
+]
+
+AUDIT_VERSION: Final = 1
+_KEY_INFO: Final = b"playa/mcp-remote/audit/v1"
+_KEY_ID_INFO: Final = b"playa/mcp-remote/audit/v1/key-id"
+GENESIS: Final = "0" * 64
+"""What the first record's ``prev`` holds."""
+_RECORD_FIELDS: Final = frozenset({"v", "seq", "time", "kind", "fields", "prev", "mac"})
+_HEAD_FIELDS: Final = frozenset({"v", "kid", "seq", "hash", "mac"})
+_HEX64_RE: Final = re.compile(r"[0-9a-f]{64}")
+MOVED: Final = "chat_moved"
+
+_SHOWN_FIRST: Final = {name: n for n, name in enumerate(("sender", "server", "tool", "outcome"))}
+
+FieldValue: TypeAlias = "str | int | bool | None"
+
+
+class AuditKey:
+    """The key that seals a host's audit records, derived once from the host secret."""
+
+    __slots__ = ("_key", "key_id")
+
+    def __init__(self, secret: bytes) -> None:
+        self._key = derive_key(secret, _KEY_INFO)
+        self.key_id = derive_key(secret, _KEY_ID_INFO, 8).hex()
+
+    def __repr__(self) -> str:
+        return f"AuditKey(key_id={self.key_id!r})"
+
+    def mac(self, what: str, scope: str, body: Mapping[str, JSONValue]) -> str:
+        """The MAC of a record's or the head's ``body``, bound to the chat's ``scope``."""
+        # ``what`` keeps a head's MAC from ever passing for a record's, and the other way round.
+        message = canonical_json({"v": AUDIT_VERSION, "what": what, "scope": scope, "body": body})
+        return hmac.new(self._key, message, hashlib.sha256).hexdigest()
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """One record of the log, as written."""
+
+    seq: int
+    time: str
+    kind: str
+    fields: Mapping[str, FieldValue]
+    prev: str
+    mac: str
+
+    def body(self) -> dict[str, JSONValue]:
+        """What the MAC covers (with the scope): everything but the MAC."""
+        return {
+            "seq": self.seq,
+            "time": self.time,
+            "kind": self.kind,
+            "fields": dict(self.fields),
+            "prev": self.prev,
+        }
+
+    def as_json(self) -> dict[str, JSONValue]:
+        return {"v": AUDIT_VERSION, **self.body(), "mac": self.mac}
+
+    def line(self) -> bytes:
+        return canonical_json(self.as_json()) + b"\n"
+
+    @property
+    def hash(self) -> str:
+        """What the next record's ``prev`` holds."""
+        return hashlib.sha256(canonical_json(self.as_json())).hexdigest()
+
+    def shown(self) -> str:
+        """One line for the owner: the sequence number, the time, the kind and its fields."""
+        # Who and what first; the file keeps the fields in canonical (sorted) order.
+        names = sorted(self.fields, key=lambda name: (_SHOWN_FIRST.get(name, len(_SHOWN_FIRST)), name))
+        parts = " ".join(f"{name}={_shown_value(self.fields[name])}" for name in names)
+        return f"#{self.seq} {self.time} {self.kind} {parts}".rstrip()
+
+    def verifies(self, key: AuditKey, scope: str) -> bool:
+        """Whether its MAC is the one ``key`` makes for it in ``scope``."""
+        return hmac.compare_digest(self.mac, key.mac("record", scope, self.body()))
+
+
+def _shown_value(value: FieldValue) -> str:
+    """A field's value on the owner's line: a text of spaces, line breaks, quotes or invisible
+    characters (a server's tool name, say) quoted and escaped, so it cannot pass for more fields
+    or another record."""
+    if not isinstance(value, str) or (
+        value.isascii() and value.isprintable() and not {" ", '"'} & set(value)
+    ):
+        return str(value)
+    quoted = json.dumps(value, ensure_ascii=False)
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in quoted)
+
+
+def chained(
+    seq: int, prev: str, time: str, kind: str, fields: dict[str, FieldValue], scope: str, key: AuditKey
+) -> AuditRecord:
+    """The record ``seq`` after the one whose hash is ``prev``, sealed for ``scope``."""
+    unsealed = AuditRecord(seq, time, kind, fields, prev, "")
+    return replace(unsealed, mac=key.mac("record", scope, unsealed.body()))
+
+
+class BadLine(Exception):
+    """A line of the log that is no record; ``why`` completes "the line …"."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def parse_record(line: bytes) -> AuditRecord:
+    try:
+        raw = json.loads(line)
+    except ValueError:
+        raise BadLine("is not a record (not JSON)") from None
+    if not isinstance(raw, dict) or set(raw) != _RECORD_FIELDS:
+        raise BadLine("is not a record (wrong fields)")
+    if raw["v"] != AUDIT_VERSION:
+        raise BadLine("is in an unknown format")
+    seq, when, kind, fields, prev, mac = (raw[k] for k in ("seq", "time", "kind", "fields", "prev", "mac"))
+    if type(seq) is not int or seq < 1 or not isinstance(when, str) or not isinstance(kind, str):
+        raise BadLine("is not a record (wrong types)")
+    if not isinstance(fields, dict) or not all(
+        isinstance(v, (str, int, bool)) or v is None for v in fields.values()
+    ):
+        raise BadLine("is not a record (wrong fields)")
+    if not isinstance(prev, str) or not _HEX64_RE.fullmatch(prev) or not isinstance(mac, str):
+        raise BadLine("is not a record (wrong chain fields)")
+    return AuditRecord(seq, when, kind, fields, prev, mac)
+
+
+@dataclass(frozen=True)
+class Head:
+    """How far the log went: the last record's sequence number and hash."""
+
+    seq: int
+    hash: str
+
+
+def sealed_head(head: Head, scope: str, key: AuditKey) -> bytes:
+    """The head as written beside the log, sealed for ``scope``."""
+    body: dict[str, JSONValue] = {"seq": head.seq, "hash": head.hash}
+    return canonical_json(
+        {"v": AUDIT_VERSION, "kid": key.key_id, **body, "mac": key.mac("head", scope, body)}
+    )
+
+
+def open_head(data: bytes, scope: str, key: AuditKey) -> Head | str:
+    """The head written as ``data``, or a text saying why it cannot be trusted."""
+    try:
+        raw = json.loads(data)
+    except ValueError:
+        return "the head record is not JSON"
+    if not isinstance(raw, dict) or set(raw) != _HEAD_FIELDS or raw["v"] != AUDIT_VERSION:
+        return "the head record has the wrong fields"
+    seq, digest = raw["seq"], raw["hash"]
+    if type(seq) is not int or seq < 0 or not isinstance(digest, str) or not isinstance(raw["mac"], str):
+        return "the head record has the wrong fields"
+    if raw["kid"] != key.key_id:
+        return "the head record was sealed with another key (the host secret changed)"
+    if not hmac.compare_digest(raw["mac"], key.mac("head", scope, {"seq": seq, "hash": digest})):
+        return "the head record does not verify (edited, or copied from another chat)"
+    return Head(seq, digest)
+
+
+def scopes(records: Sequence[AuditRecord | BadLine], scope: str, key: AuditKey) -> list[str]:
+    """The scope each record was sealed for: the chat's, and before each move it verifies, the
+    one it moved from (a Telegram group upgraded to a supergroup gets a new scope)."""
+    found: list[str] = []
+    for record in reversed(records):
+        found.append(scope)
+        if (
+            isinstance(record, AuditRecord)
+            and record.kind == MOVED
+            and isinstance(previous := record.fields.get("from"), str)
+            and record.verifies(key, scope)
+        ):
+            scope = previous
+    return found[::-1]
