@@ -27,6 +27,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "model": ("bench.bench_model", "run"),
     "audit": ("bench.bench_audit", "run"),
     "flow": ("bench.bench_flow", "run"),
+    "db": ("bench.bench_db", "run"),
 }
 
 

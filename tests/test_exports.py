@@ -11,6 +11,7 @@ PACKAGES = [
     "playa.agent",
     "playa.core",
     "playa.core.secrets",
+    "playa.db",
     "playa.console",
     "playa.exceptions",
     "playa.mcp",

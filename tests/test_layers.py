@@ -19,6 +19,7 @@ ALLOWED = {
     "mcp": {"core"},
     "mcp_remote": {"core", "mcp"},
     "agent": {"core"},
+    "db": {"core"},
     "console": {"core", "agent"},
     "telegram": {"core", "agent", "_asgi"},
 }

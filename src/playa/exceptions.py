@@ -10,6 +10,7 @@
     │   └── ToolUnbound           a remote tool whose server is gone
     ├── WorkspaceError          a workspace path is outside the workspace or unusable
     ├── StoreError              the sealed server file cannot be read or written
+    ├── DatabaseError           PostgreSQL cannot be reached, refuses the login, or fails
     └── RemoteError             a remote MCP server or the network failed (``reason``)
         ├── ConnectFailed         connecting, the handshake or the tool listing failed
         │   └── NeedsLogin          an OAuth server needs the owner's login (no retry timer)
@@ -29,6 +30,7 @@ __all__ = [
     "CallFailed",
     "ConfigError",
     "ConnectFailed",
+    "DatabaseError",
     "NeedsLogin",
     "PlayaError",
     "RemoteError",
@@ -103,6 +105,20 @@ class WorkspaceError(PlayaError):
 
 class StoreError(PlayaError):
     """The sealed server file cannot be read or written."""
+
+
+class DatabaseError(PlayaError):
+    """PostgreSQL (``PLAYA_DATABASE_URL``) cannot be reached, refuses the login, or fails a statement.
+
+    ``reason`` is Playa's own short words for the kind of failure ("connection refused",
+    "password authentication failed"); ``where`` names the server and database without the
+    password. The driver's exception is never chained: its text could quote what was sent.
+    """
+
+    def __init__(self, reason: str, *, where: str | None = None) -> None:
+        super().__init__(f"PostgreSQL at {where}: {reason}" if where else f"PostgreSQL: {reason}")
+        self.reason = reason
+        self.where = where
 
 
 class RemoteError(PlayaError):

@@ -1,0 +1,35 @@
+"""PostgreSQL as the home of a Playa's state (``PLAYA_DATABASE_URL``), for several processes at once.
+
+The database holds opaque bytes where the data dir holds sealed files: sealing stays with the
+code that owns each piece of state, so a reader of the database learns no credential. This
+package is the foundation: the URL (its password kept out of every text), the process's pool
+(asyncpg), the one seam for the driver's errors, and the versioned schema (``upgrade``).
+
+Without ``PLAYA_DATABASE_URL`` nothing here is used and the data dir keeps everything; this
+package needs the ``postgres`` extra (asyncpg).
+"""
+
+from ._errors import RETRYABLE, DatabaseFailure
+from ._migrations import LOCK_KEY, Migration, Upgrade, latest_version, migrations, schema_version, upgrade
+from ._pool import Connection, Database, PoolOptions
+from ._url import DEFAULT_PORT, ENV_DATABASE_URL, SSL_MODES, DatabaseUrl, database_url
+
+__all__ = [
+    "DEFAULT_PORT",
+    "ENV_DATABASE_URL",
+    "LOCK_KEY",
+    "RETRYABLE",
+    "SSL_MODES",
+    "Connection",
+    "Database",
+    "DatabaseFailure",
+    "DatabaseUrl",
+    "Migration",
+    "PoolOptions",
+    "Upgrade",
+    "database_url",
+    "latest_version",
+    "migrations",
+    "schema_version",
+    "upgrade",
+]
