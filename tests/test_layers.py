@@ -243,7 +243,7 @@ print(rules.withheld(fine), "|", rules.withheld(bad), "|", "pydantic_ai" in sys.
 
 # ChatServers' parts (logins, approvals, calls) are handed what they use: none reaches back to
 # the service that owns them, nor to the commands or the extension above it.
-SERVICE_PARTS = ("_login", "_approvals", "_calls")
+SERVICE_PARTS = ("_login", "_review", "_calls", "_policies", "_server", "_server_review", "_shared")
 
 
 @pytest.mark.parametrize("part", SERVICE_PARTS)

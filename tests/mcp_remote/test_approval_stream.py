@@ -2,7 +2,7 @@
 
 The server is the SDK's own on loopback; each call of its ``change`` tool rewrites what ``lookup``
 says (``version N``) and tells its clients. The test waits for each new listing to be taken in
-(the chat's ``_tools_changed``, traced) rather than for time to pass; the approval interval is
+(the chat's ``bound`` event, traced) rather than for time to pass; the approval interval is
 judged by the extension's clock, which the test moves.
 """
 
@@ -20,7 +20,7 @@ from playa.core import render_approval
 from playa.mcp_remote import HostSecret
 from playa.mcp_remote._chat import ChatServers
 from playa.mcp_remote._server import RemoteServer
-from playa.mcp_remote.transport import Connection
+from playa.mcp_remote.store import Pins
 from servers.python_servers import serve_mcp
 from support.chat import RecordingModel, ScriptedUI
 from support.remote import SETTINGS, owner_chat
@@ -69,14 +69,14 @@ class Listings:
         self.taken = anyio.Event()
 
     def trace(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        original = ChatServers._tools_changed
+        original = ChatServers.bound
 
-        async def traced(chat: ChatServers, state: RemoteServer, connection: Connection) -> None:
-            await original(chat, state, connection)
+        async def traced(chat: ChatServers, server: RemoteServer, adopted: Pins | None) -> None:
+            await original(chat, server, adopted)
             taken, self.taken = self.taken, anyio.Event()
             taken.set()
 
-        monkeypatch.setattr(ChatServers, "_tools_changed", traced)
+        monkeypatch.setattr(ChatServers, "bound", traced)
 
     async def until(self, held: Callable[[], bool]) -> None:
         while True:
@@ -106,7 +106,7 @@ async def test_a_server_that_keeps_changing_gets_one_message_and_the_owner_appro
 
             def waiting(version: int) -> Callable[[], bool]:
                 def held() -> bool:
-                    tool = chat.servers["flapping"].held.get("lookup")
+                    tool = chat.servers["flapping"].review.held.get("lookup")
                     return tool is not None and f"(version {version})" in (tool.description or "")
 
                 return held

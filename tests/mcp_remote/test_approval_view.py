@@ -19,8 +19,7 @@ from mcp.server.mcpserver import Context, MCPServer
 
 from playa.agent import Host, HostConfig, ModelLimits
 from playa.core import Approval, render_approval
-from playa.mcp_remote import HostSecret, RemoteMcpExtension
-from playa.mcp_remote._approvals import APPROVAL_LIMIT
+from playa.mcp_remote import APPROVAL_LIMIT, HostSecret, RemoteMcpExtension
 from playa.mcp_remote.store import SAME_NOTE, pending_digest, view_digest
 from servers.python_servers import serve_mcp
 from support.chat import RecordingModel, ScriptedUI
@@ -108,7 +107,7 @@ async def test_a_description_changed_after_its_first_160_characters_is_shown_who
 
             # A view that cut the description (as a shorter view would) names another digest, and
             # so does one of the definitions alone: neither approves anything.
-            held = list(chat.extension.chat(await chat.session()).servers["rewriting"].held.values())
+            held = list(chat.extension.chat(await chat.session()).servers["rewriting"].review.held.values())
             cut = [
                 type(change)(change.tool, change.kind, (change.diff[0][:160] + "…",)),
             ]

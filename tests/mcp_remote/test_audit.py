@@ -433,7 +433,7 @@ async def test_logins_completed_and_failed_are_recorded_without_a_token(
             (extension,) = host.extensions
             assert isinstance(extension, RemoteMcpExtension)
             await extension.chat(session).audit.flush()
-            grant = extension.chat(session).servers["linear"].grant
+            grant = extension.chat(session).servers["linear"].login.grant
             assert grant is not None and grant.grant.tokens is not None
             token = grant.grant.tokens.access_token
     folder = folder_of(data_dir, session.scope)

@@ -4,7 +4,10 @@ Depends only on the host's small interfaces (``playa.core``) and the shared MCP 
 (``playa.mcp``); never on a front end or a model library.
 """
 
+from ._callback_listener import Callbacks, PendingLogin
+from ._elicit import MAX_LINK_SHOWN, MAX_TEXT, Ask, asking, credential_field
 from ._extension import RemoteMcpExtension
+from ._review import APPROVAL_LIMIT
 from ._settings import FLOW_GUARD_MODES, FlowGuardMode, RemoteMcpSettings
 from .store import (
     KEY_FILE_NAME,
@@ -26,7 +29,6 @@ from .store import (
 )
 from .transport import (
     CALLBACK_PATH,
-    Callbacks,
     Connection,
     ConnectionSettings,
     Connector,
@@ -41,9 +43,13 @@ from .transport import (
 )
 
 __all__ = [
+    "APPROVAL_LIMIT",
     "CALLBACK_PATH",
     "FLOW_GUARD_MODES",
     "KEY_FILE_NAME",
+    "MAX_LINK_SHOWN",
+    "MAX_TEXT",
+    "Ask",
     "AuditKey",
     "AuditRecord",
     "Callbacks",
@@ -58,6 +64,7 @@ __all__ = [
     "HostSecret",
     "LoadResult",
     "NoHostSecret",
+    "PendingLogin",
     "Policy",
     "Rejected",
     "RemoteMcpExtension",
@@ -68,8 +75,10 @@ __all__ = [
     "ServerEntry",
     "ServerStore",
     "Verification",
+    "asking",
     "audit_folder",
     "client_metadata_document",
+    "credential_field",
     "decision_of",
     "resolve_host_secret",
     "system_resolver",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,13 +12,17 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..core import UI, ChatSession, LateResult, ToolResult
-from ..exceptions import CallFailed, NeedsLogin, RemoteError, RemoteTimeout, ToolError
+from ..exceptions import CallFailed, NeedsLogin, RemoteError, RemoteTimeout
 from ..mcp import map_result
 from ._flow import FlowGuard
+from ._login import Logins
 from ._policies import Permit, Policies
+from ._progress import ProgressFeed
+from ._review import Review
 from ._server import RemoteServer
+from ._shared import ChatSecrets
 from .store import AuditLog
-from .transport import Connection, ConnectionSettings, PendingTask, ProgressFeed
+from .transport import Connection, ConnectionSettings, PendingTask
 
 __all__ = ["Calls"]
 
@@ -38,47 +41,36 @@ class _Seen:
 class Calls:
     """The calls of one chat's tools to their servers.
 
-    A broken connection is dropped and the next call reconnects (``connect``); a call is never
-    retried, as it may have had effects. Handed the chat's servers (read only), ``connect``,
-    ``needs_login`` (the server waits for the owner's login), ``step_up`` (asks the owner to log
-    in with the scope a call was refused for; whether they were asked) and ``write_section``;
-    ``policies`` decides whether a call may go to its server at all, and ``flows`` (the flow
-    guard) whether its arguments carry another server's data, which the owner must allow first.
+    A broken connection is dropped and the next call reconnects (``RemoteServer.connection_for_call``);
+    a call is never retried, as it may have had effects. ``policies`` decides whether a call may go
+    to its server at all, and ``flows`` (the flow guard) whether its arguments carry another
+    server's data, which the owner must allow first. A call refused for want of a scope asks the
+    owner to log in with it (``logins``), through the front end of their latest command (``review``).
     """
 
     def __init__(
         self,
         session: ChatSession,
-        servers: Mapping[str, RemoteServer],
         *,
         settings: ConnectionSettings,
         task_group: TaskGroup,
-        redact: Callable[[str], str],
-        connect: Callable[[RemoteServer], Awaitable[None]],
-        needs_login: Callable[[RemoteServer, str], None],
-        step_up: Callable[[RemoteServer], Awaitable[bool]],
-        write_section: Callable[[], None],
+        secrets: ChatSecrets,
         audit: AuditLog,
         policies: Policies,
         flows: FlowGuard,
+        logins: Logins,
+        review: Review,
     ) -> None:
         self._session = session
-        self._servers = servers
         self._settings = settings
         self._tg = task_group
-        self._redact = redact
-        self._connect = connect
-        self._needs_login = needs_login
-        self._step_up = step_up
-        self._write_section = write_section
+        self._redact = secrets.redact
+        self._redact_out = secrets.redact_out
         self._audit = audit
         self._policies = policies
         self._flows = flows
-
-    def _redact_out(self, text: str) -> str:
-        """Text this extension shows the chat itself: its own credentials and the host's removed."""
-        text = self._redact(text)
-        return self._session.redact(text) if self._session.redact is not None else text
+        self._logins = logins
+        self._review = review
 
     async def call(
         self, state: RemoteServer, exposed: str, remote: str, arguments: dict[str, Any]
@@ -135,7 +127,7 @@ class Calls:
     async def _call(
         self, state: RemoteServer, exposed: str, remote: str, arguments: dict[str, Any], seen: _Seen
     ) -> ToolResult:
-        connection = await self._connection_for_call(state)
+        connection = await state.connection_for_call()
         ui = self._session.turn_ui
         feed = ProgressFeed(ui, exposed, self._redact_out) if ui is not None else None
         if feed is not None:
@@ -154,26 +146,13 @@ class Calls:
             seen.timed_out = isinstance(exc, RemoteTimeout)
             # The connection marked itself broken: drop it; the next call reconnects. No retry:
             # the call may have had effects on the server.
-            if state.connection is connection:
-                state.connection = None
-                state.reason = self._redact(exc.reason)
-                state.detail = self._redact(exc.detail) if exc.detail is not None else None
-                self._tg.start_soon(connection.aclose)
+            state.call_failed(connection, exc)
             return ToolResult.error(
                 f"{exposed} failed: {exc.explained}. The call was not retried; the next call reconnects."
             )
         except NeedsLogin as exc:
             # The token lacks a scope the call needs: the server waits for the owner's login.
-            if state.connection is connection:
-                state.connection = None
-                self._tg.start_soon(connection.aclose)
-            auth = connection.endpoint.auth
-            step_up = auth is not None and bool(auth.scope)
-            if auth is not None and auth.scope:
-                state.scope = auth.scope
-            self._needs_login(state, exc.reason)
-            self._write_section()
-            if step_up and await self._step_up(state):
+            if state.call_needs_login(connection, exc.reason) and await self._step_up(state):
                 return ToolResult.error(
                     f"{exposed} failed: {exc.reason}. The owner was sent a link to log in with it; "
                     "the call can be tried again once they have."
@@ -251,23 +230,15 @@ class Calls:
                 "a late result in %s was not delivered: %s", self._session.scope, type(exc).__name__
             )
 
-    async def _connection_for_call(self, state: RemoteServer) -> Connection:
-        """The server's working connection: a broken one is replaced (one connect at a time)."""
-        connection = state.connection
-        if connection is not None and not connection.broken:
-            return connection  # the common case, without the lock's cost on every call
-        async with state.lock:
-            connection = state.connection
-            if connection is not None and not connection.broken:
-                return connection
-            if self._servers.get(state.entry.name) is not state:
-                raise ToolError(f"{state.entry.name} was removed")
-            if state.connecting and state.attempt is not None:
-                await state.attempt.wait()
-            else:
-                state.connection = None
-                state.attempt = anyio.Event()
-                await self._connect(state)
-            if state.connection is None:
-                raise ToolError(f"{state.entry.name} is unavailable: {state.reason}")
-            return state.connection
+    async def _step_up(self, state: RemoteServer) -> bool:
+        """A call needs a scope the login lacks: the owner is sent a link for it (``Logins.step_up``).
+
+        Sent where the owner's latest command came from, privately; with none known yet (after
+        a restart), nobody is asked and the chat says what the owner can run.
+        """
+        ui = self._review.owner_ui
+        if ui is None:
+            return False
+        return await self._logins.step_up(
+            state, owner=self._session.owner, send_link=ui.send_private, report=ui.send
+        )

@@ -11,11 +11,12 @@ from anyio.abc import TaskGroup
 
 from ..core import ChatSession, Command, Extension, Sender, ToolResultEvent
 from ..exceptions import UsageError
+from ._callback_listener import Callbacks
 from ._chat import ChatServers
-from ._commands import build_commands
 from ._settings import RemoteMcpSettings
+from .commands import build_commands
 from .store import AuditKey, HostSecret, NoHostSecret, Sealer, ServerStore, audit_folder, move_log
-from .transport import Callbacks, Connector
+from .transport import Connector
 
 __all__ = ["RemoteMcpExtension"]
 
@@ -163,7 +164,7 @@ class RemoteMcpExtension(Extension):
             return None
         chat = self.chat(session)
         await chat.reconcile()
-        return chat.complete_login(address, owner=sender.id)
+        return chat.logins.paste(address, owner=sender.id)
 
     def credentials(self, session: ChatSession) -> Collection[str]:
         """Every credential the chat's servers hold or held: header values and URL secrets."""

@@ -19,26 +19,22 @@ from anyio.abc import TaskGroup
 from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
 from ..core import ChatSession
-from ..exceptions import StoreError
+from ._callback_listener import Callbacks, PendingLogin, duration_text
 from ._server import LoginStart, RemoteServer
 from ._settings import RemoteMcpSettings
+from ._shared import ChatSecrets, Revoker
 from ._views import state_text
-from .store import AuditLog, OAuthGrant, ServerStore, resource_of
+from .store import AuditLog, OAuthGrant
 from .transport import (
     OAUTH_ERROR_CODES,
-    Callbacks,
     Connector,
     GrantStorage,
     LoginEnded,
     LoginExpired,
-    PendingLogin,
-    Revocation,
     ServerAuth,
-    duration_text,
-    revoke,
 )
 
-__all__ = ["Logins", "failure_words", "login_hint"]
+__all__ = ["Logins", "failure_words"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,11 +60,6 @@ def failure_words(exc: Exception, refusal: str | None) -> str:
     return "the authorization server's answer could not be used"
 
 
-def login_hint(reason: str, name: str) -> str:
-    """Why a server is unavailable, with what the owner can do about it."""
-    return f"{reason} — the owner can run /mcp_auth {name}"
-
-
 @dataclass(frozen=True)
 class _StepUp:
     """The owner was asked to log in with ``scopes``: by ``login``, whose link is valid until ``until``."""
@@ -82,76 +73,35 @@ class _StepUp:
 
 
 class Logins:
-    """The OAuth side of one chat's servers: each ``oauth`` server's grant, the owner's logins, revocations.
-
-    Handed what it works on: the chat's servers (read only), their file, ``remember`` (a new
-    credential, before anything can log it) and ``reconnect`` (the first connect with a new
-    login, waited for).
-    """
+    """The owner's OAuth logins to one chat's servers: each server's login is its ``ServerLogin``."""
 
     def __init__(
         self,
         session: ChatSession,
         servers: Mapping[str, RemoteServer],
-        store: ServerStore | None,
         *,
         connector: Connector,
         callbacks: Callbacks,
         settings: RemoteMcpSettings,
         task_group: TaskGroup,
         clock: Callable[[], float],
-        redact: Callable[[str], str],
-        remember: Callable[[frozenset[str]], None],
-        reconnect: Callable[[RemoteServer], Awaitable[None]],
+        secrets: ChatSecrets,
+        revoker: Revoker,
         audit: AuditLog,
     ) -> None:
         self._session = session
         self._servers = servers
-        self._store = store
         self._connector = connector
         self._callbacks = callbacks
         self._settings = settings
         self._tg = task_group
         self._clock = clock
-        self._redact = redact
-        self._remember = remember
-        self._reconnect = reconnect
+        self._secrets = secrets
+        self._redact = secrets.redact
+        self._revoker = revoker
         self._audit = audit
         self._step_ups: dict[str, _StepUp] = {}
         """Per server, the last step-up the owner was asked for."""
-
-    def _redact_out(self, text: str) -> str:
-        """Text for the owner: this chat's credentials and the host's removed."""
-        text = self._redact(text)
-        return self._session.redact(text) if self._session.redact is not None else text
-
-    def grant(self, state: RemoteServer) -> GrantStorage:
-        """The grant of an ``oauth`` server, kept across connects (tokens refresh in place)."""
-        if state.grant is None:
-            entry = state.entry
-            grant = entry.oauth if entry.oauth is not None else OAuthGrant(resource=resource_of(entry.url))
-            name = entry.name
-            state.grant = GrantStorage(grant, lambda new: self._save_grant(name, new), clock=self._clock)
-        return state.grant
-
-    async def _save_grant(self, name: str, grant: OAuthGrant) -> bool:
-        """Seal a changed grant into the entry (new tokens, a registration) before it is used.
-
-        Returns whether it was sealed into the file.
-        """
-        self._remember(grant.secrets)
-        state = self._servers.get(name)
-        if self._store is None or state is None:
-            return False
-        entry = replace(state.entry, oauth=grant)
-        state.entry = entry
-        try:
-            await anyio.to_thread.run_sync(self._store.put, entry)
-        except StoreError as exc:
-            # The connection goes on with the tokens held; the next refresh tries again.
-            logger.warning("could not save the authorization of %s in %s: %s", name, self._session.scope, exc)
-            return False
-        return True
 
     async def start(
         self,
@@ -181,9 +131,7 @@ class Logins:
         report: Callable[[str], Awaitable[object]],
     ) -> tuple[anyio.CancelScope, LoginStart]:
         """Start a login in the background (replacing one in flight); nothing awaited."""
-        if state.login is not None:
-            state.login.cancel()
-        scope = state.login = anyio.CancelScope()
+        scope = state.login.begin()
         start = LoginStart()
         self._tg.start_soon(self._login, state, scope, start, owner, send_link, report)
         return scope, start
@@ -206,16 +154,16 @@ class Logins:
     ) -> bool:
         """A call was refused for want of a scope (403 ``insufficient_scope``): ask the owner to log in.
 
-        The link for the scopes ``state.scope`` names goes to ``send_link`` (the owner alone), as
+        The link for the scopes ``state.login.scope`` names goes to ``send_link`` (the owner alone), as
         the first login's did; at most once per scope while a link for it is in use: calls that
         are refused meanwhile send none. Returns whether the owner was asked (now or before).
         """
-        wanted = frozenset((state.scope or "").split())
+        wanted = frozenset((state.login.scope or "").split())
         asked = self._step_ups.get(state.entry.name)
         if (
             asked is not None
             and wanted <= asked.scopes
-            and (asked.login is state.login or anyio.current_time() < asked.until)
+            and (asked.login is state.login.flight or anyio.current_time() < asked.until)
         ):
             # A link for these scopes is out (or on its way) and still valid; or the owner was
             # told why none could be sent: a refused call is no reason to ask again.
@@ -248,14 +196,14 @@ class Logins:
         login: PendingLogin | None = None
         auth: ServerAuth | None = None
         # The grants this login replaces: revoked once its own is sealed (``stored``), never before.
-        superseded = [state.superseded] if state.superseded is not None else []
+        superseded = [state.login.superseded] if state.login.superseded is not None else []
         stored = False
 
         async def persist(grant: OAuthGrant) -> None:
             nonlocal stored
             if grant.authorized:
                 # As held now: a connection may have refreshed its tokens while the owner logged in.
-                held = state.grant.grant if state.grant is not None else state.entry.oauth
+                held = state.login.held(state.entry)
                 if held is not None and held.authorized and held.tokens != grant.tokens:
                     superseded.append(held)
             stored = await self._login_done(state, grant) or stored
@@ -287,9 +235,9 @@ class Logins:
                     deliver,
                     self._callbacks,
                     timeout=timeout,
-                    remember=self._remember,
+                    remember=self._secrets.remember,
                 )
-                previous = self.grant(state).grant
+                previous = state.grant().grant
                 client = previous.client
                 if (
                     client is not None
@@ -300,8 +248,8 @@ class Logins:
                 if (
                     client is not None
                     and client.scope is not None
-                    and state.scope is not None
-                    and not set(state.scope.split()) <= set(client.scope.split())
+                    and state.login.scope is not None
+                    and not set(state.login.scope.split()) <= set(client.scope.split())
                 ):
                     client = None  # registered for fewer scopes than a step-up asks for
                 storage = GrantStorage(
@@ -315,7 +263,7 @@ class Logins:
                     redirect_uri=redirect_uri,
                     login=login,
                     client_metadata_url=self._settings.oauth_client_metadata_url,
-                    scope=state.scope,
+                    scope=state.login.scope,
                     clock=self._clock,
                 )
                 # Any request starts the flow on its 401; ping opens no session to clean up.
@@ -335,7 +283,7 @@ class Logins:
                     pass
                 if not storage.grant.authorized:
                     message = f"{name} did not ask for a login: it answered without one."
-                    state.grant = storage
+                    state.login.use(storage)
                 else:
                     message = ""
             except LoginExpired as exc:
@@ -370,8 +318,7 @@ class Logins:
                 message = (
                     f"The login to {name} failed ({type(exc).__name__}). Run /mcp_auth {name} to try again."
                 )
-        if state.login is scope:
-            state.login = None
+        state.login.ended(scope)
         if scope.cancel_called:
             if not start.settled.is_set():
                 start.why = f"A newer /mcp_auth {name} replaced this login."
@@ -379,7 +326,7 @@ class Logins:
             return
         self._audit.record("login_completed" if not message else "login_failed", server=name)
         if details is not None:
-            await send_link(self._redact_out(details)[:400])
+            await send_link(self._secrets.redact_out(details)[:400])
         if not start.sent and start.waiting:
             # Ended before its link went out: the owner's command, still waiting, says why.
             start.why = self._redact(message)
@@ -388,19 +335,18 @@ class Logins:
         if to_owner and await send_link(self._redact(message)) is not None:
             return
         if not message:
-            if self._servers.get(name) is not state:
+            if not state.current:
                 return
-            state.scope = None  # asked for and granted: the token's scope holds it now
+            state.login.granted()  # asked for and granted: the token's scope holds it now
             note = ""
             if stored and superseded:
                 # The new grant is sealed: the ones it replaces go. The connection that holds
                 # the old tokens goes first; the connect below uses the new ones.
-                if (old := state.connection) is not None:
-                    state.connection = None
+                if (old := state.take_connection()) is not None:
                     self._tg.start_soon(old.aclose)
-                note = await self.revoke_superseded(name, superseded)
-                state.superseded = None
-            await self._reconnect(state)
+                note = await self._revoker.replaced(name, superseded)
+                state.login.supersede(None)
+            await state.reconnect()
             message = f"Logged in to {name}: {state_text(state, self._clock())}.{note}"
             if superseded and stored and (state.reason or "").startswith("authorization expired"):
                 # RFC 7009 2.1: revoking a refresh token may end every token of its grant, and an
@@ -418,47 +364,10 @@ class Logins:
         has, so a login that fails or expires leaves the old tokens working.
         """
         if not grant.authorized:
-            self._remember(grant.secrets)  # a registration's client secret
+            self._secrets.remember(grant.secrets)  # a registration's client secret
             return False
-        if state.grant is None:
-            state.grant = GrantStorage(
-                grant, lambda new: self._save_grant(state.entry.name, new), clock=self._clock
-            )
-        else:
-            state.grant.grant = grant
-        return await self._save_grant(state.entry.name, grant)
-
-    async def revoke_superseded(
-        self, name: str, grants: list[OAuthGrant], *, replaced_by: str = "login"
-    ) -> str:
-        """Revoke the grants a new one replaced (RFC 7009); "" or a note for the owner when it failed.
-
-        ``replaced_by`` (for the audit log): a new ``login``, or an ``entry`` that needs none.
-        """
-        notes: list[str] = []
-        for grant in grants:
-            revoked = await self.revoke(grant)
-            logger.info("the replaced tokens of %s in %s: %s", name, self._session.scope, revoked.outcome)
-            self._audit.record(
-                "tokens_revoked",
-                server=name,
-                replaced_by=replaced_by,
-                outcome=revoked.outcome,
-                why=revoked.why or None,
-            )
-            if revoked.outcome == "failed":
-                notes.append(
-                    f" The previous login's tokens could not be revoked ({revoked.why}): they stay "
-                    "valid until they expire, or until you revoke Playa's access at the authorization server."
-                )
-        return "".join(dict.fromkeys(notes))
-
-    async def revoke_abandoned(self, name: str, grant: OAuthGrant) -> None:
-        """Revoke the grant of an OAuth entry replaced by one that needs no login, once that connected."""
-        try:
-            await self.revoke_superseded(name, [grant], replaced_by="entry")
-        except Exception as exc:  # boundary: this runs in the task group every chat of the host shares
-            logger.warning("revoking the replaced tokens of %s failed: %s", name, type(exc).__name__)
+        state.login.received(grant, state.save_grant, self._clock)
+        return await state.save_grant(grant)
 
     @property
     def timeout(self) -> float:
@@ -495,11 +404,4 @@ class Logins:
     def held_grant(self, name: str) -> OAuthGrant | None:
         """The OAuth grant ``name`` holds now, refreshed tokens included; None for a header server."""
         state = self._servers.get(name)
-        if state is None:
-            return None
-        return state.grant.grant if state.grant is not None else state.entry.oauth
-
-    async def revoke(self, grant: OAuthGrant) -> Revocation:
-        """Revoke a removed server's tokens (RFC 7009), bounded in time; never raises for the server's failure."""
-        async with await self._connector.login_client() as http:
-            return await revoke(grant, http)
+        return state.login.held(state.entry) if state is not None else None

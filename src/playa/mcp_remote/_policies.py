@@ -14,17 +14,18 @@ from __future__ import annotations
 import json
 import logging
 import unicodedata
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import anyio.to_thread
 
-from ..core import ALWAYS, Answer, ChatSession, Question
+from ..core import ALWAYS, ChatSession, Question
 from ..exceptions import StoreError
-from ._approvals import APPROVAL_LIMIT
+from ._review import APPROVAL_LIMIT
 from ._server import RemoteServer
-from .store import AuditLog, Decision, Policy, ServerStore, shown_name
+from ._shared import Asker, ChatSecrets
+from .store import AuditLog, Decision, shown_name
 
 __all__ = ["DECLINED", "UNANSWERED", "Permit", "Policies"]
 
@@ -60,31 +61,27 @@ def _shown_arguments(arguments: dict[str, Any]) -> str:
 
 
 class Policies:
-    """The call policies of one chat's servers. Handed the chat's servers (read only) and file,
-    ``ask`` (the chat's one way to put a question, with its timeout) and ``rebind`` (binds a
-    server's tools again, so a tool now denied leaves the model's list at once)."""
+    """The call policies of one chat's servers: read from each server's entry, asked of the owner
+    through the chat's ``Asker``, and sealed into the entry (``RemoteServer.seal_policy``), which
+    binds the server's tools again so that a tool now denied leaves the model's list at once."""
 
     def __init__(
         self,
         session: ChatSession,
         servers: Mapping[str, RemoteServer],
-        store: ServerStore | None,
         *,
         default: Decision,
         ask_timeout: float,
-        ask: Callable[[Question, float], Awaitable[Answer]],
-        redact: Callable[[str], str],
-        rebind: Callable[[RemoteServer], None],
+        asker: Asker,
+        secrets: ChatSecrets,
         audit: AuditLog,
     ) -> None:
         self._session = session
         self._servers = servers
-        self._store = store
         self.default: Decision = default
         self._ask_timeout = ask_timeout
-        self._ask = ask
-        self._redact = redact
-        self._rebind = rebind
+        self._ask = asker.ask
+        self._redact = secrets.redact_out
         self._audit = audit
 
     def of(self, state: RemoteServer, tool: str) -> Decision:
@@ -197,7 +194,7 @@ class Policies:
             return None
         old = state.entry.policy
         before = old.of(tool, self.default) if tool is not None else old.server or self.default
-        await self._seal(state, old.setting(tool, decision))
+        await state.seal_policy(old.setting(tool, decision))
         self._audit.record("policy_changed", server=name, tool=tool, policy=decision, before=before)
         return before
 
@@ -210,15 +207,6 @@ class Policies:
             return None
         old = state.entry.policy
         before = old.is_read_only(tool) if tool is not None else old.read_only is True
-        await self._seal(state, old.marking(tool, read_only))
+        await state.seal_policy(old.marking(tool, read_only))
         self._audit.record("policy_changed", server=name, tool=tool, read_only=read_only, before=before)
         return before
-
-    async def _seal(self, state: RemoteServer, policy: Policy) -> None:
-        """Save the server's entry with ``policy`` and let it apply at once."""
-        entry = replace(state.entry, policy=policy)
-        if self._store is not None:
-            await anyio.to_thread.run_sync(self._store.put, entry)
-        if self._servers.get(entry.name) is state:
-            state.entry = entry
-            self._rebind(state)

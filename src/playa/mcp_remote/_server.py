@@ -1,93 +1,93 @@
-"""What a chat knows of one of its servers now: the entry, the connection, why it is down, its tools."""
+"""One remote server of a chat: its entry, its connection and retries, its tool binding, its login and review.
+
+A ``RemoteServer`` is the only writer of its own fields; its login (``ServerLogin``) and its
+review (``ServerReview``) are objects of its own, each the only writer of theirs. A server tells
+the chat that holds it what happened through ``ServerEvents``, and never reaches into it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import Any, Literal, Protocol
 
 import anyio
+import anyio.to_thread
 import mcp_types
+from anyio.abc import TaskGroup
 from mcp.client.caching import InMemoryResponseCacheStore
 
-from ..core import Redactor
-from .store import OAuthGrant, ServerEntry
-from .transport import Connection, GrantStorage
+from ..core import ChatSession, ToolResult
+from ..exceptions import AccessRefused, NeedsLogin, RemoteError, StoreError, ToolError
+from ..mcp import exposed_names, normalize_schema
+from ._callback_listener import Callbacks
+from ._elicit import asking
+from ._server_review import ServerReview
+from ._settings import RemoteMcpSettings
+from ._shared import Asker, ChatSecrets, Revoker
+from ._tool import Binding, ToolSlots
+from .store import AuditLog, OAuthGrant, Pins, Policy, ServerEntry, ServerStore, resource_of, without_format
+from .transport import Connection, Connector, Endpoint, GrantStorage, ServerAuth
 
-__all__ = ["LoginStart", "RemoteServer"]
+__all__ = [
+    "ChatShared",
+    "LoginStart",
+    "RemoteServer",
+    "ServerEvents",
+    "ServerLogin",
+    "ToolCaller",
+    "login_hint",
+    "wait_for_connects",
+]
+
+logger = logging.getLogger(__name__)
 
 
-@dataclass(eq=False)
-class RemoteServer:
-    """What the chat knows of one server now."""
+def login_hint(reason: str, name: str) -> str:
+    """Why a server is unavailable, with what the owner can do about it."""
+    return f"{reason} — the owner can run /mcp_auth {name}"
 
-    entry: ServerEntry
-    status: Literal["connecting", "connected", "unavailable"] = "connecting"
-    connection: Connection | None = None
-    reason: str | None = None
-    """Why it is unavailable, or why its last call dropped the connection: Playa's own words
-    (``RemoteError.reason``), which the model's prompt may carry."""
-    detail: str | None = None
-    """What the server itself said of that failure (``RemoteError.detail``), redacted and cut:
-    its words, for the owner's ``/mcp_list`` only, never the prompt."""
-    failures: int = 0
-    next_retry: float | None = None
-    attempt: anyio.Event | None = None
-    """Set when the connect attempt in flight ends; None when none is in flight."""
-    tools: list[str] = field(default_factory=list)
-    """The exposed names of the tools bound to this server."""
-    hidden: int = 0
-    """How many more tools the server offers beyond the per-server limit."""
-    withheld: list[str] = field(default_factory=list)
-    """Tools never offered to the model, each with why (safe to show: redacted and cut)."""
-    lock: anyio.Lock = field(default_factory=anyio.Lock)
-    needs_login: bool = False
-    """Unavailable until the owner logs in (``/mcp_auth``): never retried on a timer."""
-    refused_logins: int = 0
-    """Logins in a row whose token the server then refused for scopes they granted (a 403):
-    after the second, another login is no longer suggested (the step-up retry limit)."""
-    grant: GrantStorage | None = None
-    """An ``oauth`` server's grant as held now (tokens change as they are refreshed)."""
-    login: anyio.CancelScope | None = None
-    """The owner's login in flight, if any."""
-    superseded: OAuthGrant | None = None
-    """The grant of the OAuth entry this one replaced (``/mcp_add`` with its name): revoked once
-    a new grant is stored, or once the entry connects without needing a login."""
-    held: dict[str, mcp_types.Tool] = field(default_factory=dict)
-    """New or changed tools held back from the model until the owner decides, by the server's names."""
-    approved: dict[str, mcp_types.Tool] = field(default_factory=dict)
-    """The approved definitions as last seen live: what a change is shown against."""
-    shown: str | None = None
-    """The digest of the held tools as the owner was last shown them: only those can be approved."""
-    announced: float | None = None
-    """When the owner was last sent a message about what waits (the clock's time), while it is
-    undecided: the next one waits for the approval interval."""
-    transport: str | None = None
-    """The transport of the last connection that worked (SSE after a fallback too)."""
-    protocol: str | None = None
-    """The protocol version agreed on that connection."""
-    instructions: str | None = None
-    """The server's ``instructions`` the model gets (its own words: untrusted): those of the last
-    connection when the owner approved them, else the approved ones (or none)."""
-    held_instructions: str | None = None
-    """The server's new instructions, held back from the model until the owner decides."""
-    instructions_shown: tuple[str | None, Redactor, str] | None = None
-    """The instructions as the prompt shows them, with what they were made from."""
-    tools_cache: InMemoryResponseCacheStore = field(default_factory=InMemoryResponseCacheStore)
-    """Its tool listings, kept as the server allows (``ttlMs``) across this entry's reconnects."""
-    quiet_adopt: bool = False
-    """Adopting the tool list needs no word to the owner (an ``/mcp_add``, whose reply lists it)."""
-    scope: str | None = None
-    """The scopes the owner's next login asks for besides those the server names: what a
-    request was refused for (403 ``insufficient_scope``) with what was granted before."""
 
-    @property
-    def waiting(self) -> bool:
-        """Whether changed tools or instructions wait for the owner's decision."""
-        return bool(self.held) or self.held_instructions is not None
+class ServerEvents(Protocol):
+    """What a server tells the chat that holds it: what happened, never a request."""
 
-    @property
-    def connecting(self) -> bool:
-        return self.attempt is not None and not self.attempt.is_set()
+    async def bound(self, server: RemoteServer, adopted: Pins | None) -> None:
+        """A connection's tool list was bound; ``adopted``: the pins an entry without any takes."""
+
+    def changed(self) -> None:
+        """What the prompt says of the chat's servers may have changed."""
+
+
+class ToolCaller(Protocol):
+    """Calls a server's tool for the model (the chat's ``Calls``)."""
+
+    async def call(
+        self, server: RemoteServer, exposed: str, remote: str, arguments: dict[str, Any]
+    ) -> ToolResult: ...
+
+
+@dataclass(frozen=True, eq=False)
+class ChatShared:
+    """What every server of one chat works with, made once by ``ChatServers``."""
+
+    session: ChatSession
+    store: ServerStore | None
+    settings: RemoteMcpSettings
+    connector: Connector
+    callbacks: Callbacks
+    task_group: TaskGroup
+    clock: Callable[[], float]
+    secrets: ChatSecrets
+    audit: AuditLog
+    tools: ToolSlots
+    asker: Asker
+    revoker: Revoker
+    caller: ToolCaller
+    events: ServerEvents
+    servers: Mapping[str, RemoteServer]
+    """The chat's servers now, by name (read only)."""
 
 
 @dataclass(eq=False)
@@ -101,3 +101,453 @@ class LoginStart:
     """Why no link went out (redacted), when the login ended before."""
     waiting: bool = True
     """The command still waits: an end before the link goes into its reply, not to ``report``."""
+
+
+@dataclass(eq=False)
+class ServerLogin:
+    """An ``oauth`` server's login: its grant as held now, the owner's login in flight, what it replaced."""
+
+    grant: GrantStorage | None = None
+    """The grant as held now (tokens change as they are refreshed); made on first use."""
+    flight: anyio.CancelScope | None = None
+    """The owner's login in flight, if any."""
+    superseded: OAuthGrant | None = None
+    """The grant of the OAuth entry this one replaced (``/mcp_add`` with its name): revoked once
+    a new grant is stored, or once the entry connects without needing a login."""
+    refused: int = 0
+    """Logins in a row whose token the server then refused for scopes they granted (a 403):
+    after the second, another login is no longer suggested (the step-up retry limit)."""
+    scope: str | None = None
+    """The scopes the owner's next login asks for besides those the server names: what a
+    request was refused for (403 ``insufficient_scope``) with what was granted before."""
+
+    def storage(
+        self, entry: ServerEntry, save: Callable[[OAuthGrant], Awaitable[bool]], clock: Callable[[], float]
+    ) -> GrantStorage:
+        """The grant, kept across connects (tokens refresh in place)."""
+        if self.grant is None:
+            grant = entry.oauth if entry.oauth is not None else OAuthGrant(resource=resource_of(entry.url))
+            self.grant = GrantStorage(grant, save, clock=clock)
+        return self.grant
+
+    def held(self, entry: ServerEntry) -> OAuthGrant | None:
+        """The grant held now, refreshed tokens included; None for a header server."""
+        return self.grant.grant if self.grant is not None else entry.oauth
+
+    def received(
+        self, grant: OAuthGrant, save: Callable[[OAuthGrant], Awaitable[bool]], clock: Callable[[], float]
+    ) -> None:
+        """A login's grant with tokens becomes the server's (held in place when it holds one)."""
+        if self.grant is None:
+            self.grant = GrantStorage(grant, save, clock=clock)
+        else:
+            self.grant.grant = grant
+
+    def use(self, storage: GrantStorage) -> None:
+        """A login's storage becomes the server's (it got tokens, or it found none were needed)."""
+        self.grant = storage
+
+    def begin(self) -> anyio.CancelScope:
+        """A new login replaces the one in flight: only the newest link works."""
+        if self.flight is not None:
+            self.flight.cancel()
+        self.flight = anyio.CancelScope()
+        return self.flight
+
+    def ended(self, flight: anyio.CancelScope) -> None:
+        if self.flight is flight:
+            self.flight = None
+
+    def supersede(self, grant: OAuthGrant | None) -> None:
+        self.superseded = grant
+
+    def abandon(self) -> OAuthGrant | None:
+        """The superseded grant, now to be revoked (it is no longer held here)."""
+        grant, self.superseded = self.superseded, None
+        return grant
+
+    def wants(self, scope: str | None) -> None:
+        """A request was refused for ``scope`` (with what was granted before): the next login asks for it."""
+        if scope:
+            self.scope = scope
+
+    def granted(self) -> None:
+        """A login was done for the scope asked: the token's scope holds it now."""
+        self.scope = None
+
+    def counted(self, *, refused: bool) -> None:
+        """A connect after a login ended: refused again (counted) or connected (the count restarts)."""
+        self.refused = self.refused + 1 if refused else 0
+
+
+class RemoteServer:
+    """One server of a chat: connected, retried, bound to the chat's tools, logged in and reviewed."""
+
+    def __init__(self, entry: ServerEntry, shared: ChatShared) -> None:
+        self.entry = entry
+        self._shared = shared
+        self.status: Literal["connecting", "connected", "unavailable"] = "connecting"
+        self.connection: Connection | None = None
+        self.reason: str | None = None
+        """Why it is unavailable, or why its last call dropped the connection: Playa's own words
+        (``RemoteError.reason``), which the model's prompt may carry."""
+        self.detail: str | None = None
+        """What the server itself said of that failure (``RemoteError.detail``), redacted and cut:
+        its words, for the owner's ``/mcp_list`` only, never the prompt."""
+        self.failures = 0
+        self.next_retry: float | None = None
+        self.attempt: anyio.Event | None = None
+        """Set when the connect attempt in flight ends; None when none is in flight."""
+        self.lock = anyio.Lock()
+        self.needs_login = False
+        """Unavailable until the owner logs in (``/mcp_auth``): never retried on a timer."""
+        self.tools: list[str] = []
+        """The exposed names of the tools bound to this server."""
+        self.hidden = 0
+        """How many more tools the server offers beyond the per-server limit."""
+        self.withheld: list[str] = []
+        """Tools never offered to the model, each with why (safe to show: redacted and cut)."""
+        self.transport: str | None = None
+        """The transport of the last connection that worked (SSE after a fallback too)."""
+        self.protocol: str | None = None
+        """The protocol version agreed on that connection."""
+        self.tools_cache = InMemoryResponseCacheStore()
+        """Its tool listings, kept as the server allows (``ttlMs``) across this entry's reconnects."""
+        self.login = ServerLogin()
+        self.review = ServerReview()
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def connecting(self) -> bool:
+        return self.attempt is not None and not self.attempt.is_set()
+
+    @property
+    def current(self) -> bool:
+        """Whether the chat still holds this server (not removed or replaced)."""
+        return self._shared.servers.get(self.entry.name) is self
+
+    # Connecting
+
+    def start(self, *, after_login: bool = False) -> None:
+        """Connect in the background; ``after_login``: the first connect with the owner's new login."""
+        self.status = "connecting"
+        self.attempt = anyio.Event()
+        self._shared.task_group.start_soon(partial(self._connect, after_login=after_login))
+
+    async def wait(self) -> None:
+        """Wait for the connect in flight, bounded by the connect wait."""
+        if self.attempt is not None:
+            with anyio.move_on_after(self._shared.settings.connect_wait):
+                await self.attempt.wait()
+
+    async def reconnect(self) -> None:
+        """Connect with the owner's new login, and wait for the connect."""
+        self.start(after_login=True)
+        await self.wait()
+        self._shared.events.changed()
+
+    def grant(self) -> GrantStorage:
+        """The grant of an ``oauth`` server, kept across connects (tokens refresh in place)."""
+        return self.login.storage(self.entry, self.save_grant, self._shared.clock)
+
+    def _endpoint(self) -> Endpoint:
+        entry, shared = self.entry, self._shared
+        auth = None
+        if entry.auth_kind == "oauth":
+            auth = ServerAuth(
+                entry.url,
+                self.grant(),
+                redirect_uri=shared.callbacks.redirect_uri_or_placeholder,
+                clock=shared.clock,
+                on_refresh_failed=self._refresh_failed,
+            )
+        grant = entry.oauth.secrets if entry.oauth is not None else frozenset()
+        return Endpoint(
+            server=entry.name,
+            url=entry.url,
+            transport=entry.transport,
+            headers=entry.headers,
+            url_secrets=entry.secrets - set(entry.headers.values()) - grant,
+            auth=auth,
+        )
+
+    def _refresh_failed(self, status: int) -> None:
+        """The authorization server refused to refresh the tokens: the owner's login must help."""
+        self._shared.audit.record("refresh_failed", server=self.entry.name, status=status)
+
+    async def _connect(self, *, after_login: bool = False) -> None:
+        attempt, name, shared = self.attempt, self.entry.name, self._shared
+        connection: Connection | None = None
+        endpoint: Endpoint | None = None
+        # The boundary covers every step, binding included: this runs in the task group every
+        # chat of the host shares, and an exception escaping it would end them all.
+        try:
+            if self.entry.auth_kind == "oauth" and not self.grant().grant.authorized:
+                # No tokens yet: only the owner's login can help, and a connect would only
+                # register clients with the authorization server for nothing.
+                raise NeedsLogin("this server needs a login", server=name)
+            endpoint = self._endpoint()
+            connection = await shared.connector.connect(
+                endpoint,
+                shared.task_group,
+                elicit=asking(endpoint, shared.asker.server_question, shared.secrets.redact),
+                on_tools=self._tools_changed,
+                tools_cache=self.tools_cache,
+            )
+            if not self.current:
+                # Removed or replaced while connecting.
+                await connection.aclose()
+                return
+            adopted = self.review.hold_instructions(
+                self.entry, connection.instructions, self.bind(connection), shared.secrets.redact
+            )
+            self.connection, self.status, self.reason, self.detail = connection, "connected", None, None
+            self.transport, self.protocol = connection.transport, connection.protocol
+            self.failures, self.next_retry, self.needs_login = 0, None, False
+            self.login.counted(refused=False)
+            if self.entry.auth_kind != "oauth" and (superseded := self.login.abandon()) is not None:
+                # It replaced an OAuth entry and needs no login: the old tokens are abandoned.
+                shared.task_group.start_soon(shared.revoker.abandoned, name, superseded)
+            await shared.events.bound(self, adopted)
+        except RemoteError as exc:
+            if self.current:
+                if endpoint is not None and endpoint.auth is not None:
+                    self.login.wants(endpoint.auth.scope)
+                refused = isinstance(exc, AccessRefused)
+                if refused and after_login:
+                    self.login.counted(refused=True)
+                self.failed(
+                    exc.reason, needs_login=isinstance(exc, NeedsLogin), refused=refused, detail=exc.detail
+                )
+        except Exception as exc:  # boundary: one server's bug must not end the chat's task group
+            logger.error("connecting %s in %s failed: %s", name, shared.session.scope, type(exc).__name__)
+            if connection is not None:
+                shared.task_group.start_soon(connection.aclose)
+            if self.current:
+                self.failed(f"internal error ({type(exc).__name__})")
+        finally:
+            if attempt is not None:
+                attempt.set()
+
+    def failed(
+        self, reason: str, *, needs_login: bool = False, refused: bool = False, detail: str | None = None
+    ) -> None:
+        """``refused``: the server refused a login's token for the scopes it granted (``AccessRefused``).
+
+        ``reason`` is Playa's words, for the prompt too; ``detail`` what the server said, for the owner only.
+        """
+        # Its tools stay bound but hidden until a connect succeeds and binds them again.
+        self._shared.tools.hide(self.tools)
+        self.failures += 1
+        self.status = "unavailable"
+        self.needs_login = needs_login
+        if refused and self.login.refused >= 2:
+            # A login in answer to the refusal did not help: suggesting another would be a loop.
+            reason += ", and again after a new login: the account needs access at the server itself"
+        elif refused:
+            # The account's access may have changed since the token was issued: one new login may help.
+            reason = f"{login_hint(reason, self.entry.name)} to log in again"
+        elif needs_login:
+            # A timer cannot log in: the server waits for the owner.
+            reason = login_hint(reason, self.entry.name)
+        redact = self._shared.secrets.redact
+        self.reason = redact(reason)
+        self.detail = redact(detail) if detail is not None else None
+        settings = self._shared.settings
+        self.next_retry = None if needs_login else self._shared.clock() + settings.backoff(self.failures)
+        logger.info("%s in %s is unavailable: %s", self.entry.name, self._shared.session.scope, self.reason)
+
+    async def connection_for_call(self) -> Connection:
+        """The working connection: a broken one is replaced (one connect at a time)."""
+        connection = self.connection
+        if connection is not None and not connection.broken:
+            return connection  # the common case, without the lock's cost on every call
+        async with self.lock:
+            connection = self.connection
+            if connection is not None and not connection.broken:
+                return connection
+            if not self.current:
+                raise ToolError(f"{self.entry.name} was removed")
+            if self.connecting and self.attempt is not None:
+                await self.attempt.wait()
+            else:
+                self.connection = None
+                self.attempt = anyio.Event()
+                await self._connect()
+            if self.connection is None:
+                raise ToolError(f"{self.entry.name} is unavailable: {self.reason}")
+            return self.connection
+
+    def call_failed(self, connection: Connection, exc: RemoteError) -> None:
+        """A call broke ``connection``: it is dropped, and the next call reconnects."""
+        if self.connection is connection:
+            redact = self._shared.secrets.redact
+            self.connection = None
+            self.reason = redact(exc.reason)
+            self.detail = redact(exc.detail) if exc.detail is not None else None
+            self._shared.task_group.start_soon(connection.aclose)
+
+    def call_needs_login(self, connection: Connection, reason: str) -> bool:
+        """A call was refused for want of a login (or a scope): the server waits for the owner.
+
+        Returns whether a login with a further scope would help (a step-up).
+        """
+        if self.connection is connection:
+            self.connection = None
+            self._shared.task_group.start_soon(connection.aclose)
+        auth = connection.endpoint.auth
+        self.login.wants(auth.scope if auth is not None else None)
+        self.failed(reason, needs_login=True)
+        self._shared.events.changed()
+        return auth is not None and bool(auth.scope)
+
+    def take_connection(self) -> Connection | None:
+        """The connection, no longer the server's: the caller closes it."""
+        connection, self.connection = self.connection, None
+        return connection
+
+    def drop(self) -> Connection | None:
+        """The chat forgets this server: its tools are unbound; the caller closes the connection returned."""
+        self._shared.tools.unbind(self.tools)
+        self.tools = []
+        return self.take_connection()
+
+    # Tools
+
+    def bind(self, connection: Connection) -> Pins | None:
+        """Bind the server's live tools; hold back new and changed ones; unbind the rest at once.
+
+        Returns the pins to save when the entry had none: the list it adopts as approved.
+        """
+        entry, shared = self.entry, self._shared
+        allowed: dict[str, mcp_types.Tool] = {}
+        withheld: list[str] = []
+        redactor = shared.secrets.redactor
+        for tool in connection.tools:
+            if (entry.tools is None or tool.name in entry.tools) and tool.name not in allowed:
+                if redactor.contains(without_format(tool.model_dump_json(by_alias=True))):
+                    # Its name, title, description or schema quotes a credential: the model must
+                    # not see it, and redacting a definition would change what the tool means.
+                    withheld.append(f"{self._shown(tool.name)!r}: its definition holds a credential")
+                    continue
+                if (why := connection.unrunnable(tool)) is not None:
+                    # Offered, it could only fail: the model would call it for nothing.
+                    withheld.append(f"{self._shown(tool.name)!r}: {why}")
+                    continue
+                allowed[tool.name] = tool
+        # A server offering hundreds of tools would drown the model (and slow every step); the
+        # owner picks the ones they want with --tools.
+        limit = shared.settings.max_tools_per_server
+        self.hidden = max(0, len(allowed) - limit)
+        allowed = dict(list(allowed.items())[:limit])
+        allowed, adopted = self.review.hold_tools(entry, allowed)
+        default = shared.settings.default_policy
+        for remote in [remote for remote in allowed if entry.policy.of(remote, default) == "deny"]:
+            # The owner's policy: the model is never offered it (a call all the same is refused).
+            del allowed[remote]
+            withheld.append(f"{self._shown(remote)!r}: your policy denies it")
+        self.withheld = withheld
+        names = exposed_names(entry.name, allowed)
+        # Every binding is made before the registry changes: a step that raises leaves the
+        # chat's tools as they were.
+        bindings: dict[str, Binding] = {}
+        for remote, tool in allowed.items():
+            # Not cut here: the model-bound gate cuts descriptions once they are redacted.
+            description = (tool.description or tool.title or "").strip()
+            bindings[names[remote]] = Binding(
+                server=entry.name,
+                remote_name=remote,
+                description=f"[{entry.name}] {description}".strip(),
+                parameters=normalize_schema(tool.input_schema),
+                call=partial(shared.caller.call, self, names[remote]),
+            )
+        self.tools = shared.tools.bind(bindings, self.tools)
+        return adopted
+
+    def _shown(self, name: str) -> str:
+        """A server's tool name fit to show: redacted, then cut."""
+        shown = self._shared.secrets.redact(name)
+        return shown if len(shown) <= 40 else shown[:39] + "…"
+
+    def rebind(self) -> None:
+        """Bind the tools again after a policy changed: a denied one leaves the model's list."""
+        connection, shared = self.connection, self._shared
+        if (
+            connection is not None
+            and not connection.broken
+            and (adopted := self.bind(connection)) is not None
+        ):
+            shared.task_group.start_soon(shared.events.bound, self, adopted)
+        shared.events.changed()
+
+    async def _tools_changed(self, connection: Connection) -> None:
+        """The server said its tool list changed, and the connection listed it again."""
+        if not self.current or self.connection is not connection:
+            return  # dropped or replaced meanwhile; a new connection lists its own tools
+        await self._shared.events.bound(self, self.bind(connection))
+        self._shared.events.changed()
+
+    async def decided(self, pins: Pins) -> None:
+        """The owner decided what waited: ``pins`` sealed, and what they allow bound at once."""
+        connection = self.connection
+        await self.save_pins(pins)
+        rebound = connection is not None and not connection.broken
+        if connection is not None and rebound:
+            self.review.hold_instructions(
+                self.entry, connection.instructions, self.bind(connection), self._shared.secrets.redact
+            )
+        self.review.concluded(pins, rebound=rebound)
+        self._shared.events.changed()
+
+    # The entry
+
+    async def save_pins(self, pins: Pins) -> None:
+        """Seal new pins into the entry (an owner's decision, or an adopted list)."""
+        entry = self.entry = replace(self.entry, pins=pins)
+        store = self._shared.store
+        if store is not None and self.current:
+            await anyio.to_thread.run_sync(store.put, entry)
+
+    async def seal_policy(self, policy: Policy) -> None:
+        """Save the entry with ``policy`` and let it apply at once. Raises ``StoreError``."""
+        entry = replace(self.entry, policy=policy)
+        if (store := self._shared.store) is not None:
+            await anyio.to_thread.run_sync(store.put, entry)
+        if self.current:
+            self.entry = entry
+            self.rebind()
+
+    def policy_changed(self, policy: Policy) -> None:
+        """The owner changed the policy through another process of this host: it applies now."""
+        self.entry = replace(self.entry, policy=policy)
+        self.rebind()
+
+    async def save_grant(self, grant: OAuthGrant) -> bool:
+        """Seal a changed grant into the entry of the chat's server of this name (new tokens, a
+        registration) before it is used; whether it was sealed into the file."""
+        shared = self._shared
+        shared.secrets.remember(grant.secrets)
+        server = shared.servers.get(self.entry.name)
+        if shared.store is None or server is None:
+            return False
+        entry = server.entry = replace(server.entry, oauth=grant)
+        try:
+            await anyio.to_thread.run_sync(shared.store.put, entry)
+        except StoreError as exc:
+            # The connection goes on with the tokens held; the next refresh tries again.
+            logger.warning(
+                "could not save the authorization of %s in %s: %s", entry.name, shared.session.scope, exc
+            )
+            return False
+        return True
+
+
+async def wait_for_connects(servers: Mapping[str, RemoteServer], wait: float) -> None:
+    """Wait for the connects in flight; each is bounded by the connect timeout."""
+    with anyio.move_on_after(wait):
+        for server in list(servers.values()):
+            if server.attempt is not None:
+                await server.attempt.wait()

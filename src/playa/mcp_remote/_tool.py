@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..core import ToolResult
+from ..core import ChatSession, ToolResult
 from ..exceptions import ToolUnbound
 
-__all__ = ["Binding", "RemoteMcpTool"]
+__all__ = ["Binding", "RemoteMcpTool", "ToolSlots"]
 
 Caller = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
 """Calls the server's tool by its own (remote) name."""
@@ -73,3 +73,46 @@ class RemoteMcpTool:
         if binding is None:
             raise ToolUnbound(self._name)
         return await binding.call(binding.remote_name, arguments)
+
+
+class ToolSlots:
+    """A chat's registry tools for remote tools, by exposed name: made once, bound as servers come and go."""
+
+    def __init__(self, session: ChatSession) -> None:
+        self._session = session
+        self._tools: dict[str, RemoteMcpTool] = {}
+
+    def get(self, exposed: str) -> RemoteMcpTool | None:
+        return self._tools.get(exposed)
+
+    def bind(self, bindings: Mapping[str, Binding], before: list[str]) -> list[str]:
+        """Bind and offer ``bindings`` (by exposed name); unbind those of ``before`` that are not among them."""
+        for exposed, binding in bindings.items():
+            tool = self._tools.get(exposed)
+            if tool is None:
+                tool = self._tools[exposed] = RemoteMcpTool(exposed)
+                self._session.tools.register(tool, active=False)
+            tool.bind(binding)
+            self._session.tools.activate(exposed)
+        self.unbind(set(before) - bindings.keys())
+        return list(bindings)
+
+    def unbind(self, names: Iterable[str]) -> None:
+        """Take the tools from the model and from their server: calling one is a clear error."""
+        for exposed in names:
+            self._tools[exposed].unbind()
+            self._session.tools.deactivate(exposed)
+
+    def hide(self, names: Iterable[str]) -> None:
+        """Take the tools from the model; they stay bound until their server binds them again."""
+        for exposed in names:
+            self._session.tools.deactivate(exposed)
+
+    def withheld(self, names: Iterable[str]) -> list[tuple[str, str]]:
+        """Of these tools, the ones the model in use cannot take, with the reason for each."""
+        found: list[tuple[str, str]] = []
+        for exposed in names:
+            reason = self._session.tool_rules.withheld(self._tools[exposed])
+            if reason is not None:
+                found.append((exposed, reason))
+        return found

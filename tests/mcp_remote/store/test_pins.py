@@ -216,7 +216,7 @@ async def test_an_approval_covers_only_what_the_owner_was_shown(
             chat = extension.chat(await host.session(SCOPE, owner="owner"))
             state = chat.servers["changing"]
             # The server changes again after the owner was shown the first change.
-            state.shown = "0" * 64
+            state.review.shown = "0" * 64
             answer = await owned.command("/mcp_approve changing", owner)
             assert answer.startswith("The tools of changing changed again since you were shown them"), answer
             assert "changing__lookup" not in chat.session.tools or not chat.session.tools.is_active(
