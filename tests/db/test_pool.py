@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import socket
 import traceback
+from urllib.parse import quote
 
 import pytest
 
@@ -112,3 +113,29 @@ def test_pool_options_are_checked_when_made() -> None:
         PoolOptions(min_size=5, max_size=2)
     with pytest.raises(ConfigError, match="statement_timeout"):
         PoolOptions(statement_timeout=0)
+
+
+async def test_a_password_with_reserved_characters_logs_in_percent_encoded(database_url: str) -> None:
+    password = "p@ss:w/rd?#%&=" + "x" * 10
+    url = DatabaseUrl.parse(database_url)
+    async with await Database.open(url) as db, db.connection() as connection:
+        # CREATE ROLE takes no parameters: the literal is quoted by the server's own function.
+        literal = await connection.fetchval("SELECT quote_literal($1::text)", password)
+        await connection.execute(f"CREATE ROLE reserved_chars LOGIN PASSWORD {literal}")
+    encoded = quote(password, safe="")
+    other = DatabaseUrl.parse(f"postgresql://reserved_chars:{encoded}@{url.host}:{url.port}/{url.database}")
+    assert other.password == password
+    async with await Database.open(other) as db, db.connection() as connection:
+        assert await connection.fetchval("SELECT current_user") == "reserved_chars"
+    async with await Database.open(url) as db, db.connection() as connection:
+        await connection.execute("DROP ROLE reserved_chars")
+
+
+async def test_closing_twice_is_closing_once(database_url: str) -> None:
+    db = await Database.open(DatabaseUrl.parse(database_url), PoolOptions(min_size=0))
+    await db.aclose()
+    await db.aclose()
+    assert "closed" in repr(db)
+    with pytest.raises(DatabaseError):
+        async with db.connection():
+            pass

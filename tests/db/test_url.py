@@ -60,6 +60,7 @@ BAD = [
     (f"postgresql://playa:{PASSWORD}@/state", "names no host"),
     (f"postgresql://playa:{PASSWORD}@localhost", "names no database"),
     (f"postgresql://playa:{PASSWORD}@localhost/", "names no database"),
+    (f"postgresql://playa:{PASSWORD}@localhost/a/b", "names no database"),
     (f"postgresql://:{PASSWORD}@localhost/state", "names no user"),
     (f"postgresql://playa:{PASSWORD}@localhost:99999/state", "port"),
     (f"postgresql://playa:{PASSWORD}@localhost:http/state", "port"),
@@ -92,3 +93,9 @@ def test_without_the_variable_there_is_no_database() -> None:
     assert database_url({ENV_DATABASE_URL: "  "}) is None
     found = database_url({ENV_DATABASE_URL: f"postgresql://playa:{PASSWORD}@localhost/state"})
     assert found is not None and found.database == "state"
+
+
+def test_the_shown_url_is_the_url_without_its_password() -> None:
+    assert DatabaseUrl.parse("postgresql://a%40b@[::1]/x%2Fy").shown == "postgresql://a%40b@[::1]:5432/x%2Fy"
+    socket = DatabaseUrl.parse(f"postgresql://playa:{PASSWORD}@/state?host=/run/pg")
+    assert socket.shown == "postgresql://playa:[redacted]@/state?host=/run/pg"

@@ -58,6 +58,9 @@ PLATFORMS_WITH_BINARIES: Final = frozenset(
     }
 )
 """Where the wheel ships binaries that run (Windows has a wheel too, but this launcher is POSIX)."""
+_PREFIX: Final = "playa-postgres-"
+_OWNER: Final = "owner.pid"
+"""In each server's folder: the process that started it (its folder is reaped once that one is gone)."""
 _ATTEMPTS: Final = 5
 """Starts tried, each on a new port: a free port can be taken by another process before we bind it."""
 
@@ -194,6 +197,39 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(STOP_TIMEOUT)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    return True
+
+
+def _reap_orphans() -> None:
+    """Stop and delete the servers of runs that died without stopping theirs (a killed pytest).
+
+    Only folders whose owner is recorded and dead: one without an owner is still being made.
+    """
+    for folder in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*"):
+        try:
+            owner = int((folder / _OWNER).read_text())
+        except (OSError, ValueError):
+            continue
+        if _alive(owner):
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            pid = int((folder / "data" / "postmaster.pid").read_text().split()[0])
+            # Our postmaster still, not a process that took its number since: it names its folder.
+            if str(folder) in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
+                os.kill(pid, signal.SIGQUIT)  # immediate shutdown
+                deadline = time.monotonic() + STOP_TIMEOUT
+                while _alive(pid) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 # Settings for a throwaway server: nothing is worth an fsync, and a test never waits on a flush.
 FAST: Final = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
 
@@ -206,8 +242,10 @@ def running_postgres(*, settings: dict[str, str] | None = None) -> Iterator[Post
     for its commits as a deployment does).
     """
     runner = _Runner.here(postgres_binaries())
-    folder = Path(tempfile.mkdtemp(prefix="playa-postgres-"))
+    _reap_orphans()
+    folder = Path(tempfile.mkdtemp(prefix=_PREFIX))
     try:
+        (folder / _OWNER).write_text(str(os.getpid()))
         runner.own(folder)
         password = secrets.token_urlsafe(24)
         password_file = folder / "password"

@@ -91,9 +91,10 @@ class DatabaseUrl:
             raise _refuse("names no host")
         if "," in host:
             raise _refuse("names several hosts; Playa connects to one")
-        database = unquote(parts.path.removeprefix("/"))
-        if not database or "/" in database:
-            raise _refuse("names no database (the path after the host)")
+        path = parts.path.removeprefix("/")
+        if not path or "/" in path:
+            raise _refuse("names no database (the one part of the path after the host)")
+        database = unquote(path)
         user = unquote(parts.username or "")
         if not user:
             raise _refuse("names no user")
@@ -114,20 +115,22 @@ class DatabaseUrl:
     @property
     def shown(self) -> str:
         """The URL as it may be shown and logged: the password replaced with ``[redacted]``."""
-        secret = f":{REDACTED}" if self.password else ""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        where = f"{host}:{self.port}" if not self.host.startswith("/") else f"?host={self.host}"
-        if where.startswith("?"):
-            return f"postgresql://{quote(self.user, safe='')}{secret}@/{quote(self.database, safe='')}{where}"
-        return f"postgresql://{quote(self.user, safe='')}{secret}@{where}/{quote(self.database, safe='')}"
+        user = quote(self.user, safe="") + (f":{REDACTED}" if self.password else "")
+        database = quote(self.database, safe="")
+        if self.host.startswith("/"):
+            return f"postgresql://{user}@/{database}?host={self.host}"
+        return f"postgresql://{user}@{self._host}:{self.port}/{database}"
 
     @property
     def where(self) -> str:
         """Server and database, for an error message: ``host:port/database`` or the socket folder."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
         if self.host.startswith("/"):
             return f"{self.host} (socket)/{self.database}"
-        return f"{host}:{self.port}/{self.database}"
+        return f"{self._host}:{self.port}/{self.database}"
+
+    @property
+    def _host(self) -> str:
+        return f"[{self.host}]" if ":" in self.host else self.host
 
     def __str__(self) -> str:
         return self.shown
