@@ -1,16 +1,12 @@
-"""A chat's audit log: every tamper is found by ``playa audit verify``, no record holds a secret,
-the calls of a real loopback server are recorded with their outcome, and only the owner reads it.
+"""What a chat's audit log records: the calls of a real loopback server with their outcome, the
+owner's changes, logins and answers, never a secret; and only the owner reads it.
 
-The log is written by the chat's ``AuditLog`` (a worker thread, batched); the verifier runs as
-the operator runs it, a ``playa`` process with the host secret in its environment.
+How the log itself is kept and verified: ``tests/mcp_remote/store/test_audit.py``.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -25,171 +21,18 @@ from tests.telegram.fake_bot_api import FakeBotApi, creator, group_chat, private
 
 from playa.agent import Host, HostConfig
 from playa.cli import remote_mcp
-from playa.core import session_state_dir
-from playa.mcp_remote import AuditKey, HostSecret, RemoteMcpExtension, audit_folder, verify_log
-from playa.mcp_remote.store import AuditLog, AuditRecord, FieldValue, Sealer, ServerStore, read_records
+from playa.mcp_remote import AuditKey, HostSecret, RemoteMcpExtension, verify_log
+from playa.mcp_remote.store import AuditRecord, FieldValue, Sealer, ServerStore, read_records
 from playa.telegram import TelegramSettings, run_telegram
 from servers.oidc import authorization_server
 from servers.python_servers import TaskServer, serve_asgi, serve_mcp
+from support.audit import ARGUMENT_CANARY, HEADER_CANARY, SCOPE, SECRET, folder_of, lines_of, playa_audit
 from support.chat import GUEST, ScriptedUI, msg
 from support.oauth import SCOPE as OAUTH_SCOPE
 from support.oauth import log_in, log_in_again, protected_chat, protected_server, refuse_sign_in
 from support.remote import HEALTHY, SETTINGS, OwnerChat, owner_chat, remote_host
 
 pytestmark = pytest.mark.anyio
-
-SECRET = "x" * 32  # the conftest's host secret
-SCOPE = "console:audited"
-HEADER_CANARY = "Hk7Tq2Wm9Xz4Lp6Rv3Ns8Bd1Fg5Jc0Ya"
-ARGUMENT_CANARY = "arg-canary-Qe4Uo8Iy2Tr6Ew0Pl3Kj"
-
-
-def folder_of(data_dir: Path, scope: str) -> Path:
-    return audit_folder(session_state_dir(data_dir, scope))
-
-
-async def write_log(data_dir: Path, scope: str, count: int) -> Path:
-    """A log of ``count`` tool calls for ``scope``, written the way a chat writes it."""
-    folder = folder_of(data_dir, scope)
-    async with anyio.create_task_group() as tg:
-        log = AuditLog(folder, scope, AuditKey(SECRET.encode()), task_group=tg)
-        for n in range(count):
-            log.record("tool_call", server="docs", tool=f"tool{n}", outcome="ok", duration_us=n)
-        await log.flush()
-    return folder
-
-
-def playa_audit(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "playa", "audit", *args, "--data-dir", str(data_dir)],
-        env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "MCP_ENCRYPTION_SECRET": SECRET},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
-def lines_of(folder: Path) -> list[bytes]:
-    return (folder / "audit.jsonl").read_bytes().splitlines(keepends=True)
-
-
-def edited(line: bytes) -> bytes:
-    record = json.loads(line)
-    record["fields"]["outcome"] = "error"
-    return json.dumps(record).encode() + b"\n"
-
-
-# Each tamper: the log's lines (and another chat's) in, the lines written back out, and the line
-# (1-based; 0 for the head record) where the verifier must say the chain breaks.
-Tamper = Callable[[list[bytes], list[bytes]], list[bytes]]
-TAMPERS: dict[str, tuple[Tamper, int]] = {
-    "edited": (lambda lines, other: [*lines[:2], edited(lines[2]), *lines[3:]], 3),
-    "deleted": (lambda lines, other: [*lines[:2], *lines[3:]], 3),
-    "reordered": (lambda lines, other: [*lines[:2], lines[3], lines[2], *lines[4:]], 3),
-    "replayed from an earlier position": (lambda lines, other: [*lines[:4], lines[1], *lines[4:]], 5),
-    "replayed at its own position from another chat": (
-        lambda lines, other: [*lines[:2], other[2], *lines[3:]],
-        3,
-    ),
-    "appended from another chat": (lambda lines, other: [*lines, other[-1]], 7),
-    "tail cut": (lambda lines, other: lines[:4], 0),
-    "emptied": (lambda lines, other: [], 0),
-}
-
-
-async def test_an_untouched_log_verifies_and_exports_as_json_lines(data_dir: Path, tmp_path: Path) -> None:
-    await write_log(data_dir, SCOPE, 6)
-    done = await anyio.to_thread.run_sync(lambda: playa_audit("verify", "--chat", SCOPE, data_dir=data_dir))
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"The audit log of {SCOPE} is whole: 6 records, the last #6 at ")
-    out = tmp_path / "export.jsonl"
-    done = await anyio.to_thread.run_sync(
-        lambda: playa_audit("export", "--chat", SCOPE, "-o", str(out), data_dir=data_dir)
-    )
-    assert done.returncode == 0, done.stderr
-    exported = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [(r["seq"], r["kind"], r["fields"]["tool"]) for r in exported] == [
-        (n + 1, "tool_call", f"tool{n}") for n in range(6)
-    ]
-
-
-@pytest.mark.parametrize("tamper", sorted(TAMPERS))
-async def test_playa_audit_verify_says_where_a_tampered_log_breaks(data_dir: Path, tamper: str) -> None:
-    folder = await write_log(data_dir, SCOPE, 6)
-    other = await write_log(data_dir, "console:other", 6)
-    change, line = TAMPERS[tamper]
-    (folder / "audit.jsonl").write_bytes(b"".join(change(lines_of(folder), lines_of(other))))
-    done = await anyio.to_thread.run_sync(lambda: playa_audit("verify", "--chat", SCOPE, data_dir=data_dir))
-    assert done.returncode == 1, done.stdout
-    where = f"line {line}: " if line else ""
-    assert f"playa: the audit log of {SCOPE} breaks at {where}" in done.stderr, done.stderr
-    # Export writes what verifies, and fails all the same.
-    done = await anyio.to_thread.run_sync(lambda: playa_audit("export", "--chat", SCOPE, data_dir=data_dir))
-    assert done.returncode == 1 and "breaks at" in done.stderr
-
-
-async def test_a_head_record_copied_from_another_chat_or_deleted_is_found(data_dir: Path) -> None:
-    folder = await write_log(data_dir, SCOPE, 3)
-    other = await write_log(data_dir, "console:other", 3)
-    (folder / "audit.head.json").write_bytes((other / "audit.head.json").read_bytes())
-    found = verify_log(folder, SCOPE, AuditKey(SECRET.encode()))
-    assert [str(b) for b in found.breaks] == [
-        "the head record does not verify (edited, or copied from another chat)"
-    ]
-    (folder / "audit.head.json").unlink()
-    found = verify_log(folder, SCOPE, AuditKey(SECRET.encode()))
-    assert [str(b) for b in found.breaks] == ["the head record is missing"]
-
-
-async def test_the_chain_goes_on_across_restarts_and_a_cut_tail_stays_visible(data_dir: Path) -> None:
-    key = AuditKey(SECRET.encode())
-    folder = await write_log(data_dir, SCOPE, 3)
-    await write_log(data_dir, SCOPE, 2)  # a new process: the chain goes on where it ended
-    found = verify_log(folder, SCOPE, key)
-    assert found.ok and [r.seq for r in found.records] == [1, 2, 3, 4, 5]
-    # The tail is cut while the chat is away; its next records follow the head, not the cut log.
-    (folder / "audit.jsonl").write_bytes(b"".join(lines_of(folder)[:3]))
-    await write_log(data_dir, SCOPE, 1)
-    found = verify_log(folder, SCOPE, key)
-    assert [str(b) for b in found.breaks] == [
-        "line 4: record 4 to 5 is missing before record 6 (deleted or reordered)"
-    ]
-
-
-async def test_a_log_whose_head_was_removed_says_so_in_its_next_record(data_dir: Path) -> None:
-    folder = await write_log(data_dir, SCOPE, 2)
-    (folder / "audit.head.json").unlink()
-    await write_log(data_dir, SCOPE, 1)
-    records = read_records(folder)
-    assert [(r.seq, r.kind) for r in records] == [
-        (1, "tool_call"),
-        (2, "tool_call"),
-        (3, "audit_head_lost"),
-        (4, "tool_call"),
-    ]
-    assert records[2].fields == {"why": "missing", "last_seq": 2}
-
-
-async def test_a_record_holds_only_short_scalar_fields_with_known_secrets_redacted(data_dir: Path) -> None:
-    folder = folder_of(data_dir, SCOPE)
-    async with anyio.create_task_group() as tg:
-        log = AuditLog(
-            folder,
-            SCOPE,
-            AuditKey(SECRET.encode()),
-            task_group=tg,
-            redact=lambda t: t.replace(HEADER_CANARY, "[redacted]"),
-        )
-        with pytest.raises(TypeError):
-            log.record("tool_call", arguments={"text": ARGUMENT_CANARY})  # type: ignore[arg-type]
-        with pytest.raises(ValueError, match="short lower-case name"):
-            log.record("Tool Call")
-        log.record("tool_call", server=f"named {HEADER_CANARY}", tool="t" * 500)
-        await log.flush()
-    (record,) = read_records(folder)
-    assert record.fields["server"] == "named [redacted]"
-    assert record.fields["tool"] == "t" * 199 + "…"
 
 
 # The chat's hooks, against the SDK's server on loopback.
@@ -584,22 +427,6 @@ async def test_a_secret_deleted_from_the_chat_is_recorded_with_its_sender_and_wh
     }
 
 
-async def test_the_latest_records_are_read_from_the_end_of_a_long_log_and_each_is_checked(
-    data_dir: Path,
-) -> None:
-    folder = await write_log(data_dir, SCOPE, 1000)  # over 64 KiB: read in several chunks
-    lines = lines_of(folder)
-    (folder / "audit.jsonl").write_bytes(b"".join([*lines[:-2], edited(lines[-2]), lines[-1]]))
-    async with anyio.create_task_group() as tg:
-        log = AuditLog(folder, SCOPE, AuditKey(SECRET.encode()), task_group=tg)
-        latest = await log.latest(300)
-        one = await log.latest(1)
-    assert [r.seq for r, _ in latest] == list(range(701, 1001))
-    # Each is checked as it is shown: the edited one is marked.
-    assert [r.seq for r, verified in latest if not verified] == [999]
-    assert [(r.seq, verified) for r, verified in one] == [(1000, True)]
-
-
 async def test_a_chat_moved_to_a_new_scope_goes_on_with_its_chain(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
@@ -697,15 +524,3 @@ async def test_a_task_that_outlives_its_call_is_recorded_when_it_finishes(
         "h__slow",
         "ok",
     )
-
-
-async def test_a_record_after_the_host_stopped_is_dropped_and_logged_not_raised(
-    data_dir: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    folder = folder_of(data_dir, SCOPE)
-    async with anyio.create_task_group() as tg:
-        log = AuditLog(folder, SCOPE, AuditKey(SECRET.encode()), task_group=tg)
-    log.record("tool_call", server="docs")
-    await log.flush()
-    assert "an audit record of console:audited after the host stopped was lost" in caplog.text
-    assert not (folder / "audit.jsonl").exists()

@@ -24,10 +24,14 @@ from playa.exceptions import StoreError, ValidationError
 from playa.mcp_remote import HostSecret, resolve_host_secret
 from playa.mcp_remote.store import (
     MAX_FILE_BYTES,
+    AuditLog,
+    AuditTrail,
+    EntryWriter,
     LoadResult,
     Saved,
     Sealer,
     ServerEntry,
+    ServerStorage,
     ServerStore,
     store_path,
 )
@@ -1046,3 +1050,14 @@ def test_an_entry_from_before_urls_were_sealed_keeps_working_and_is_shown_masked
     assert entry.url == url
     assert entry.shown_url == "https://h.example/mcp?api_key=[redacted]"
     assert URL_KEY in entry.secrets
+
+
+@pytest.mark.parametrize(
+    ("seam", "backend"), [(ServerStorage, ServerStore), (EntryWriter, ServerStore), (AuditTrail, AuditLog)]
+)
+def test_the_store_and_the_audit_log_offer_every_member_of_the_seams_they_fill(
+    seam: type, backend: type
+) -> None:
+    members = {name for name in vars(seam) if not name.startswith("_")}
+    assert members
+    assert all(hasattr(backend, name) for name in members), members - set(dir(backend))

@@ -9,8 +9,7 @@ real URL, the owner's ``--secret-url`` mark, the OAuth grant, the tool pins and 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Final, TypeVar, cast
+from typing import Final, NamedTuple, TypeVar, cast
 
 from ...exceptions import ValidationError
 from ._entry import AuthKind, ServerEntry, TransportChoice
@@ -42,8 +41,7 @@ class EntryRejected(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True)
-class _Visible:
+class _Visible(NamedTuple):
     """An entry's fields outside its seal, as read from the file (types checked, values not yet)."""
 
     name: str

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ._audit_chain import AuditRecord, FieldValue
 from ._entry import ServerEntry
 from ._store import LoadResult, Saved
+
+if TYPE_CHECKING:
+    from ._audit import AuditLog
+    from ._store import ServerStore
 
 __all__ = ["AuditTrail", "EntryWriter", "ServerStorage"]
 
@@ -70,3 +74,10 @@ class AuditTrail(Protocol):
     async def latest(self, count: int) -> list[tuple[AuditRecord, bool]]:
         """The last ``count`` records, each with whether it verifies."""
         ...
+
+
+if TYPE_CHECKING:
+
+    def _filled(store: ServerStore, log: AuditLog) -> tuple[ServerStorage, EntryWriter, AuditTrail]:
+        """Never called: mypy checks here that the backends fill their seams."""
+        return store, store, log

@@ -98,6 +98,16 @@ def mask_url(url: str, *, secret_url: bool = False) -> MaskedUrl:
             return
         secrets.update(form for form in (raw, decoded) if len(form) >= MIN_SECRET_LENGTH)
 
+    def hidden(raw: str, decoded: str, what: str) -> bool:
+        """Whether a path segment or query value is masked: a credential, or the owner said so."""
+        if looks_like_credential(decoded):
+            secret(raw, decoded, what)
+        elif secret_url:
+            secret(raw, decoded, "", required=False)
+        else:
+            return False
+        return True
+
     netloc = parts.netloc
     userinfo, at, hostport = netloc.rpartition("@")
     if at:
@@ -111,16 +121,8 @@ def mask_url(url: str, *, secret_url: bool = False) -> MaskedUrl:
 
     segments = parts.path.split("/")
     for index, segment in enumerate(segments):
-        if not segment:
-            continue
-        decoded = unquote(segment)
-        if looks_like_credential(decoded):
-            secret(segment, decoded, f"path segment {index} of the URL")
-        elif secret_url:
-            secret(segment, decoded, "", required=False)
-        else:
-            continue
-        segments[index], masked = REDACTED, True
+        if segment and hidden(segment, unquote(segment), f"path segment {index} of the URL"):
+            segments[index], masked = REDACTED, True
 
     pairs = parts.query.split("&") if parts.query else []
     for index, pair in enumerate(pairs):
@@ -136,11 +138,7 @@ def mask_url(url: str, *, secret_url: bool = False) -> MaskedUrl:
             shown = unquote_plus(name).lower()
             what = repr(shown) if len(shown) <= 32 else "named like a key"
             secret(value, decoded, f"the value of the URL's query parameter {what}")
-        elif looks_like_credential(decoded):
-            secret(value, decoded, f"query parameter {index + 1} of the URL")
-        elif secret_url:
-            secret(value, decoded, "", required=False)
-        else:
+        elif not hidden(value, decoded, f"query parameter {index + 1} of the URL"):
             continue
         pairs[index], masked = f"{name}{eq}{REDACTED}", True
 
