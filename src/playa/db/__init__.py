@@ -12,7 +12,7 @@ package needs the ``postgres`` extra (asyncpg).
 from ._errors import RETRYABLE, DatabaseFailure
 from ._migrations import LOCK_KEY, Migration, Upgrade, latest_version, migrations, schema_version, upgrade
 from ._pool import Connection, Database, PoolOptions
-from ._url import DEFAULT_PORT, ENV_DATABASE_URL, SSL_MODES, DatabaseUrl, database_url
+from ._url import DEFAULT_PORT, ENV_DATABASE_URL, SSL_MODES, ConnectArguments, DatabaseUrl, database_url
 
 __all__ = [
     "DEFAULT_PORT",
@@ -20,6 +20,7 @@ __all__ = [
     "LOCK_KEY",
     "RETRYABLE",
     "SSL_MODES",
+    "ConnectArguments",
     "Connection",
     "Database",
     "DatabaseFailure",

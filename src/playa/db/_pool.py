@@ -78,17 +78,11 @@ class Database:
         timeout = options.connect_timeout or url.connect_timeout or DEFAULT_CONNECT_TIMEOUT
         with translated(url.where):
             pool = await asyncpg.create_pool(
-                host=url.host,
-                port=url.port,
-                user=url.user,
-                password=url.password,
-                database=url.database,
-                ssl=url.sslmode,
+                **url.connect_arguments(),
                 timeout=timeout,
                 command_timeout=options.statement_timeout,
                 min_size=options.min_size,
                 max_size=options.max_size,
-                server_settings={"application_name": url.application_name},
             )
         database = cls(pool, url)
         if options.min_size == 0:

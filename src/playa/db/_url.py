@@ -19,13 +19,13 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias, TypedDict
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from ..core.secrets import MIN_SECRET_LENGTH, REDACTED, outbound_secrets
 from ..exceptions import ConfigError
 
-__all__ = ["DEFAULT_PORT", "ENV_DATABASE_URL", "SSL_MODES", "DatabaseUrl", "database_url"]
+__all__ = ["DEFAULT_PORT", "ENV_DATABASE_URL", "SSL_MODES", "ConnectArguments", "DatabaseUrl", "database_url"]
 
 ENV_DATABASE_URL: Final = "PLAYA_DATABASE_URL"
 DEFAULT_PORT: Final = 5432
@@ -34,6 +34,18 @@ SSL_MODES: Final[tuple[SslMode, ...]] = ("disable", "allow", "prefer", "require"
 _SCHEMES: Final = ("postgresql", "postgres")
 _PARAMETERS: Final = frozenset({"sslmode", "host", "application_name", "connect_timeout"})
 _FIX: Final = f"set {ENV_DATABASE_URL} to postgresql://user:password@host:5432/database"
+
+
+class ConnectArguments(TypedDict):
+    """What the driver is given to connect, one argument each (never the URL as text)."""
+
+    host: str
+    port: int
+    user: str
+    password: str | None
+    database: str
+    ssl: SslMode | None
+    server_settings: dict[str, str]
 
 
 def _refuse(problem: str) -> ConfigError:
@@ -131,6 +143,18 @@ class DatabaseUrl:
     @property
     def _host(self) -> str:
         return f"[{self.host}]" if ":" in self.host else self.host
+
+    def connect_arguments(self) -> ConnectArguments:
+        """The driver's keyword arguments for a connection to this database."""
+        return {
+            "host": self.host,
+            "port": self.port,
+            "user": self.user,
+            "password": self.password,
+            "database": self.database,
+            "ssl": self.sslmode,
+            "server_settings": {"application_name": self.application_name},
+        }
 
     def __str__(self) -> str:
         return self.shown
