@@ -36,12 +36,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from servers.python_servers import (
     LOOPBACK,
+    PostFilter,
     RunningServer,
     blackhole,
     buffered,
     closed_port,
     json_or_none,
     serve_asgi,
+    tcp_server,
 )
 
 __all__ = [
@@ -72,18 +74,12 @@ _CHUNK: Final = 1024 * 1024
 @contextlib.asynccontextmanager
 async def slammed_door() -> AsyncIterator[str]:
     """A loopback URL whose server accepts each connection and closes it before reading a byte."""
-    listener = await anyio.create_tcp_listener(local_host=LOOPBACK, local_port=0)
-    port = listener.extra(anyio.abc.SocketAttribute.local_port)
 
     async def slam(stream: anyio.abc.SocketStream) -> None:
         await stream.aclose()
 
-    async with listener, anyio.create_task_group() as tg:
-        tg.start_soon(listener.serve, slam)
-        try:
-            yield f"http://{LOOPBACK}:{port}/mcp"
-        finally:
-            tg.cancel_scope.cancel()
+    async with tcp_server(slam) as url:
+        yield url
 
 
 def _static_app(status: int, content_type: str, body: bytes, challenge: bytes | None) -> ASGIApp:
@@ -176,9 +172,7 @@ async def drip_feed() -> AsyncIterator[Drip]:
     Every read gets a byte long before any read timeout, but the response never ends (the
     body is ``_DRIP_LIMIT`` bytes short of its announced length when the drip stops).
     """
-    listener = await anyio.create_tcp_listener(local_host=LOOPBACK, local_port=0)
-    port = listener.extra(anyio.abc.SocketAttribute.local_port)
-    drip = Drip(url=f"http://{LOOPBACK}:{port}/mcp")
+    drip = Drip(url="")
     head = (
         b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
         + f"Content-Length: {2 * _DRIP_LIMIT}\r\n\r\n".encode()
@@ -199,12 +193,8 @@ async def drip_feed() -> AsyncIterator[Drip]:
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 return
 
-    async with listener, anyio.create_task_group() as tg:
-        tg.start_soon(listener.serve, trickle)
-        try:
-            yield drip
-        finally:
-            tg.cancel_scope.cancel()
+    async with tcp_server(trickle) as drip.url:
+        yield drip
 
 
 # Faults while MCP is spoken.
@@ -235,26 +225,22 @@ class FaultyMcp:
     """Set when the ``freeze`` tool has started."""
 
 
-class _CallFaults:
+class _CallFaults(PostFilter):
     """ASGI middleware that answers ``tools/call`` of a faulty tool itself, and badly."""
 
     def __init__(self, app: ASGIApp, state: FaultyMcp) -> None:
-        self._app = app
+        super().__init__(app)
         self._state = state
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await self._app(scope, receive, send)
-            return
-        body, replay = await buffered(receive)
+    async def answer(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> bool:
         request = json_or_none(body)
         fault = _called_fault(request)
         if fault is None or fault == "freeze":
-            await self._app(scope, replay, send)
-            return
+            return False
         assert isinstance(request, dict)
         self._state.calls.append(fault)
         await _FAULTS[fault](request["id"], receive, send)
+        return True
 
 
 def _called_fault(request: object) -> CallFault | None:

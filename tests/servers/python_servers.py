@@ -20,7 +20,7 @@ import contextlib
 import hmac
 import json
 import socket
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -34,8 +34,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from playa._asgi import bind
 
 __all__ = [
+    "LOOPBACK",
     "BearerAuthMiddleware",
     "Blackhole",
+    "OneProtocol",
+    "PostFilter",
     "RecordedRequest",
     "RecordingServer",
     "RunningServer",
@@ -46,13 +49,34 @@ __all__ = [
     "closed_port",
     "json_or_none",
     "recording_http_server",
+    "send_answer",
     "serve_asgi",
     "serve_mcp",
+    "tcp_server",
 ]
 
 LOOPBACK = "127.0.0.1"
 _READY_TIMEOUT = 10.0
 _STOP_TIMEOUT = 5.0
+
+
+async def send_answer(
+    send: Send,
+    status: int,
+    body: bytes,
+    headers: Sequence[tuple[bytes, bytes]] = (),
+    *,
+    content_type: bytes = b"application/json",
+) -> None:
+    """Answer an HTTP request with ``status``, ``body`` of ``content_type`` and ``headers``."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", content_type), *headers],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 class BearerAuthMiddleware:
@@ -69,14 +93,8 @@ class BearerAuthMiddleware:
                 if name.lower() == b"authorization":
                     given = value
             if not hmac.compare_digest(given, self._expected):
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")],
-                    }
-                )
-                await send({"type": "http.response.body", "body": b"unauthorized"})
+                challenge = [(b"www-authenticate", b"Bearer")]
+                await send_answer(send, 401, b"unauthorized", challenge, content_type=b"text/plain")
                 return
         await self._app(scope, receive, send)
 
@@ -104,7 +122,27 @@ def json_or_none(body: bytes) -> object:
         return None
 
 
-class OneProtocol:
+class PostFilter:
+    """ASGI middleware that reads each POST's body before the server does: :meth:`answer` may answer
+    the request itself; every request it leaves goes to the server as it came."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        body, replay = await buffered(receive)
+        if not await self.answer(scope, body, receive, send):
+            await self._app(scope, replay, send)
+
+    async def answer(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> bool:
+        """Answer the POST whose body is ``body`` and say so, or leave it to the server (False)."""
+        raise NotImplementedError
+
+
+class OneProtocol(PostFilter):
     """ASGI middleware that makes a server of both protocols speak only one of them.
 
     ``"handshake"``: a request at a modern protocol version (``server/discover``, or any request
@@ -114,14 +152,10 @@ class OneProtocol:
     """
 
     def __init__(self, app: ASGIApp, protocol: Literal["handshake", "modern"]) -> None:
-        self._app = app
+        super().__init__(app)
         self._protocol = protocol
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await self._app(scope, receive, send)
-            return
-        body, replay = await buffered(receive)
+    async def answer(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> bool:
         payload = json_or_none(body)
         payload = payload if isinstance(payload, dict) else {}
         version = dict(scope["headers"]).get(b"mcp-protocol-version", b"").decode()
@@ -131,18 +165,11 @@ class OneProtocol:
         else:
             refused = payload.get("method") == "initialize"
             error = {"code": -32022, "message": "Unsupported protocol version"}
-        if not refused:
-            await self._app(scope, replay, send)
-            return
-        answer = json.dumps({"jsonrpc": "2.0", "id": payload.get("id"), "error": error}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 400,
-                "headers": [(b"content-type", b"application/json")],
-            }
-        )
-        await send({"type": "http.response.body", "body": answer})
+        if refused:
+            await send_answer(
+                send, 400, json.dumps({"jsonrpc": "2.0", "id": payload.get("id"), "error": error}).encode()
+            )
+        return refused
 
 
 @dataclass(frozen=True)
@@ -351,19 +378,29 @@ async def blackhole() -> AsyncIterator[Blackhole]:
 
     ``accepted`` counts the connections it took. On exit every connection is closed.
     """
-    listener = await anyio.create_tcp_listener(local_host=LOOPBACK, local_port=0)
-    port = listener.extra(anyio.abc.SocketAttribute.local_port)
-    hole = Blackhole(url=f"http://{LOOPBACK}:{port}/mcp")
+    hole = Blackhole(url="")
 
     async def hold(stream: anyio.abc.SocketStream) -> None:
         hole.accepted += 1
         async with stream:
             await anyio.sleep_forever()
 
+    async with tcp_server(hold) as hole.url:
+        yield hole
+
+
+@contextlib.asynccontextmanager
+async def tcp_server(
+    handle: Callable[[anyio.abc.SocketStream], Awaitable[None]], path: str = "/mcp"
+) -> AsyncIterator[str]:
+    """A raw TCP server on loopback that hands each connection to ``handle``: its ``http://`` URL
+    with ``path``. On exit every connection it holds is cancelled."""
+    listener = await anyio.create_tcp_listener(local_host=LOOPBACK, local_port=0)
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
     async with listener, anyio.create_task_group() as tg:
-        tg.start_soon(listener.serve, hold)
+        tg.start_soon(listener.serve, handle)
         try:
-            yield hole
+            yield f"http://{LOOPBACK}:{port}{path}"
         finally:
             tg.cancel_scope.cancel()
 
@@ -430,9 +467,7 @@ async def recording_http_server(
             307, headers={"Location": target.url}
         ) as redirecting: ...
     """
-    listener = await anyio.create_tcp_listener(local_host=LOOPBACK, local_port=0)
-    port = listener.extra(anyio.abc.SocketAttribute.local_port)
-    recorder = RecordingServer(url=f"http://{LOOPBACK}:{port}{path}")
+    recorder = RecordingServer(url="")
     reason = {200: "OK", 307: "Temporary Redirect", 308: "Permanent Redirect"}.get(status, "Status")
     response_headers = {"Content-Length": str(len(body)), "Connection": "close", **(headers or {})}
     head = f"HTTP/1.1 {status} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in response_headers.items())
@@ -447,12 +482,8 @@ async def recording_http_server(
             with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await stream.send(response)
 
-    async with listener, anyio.create_task_group() as tg:
-        tg.start_soon(listener.serve, answer)
-        try:
-            yield recorder
-        finally:
-            tg.cancel_scope.cancel()
+    async with tcp_server(answer, path) as recorder.url:
+        yield recorder
 
 
 class TaskServer:

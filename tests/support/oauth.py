@@ -6,7 +6,6 @@ consents on the authorization server's own pages, and its last redirect reaches 
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,14 +18,14 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from playa._asgi import bind
 from playa.agent import Host
 from playa.core import ChatSession
 from playa.mcp_remote import HostSecret, RemoteMcpSettings
 from servers.oidc import AuthorizationServer, authorization_server
-from servers.python_servers import LOOPBACK, RunningServer, buffered, json_or_none, serve_asgi
+from servers.python_servers import LOOPBACK, PostFilter, RunningServer, json_or_none, send_answer, serve_asgi
 from support.chat import RecordingModel, ScriptedUI, msg
 from support.remote import SETTINGS, remote_host
 
@@ -143,7 +142,7 @@ async def protected_server(
         yield running
 
 
-class StepUp:
+class StepUp(PostFilter):
     """ASGI middleware: ``publish`` needs the ``mcp:write`` scope, ``delete`` a scope nobody is granted.
 
     Either call without it is refused with 403 ``insufficient_scope`` naming the scopes it needs
@@ -153,83 +152,52 @@ class StepUp:
     NEEDS: ClassVar[dict[str, str]] = {"publish": "mcp mcp:write", "delete": "mcp:write"}
 
     def __init__(self, app: ASGIApp, introspection: Introspection, metadata_url: str) -> None:
-        self._app = app
+        super().__init__(app)
         self._introspection = introspection
         self._metadata_url = metadata_url
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await self._app(scope, receive, send)
-            return
-        body, replay = await buffered(receive)
+    async def answer(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> bool:
         payload = json_or_none(body)
         params = payload.get("params") if isinstance(payload, dict) else None
         name = params.get("name") if isinstance(params, dict) and payload["method"] == "tools/call" else None
-        if name in self.NEEDS:
-            given = dict(scope["headers"]).get(b"authorization", b"").decode()
-            token = await self._introspection.verify_token(given.removeprefix("Bearer "))
-            if name == "delete" or token is None or "mcp:write" not in token.scopes:
-                challenge = (
-                    f'Bearer error="insufficient_scope", scope="{self.NEEDS[name]}", '
-                    f'resource_metadata="{self._metadata_url}"'
-                )
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 403,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"www-authenticate", challenge.encode()),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": b'{"error": "insufficient_scope"}'})
-                return
-        await self._app(scope, replay, send)
+        if name not in self.NEEDS:
+            return False
+        given = dict(scope["headers"]).get(b"authorization", b"").decode()
+        token = await self._introspection.verify_token(given.removeprefix("Bearer "))
+        if name != "delete" and token is not None and "mcp:write" in token.scopes:
+            return False
+        challenge = (
+            f'Bearer error="insufficient_scope", scope="{self.NEEDS[name]}", '
+            f'resource_metadata="{self._metadata_url}"'
+        )
+        await send_answer(
+            send, 403, b'{"error": "insufficient_scope"}', [(b"www-authenticate", challenge.encode())]
+        )
+        return True
 
 
-class _Scoped:
+class _Scoped(PostFilter):
     """ASGI middleware: one request (a method, and a tool's name) is refused for want of a scope no token has."""
 
     def __init__(self, app: ASGIApp, request: tuple[str, str | None], scope: str, origin: str) -> None:
-        self._app, self._request, self._scope, self._origin = app, request, scope, origin
+        super().__init__(app)
+        self._request, self._scope, self._origin = request, scope, origin
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await self._app(scope, receive, send)
-            return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        try:
-            request = json.loads(body)
-        except ValueError:
-            request = None
-        if (
+    async def answer(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> bool:
+        request = json_or_none(body)
+        if not (
             isinstance(request, dict)
             and request.get("method") == self._request[0]
             and (self._request[1] is None or (request.get("params") or {}).get("name") == self._request[1])
         ):
-            challenge = (
-                f'Bearer error="insufficient_scope", scope="{self._scope}", '
-                f'resource_metadata="{self._origin}/.well-known/oauth-protected-resource/mcp", '
-                'error_description="this tool needs more access"'
-            )
-            await Response(status_code=403, headers={"WWW-Authenticate": challenge})(scope, receive, send)
-            return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await self._app(scope, replay, send)
+            return False
+        challenge = (
+            f'Bearer error="insufficient_scope", scope="{self._scope}", '
+            f'resource_metadata="{self._origin}/.well-known/oauth-protected-resource/mcp", '
+            'error_description="this tool needs more access"'
+        )
+        await Response(status_code=403, headers={"WWW-Authenticate": challenge})(scope, receive, send)
+        return True
 
 
 @dataclass
