@@ -250,3 +250,35 @@ SERVICE_PARTS = ("_login", "_review", "_calls", "_policies", "_server", "_server
 def test_the_parts_of_the_servers_service_never_import_it_or_what_is_above_it(part: str) -> None:
     imported = module_graph("mcp_remote")[part]
     assert not imported & {"_chat", "_commands", "_extension"}, f"{part} imports {sorted(imported)}"
+
+
+# The transport talks to servers: of the core it needs only the secrets' rules and the text
+# helpers, never the person's side (the UI, questions and answers live above it, in the service).
+TRANSPORT_CORE_NAMES = {"Redactor", "one_line", "outbound_secrets"}
+
+
+def core_names_imported(source: str) -> set[str]:
+    """The names a module of ``mcp_remote/transport`` imports from ``playa.core`` (or a module under it)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if (node.level == 0 and module.startswith("playa.core")) or (
+                node.level == 3 and module.split(".")[0] == "core"
+            ):
+                names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.Import):
+            names |= {"*" for alias in node.names if alias.name.startswith("playa.core")}
+    return names
+
+
+@pytest.mark.parametrize(
+    "path", sorted((SRC / "mcp_remote" / "transport").glob("*.py")), ids=lambda p: p.name
+)
+def test_the_transport_imports_from_the_core_only_secrets_and_text_helpers(path: Path) -> None:
+    assert core_names_imported(path.read_text()) <= TRANSPORT_CORE_NAMES, path.name
+
+
+def test_the_transport_check_sees_the_persons_side_imported() -> None:
+    source = "from ...core import Question, Redactor\nfrom playa.core.x import UI\nimport playa.core\n"
+    assert core_names_imported(source) - TRANSPORT_CORE_NAMES == {"Question", "UI", "*"}

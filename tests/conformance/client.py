@@ -45,7 +45,7 @@ from playa.agent import Host, HostConfig
 from playa.cli import remote_mcp
 from playa.core import Answer, ChatSession, IncomingMessage, Question, Sender, answer_from_text
 from playa.exceptions import RemoteError
-from playa.mcp_remote.transport import ConnectionSettings, Connector, Endpoint
+from playa.mcp_remote import ConnectionSettings, Connector, Endpoint, asking
 
 SCENARIO_TIMEOUT = 45.0
 AUTH_SCENARIO_TIMEOUT = 110.0
@@ -80,7 +80,7 @@ async def connect(url: str) -> AsyncIterator[Connection]:
     async with anyio.create_task_group() as tg:
         endpoint = Endpoint(server="conformance", url=url, transport="auto", headers={})
         connection = await Connector(ConnectionSettings(connect_timeout=30, call_timeout=30)).connect(
-            endpoint, tg, ask=_accept_defaults
+            endpoint, tg, elicit=asking(endpoint, _accept_defaults)
         )
         try:
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from playa.mcp_remote.transport import credential_field
+from playa.mcp_remote import credential_field
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,9 @@ from __future__ import annotations
 import pytest
 from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
+from playa.mcp_remote import Callbacks, PendingLogin
 from playa.mcp_remote._login import failure_words
-from playa.mcp_remote.transport import Callbacks, PendingLogin, needs_scope, token_auth_method
+from playa.mcp_remote.transport import needs_scope, token_auth_method
 
 
 def test_the_scopes_a_server_names_are_shown_as_they_are_when_they_are_scopes() -> None:

@@ -22,8 +22,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from playa.agent import Host, HostConfig
 from playa.core import Answer, Question, answer_from_text, check_link
-from playa.mcp_remote import HostSecret, RemoteMcpExtension, RemoteMcpSettings
-from playa.mcp_remote.transport import MAX_LINK_SHOWN, ConnectionSettings, Connector, Endpoint
+from playa.mcp_remote import (
+    MAX_LINK_SHOWN,
+    ConnectionSettings,
+    Connector,
+    Endpoint,
+    HostSecret,
+    RemoteMcpExtension,
+    RemoteMcpSettings,
+    asking,
+)
 from servers.python_servers import OneProtocol, serve_asgi, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
 
@@ -112,7 +120,9 @@ async def _call(
     """One call of the asking server's tool; returns its text and how long the call took."""
     async with serve_mcp(asking_server(), transport, protocols="handshake") as served:
         endpoint = Endpoint(server="asking", url=served.url, transport=transport)
-        connection = await Connector(HEALTHY).connect(endpoint, task_group, ask=person)
+        connection = await Connector(HEALTHY).connect(
+            endpoint, task_group, elicit=asking(endpoint, person) if person is not None else None
+        )
         try:
             started = anyio.current_time()
             result = await connection.call_tool("send", arguments)
@@ -257,7 +267,9 @@ async def test_a_first_call_waits_for_the_listening_stream_a_question_outside_it
     with anyio.fail_after(30):
         async with serve_asgi(SlowListening(app, delay=0.5), path="/mcp") as served:
             endpoint = Endpoint(server="asking", url=served.url)
-            connection = await Connector(HEALTHY).connect(endpoint, task_group, ask=Person("/accept age=7"))
+            connection = await Connector(HEALTHY).connect(
+                endpoint, task_group, elicit=asking(endpoint, Person("/accept age=7"))
+            )
             try:
                 with anyio.fail_after(10):
                     result = await connection.call_tool("send", {"kind": "elicitation", "where": "outside"})
@@ -300,8 +312,9 @@ async def test_the_call_timeout_stands_still_while_the_person_answers(task_group
     settings = ConnectionSettings(connect_timeout=15.0, call_timeout=1.0, close_timeout=5.0)
     with anyio.fail_after(30):
         async with serve_mcp(asking_server(), protocols="handshake") as served:
+            endpoint = Endpoint(server="asking", url=served.url)
             connection = await Connector(settings).connect(
-                Endpoint(server="asking", url=served.url), task_group, ask=slow_person
+                endpoint, task_group, elicit=asking(endpoint, slow_person)
             )
             result = await connection.call_tool("send", {"kind": "elicitation", "where": "inside"})
             await connection.aclose()

@@ -1,5 +1,8 @@
 """A server's elicitation as a person's question, and the person's answer as the server's result.
 
+``asking`` makes a connection's elicitation handler (``transport.Elicit``) that puts each
+question to a person through ``Ask``; the transport itself knows no questions or answers.
+
 Form mode becomes a ``Question`` of fields (the flat schema MCP allows: strings, numbers,
 integers, booleans, single and multiple choice); URL mode a question with a link, never fetched
 here, refused when too long to show whole (``host.check_link`` says what to show). What a server
@@ -10,15 +13,28 @@ URL mode, where they never pass through the client.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import mcp_types
 
-from ...core import Answer, Field, FieldValue, Question, check_link
+from ..core import Answer, Field, FieldValue, Question, check_link
+from .transport import Elicit, Endpoint, redactor_of
 
-__all__ = ["Ask", "Refused", "credential_field", "elicit_result", "to_question"]
+__all__ = [
+    "MAX_LINK_SHOWN",
+    "MAX_TEXT",
+    "Ask",
+    "Refused",
+    "asking",
+    "credential_field",
+    "elicit_result",
+    "to_question",
+]
+
+logger = logging.getLogger(__name__)
 
 Ask = Callable[[Question], Awaitable[Answer]]
 """Asks a person a server's question and returns the answer (``cancel`` when nobody can answer)."""
@@ -169,3 +185,23 @@ def elicit_result(params: mcp_types.ElicitRequestParams, answer: Answer) -> mcp_
         return mcp_types.ElicitResult(action=answer.action)
     content: dict[str, FieldValue | None] = dict(answer.values)
     return mcp_types.ElicitResult(action="accept", content=content)
+
+
+def asking(endpoint: Endpoint, ask: Ask, redact: Callable[[str], str] | None = None) -> Elicit:
+    """The elicitation handler of ``endpoint``'s connection: each question put to a person by ``ask``.
+
+    ``redact`` cleans what the person is shown (default: the endpoint's own header values). A
+    question no person could answer safely is refused without asking (see ``to_question``).
+    """
+    server = endpoint.server
+    clean = redact if redact is not None else redactor_of(frozenset(endpoint.headers.values())).redact
+
+    async def elicit(params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult | mcp_types.ErrorData:
+        try:
+            question = to_question(server, params, clean)
+        except Refused as refused:
+            logger.info("%s: a question was refused: %s", server, refused.reason)
+            return mcp_types.ErrorData(code=mcp_types.INVALID_PARAMS, message=f"refused: {refused.reason}")
+        return elicit_result(params, await ask(question))
+
+    return elicit

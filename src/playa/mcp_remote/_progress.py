@@ -9,8 +9,8 @@ from typing import Final
 
 import anyio
 
-from ...core import UI
-from ._connection import Progress
+from ..core import UI
+from .transport import Progress
 
 __all__ = ["MAX_PROGRESS_TEXT", "ProgressFeed", "progress_text"]
 

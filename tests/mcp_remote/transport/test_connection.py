@@ -33,8 +33,8 @@ from playa.mcp_remote.transport import (
     Connector,
     EgressPolicy,
     Endpoint,
+    redacted,
 )
-from playa.mcp_remote.transport._connection import _redacted
 from servers.python_servers import (
     LOOPBACK,
     OneProtocol,
@@ -846,7 +846,7 @@ def test_a_reason_is_redacted_before_it_is_cut_so_no_head_of_a_key_survives() ->
     )
     for at in range(MAX_REASON - len(key), MAX_REASON + 1):
         # An honest server quoting what it received, the key straddling the cut.
-        error = _redacted(ConnectFailed("r" * at + f"{key} was refused", server="demo"), endpoint)
+        error = redacted(ConnectFailed("r" * at + f"{key} was refused", server="demo"), endpoint)
         assert len(error.reason) <= MAX_REASON
         assert not any(key[:n] in error.reason for n in range(MIN_SECRET_LENGTH, len(key) + 1)), at
         assert error.reason.startswith("r" * min(at, MAX_REASON - 1))

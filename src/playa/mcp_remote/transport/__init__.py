@@ -1,6 +1,8 @@
-"""Talking to one remote MCP server: connections, egress policy, OAuth, budgets, questions, tasks.
+"""Talking to one remote MCP server: connections, egress policy, OAuth, budgets, tasks.
 
-Reads entries from ``store``; knows nothing of chats, commands or presentation.
+Reads entries from ``store``; knows nothing of chats, commands, questions or presentation: a
+server's questions go to the ``Elicit`` handler its owner gives, and a login's link and code
+through the owner's ``LoginLink``.
 """
 
 from ._budget import (
@@ -11,7 +13,9 @@ from ._budget import (
     oversized_event,
     too_large_reason,
 )
-from ._connection import HANDSHAKE, Connection, ConnectionSettings, Connector, Endpoint, OnTools, Progress
+from ._clock import Progress, ProgressReport
+from ._connection import HANDSHAKE, Connection, Elicit, OnTools
+from ._connector import Connector
 from ._egress import (
     EgressMode,
     EgressPolicy,
@@ -22,7 +26,7 @@ from ._egress import (
     guarded_transport,
     system_resolver,
 )
-from ._elicit import MAX_LINK_SHOWN, MAX_TEXT, Ask, Refused, credential_field, elicit_result, to_question
+from ._endpoint import ConnectionSettings, Endpoint, TransportName, redacted, redactor_of
 from ._errors import (
     ANSWERED,
     MAX_REASON,
@@ -40,18 +44,16 @@ from ._errors import (
 from ._oauth import (
     CALLBACK_PATH,
     OAUTH_ERROR_CODES,
-    Callbacks,
     GrantStorage,
     LoginEnded,
     LoginExpired,
-    PendingLogin,
+    LoginLink,
     ServerAuth,
     client_metadata,
     client_metadata_document,
-    duration_text,
+    register_secrets,
     token_auth_method,
 )
-from ._progress import ProgressFeed
 from ._result_type import complete_by_default
 from ._revoke import Revocation, revoke
 from ._tasks import (
@@ -70,14 +72,10 @@ __all__ = [
     "ANSWERED",
     "CALLBACK_PATH",
     "HANDSHAKE",
-    "MAX_LINK_SHOWN",
     "MAX_REASON",
-    "MAX_TEXT",
     "OAUTH_ERROR_CODES",
     "SSE_TRANSPORT_EVENT_LIMIT",
     "TERMINAL",
-    "Ask",
-    "Callbacks",
     "ConnectFailure",
     "Connection",
     "ConnectionSettings",
@@ -85,23 +83,24 @@ __all__ = [
     "EgressMode",
     "EgressPolicy",
     "EgressRefused",
+    "Elicit",
     "Endpoint",
     "GrantStorage",
     "GuardedBackend",
     "HttpTrace",
     "LoginEnded",
     "LoginExpired",
+    "LoginLink",
     "OnTools",
-    "PendingLogin",
     "PendingTask",
     "Progress",
-    "ProgressFeed",
-    "Refused",
+    "ProgressReport",
     "Resolver",
     "ResultBudget",
     "ResultTooLarge",
     "Revocation",
     "ServerAuth",
+    "TransportName",
     "call_error",
     "cancel_task",
     "challenge_description",
@@ -110,9 +109,6 @@ __all__ = [
     "complete_by_default",
     "connect_error",
     "create_task",
-    "credential_field",
-    "duration_text",
-    "elicit_result",
     "exception_tree",
     "find_refusal",
     "format_size",
@@ -122,13 +118,15 @@ __all__ = [
     "needs_scope",
     "oversized_event",
     "poll_seconds",
+    "redacted",
+    "redactor_of",
     "refused_although_granted",
+    "register_secrets",
     "revoke",
     "system_resolver",
     "task_required",
     "task_result",
     "timed_out",
-    "to_question",
     "token_auth_method",
     "too_large_reason",
     "unrunnable_reason",
