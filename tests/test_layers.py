@@ -194,10 +194,26 @@ def test_no_module_of_a_part_imports_one_that_imports_it_back(part: str) -> None
     assert cycle_in(module_graph(part)) is None
 
 
+def command_modules(graph: dict[str, set[str]]) -> set[str]:
+    """The modules of the commands' package (``commands`` and ``commands._x``)."""
+    return {name for name in graph if name.split(".")[0] == "commands"}
+
+
+# What the commands may use of mcp_remote besides their own package: the servers service, its
+# servers' state, the texts it shares with the prompt, and the store's names.
+COMMANDS_USE = {"_chat", "_server", "_views", "_callback_listener", "store"}
+
+
 def test_the_commands_call_the_servers_service_and_never_the_extension() -> None:
     graph = module_graph("mcp_remote")
-    assert "_commands" in graph["_extension"]
-    assert "_extension" not in graph["_commands"]
+    commands = command_modules(graph)
+    assert "commands" in graph["_extension"]
+    assert {"commands._servers", "commands._add_request"} <= commands
+    for name in commands:
+        assert "_extension" not in graph[name], name
+        # Never one of the service's parts (logins, reviews, calls, policies): the service's public calls.
+        above = {target for target in graph[name] if target not in commands and target not in COMMANDS_USE}
+        assert not above, f"{name} imports {sorted(above)}"
 
 
 # mcp_remote by concern: lifecycle and commands (its top modules) use the transport, which reads
@@ -215,12 +231,14 @@ def test_mcp_remote_layers_point_one_way(layer: str) -> None:
             assert not above, f"{name} imports {sorted(above)}"
 
 
-def test_the_commands_reach_through_nothing() -> None:
-    # The service's public calls only: not its file, its connector or its settings, nor anyone's
-    # private parts (each was once a rule of the service's, written again in a command).
-    tree = ast.parse((SRC / "mcp_remote" / "_commands.py").read_text())
+@pytest.mark.parametrize("path", sorted((SRC / "mcp_remote" / "commands").glob("*.py")), ids=lambda p: p.name)
+def test_the_commands_reach_through_nothing(path: Path) -> None:
+    # The service's public calls only, and its parts' (logins, review, policies): not its file,
+    # its connector or its settings, nor anyone's private parts (each was once a rule of the
+    # service's, written again in a command).
+    tree = ast.parse(path.read_text())
     touched = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
-    assert not touched & {"store", "connector", "settings", "egress", "extension", "logins", "approvals"}
+    assert not touched & {"store", "connector", "settings", "egress", "extension", "approvals"}
     assert not {name for name in touched if name.startswith("_")}
 
 
@@ -249,36 +267,6 @@ SERVICE_PARTS = ("_login", "_review", "_calls", "_policies", "_server", "_server
 @pytest.mark.parametrize("part", SERVICE_PARTS)
 def test_the_parts_of_the_servers_service_never_import_it_or_what_is_above_it(part: str) -> None:
     imported = module_graph("mcp_remote")[part]
-    assert not imported & {"_chat", "_commands", "_extension"}, f"{part} imports {sorted(imported)}"
-
-
-# The transport talks to servers: of the core it needs only the secrets' rules and the text
-# helpers, never the person's side (the UI, questions and answers live above it, in the service).
-TRANSPORT_CORE_NAMES = {"Redactor", "one_line", "outbound_secrets"}
-
-
-def core_names_imported(source: str) -> set[str]:
-    """The names a module of ``mcp_remote/transport`` imports from ``playa.core`` (or a module under it)."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom):
-            module = node.module or ""
-            if (node.level == 0 and module.startswith("playa.core")) or (
-                node.level == 3 and module.split(".")[0] == "core"
-            ):
-                names |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.Import):
-            names |= {"*" for alias in node.names if alias.name.startswith("playa.core")}
-    return names
-
-
-@pytest.mark.parametrize(
-    "path", sorted((SRC / "mcp_remote" / "transport").glob("*.py")), ids=lambda p: p.name
-)
-def test_the_transport_imports_from_the_core_only_secrets_and_text_helpers(path: Path) -> None:
-    assert core_names_imported(path.read_text()) <= TRANSPORT_CORE_NAMES, path.name
-
-
-def test_the_transport_check_sees_the_persons_side_imported() -> None:
-    source = "from ...core import Question, Redactor\nfrom playa.core.x import UI\nimport playa.core\n"
-    assert core_names_imported(source) - TRANSPORT_CORE_NAMES == {"Question", "UI", "*"}
+    assert not imported & {"_chat", "_extension", *command_modules(module_graph("mcp_remote"))}, (
+        f"{part} imports {sorted(imported)}"
+    )

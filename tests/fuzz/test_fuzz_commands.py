@@ -6,6 +6,7 @@ import itertools
 import logging
 import shlex
 import string
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,8 +29,8 @@ from playa.mcp_remote import (
     RemoteMcpExtension,
     resolve_host_secret,
 )
-from playa.mcp_remote._parse import carries_secret, parse_add
-from playa.mcp_remote.transport import Elicit, OnTools
+from playa.mcp_remote.commands import carries_secret, parse_add
+from playa.mcp_remote.transport import Ask, OnTools
 from support.chat import ScriptedUI, msg
 
 # Credentials are long and random, so finding one in a reply or a log line is never chance.
@@ -211,7 +212,8 @@ class RefusingConnector(Connector):
         endpoint: Endpoint,
         task_group: TaskGroup,
         *,
-        elicit: Elicit | None = None,
+        ask: Ask | None = None,
+        redact: Callable[[str], str] | None = None,
         on_tools: OnTools | None = None,
         tools_cache: ResponseCacheStore | None = None,
     ) -> Connection:

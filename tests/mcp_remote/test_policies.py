@@ -43,7 +43,7 @@ from playa.mcp_remote import (
     audit_folder,
     verify_log,
 )
-from playa.mcp_remote._parse import parse_add
+from playa.mcp_remote.commands import parse_add
 from playa.mcp_remote.store import Sealer
 from servers.python_servers import serve_mcp
 from support.chat import GUEST, RecordingModel, ScriptedUI, msg

@@ -1,4 +1,5 @@
-"""Parsing and validating the arguments of ``/mcp_add``: every rule has one clear error."""
+"""``/mcp_add``'s arguments: parsed and validated once into an :class:`AddRequest`, every rule
+with one clear error, and whether a message of them carries a secret (:func:`carries_secret`)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from ..core import MIN_SECRET_LENGTH, auth_credential, holds_key, is_http_token, looks_like_credential
-from ..exceptions import UsageError, ValidationError
-from ..mcp import server_name_problem
-from .store import (
+from mcp.shared.auth import OAuthClientInformationFull
+
+from ...core import MIN_SECRET_LENGTH, auth_credential, holds_key, is_http_token, looks_like_credential
+from ...exceptions import UsageError, ValidationError
+from ...mcp import server_name_problem
+from ..store import (
     DECISIONS,
     AuthKind,
     Decision,
@@ -21,9 +24,10 @@ from .store import (
     TransportChoice,
     decision_of,
     mask_url,
+    resource_of,
 )
 
-__all__ = ["RESERVED_HEADERS", "AddRequest", "carries_secret", "parse_add"]
+__all__ = ["RESERVED_HEADERS", "USAGE", "AddRequest", "carries_secret", "check_secret", "parse_add"]
 
 
 RESERVED_HEADERS: Final = frozenset(
@@ -97,7 +101,8 @@ Adding a name that exists replaces it. A message that holds a credential is dele
 
 @dataclass(slots=True)
 class AddRequest:
-    """A parsed ``/mcp_add``. ``ask`` lists header names whose values are still to be asked."""
+    """A parsed ``/mcp_add``. ``ask`` lists header names whose values are still to be asked, and
+    ``ask_client_secret`` says the client secret is: the owner answers in secret (``ask_secrets``)."""
 
     name: str
     url: str
@@ -116,24 +121,47 @@ class AddRequest:
     def __repr__(self) -> str:
         return f"AddRequest({self.name!r}, headers={sorted(self.headers)!r}, ask={self.ask!r}, oauth={self.oauth!r})"
 
-    def entry(
-        self,
-        auth_kind: AuthKind = "none",
-        headers: Mapping[str, str] | None = None,
-        oauth: OAuthGrant | None = None,
-    ) -> ServerEntry:
-        """The entry this request saves (raises ``ValidationError`` like any entry)."""
-        return ServerEntry(
-            name=self.name,
-            url=self.url,
-            transport=self.transport,
-            tools=self.tools,
-            auth_kind=auth_kind,
-            headers=headers or {},
-            secret_url=self.secret_url,
-            oauth=oauth,
-            policy=Policy(self.policy),
-        )
+    def entry(self) -> ServerEntry:
+        """The entry this request saves, its credentials included (raises ``ValidationError`` like
+        any entry): an OAuth login, the headers (one bearer token alone is ``bearer``), or none."""
+        if self.oauth:
+            grant = OAuthGrant(resource=resource_of(self.url), client=_preregistered(self))
+            return _entry(self, "oauth", oauth=grant)
+        if self.headers:
+            kind: AuthKind = "bearer" if self.bearer and len(self.headers) == 1 else "headers"
+            return _entry(self, kind, self.headers)
+        return _entry(self)
+
+
+def _entry(
+    request: AddRequest,
+    auth_kind: AuthKind = "none",
+    headers: Mapping[str, str] | None = None,
+    oauth: OAuthGrant | None = None,
+) -> ServerEntry:
+    return ServerEntry(
+        name=request.name,
+        url=request.url,
+        transport=request.transport,
+        tools=request.tools,
+        auth_kind=auth_kind,
+        headers=headers or {},
+        secret_url=request.secret_url,
+        oauth=oauth,
+        policy=Policy(request.policy),
+    )
+
+
+def _preregistered(request: AddRequest) -> OAuthClientInformationFull | None:
+    """The client the owner registered with the authorization server themselves, if any."""
+    if request.client_id is None:
+        return None
+    method = "client_secret_basic" if request.client_secret else "none"
+    return OAuthClientInformationFull(
+        client_id=request.client_id,
+        client_secret=request.client_secret,
+        token_endpoint_auth_method=method,
+    )
 
 
 def _split(args: str) -> list[str]:
@@ -258,8 +286,9 @@ def parse_add(args: str) -> AddRequest:
     if request.oauth and (request.headers or request.ask):
         raise ValidationError("oauth", "--oauth logs in instead of sending headers: give one or the other")
     # The rules every stored entry obeys (the URL's among them) are checked now, so the owner
-    # is never asked for a secret for an entry that could not be saved.
-    entry = request.entry()
+    # is never asked for a secret for an entry that could not be saved. Without its headers:
+    # ``--secret-url`` must find a secret in the URL itself.
+    entry = _entry(request)
     if request.secret_url and not entry.secrets:
         raise ValidationError(
             "url",
@@ -320,30 +349,34 @@ def _apply(request: AddRequest, flag: str, value: str | None, position: int) -> 
             check_secret("the bearer token", value)
             _set(request, "Authorization", f"Bearer {value}")
     elif flag == "--header":
-        if value is None:
-            raise ValidationError("header", '--header takes "Name: value", or a header name to be asked for')
-        header, colon, header_value = value.partition(":")
-        header = header.strip()
-        where = f"the --header at word {position}"
-        if header.lower() in RESERVED_HEADERS:
-            check_header_name(header, where)
-        if holds_key(header):
-            raise ValidationError(
-                "header",
-                f'{where} looks like a key, not a header name: give "Name: value", or a name alone to be asked for its value',
-            )
-        if not colon and not is_http_token(header):
-            raise ValidationError(
-                "header",
-                f'{where} is neither "Name: value" nor a header name (a colon may be missing)',
-            )
+        _apply_header(request, value, f"the --header at word {position}")
+
+
+def _apply_header(request: AddRequest, value: str | None, where: str) -> None:
+    """``--header "Name: value"`` sets a header; ``--header Name`` asks for its value later."""
+    if value is None:
+        raise ValidationError("header", '--header takes "Name: value", or a header name to be asked for')
+    header, colon, header_value = value.partition(":")
+    header = header.strip()
+    if header.lower() in RESERVED_HEADERS:
         check_header_name(header, where)
-        if colon:
-            header_value = header_value.strip()
-            check_secret(f"the value of {header}", header_value)
-            _set(request, header, header_value)
-        else:
-            _want(request, header)
+    if holds_key(header):
+        raise ValidationError(
+            "header",
+            f'{where} looks like a key, not a header name: give "Name: value", or a name alone to be asked for its value',
+        )
+    if not colon and not is_http_token(header):
+        raise ValidationError(
+            "header",
+            f'{where} is neither "Name: value" nor a header name (a colon may be missing)',
+        )
+    check_header_name(header, where)
+    if colon:
+        header_value = header_value.strip()
+        check_secret(f"the value of {header}", header_value)
+        _set(request, header, header_value)
+    else:
+        _want(request, header)
 
 
 def check_header_name(header: str, where: str = "a header") -> None:

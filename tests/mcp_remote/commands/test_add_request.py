@@ -1,4 +1,5 @@
-"""Validating ``/mcp_add``: every rule refuses with its own clear message, before any secret is asked."""
+"""Parsing ``/mcp_add``: every rule refuses with its own clear message, before any secret is asked;
+what its arguments carry; and the secrets it asks for."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from playa.agent import Host, HostConfig
 from playa.exceptions import UsageError, ValidationError
-from playa.mcp_remote import HostSecret, RemoteMcpExtension, ServerStore
-from playa.mcp_remote._parse import RESERVED_HEADERS, carries_secret, parse_add
+from playa.mcp_remote import HostSecret, ServerStore
+from playa.mcp_remote.commands import RESERVED_HEADERS, carries_secret, parse_add
 from playa.mcp_remote.store import Sealer, ServerEntry, store_path
 from servers.python_servers import closed_port
 from support.chat import Script, ScriptedUI, msg
+from support.host import remote_host
 
 NAME_RULE = "the name must be 1-32 characters: a lowercase letter, then lowercase letters, digits or '-'"
 URL_SCHEME_RULE = "url must be http:// or https:// with a host"
@@ -325,7 +326,7 @@ async def test_a_mistyped_add_with_a_key_is_deleted_and_never_reaches_the_model(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
     script = Script([_nothing])
-    host = Host(HostConfig(data_dir=data_dir, model=script.model()), [RemoteMcpExtension(host_secret)])
+    host = remote_host(data_dir, host_secret, script)
     async with host:
         session = await host.session("console:t", owner="owner")
         ui = ScriptedUI()
@@ -356,7 +357,7 @@ async def test_an_invalid_add_is_refused_before_any_secret_is_asked(
     data_dir: Path, host_secret: HostSecret, text: str, expected: str
 ) -> None:
     script = Script([_nothing])
-    host = Host(HostConfig(data_dir=data_dir, model=script.model()), [RemoteMcpExtension(host_secret)])
+    host = remote_host(data_dir, host_secret, script)
     async with host:
         session = await host.session("console:t", owner="owner")
         ui = ScriptedUI(answers=["would-be-token-123"])
@@ -379,7 +380,7 @@ async def test_an_invalid_add_is_refused_before_any_secret_is_asked(
 async def test_an_unusable_secret_answer_is_refused_and_nothing_is_saved(
     data_dir: Path, host_secret: HostSecret, answer: str, expected: str
 ) -> None:
-    async with Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)]) as host:
+    async with remote_host(data_dir, host_secret) as host:
         session = await host.session("console:t", owner="owner")
         ui = ScriptedUI(answers=[answer])
         reply = await host.handle(session, msg("/mcp_add demo http://127.0.0.1:9/mcp --bearer"), ui)
@@ -392,7 +393,7 @@ async def test_an_unusable_secret_answer_is_refused_and_nothing_is_saved(
 async def test_no_answer_to_the_secret_question_saves_nothing(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
-    async with Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)]) as host:
+    async with remote_host(data_dir, host_secret) as host:
         session = await host.session("console:t", owner="owner")
         ui = ScriptedUI(answers=[])
         reply = await host.handle(session, msg("/mcp_add demo http://127.0.0.1:9/mcp --header X-Key"), ui)
@@ -419,7 +420,7 @@ async def test_no_answer_to_the_secret_question_saves_nothing(
 async def test_a_sentence_sent_as_a_secret_answer_is_refused_and_nothing_is_saved(
     data_dir: Path, host_secret: HostSecret, flags: str, refusal: str
 ) -> None:
-    async with Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)]) as host:
+    async with remote_host(data_dir, host_secret) as host:
         session = await host.session("console:t", owner="owner")
         ui = ScriptedUI(answers=["sorry, which server did you mean again"])
         reply = await host.handle(session, msg(f"/mcp_add demo http://127.0.0.1:9/mcp {flags}"), ui)
@@ -433,7 +434,7 @@ async def test_a_sentence_sent_as_a_secret_answer_is_refused_and_nothing_is_save
 async def test_a_header_value_with_its_scheme_is_one_answer(data_dir: Path, host_secret: HostSecret) -> None:
     async with (
         closed_port() as url,
-        Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)]) as host,
+        remote_host(data_dir, host_secret) as host,
     ):
         session = await host.session("console:t", owner="owner")
         ui = ScriptedUI(answers=["Token abcdefgh-12345"])
@@ -449,7 +450,7 @@ async def test_a_bearer_answer_given_with_its_scheme_is_stored_once(
 ) -> None:
     async with (
         closed_port() as url,
-        Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)]) as host,
+        remote_host(data_dir, host_secret) as host,
     ):
         session = await host.session("console:t", owner="owner")
         ui = ScriptedUI(answers=["Bearer abcdefgh-12345"])
@@ -548,7 +549,7 @@ def test_the_secret_floor_applies_to_the_credential_after_an_auth_scheme(header:
 async def test_a_secret_answer_with_a_short_credential_after_its_scheme_is_refused(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
-    host = Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)])
+    host = remote_host(data_dir, host_secret)
     async with host:
         session = await host.session("console:t", owner="owner")
         ui = ScriptedUI(answers=["Bearer Zq7Xw3K"])
@@ -566,7 +567,7 @@ async def test_remove_and_tools_never_quote_a_key_even_a_name_shaped_one(
     data_dir: Path, host_secret: HostSecret, command: str
 ) -> None:
     key = "k7x2m9q4w8e3r6t1y5u0"  # a valid server name by shape, and a key by entropy
-    host = Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)])
+    host = remote_host(data_dir, host_secret)
     async with host:
         session = await host.session("console:t", owner="owner")
         ui = ScriptedUI()
@@ -585,7 +586,7 @@ async def test_removing_a_server_named_like_a_key_never_quotes_its_name(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
     key = "k7x2m9q4w8e3r6t1y5u0"  # a valid server name by shape, and a key by entropy
-    host = Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)])
+    host = remote_host(data_dir, host_secret)
     async with host:
         session = await host.session("console:t", owner="owner")
         ServerStore(session.workspace, "console:t", Sealer(host_secret.value)).put(
@@ -605,7 +606,7 @@ async def test_a_key_sent_after_the_secret_question_ended_is_deleted_and_never_r
     data_dir: Path, host_secret: HostSecret, answers: list[str]
 ) -> None:
     key = "Zq7Xw3KpL9vR2mN8bT4yF6hJ0cD5eG1a"
-    async with Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)]) as host:
+    async with remote_host(data_dir, host_secret) as host:
         session = await host.session("console:t", owner="owner")
         ui = ScriptedUI(answers=list(answers))
         ended = await host.handle(session, msg("/mcp_add demo http://127.0.0.1:9/mcp --bearer", ref=1), ui)
@@ -633,9 +634,11 @@ async def test_a_key_sent_while_a_turn_runs_is_deleted_at_once_and_never_reaches
         await release.wait()
         return ModelResponse(parts=[TextPart("done")])
 
-    config = HostConfig(data_dir=data_dir, model=FunctionModel(slow))
     with anyio.fail_after(30):
-        async with Host(config, [RemoteMcpExtension(host_secret)]) as host, anyio.create_task_group() as tg:
+        async with (
+            remote_host(data_dir, host_secret, FunctionModel(slow)) as host,
+            anyio.create_task_group() as tg,
+        ):
             session = await host.session("console:t", owner="owner")
             ui = ScriptedUI()
             tg.start_soon(host.handle, session, msg("a long question", ref=1), ui)
@@ -708,7 +711,7 @@ def test_a_name_of_short_words_and_digits_is_a_name(name: str) -> None:
 async def test_a_key_given_as_a_tool_is_never_saved_listed_or_left_in_the_chat(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
-    host = Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)])
+    host = remote_host(data_dir, host_secret)
     async with host:
         session = await host.session("console:t", owner="owner")
         ui = ScriptedUI()
@@ -728,7 +731,7 @@ async def test_a_key_given_as_a_tool_is_never_saved_listed_or_left_in_the_chat(
 async def test_no_command_quotes_a_hex_key_under_the_entropy_floor(
     data_dir: Path, host_secret: HostSecret, command: str
 ) -> None:
-    host = Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(host_secret)])
+    host = remote_host(data_dir, host_secret)
     async with host:
         session = await host.session("console:t", owner="owner")
         ui = ScriptedUI()
