@@ -6,7 +6,6 @@ import itertools
 import logging
 import shlex
 import string
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from playa.mcp_remote import (
     resolve_host_secret,
 )
 from playa.mcp_remote.commands import carries_secret, parse_add
-from playa.mcp_remote.transport import Ask, OnTools
+from playa.mcp_remote.transport import Elicit, OnTools
 from support.chat import ScriptedUI, msg
 
 # Credentials are long and random, so finding one in a reply or a log line is never chance.
@@ -212,8 +211,7 @@ class RefusingConnector(Connector):
         endpoint: Endpoint,
         task_group: TaskGroup,
         *,
-        ask: Ask | None = None,
-        redact: Callable[[str], str] | None = None,
+        elicit: Elicit | None = None,
         on_tools: OnTools | None = None,
         tools_cache: ResponseCacheStore | None = None,
     ) -> Connection:

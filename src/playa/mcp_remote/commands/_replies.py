@@ -13,10 +13,10 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 
 from ...core import Redactor
+from .._callback_listener import duration_text
 from .._server import LoginStart, RemoteServer
 from .._views import ServersView, state_text
 from ..store import AuditRecord, Decision, Rejected, Saved, shown_name
-from ..transport import duration_text
 from ._requests import ServerName
 
 __all__ = [
