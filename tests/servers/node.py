@@ -35,6 +35,7 @@ __all__ = [
     "NodeServerError",
     "node_bin",
     "node_path",
+    "node_server",
     "require_node_modules",
     "server_everything",
 ]
@@ -122,20 +123,31 @@ async def server_everything(transport: Transport = "streamable-http") -> AsyncIt
     env = {"PATH": node_path(), "PORT": "0"}
     node = shutil.which("node", path=env["PATH"]) or "node"
     command = [node, "--import", "data:text/javascript," + quote(_LOOPBACK_HOOK), str(script), mode]
+    async with node_server("server-everything", command, env) as port:
+        yield f"http://127.0.0.1:{port}{path}"
+
+
+@asynccontextmanager
+async def node_server(
+    name: str, command: list[str], env: dict[str, str], *, cwd: Path | None = None
+) -> AsyncIterator[int]:
+    """A node server in a process group of its own: the loopback port it reports. Its stdout is
+    dropped (server-everything logs every request there); on exit the whole group is killed."""
     process = await anyio.open_process(
         command,
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,  # server-everything logs every request there
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=env,
+        cwd=cwd,
         start_new_session=True,
     )
     try:
-        port = await _wait_for_port(process)
+        port = await _wait_for_port(name, process)
         async with anyio.create_task_group() as tg:
             tg.start_soon(_drain, process)
             try:
-                yield f"http://127.0.0.1:{port}{path}"
+                yield port
             finally:
                 tg.cancel_scope.cancel()
     finally:
@@ -143,7 +155,7 @@ async def server_everything(transport: Transport = "streamable-http") -> AsyncIt
             await _stop(process)
 
 
-async def _wait_for_port(process: anyio.abc.Process) -> int:
+async def _wait_for_port(name: str, process: anyio.abc.Process) -> int:
     """Read the server's stderr until the loopback hook reports the port it bound."""
     assert process.stderr is not None
     tail: deque[str] = deque(maxlen=20)
@@ -159,9 +171,9 @@ async def _wait_for_port(process: anyio.abc.Process) -> int:
         with anyio.move_on_after(STOP_TIMEOUT):
             await process.wait()
         raise NodeServerError(
-            f"server-everything exited with {process.returncode} before listening:\n" + "\n".join(tail)
+            f"{name} exited with {process.returncode} before listening:\n" + "\n".join(tail)
         )
-    raise NodeServerError(f"server-everything reported no port within {START_TIMEOUT} s:\n" + "\n".join(tail))
+    raise NodeServerError(f"{name} reported no port within {START_TIMEOUT} s:\n" + "\n".join(tail))
 
 
 async def _drain(process: anyio.abc.Process) -> None:

@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import os
 import secrets
-import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import anyio
-
-from servers.node import _drain, _stop, _wait_for_port, require_node_modules
+from servers.node import node_server, require_node_modules
 
 __all__ = ["STATIC_CLIENT_ID", "AuthorizationServer", "authorization_server"]
 
@@ -50,23 +47,5 @@ async def authorization_server(*, access_ttl: int = 3600) -> AsyncIterator[Autho
         "STATIC_SECRET": static_secret,
         "NODE_ENV": "development",
     }
-    process = await anyio.open_process(
-        ["node", str(_SCRIPT)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=_SCRIPT.parent,
-        start_new_session=True,
-    )
-    try:
-        port = await _wait_for_port(process)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_drain, process)
-            try:
-                yield AuthorizationServer(f"http://127.0.0.1:{port}", secret, static_secret)
-            finally:
-                tg.cancel_scope.cancel()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await _stop(process)
+    async with node_server("oidc-provider", ["node", str(_SCRIPT)], env, cwd=_SCRIPT.parent) as port:
+        yield AuthorizationServer(f"http://127.0.0.1:{port}", secret, static_secret)
