@@ -1,5 +1,5 @@
-"""The ``playa`` command: ``chat`` (the console), ``telegram``, ``audit``, ``demo-server`` and
-``oauth-client-metadata``."""
+"""The ``playa`` command: ``chat`` (the console), ``telegram``, ``audit``, ``db``, ``demo-server``
+and ``oauth-client-metadata``."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from .core import (
     outbound_secrets,
     session_state_dir,
 )
-from .exceptions import ConfigError
+from .exceptions import ConfigError, DatabaseError
 from .mcp_remote import (
     CALLBACK_PATH,
     FLOW_GUARD_MODES,
@@ -70,17 +70,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"playa {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    def common(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument(
-            "--model", help="a pydantic-ai model string, or 'offline' (default: $PLAYA_MODEL or offline)"
-        )
-        sub.add_argument("--data-dir", type=Path, help="where chats are kept (default: $PLAYA_DATA_DIR)")
-        sub.add_argument("--log-level", help="DEBUG, INFO, WARNING (default: $PLAYA_LOG_LEVEL or WARNING)")
-
     chat = commands.add_parser(
         "chat", help="chat in the console (the default)", description="Chat in the console."
     )
-    common(chat)
+    _common_options(chat)
     chat.add_argument("--scope", default="default", help="the console chat's name (default: default)")
     chat.add_argument(
         "--demo",
@@ -96,12 +89,28 @@ def _parser() -> argparse.ArgumentParser:
         "then know Playa by that URL, without a registration.",
     )
 
+    _telegram_parser(commands)
+    _audit_parser(commands)
+    _db_parser(commands)
+    return parser
+
+
+def _common_options(sub: argparse.ArgumentParser) -> None:
+    """The options of every command that runs chats."""
+    sub.add_argument(
+        "--model", help="a pydantic-ai model string, or 'offline' (default: $PLAYA_MODEL or offline)"
+    )
+    sub.add_argument("--data-dir", type=Path, help="where chats are kept (default: $PLAYA_DATA_DIR)")
+    sub.add_argument("--log-level", help="DEBUG, INFO, WARNING (default: $PLAYA_LOG_LEVEL or WARNING)")
+
+
+def _telegram_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     tg = commands.add_parser(
         "telegram",
         help="run the chats as a Telegram bot ($TELEGRAM_BOT_TOKEN)",
         description="Run Playa as a Telegram bot. The token comes from $TELEGRAM_BOT_TOKEN.",
     )
-    common(tg)
+    _common_options(tg)
     tg.add_argument(
         "--base-url",
         help="Bot API server root, e.g. a local server http://127.0.0.1:8081 "
@@ -124,6 +133,9 @@ def _parser() -> argparse.ArgumentParser:
         help="with long polling and $PLAYA_PUBLIC_URL: where the login redirect's listener takes "
         "requests, forwarded from the public URL (default: $PLAYA_LISTEN or 127.0.0.1:8443)",
     )
+
+
+def _audit_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     audit = commands.add_parser(
         "audit",
         help="check or export a chat's audit log",
@@ -156,7 +168,41 @@ def _parser() -> argparse.ArgumentParser:
             help="the chat's scope: console:<name> or telegram:<chat id> (default: %(default)s)",
         )
         sub.add_argument("--data-dir", type=Path, help="where chats are kept (default: $PLAYA_DATA_DIR)")
-    return parser
+
+
+def _db_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    db = commands.add_parser(
+        "db",
+        help="the PostgreSQL database ($PLAYA_DATABASE_URL)",
+        description="Manage the PostgreSQL database that $PLAYA_DATABASE_URL names.",
+    )
+    actions = db.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions.add_parser(
+        "upgrade",
+        help="apply the schema versions the database lacks",
+        description="Bring the database's schema to this Playa's version, in one transaction. Safe to "
+        "run again (nothing to do) and from several processes at once (one waits for the other).",
+    )
+
+
+def _db(args: argparse.Namespace) -> int:
+    try:
+        from .db import upgrade_database  # imported here: asyncpg is in the postgres extra
+    except ModuleNotFoundError as exc:
+        if exc.name != "asyncpg":
+            raise
+        raise ConfigError("the database needs asyncpg: pip install 'playa[postgres]'") from None
+    try:
+        done = anyio.run(upgrade_database, os.environ)
+    except DatabaseError as exc:
+        print(f"playa: {exc}", file=sys.stderr)
+        return 1
+    if done.applied:
+        names = ", ".join(f"{m.version} {m.name}" for m in done.applied)
+        print(f"upgraded the database's schema from version {done.before} to {done.after} ({names})")
+    else:
+        print(f"the database's schema is at version {done.after}: nothing to do")
+    return 0
 
 
 def _audit(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
@@ -466,6 +512,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(_oauth_client_metadata(os.environ))
         elif args.command == "audit":
             return _audit(args, os.environ)
+        elif args.command == "db":
+            return _db(args)
         elif args.command == "chat":
             anyio.run(_chat, args)
         elif args.command == "telegram":

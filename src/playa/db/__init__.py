@@ -10,7 +10,16 @@ package needs the ``postgres`` extra (asyncpg).
 """
 
 from ._errors import RETRYABLE, DatabaseFailure
-from ._migrations import LOCK_KEY, Migration, Upgrade, latest_version, migrations, schema_version, upgrade
+from ._migrations import (
+    LOCK_KEY,
+    Migration,
+    Upgrade,
+    latest_version,
+    migrations,
+    schema_version,
+    upgrade,
+    upgrade_database,
+)
 from ._pool import Connection, Database, PoolOptions
 from ._url import DEFAULT_PORT, ENV_DATABASE_URL, SSL_MODES, ConnectArguments, DatabaseUrl, database_url
 
@@ -33,4 +42,5 @@ __all__ = [
     "migrations",
     "schema_version",
     "upgrade",
+    "upgrade_database",
 ]
