@@ -112,13 +112,20 @@ class DatabaseError(PlayaError):
 
     ``reason`` is Playa's own short words for the kind of failure ("connection refused",
     "password authentication failed"); ``where`` names the server and database without the
-    password. The driver's exception is never chained: its text could quote what was sent.
+    password; ``sqlstate`` is the server's error code when it answered with one. The driver's
+    exception is never chained: its text could quote what was sent.
     """
 
-    def __init__(self, reason: str, *, where: str | None = None) -> None:
+    def __init__(self, reason: str, *, where: str | None = None, sqlstate: str | None = None) -> None:
         super().__init__(f"PostgreSQL at {where}: {reason}" if where else f"PostgreSQL: {reason}")
         self.reason = reason
         self.where = where
+        self.sqlstate = sqlstate
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the transaction lost a race (serialization failure, deadlock): run it again."""
+        return self.sqlstate in ("40001", "40P01")
 
 
 class RemoteError(PlayaError):

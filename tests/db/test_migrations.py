@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import anyio
 import pytest
 
-from playa.db import LOCK_KEY, Database, DatabaseUrl, latest_version, migrations, schema_version, upgrade
+from playa.db import (
+    LOCK_KEY,
+    Database,
+    DatabaseUrl,
+    latest_version,
+    migrations,
+    schema_version,
+    upgrade,
+)
 from playa.exceptions import DatabaseError
 
 pytestmark = pytest.mark.anyio
@@ -32,12 +38,6 @@ TABLES = {
     "audit_records",
     "audit_heads",
 }
-
-
-@pytest.fixture
-async def database(database_url: str) -> AsyncIterator[Database]:
-    async with await Database.open(DatabaseUrl.parse(database_url)) as db:
-        yield db
 
 
 async def tables(database: Database) -> set[str]:

@@ -10,7 +10,7 @@ from urllib.parse import quote
 import pytest
 
 from playa.core.secrets import install_outbound_gate
-from playa.db import Database, DatabaseFailure, DatabaseUrl, PoolOptions, upgrade
+from playa.db import Database, DatabaseUrl, PoolOptions, upgrade
 from playa.exceptions import ConfigError, DatabaseError
 from support.postgres import Postgres
 
@@ -51,7 +51,7 @@ async def test_a_transaction_commits_when_its_block_ends_and_rolls_back_when_it_
 
 async def test_a_statement_error_becomes_a_database_error_with_its_sqlstate(database_url: str) -> None:
     async with await Database.open(DatabaseUrl.parse(database_url)) as db:
-        with pytest.raises(DatabaseFailure) as caught:
+        with pytest.raises(DatabaseError) as caught:
             async with db.connection() as connection:
                 await connection.execute("SELECT * FROM no_such_table")
     assert caught.value.sqlstate == "42P01" and not caught.value.retryable

@@ -9,7 +9,7 @@ Without ``PLAYA_DATABASE_URL`` nothing here is used and the data dir keeps every
 package needs the ``postgres`` extra (asyncpg).
 """
 
-from ._errors import RETRYABLE, DatabaseFailure
+from ._host_key import claim_host_key
 from ._migrations import (
     LOCK_KEY,
     Migration,
@@ -27,16 +27,15 @@ __all__ = [
     "DEFAULT_PORT",
     "ENV_DATABASE_URL",
     "LOCK_KEY",
-    "RETRYABLE",
     "SSL_MODES",
     "ConnectArguments",
     "Connection",
     "Database",
-    "DatabaseFailure",
     "DatabaseUrl",
     "Migration",
     "PoolOptions",
     "Upgrade",
+    "claim_host_key",
     "database_url",
     "latest_version",
     "migrations",

@@ -3,8 +3,8 @@
 asyncpg raises its own classes (one per SQLSTATE), ``OSError`` for the network and
 ``TimeoutError`` for its timeouts. Each becomes a ``DatabaseError`` with Playa's short reason
 and the server named without the password, raised ``from None``: the driver's exception text
-or arguments could quote what was sent, so the chain is cut here. Retryable conflicts
-(serialization failures, deadlocks) keep their SQLSTATE in ``sqlstate`` so a caller can retry.
+or arguments could quote what was sent, so the chain is cut here. The server's SQLSTATE
+stays in ``sqlstate``: a transaction that lost a race (``retryable``) can be run again.
 """
 
 from __future__ import annotations
@@ -17,10 +17,7 @@ import asyncpg
 
 from ..exceptions import DatabaseError
 
-__all__ = ["RETRYABLE", "DatabaseFailure", "translated"]
-
-RETRYABLE: Final = frozenset({"40001", "40P01"})
-"""SQLSTATEs of a transaction that lost a race (serialization failure, deadlock): run it again."""
+__all__ = ["translated"]
 
 # Reasons by SQLSTATE, in Playa's words; the server's own text says nothing the operator needs
 # more, and a class name is no explanation.
@@ -35,19 +32,6 @@ _REASONS: Final = {
     "40001": "the transaction lost a race with another (serialization failure)",
     "40P01": "the transaction lost a race with another (deadlock)",
 }
-
-
-class DatabaseFailure(DatabaseError):
-    """A ``DatabaseError`` with the server's SQLSTATE, when the server answered with one."""
-
-    def __init__(self, reason: str, *, where: str | None = None, sqlstate: str | None = None) -> None:
-        super().__init__(reason, where=where)
-        self.sqlstate = sqlstate
-
-    @property
-    def retryable(self) -> bool:
-        """Whether running the transaction again may succeed (it lost a race, nothing is wrong)."""
-        return self.sqlstate in RETRYABLE
 
 
 def _reason(exc: Exception) -> tuple[str, str | None]:
@@ -71,11 +55,11 @@ def _reason(exc: Exception) -> tuple[str, str | None]:
 
 @contextlib.contextmanager
 def translated(where: str) -> Iterator[None]:
-    """Within, the driver's exceptions (and the network's) become ``DatabaseFailure``."""
+    """Within, the driver's exceptions (and the network's) become ``DatabaseError``."""
     try:
         yield
     except DatabaseError:
         raise
     except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as exc:
         reason, sqlstate = _reason(exc)
-        raise DatabaseFailure(reason, where=where, sqlstate=sqlstate) from None
+        raise DatabaseError(reason, where=where, sqlstate=sqlstate) from None
