@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from bench._common import Report, Spread, cpu_seconds, reference, verdict
 from playa._runtime import tune_runtime
-from playa.core.secrets._redact import REDACTED, Redactor, encoded_forms
+from playa.core.secrets import REDACTED, Redactor, encoded_forms
 
 SIZE = 10_000_000
 TARGETS = {"ascii": 300.0, "non-ascii": 150.0}

@@ -9,11 +9,13 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from playa.core.secrets import _redact
-from playa.core.secrets._redact import (
+from playa.core.secrets import (
     MIN_SECRET_LENGTH,
     REDACTED,
     Redactor,
+    _blocks,
+    _decode,
+    _redact,
     auth_credential,
     encoded_forms,
 )
@@ -340,7 +342,7 @@ def test_forms_across_the_edges_of_the_scanned_chunks_are_redacted(non_ascii: bo
     ]
     pieces, length = [], 0
     for index, (form, shift) in enumerate(placed):
-        at = (index + 1) * _redact._CHUNK + shift
+        at = (index + 1) * _blocks._CHUNK + shift
         pieces += [text_of(at - length, non_ascii=non_ascii), form]
         length = at + len(form)
     text = "".join([*pieces, text_of(100, non_ascii=non_ascii)])
@@ -348,14 +350,14 @@ def test_forms_across_the_edges_of_the_scanned_chunks_are_redacted(non_ascii: bo
     out = redactor.redact(text)
     assert out == reference_redact(secrets, text)
     assert out.count(REDACTED) == len(placed)
-    edge = _redact._CHUNK
+    edge = _blocks._CHUNK
     only_across = text_of(edge - 5, non_ascii=non_ascii) + API_KEY + text_of(100, non_ascii=non_ascii)
     assert redactor.contains(only_across)
 
 
 @pytest.mark.parametrize("non_ascii", [False, True])
 def test_text_between_matches_that_runs_across_several_chunks_is_kept_whole(non_ascii: bool) -> None:
-    middle = text_of(3 * _redact._CHUNK + 123, non_ascii=non_ascii)
+    middle = text_of(3 * _blocks._CHUNK + 123, non_ascii=non_ascii)
     text = f"{API_KEY}{middle}{TOKEN}é{API_KEY}"
     out = Redactor([CANARY, API_KEY]).redact(text)
     assert out == f"{REDACTED}{middle}{REDACTED}é{REDACTED}"
@@ -439,15 +441,15 @@ def test_a_secret_at_every_offset_of_a_wrapped_blob_is_redacted(newline: str, wi
 def decodings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the redactor's decodings of a run around a block (a one-item list, updated in place)."""
     calls = [0]
-    find = _redact._Decoder.find
+    find = _decode._Decoder.find
 
     def counted(
-        self: _redact._Decoder, data: bytes, position: int
+        self: _decode._Decoder, data: bytes, position: int
     ) -> tuple[int, int, tuple[int, int] | None]:
         calls[0] += 1
         return find(self, data, position)
 
-    monkeypatch.setattr(_redact._Decoder, "find", counted)
+    monkeypatch.setattr(_decode._Decoder, "find", counted)
     return calls
 
 
@@ -484,7 +486,7 @@ def test_a_wrapped_core_across_the_edge_of_two_scanned_chunks_is_redacted(fill: 
     redactor = Redactor([CANARY])
     # The credential's: a break in the base64 of "Bearer " leaves that part (no secret) as it is.
     core = base64.b64encode(TOKEN.encode()).decode()
-    edge = _redact._CHUNK
+    edge = _blocks._CHUNK
     for cut in (1, len(core) // 2, len(core) - 1):
         for newline in ("\n", "\r\n"):
             wrapped = core[:cut] + newline + core[cut:]
@@ -540,7 +542,7 @@ def test_the_filter_built_a_step_at_a_time_is_used_only_once_complete() -> None:
     built = redactor._tables
     assert built is not None and built.short == whole.short
 
-    def owners(tables: _redact._Tables) -> dict[int, list[tuple[bytes, int, bool]]]:
+    def owners(tables: _blocks._Tables) -> dict[int, list[tuple[bytes, int, bool]]]:
         return {
             block: [(form, offset, core is not None) for form, offset, core in pairs]
             for block, pairs in tables.owners.items()

@@ -21,8 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp.server.mcpserver import Context, MCPServer
 
-from playa.core.secrets import _redact
-from playa.core.secrets._redact import REDACTED, Redactor
+from playa.core.secrets import REDACTED, Redactor, _blocks, _decode, _redact
 from playa.mcp_remote import HostSecret, resolve_host_secret
 from servers.python_servers import serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
@@ -287,9 +286,9 @@ def test_a_hex_dump_whose_lines_are_joined_by_escaped_breaks_is_redacted(
 def test_a_short_secret_has_hex_but_its_base64_is_not_decoded() -> None:
     # Ten bytes make twenty hex digits, the least that is decoded; base64 needs sixteen bytes.
     secret = "k3y-value!"
-    assert {decoder.whole for decoder in _redact._decoders(secret)} == {True}
+    assert {decoder.whole for decoder in _decode._decoders(secret)} == {True}
     assert Redactor([secret]).redact(f"x {secret.encode().hex()} y") == f"x {REDACTED} y"
-    assert {decoder.whole for decoder in _redact._decoders("x" * 16)} == {False, True}
+    assert {decoder.whole for decoder in _decode._decoders("x" * 16)} == {False, True}
 
 
 @pytest.mark.parametrize("fill", [".", "é"])
@@ -298,7 +297,7 @@ def test_a_wrapped_long_key_across_the_edge_of_two_scanned_chunks_is_redacted(fi
     redactor = Redactor([KEY200])
     lines = wrap(base64.b64encode(KEY200.encode()).decode(), 7, "")
     wrapped = "\r\n".join(lines)
-    edge = _redact._CHUNK
+    edge = _blocks._CHUNK
     for shift in range(-len(wrapped), 1, 5):
         text = fill * (edge + shift) + wrapped + " tail"
         out = redactor.redact(text)
@@ -312,13 +311,13 @@ def test_ten_megabytes_of_hex_and_numbers_cost_few_decodings(monkeypatch: pytest
     # A hex dump and long numbers: the blocks of a key's hex are met by chance, and each chance
     # meeting costs a comparison, not a decoding of the run.
     calls = [0]
-    run_at = _redact._Decoder.run_at
+    run_at = _decode._Decoder.run_at
 
-    def counted(self: _redact._Decoder, *args: object) -> tuple[int, int]:
+    def counted(self: _decode._Decoder, *args: object) -> tuple[int, int]:
         calls[0] += 1
         return run_at(self, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(_redact._Decoder, "run_at", counted)
+    monkeypatch.setattr(_decode._Decoder, "run_at", counted)
     rng = random.Random(9)
     dump = "\n".join(rng.randbytes(30).hex() for _ in range(80_000))
     numbers = " ".join(str(rng.randrange(10**15)) for _ in range(300_000))
@@ -336,15 +335,15 @@ def test_a_hostile_run_of_a_long_key_costs_a_decoding_per_few_reaches(
     # one of its blocks and fails to confirm. A decoding looks ahead of the block further than
     # behind, so the blocks it has looked past need none: the work stays linear in the text.
     calls = [0]
-    find = _redact._Decoder.find
+    find = _decode._Decoder.find
 
     def counted(
-        self: _redact._Decoder, data: bytes, position: int
+        self: _decode._Decoder, data: bytes, position: int
     ) -> tuple[int, int, tuple[int, int] | None]:
         calls[0] += 1
         return find(self, data, position)
 
-    monkeypatch.setattr(_redact._Decoder, "find", counted)
+    monkeypatch.setattr(_decode._Decoder, "find", counted)
     key = "".join(random.Random(1000).choices(ALPHABET, k=1000))
     redactor = Redactor([key])
     core = base64.b64encode(key.encode()).decode()[:-6]
@@ -363,15 +362,15 @@ def test_json_full_of_escaped_line_breaks_costs_no_more_decodings_than_raw_ones(
     # blocks costs a decoding of that value. So the lines of a log, prose and unrelated base64,
     # cost about as many decodings joined by escaped CRLFs in JSON as joined by raw ones.
     calls = [0]
-    find = _redact._Decoder.find
+    find = _decode._Decoder.find
 
     def counted(
-        self: _redact._Decoder, data: bytes, position: int
+        self: _decode._Decoder, data: bytes, position: int
     ) -> tuple[int, int, tuple[int, int] | None]:
         calls[0] += 1
         return find(self, data, position)
 
-    monkeypatch.setattr(_redact._Decoder, "find", counted)
+    monkeypatch.setattr(_decode._Decoder, "find", counted)
     rng = random.Random(3)
     lines = []
     for number in range(20_000):

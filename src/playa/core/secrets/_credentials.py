@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from typing import Final
 
-from ._redact import REDACTED
+from ._forms import REDACTED
 
 __all__ = ["KEY_PREFIXES", "holds_key", "looks_like_credential", "mask_known_keys", "only_a_credential"]
 

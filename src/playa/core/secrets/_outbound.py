@@ -29,7 +29,8 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, Final
 
 from ._credentials import looks_like_credential
-from ._redact import MIN_SECRET_LENGTH, REDACTED, _kept, _plain_forms
+from ._forms import MIN_SECRET_LENGTH, REDACTED, _plain_forms
+from ._redact import _kept
 
 __all__ = ["OutboundSecrets", "install_outbound_gate", "outbound_secrets"]
 
