@@ -139,3 +139,31 @@ async def test_closing_twice_is_closing_once(database_url: str) -> None:
     with pytest.raises(DatabaseError):
         async with db.connection():
             pass
+
+
+async def test_a_transaction_that_lost_a_race_says_it_may_be_run_again(database: Database) -> None:
+    await upgrade(database)
+    count = "SELECT count(*) FROM history WHERE chat = 'race'"
+    add = "INSERT INTO history (chat, seq, message) VALUES ('race', $1, '\\x00')"
+
+    async def write_skew() -> None:
+        # Both read the same rows, then each writes what the other read: one of them must fail.
+        async with database.transaction(isolation="serializable") as first:
+            await first.fetchval(count)
+            async with database.transaction(isolation="serializable") as second:
+                await second.fetchval(count)
+                await second.execute(add, 2)
+            await first.execute(add, 1)
+
+    with pytest.raises(DatabaseError) as caught:
+        await write_skew()
+    assert caught.value.sqlstate == "40001" and caught.value.retryable
+
+
+async def test_a_statement_that_runs_too_long_is_cancelled(database_url: str) -> None:
+    options = PoolOptions(statement_timeout=0.2)
+    async with await Database.open(DatabaseUrl.parse(database_url), options) as db:
+        with pytest.raises(DatabaseError) as caught:
+            async with db.connection() as connection:
+                await connection.execute("SELECT pg_sleep(30)")
+    assert caught.value.reason == "timed out"
