@@ -306,6 +306,13 @@ def postgres() -> Iterator[Postgres]:
 
 def _admin(server: Postgres, sql: str) -> None:
     """Run one statement as the superuser, on the maintenance database, with ``psql``."""
+    # The password goes in the environment, not on a command line every process can read.
+    login = [
+        f"--host={server.host}",
+        f"--port={server.port}",
+        f"--username={server.user}",
+        "--dbname=postgres",
+    ]
     done = subprocess.run(
         [
             str(postgres_binaries() / "psql"),
@@ -313,15 +320,14 @@ def _admin(server: Postgres, sql: str) -> None:
             "--quiet",
             "-v",
             "ON_ERROR_STOP=1",
-            "-d",
-            server.url(),
+            *login,
             "-c",
             sql,
         ],
         capture_output=True,
         text=True,
         timeout=START_TIMEOUT,
-        env=_environment(),
+        env={**_environment(), "PGPASSWORD": server.password},
         check=False,
     )
     if done.returncode != 0:
