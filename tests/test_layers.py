@@ -259,14 +259,96 @@ print(rules.withheld(fine), "|", rules.withheld(bad), "|", "pydantic_ai" in sys.
     assert done.stdout.strip() == "None | its name is not 1 to 64 letters, digits, _ or - | False"
 
 
-# ChatServers' parts (logins, approvals, calls) are handed what they use: none reaches back to
-# the service that owns them, nor to the commands or the extension above it.
-SERVICE_PARTS = ("_login", "_review", "_calls", "_policies", "_server", "_server_review", "_shared")
+# ChatServers' parts (logins, review, policies, calls) and its servers are handed what they use:
+# none reaches back to the service that holds them, nor to the commands or the extension above it.
+SERVICE_PARTS = ("_login", "_review", "_calls", "_policies", "_shared")
+# A server and its own parts: below the chat's parts, which work on servers (a server that
+# called them would close a loop at run time: binding -> review -> binding).
+SERVER_MODULES = ("_server", "_server_login", "_server_review")
 
 
-@pytest.mark.parametrize("part", SERVICE_PARTS)
+@pytest.mark.parametrize("part", SERVICE_PARTS + SERVER_MODULES)
 def test_the_parts_of_the_servers_service_never_import_it_or_what_is_above_it(part: str) -> None:
     imported = module_graph("mcp_remote")[part]
     assert not imported & {"_chat", "_extension", *command_modules(module_graph("mcp_remote"))}, (
         f"{part} imports {sorted(imported)}"
     )
+
+
+@pytest.mark.parametrize("module", SERVER_MODULES)
+def test_a_server_never_imports_the_chats_parts_that_work_on_it(module: str) -> None:
+    imported = module_graph("mcp_remote")[module]
+    assert not imported & {"_login", "_review", "_calls", "_policies"}, f"{module} imports {sorted(imported)}"
+
+
+def written_attributes(tree: ast.AST) -> set[str]:
+    """Each attribute assigned to in ``tree`` whose chain starts at a name other than ``self``,
+    as written (``state.connection``, ``server.review.held``)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        else:
+            continue
+        for target in targets:
+            for item in target.elts if isinstance(target, ast.Tuple) else [target]:
+                if isinstance(item, ast.Attribute) and ast.unparse(item).split(".")[0] != "self":
+                    found.add(ast.unparse(item))
+    return found
+
+
+@pytest.mark.parametrize("part", ["_chat", *SERVICE_PARTS])
+def test_only_a_server_and_its_own_parts_write_its_state(part: str) -> None:
+    # One writer per field: a part asks the server (or its login, or its review) to change,
+    # and never assigns to what they hold.
+    tree = ast.parse((SRC / "mcp_remote" / f"{part}.py").read_text())
+    servers = {name for name in written_attributes(tree) if name.split(".")[0] in {"state", "server"}}
+    assert not servers, f"{part} writes {sorted(servers)}"
+
+
+@pytest.mark.parametrize("part", ["Logins:_login", "Review:_review", "Policies:_policies", "Calls:_calls"])
+def test_the_parts_of_the_servers_service_are_handed_no_callbacks(part: str) -> None:
+    # Objects and values, not functions into the service: a callback hides who owns what.
+    name, module = part.split(":")
+    tree = ast.parse((SRC / "mcp_remote" / f"{module}.py").read_text())
+    (cls,) = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == name]
+    (init,) = [node for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == "__init__"]
+    arguments = [*init.args.args, *init.args.kwonlyargs]
+    callables = [
+        a.arg for a in arguments if a.annotation is not None and "Callable" in ast.unparse(a.annotation)
+    ]
+    assert callables in ([], ["clock"]), f"{name} is handed {callables}"
+
+
+# The transport talks to servers: of the core it needs only the secrets' rules and the text
+# helpers, never the person's side (the UI, questions and answers live above it, in the service).
+TRANSPORT_CORE_NAMES = {"Redactor", "one_line", "outbound_secrets"}
+
+
+def core_names_imported(source: str) -> set[str]:
+    """The names a module of ``mcp_remote/transport`` imports from ``playa.core`` (or a module under it)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if (node.level == 0 and module.startswith("playa.core")) or (
+                node.level == 3 and module.split(".")[0] == "core"
+            ):
+                names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.Import):
+            names |= {"*" for alias in node.names if alias.name.startswith("playa.core")}
+    return names
+
+
+@pytest.mark.parametrize(
+    "path", sorted((SRC / "mcp_remote" / "transport").glob("*.py")), ids=lambda p: p.name
+)
+def test_the_transport_imports_from_the_core_only_secrets_and_text_helpers(path: Path) -> None:
+    assert core_names_imported(path.read_text()) <= TRANSPORT_CORE_NAMES, path.name
+
+
+def test_the_transport_check_sees_the_persons_side_imported() -> None:
+    source = "from ...core import Question, Redactor\nfrom playa.core.x import UI\nimport playa.core\n"
+    assert core_names_imported(source) - TRANSPORT_CORE_NAMES == {"Question", "UI", "*"}

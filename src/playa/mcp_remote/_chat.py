@@ -92,8 +92,21 @@ class ChatServers:
         """What each server and workspace file gave the model in the running turn, and whether a
         call carries some of it to another server."""
         self._tools = ToolSlots(session)
+        self._revoker = Revoker(session.scope, connector, audit)
+        self._shared = self._wire(store, connector, settings, task_group, callbacks, clock)
+
+    def _wire(
+        self,
+        store: ServerStore | None,
+        connector: Connector,
+        settings: RemoteMcpSettings,
+        task_group: TaskGroup,
+        callbacks: Callbacks,
+        clock: Clock,
+    ) -> ChatShared:
+        """Make the chat's parts, each handed what it works on, and what its servers share."""
+        session, secrets, audit = self.session, self._secrets, self.audit
         asker = Asker(session, audit)
-        self._revoker = revoker = Revoker(session.scope, connector, audit)
         self.review = Review(
             session,
             self.servers,
@@ -113,7 +126,7 @@ class ChatServers:
             task_group=task_group,
             clock=clock,
             secrets=secrets,
-            revoker=revoker,
+            revoker=self._revoker,
             audit=audit,
         )
         """The owner's OAuth logins (``/mcp_auth``)."""
@@ -138,7 +151,7 @@ class ChatServers:
             logins=self.logins,
             review=self.review,
         )
-        self._shared = ChatShared(
+        return ChatShared(
             session=session,
             store=store,
             settings=settings,
@@ -150,7 +163,7 @@ class ChatServers:
             audit=audit,
             tools=self._tools,
             asker=asker,
-            revoker=revoker,
+            revoker=self._revoker,
             caller=calls,
             events=self,
             servers=self.servers,
@@ -227,17 +240,25 @@ class ChatServers:
         await self.wait_for_connects()
         self._write_section()
 
-    async def _pick_up(self, entry: ServerEntry, *, superseded: OAuthGrant | None = None) -> RemoteServer:
-        """After ``add`` saved ``entry``: pick it up and wait for its connect.
+    async def _pick_up(self, saved: Saved, *, superseded: OAuthGrant | None = None) -> RemoteServer:
+        """After ``add`` saved an entry: pick it up from what was written, and wait for its connect.
 
         ``superseded``: the OAuth grant of the entry it replaced, revoked once a new one is stored.
         """
+        entry = saved.entry
+        assert entry is not None
         self._remember_secrets((entry,))
         # A re-add connects afresh even when the entry did not change: it is how the owner
         # retries a server in backoff, or picks up a changed tool list.
         if entry.name in self.servers and (connection := self._drop(entry.name)) is not None:
             self._tg.start_soon(connection.aclose)
-        if self.store is not None:
+        if saved.follows is not None and self.store is not None:
+            # The write changed nothing but this entry in the file as last read: no read back.
+            self.store.taken(saved)
+            started = self.servers[entry.name] = RemoteServer(entry, self._shared)
+            started.start()
+        elif self.store is not None:
+            # Something else changed too (another writer, a file set aside): the file as a whole.
             self._apply(await anyio.to_thread.run_sync(self.store.load))
         server = self.servers.get(entry.name)
         if server is None:
@@ -247,11 +268,6 @@ class ChatServers:
         await server.wait()
         self._write_section()
         return server
-
-    async def _file_changed(self) -> None:
-        """After ``remove`` or ``restore`` changed the file."""
-        await self.reconcile()
-        self._write_section()
 
     # The owner's actions: one call each, from the file to the connections and the prompt
 
@@ -276,7 +292,7 @@ class ChatServers:
             transport=entry.transport,
             auth=entry.auth_kind,
         )
-        return saved, await self._pick_up(entry, superseded=superseded)
+        return saved, await self._pick_up(saved, superseded=superseded)
 
     async def add_for_login(self, entry: ServerEntry) -> tuple[Saved, RemoteServer]:
         """Save ``entry`` as an ``oauth`` entry without a grant yet, and pick it up: a login comes next."""
@@ -293,7 +309,8 @@ class ChatServers:
         tools = len(server.tools) if server is not None else None
         grant = self.logins.held_grant(name)
         saved = await anyio.to_thread.run_sync(self._file().remove, name)
-        await self._file_changed()
+        await self.reconcile()
+        self._write_section()
         revoked = Revocation("nothing")
         if saved.changed and grant is not None:
             revoked = await self._revoker.revoke(grant)
@@ -311,7 +328,8 @@ class ChatServers:
         """
         saved = await anyio.to_thread.run_sync(self._file().restore)
         self.audit.record("servers_restored", changed=saved.changed)
-        await self._file_changed()
+        await self.reconcile()
+        self._write_section()
         return saved
 
     async def audit_records(self, count: int) -> list[tuple[AuditRecord, bool]] | None:

@@ -74,7 +74,7 @@ class RemoteMcpExtension(Extension):
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         # Log records that quote a credential are redacted by the host's outbound gate, which
-        # learns each chat's credentials as ChatServers does (its _remember_secrets).
+        # learns each chat's credentials as ChatServers does (its ChatSecrets).
         async with anyio.create_task_group() as tg:
             self._tg = tg
             try:

@@ -10,6 +10,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -17,6 +18,7 @@ import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup
 from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
+from mcp.shared.auth import OAuthClientInformationFull
 
 from ..core import ChatSession
 from ._callback_listener import Callbacks, PendingLogin, duration_text
@@ -58,6 +60,67 @@ def failure_words(exc: Exception, refusal: str | None) -> str:
         named = found.group(1) if found is not None and found.group(1) in OAUTH_ERROR_CODES else None
         return "the authorization server refused to issue tokens" + (f" ({named})" if named else "")
     return "the authorization server's answer could not be used"
+
+
+def _reusable_client(
+    previous: OAuthGrant, redirect_uri: str, scope: str | None
+) -> OAuthClientInformationFull | None:
+    """The client registration a new login may use again: None when it must register anew."""
+    client = previous.client
+    if (
+        client is not None
+        and client.redirect_uris
+        and redirect_uri not in {str(uri) for uri in client.redirect_uris}
+    ):
+        return None  # registered for another redirect address: register again
+    if (
+        client is not None
+        and client.scope is not None
+        and scope is not None
+        and not set(scope.split()) <= set(client.scope.split())
+    ):
+        return None  # registered for fewer scopes than a step-up asks for
+    return client
+
+
+@dataclass(eq=False)
+class _Attempt:
+    """One login to one server as it goes: where its link goes, and what came of it."""
+
+    server: RemoteServer
+    start: LoginStart
+    owner: str
+    send_link: Callable[[str], Awaitable[object]]
+    superseded: list[OAuthGrant]
+    """The grants this login replaces: revoked once its own is sealed (``stored``), never before."""
+    stored: bool = False
+    pending: PendingLogin | None = None
+    auth: ServerAuth | None = None
+    message: str = ""
+    """How it ended, for the owner ("" when it succeeded)."""
+    details: str | None = None
+    """What the authorization server said of a refusal: for the owner alone."""
+    to_owner: bool = False
+    """The outcome goes where the link went (``send_link``), not to ``report``."""
+
+    def refused(self, exc: Exception) -> None:
+        """The authorization server refused the login: why, in Playa's words and (for the owner) its own."""
+        name = self.server.entry.name
+        refusal = self.pending.refusal if self.pending is not None else None
+        self.message = f"The login to {name} failed: {failure_words(exc, refusal)}"
+        if self.auth is not None and self.auth.found_no_metadata:
+            # A bare Bearer challenge can mean a fixed token as well as a 2025-03-26
+            # OAuth server: with no metadata anywhere, the owner may know which.
+            self.message += (
+                f". It publishes no OAuth metadata: if it takes a fixed token, add it "
+                f"again with /mcp_add {name} <url> --bearer"
+            )
+        else:
+            self.message += "."
+            # The server's own words (an error body, a description) may echo the code
+            # or an instruction: the owner alone sees them, redacted and cut.
+            said = refusal or str(exc)
+            self.details = f"What the authorization server said of the login to {name}: {said}"
 
 
 @dataclass(frozen=True)
@@ -189,133 +252,30 @@ class Logins:
         report: Callable[[str], Awaitable[object]],
     ) -> None:
         """One login, in the chat's task group: its link out, its grant sealed, the server reconnected."""
-        name, url = state.entry.name, state.entry.url
-        message: str
-        details: str | None = None
-        to_owner = False  # the outcome goes where the link went (``send_link``), not to ``report``
-        login: PendingLogin | None = None
-        auth: ServerAuth | None = None
+        name = state.entry.name
         # The grants this login replaces: revoked once its own is sealed (``stored``), never before.
         superseded = [state.login.superseded] if state.login.superseded is not None else []
-        stored = False
-
-        async def persist(grant: OAuthGrant) -> None:
-            nonlocal stored
-            if grant.authorized:
-                # As held now: a connection may have refreshed its tokens while the owner logged in.
-                held = state.login.held(state.entry)
-                if held is not None and held.authorized and held.tokens != grant.tokens:
-                    superseded.append(held)
-            stored = await self._login_done(state, grant) or stored
-
+        attempt = _Attempt(state, start, owner, send_link, superseded)
         with scope:
             # The boundary: this runs in the task group every chat of the host shares.
             try:
-                redirect_uri = await self._callbacks.ensure_started(self._tg)
-
-                timeout = self._settings.login_timeout
-
-                async def deliver(link: str) -> None:
-                    text = f"Log in to {name} within {duration_text(timeout)}:\n{link}"
-                    if not self._callbacks.public:
-                        # The redirect goes to this host's loopback: a browser elsewhere cannot reach it.
-                        text += (
-                            "\nIf the page you end at does not load, copy its address and send "
-                            f"/mcp_auth {name} --paste in the chat you started from."
-                        )
-                    if await send_link(text) is None:
-                        raise _Undelivered
-                    start.sent = True
-                    start.settled.set()
-
-                login = PendingLogin(
-                    self._session.scope,
-                    owner,
-                    name,
-                    deliver,
-                    self._callbacks,
-                    timeout=timeout,
-                    remember=self._secrets.remember,
-                )
-                previous = state.grant().grant
-                client = previous.client
-                if (
-                    client is not None
-                    and client.redirect_uris
-                    and redirect_uri not in {str(uri) for uri in client.redirect_uris}
-                ):
-                    client = None  # registered for another redirect address: register again
-                if (
-                    client is not None
-                    and client.scope is not None
-                    and state.login.scope is not None
-                    and not set(state.login.scope.split()) <= set(client.scope.split())
-                ):
-                    client = None  # registered for fewer scopes than a step-up asks for
-                storage = GrantStorage(
-                    OAuthGrant(resource=previous.resource, issuer=previous.issuer, client=client),
-                    persist,
-                    clock=self._clock,
-                )
-                auth = ServerAuth(
-                    url,
-                    storage,
-                    redirect_uri=redirect_uri,
-                    login=login,
-                    client_metadata_url=self._settings.oauth_client_metadata_url,
-                    scope=state.login.scope,
-                    clock=self._clock,
-                )
-                # Any request starts the flow on its 401; ping opens no session to clean up.
-                http = await self._connector.login_client(auth)
-                async with (
-                    http,
-                    http.stream(
-                        "POST",
-                        url,
-                        json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                        headers={
-                            "Accept": "application/json, text/event-stream",
-                            "MCP-Protocol-Version": "2025-11-25",
-                        },
-                    ),
-                ):
-                    pass
-                if not storage.grant.authorized:
-                    message = f"{name} did not ask for a login: it answered without one."
-                    state.login.use(storage)
-                else:
-                    message = ""
+                await self._authorize(attempt)
             except LoginExpired as exc:
-                message = f"{exc}. Run /mcp_auth {name} for a new link."
+                attempt.message = f"{exc}. Run /mcp_auth {name} for a new link."
                 # Told where the link went: the owner alone (a group learns nothing of the link).
-                to_owner = start.sent
+                attempt.to_owner = start.sent
             except _Undelivered:
-                message = (
+                attempt.message = (
                     f"I could not send you the login link for {name} privately. Start a private "
                     f"chat with me first, then run /mcp_auth {name} again."
                 )
             except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as exc:
-                refusal = login.refusal if login is not None else None
-                message = f"The login to {name} failed: {failure_words(exc, refusal)}"
-                if auth is not None and auth.found_no_metadata:
-                    # A bare Bearer challenge can mean a fixed token as well as a 2025-03-26
-                    # OAuth server: with no metadata anywhere, the owner may know which.
-                    message += (
-                        f". It publishes no OAuth metadata: if it takes a fixed token, add it "
-                        f"again with /mcp_add {name} <url> --bearer"
-                    )
-                else:
-                    message += "."
-                    # The server's own words (an error body, a description) may echo the code
-                    # or an instruction: the owner alone sees them, redacted and cut.
-                    said = refusal or str(exc)
-                    details = f"What the authorization server said of the login to {name}: {said}"
+                attempt.refused(exc)
             except Exception as exc:  # boundary: one login's failure must not end the chat's task group
                 logger.warning(
                     "the login to %s in %s failed: %s", name, self._session.scope, type(exc).__name__
                 )
-                message = (
+                attempt.message = (
                     f"The login to {name} failed ({type(exc).__name__}). Run /mcp_auth {name} to try again."
                 )
         state.login.ended(scope)
@@ -324,38 +284,127 @@ class Logins:
                 start.why = f"A newer /mcp_auth {name} replaced this login."
                 start.settled.set()
             return
-        self._audit.record("login_completed" if not message else "login_failed", server=name)
-        if details is not None:
-            await send_link(self._secrets.redact_out(details)[:400])
+        await self._ended(attempt, report)
+
+    async def _authorize(self, attempt: _Attempt) -> None:
+        """The login's flow: the link out, the owner's consent awaited, the tokens received and sealed."""
+        state, start = attempt.server, attempt.start
+        name, url = state.entry.name, state.entry.url
+        redirect_uri = await self._callbacks.ensure_started(self._tg)
+        timeout = self._settings.login_timeout
+
+        async def deliver(link: str) -> None:
+            text = f"Log in to {name} within {duration_text(timeout)}:\n{link}"
+            if not self._callbacks.public:
+                # The redirect goes to this host's loopback: a browser elsewhere cannot reach it.
+                text += (
+                    "\nIf the page you end at does not load, copy its address and send "
+                    f"/mcp_auth {name} --paste in the chat you started from."
+                )
+            if await attempt.send_link(text) is None:
+                raise _Undelivered
+            start.sent = True
+            start.settled.set()
+
+        attempt.pending = PendingLogin(
+            self._session.scope,
+            attempt.owner,
+            name,
+            deliver,
+            self._callbacks,
+            timeout=timeout,
+            remember=self._secrets.remember,
+        )
+        previous = state.grant().grant
+        storage = GrantStorage(
+            OAuthGrant(
+                resource=previous.resource,
+                issuer=previous.issuer,
+                client=_reusable_client(previous, redirect_uri, state.login.scope),
+            ),
+            partial(self._persist, attempt),
+            clock=self._clock,
+        )
+        attempt.auth = ServerAuth(
+            url,
+            storage,
+            redirect_uri=redirect_uri,
+            login=attempt.pending,
+            client_metadata_url=self._settings.oauth_client_metadata_url,
+            scope=state.login.scope,
+            clock=self._clock,
+        )
+        # Any request starts the flow on its 401; ping opens no session to clean up.
+        http = await self._connector.login_client(attempt.auth)
+        async with (
+            http,
+            http.stream(
+                "POST",
+                url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                headers={
+                    "Accept": "application/json, text/event-stream",
+                    "MCP-Protocol-Version": "2025-11-25",
+                },
+            ),
+        ):
+            pass
+        if not storage.grant.authorized:
+            attempt.message = f"{name} did not ask for a login: it answered without one."
+            state.login.use(storage)
+
+    async def _persist(self, attempt: _Attempt, grant: OAuthGrant) -> None:
+        """The login's grant changed: sealed once it has tokens; the grant it replaces is noted."""
+        state = attempt.server
+        if grant.authorized:
+            # As held now: a connection may have refreshed its tokens while the owner logged in.
+            held = state.login.held(state.entry)
+            if held is not None and held.authorized and held.tokens != grant.tokens:
+                attempt.superseded.append(held)
+        attempt.stored = await self._login_done(state, grant) or attempt.stored
+
+    async def _ended(self, attempt: _Attempt, report: Callable[[str], Awaitable[object]]) -> None:
+        """Say how the login ended: to the owner's command still waiting, where the link went, or ``report``."""
+        state, start, message = attempt.server, attempt.start, attempt.message
+        self._audit.record("login_completed" if not message else "login_failed", server=state.entry.name)
+        if attempt.details is not None:
+            await attempt.send_link(self._secrets.redact_out(attempt.details)[:400])
         if not start.sent and start.waiting:
             # Ended before its link went out: the owner's command, still waiting, says why.
             start.why = self._redact(message)
             start.settled.set()
             return
-        if to_owner and await send_link(self._redact(message)) is not None:
+        if attempt.to_owner and await attempt.send_link(self._redact(message)) is not None:
             return
         if not message:
             if not state.current:
                 return
-            state.login.granted()  # asked for and granted: the token's scope holds it now
-            note = ""
-            if stored and superseded:
-                # The new grant is sealed: the ones it replaces go. The connection that holds
-                # the old tokens goes first; the connect below uses the new ones.
-                if (old := state.take_connection()) is not None:
-                    self._tg.start_soon(old.aclose)
-                note = await self._revoker.replaced(name, superseded)
-                state.login.supersede(None)
-            await state.reconnect()
-            message = f"Logged in to {name}: {state_text(state, self._clock())}.{note}"
-            if superseded and stored and (state.reason or "").startswith("authorization expired"):
-                # RFC 7009 2.1: revoking a refresh token may end every token of its grant, and an
-                # authorization server may have issued the new tokens under the same grant.
-                message += (
-                    " Its authorization server ended this login's tokens with the previous ones, "
-                    f"which Playa revoked: run /mcp_auth {name} once more."
-                )
+            message = await self._logged_in(attempt)
         await report(self._redact(message))
+
+    async def _logged_in(self, attempt: _Attempt) -> str:
+        """The login succeeded: the grants it replaced revoked, the server reconnected; what to say."""
+        state, superseded, stored = attempt.server, attempt.superseded, attempt.stored
+        name = state.entry.name
+        state.login.granted()  # asked for and granted: the token's scope holds it now
+        note = ""
+        if stored and superseded:
+            # The new grant is sealed: the ones it replaces go. The connection that holds
+            # the old tokens goes first; the connect below uses the new ones.
+            if (old := state.take_connection()) is not None:
+                self._tg.start_soon(old.aclose)
+            note = await self._revoker.replaced(name, superseded)
+            state.login.supersede(None)
+        await state.reconnect()
+        message = f"Logged in to {name}: {state_text(state, self._clock())}.{note}"
+        if superseded and stored and (state.reason or "").startswith("authorization expired"):
+            # RFC 7009 2.1: revoking a refresh token may end every token of its grant, and an
+            # authorization server may have issued the new tokens under the same grant.
+            message += (
+                " Its authorization server ended this login's tokens with the previous ones, "
+                f"which Playa revoked: run /mcp_auth {name} once more."
+            )
+        return message
 
     async def _login_done(self, state: RemoteServer, grant: OAuthGrant) -> bool:
         """A login's grant changed (registered, tokens received); returns whether it was sealed.

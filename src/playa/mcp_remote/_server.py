@@ -8,8 +8,8 @@ the chat that holds it what happened through ``ServerEvents``, and never reaches
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Literal, Protocol
 
@@ -24,11 +24,12 @@ from ..exceptions import AccessRefused, NeedsLogin, RemoteError, StoreError, Too
 from ..mcp import exposed_names, normalize_schema
 from ._callback_listener import Callbacks
 from ._elicit import asking
+from ._server_login import LoginStart, ServerLogin
 from ._server_review import ServerReview
 from ._settings import RemoteMcpSettings
 from ._shared import Asker, ChatSecrets, Revoker
 from ._tool import Binding, ToolSlots
-from .store import AuditLog, OAuthGrant, Pins, Policy, ServerEntry, ServerStore, resource_of, without_format
+from .store import AuditLog, OAuthGrant, Pins, Policy, ServerEntry, ServerStore, without_format
 from .transport import Connection, Connector, Endpoint, GrantStorage, ServerAuth
 
 __all__ = [
@@ -90,96 +91,6 @@ class ChatShared:
     """The chat's servers now, by name (read only)."""
 
 
-@dataclass(eq=False)
-class LoginStart:
-    """How the start of an owner's login went, as far as their command waits for it."""
-
-    settled: anyio.Event = field(default_factory=anyio.Event)
-    """Set once the link is sent, or the login ended before that."""
-    sent: bool = False
-    why: str | None = None
-    """Why no link went out (redacted), when the login ended before."""
-    waiting: bool = True
-    """The command still waits: an end before the link goes into its reply, not to ``report``."""
-
-
-@dataclass(eq=False)
-class ServerLogin:
-    """An ``oauth`` server's login: its grant as held now, the owner's login in flight, what it replaced."""
-
-    grant: GrantStorage | None = None
-    """The grant as held now (tokens change as they are refreshed); made on first use."""
-    flight: anyio.CancelScope | None = None
-    """The owner's login in flight, if any."""
-    superseded: OAuthGrant | None = None
-    """The grant of the OAuth entry this one replaced (``/mcp_add`` with its name): revoked once
-    a new grant is stored, or once the entry connects without needing a login."""
-    refused: int = 0
-    """Logins in a row whose token the server then refused for scopes they granted (a 403):
-    after the second, another login is no longer suggested (the step-up retry limit)."""
-    scope: str | None = None
-    """The scopes the owner's next login asks for besides those the server names: what a
-    request was refused for (403 ``insufficient_scope``) with what was granted before."""
-
-    def storage(
-        self, entry: ServerEntry, save: Callable[[OAuthGrant], Awaitable[bool]], clock: Callable[[], float]
-    ) -> GrantStorage:
-        """The grant, kept across connects (tokens refresh in place)."""
-        if self.grant is None:
-            grant = entry.oauth if entry.oauth is not None else OAuthGrant(resource=resource_of(entry.url))
-            self.grant = GrantStorage(grant, save, clock=clock)
-        return self.grant
-
-    def held(self, entry: ServerEntry) -> OAuthGrant | None:
-        """The grant held now, refreshed tokens included; None for a header server."""
-        return self.grant.grant if self.grant is not None else entry.oauth
-
-    def received(
-        self, grant: OAuthGrant, save: Callable[[OAuthGrant], Awaitable[bool]], clock: Callable[[], float]
-    ) -> None:
-        """A login's grant with tokens becomes the server's (held in place when it holds one)."""
-        if self.grant is None:
-            self.grant = GrantStorage(grant, save, clock=clock)
-        else:
-            self.grant.grant = grant
-
-    def use(self, storage: GrantStorage) -> None:
-        """A login's storage becomes the server's (it got tokens, or it found none were needed)."""
-        self.grant = storage
-
-    def begin(self) -> anyio.CancelScope:
-        """A new login replaces the one in flight: only the newest link works."""
-        if self.flight is not None:
-            self.flight.cancel()
-        self.flight = anyio.CancelScope()
-        return self.flight
-
-    def ended(self, flight: anyio.CancelScope) -> None:
-        if self.flight is flight:
-            self.flight = None
-
-    def supersede(self, grant: OAuthGrant | None) -> None:
-        self.superseded = grant
-
-    def abandon(self) -> OAuthGrant | None:
-        """The superseded grant, now to be revoked (it is no longer held here)."""
-        grant, self.superseded = self.superseded, None
-        return grant
-
-    def wants(self, scope: str | None) -> None:
-        """A request was refused for ``scope`` (with what was granted before): the next login asks for it."""
-        if scope:
-            self.scope = scope
-
-    def granted(self) -> None:
-        """A login was done for the scope asked: the token's scope holds it now."""
-        self.scope = None
-
-    def counted(self, *, refused: bool) -> None:
-        """A connect after a login ended: refused again (counted) or connected (the count restarts)."""
-        self.refused = self.refused + 1 if refused else 0
-
-
 class RemoteServer:
     """One server of a chat: connected, retried, bound to the chat's tools, logged in and reviewed."""
 
@@ -215,10 +126,6 @@ class RemoteServer:
         """Its tool listings, kept as the server allows (``ttlMs``) across this entry's reconnects."""
         self.login = ServerLogin()
         self.review = ServerReview()
-
-    @property
-    def name(self) -> str:
-        return self.entry.name
 
     @property
     def connecting(self) -> bool:
@@ -425,17 +332,17 @@ class RemoteServer:
         entry, shared = self.entry, self._shared
         allowed: dict[str, mcp_types.Tool] = {}
         withheld: list[str] = []
-        redactor = shared.secrets.redactor
+        redactor, redact = shared.secrets.redactor, shared.secrets.redact
         for tool in connection.tools:
             if (entry.tools is None or tool.name in entry.tools) and tool.name not in allowed:
                 if redactor.contains(without_format(tool.model_dump_json(by_alias=True))):
                     # Its name, title, description or schema quotes a credential: the model must
                     # not see it, and redacting a definition would change what the tool means.
-                    withheld.append(f"{self._shown(tool.name)!r}: its definition holds a credential")
+                    withheld.append(f"{_shown(redact, tool.name)!r}: its definition holds a credential")
                     continue
                 if (why := connection.unrunnable(tool)) is not None:
                     # Offered, it could only fail: the model would call it for nothing.
-                    withheld.append(f"{self._shown(tool.name)!r}: {why}")
+                    withheld.append(f"{_shown(redact, tool.name)!r}: {why}")
                     continue
                 allowed[tool.name] = tool
         # A server offering hundreds of tools would drown the model (and slow every step); the
@@ -448,7 +355,7 @@ class RemoteServer:
         for remote in [remote for remote in allowed if entry.policy.of(remote, default) == "deny"]:
             # The owner's policy: the model is never offered it (a call all the same is refused).
             del allowed[remote]
-            withheld.append(f"{self._shown(remote)!r}: your policy denies it")
+            withheld.append(f"{_shown(redact, remote)!r}: your policy denies it")
         self.withheld = withheld
         names = exposed_names(entry.name, allowed)
         # Every binding is made before the registry changes: a step that raises leaves the
@@ -466,11 +373,6 @@ class RemoteServer:
             )
         self.tools = shared.tools.bind(bindings, self.tools)
         return adopted
-
-    def _shown(self, name: str) -> str:
-        """A server's tool name fit to show: redacted, then cut."""
-        shown = self._shared.secrets.redact(name)
-        return shown if len(shown) <= 40 else shown[:39] + "…"
 
     def rebind(self) -> None:
         """Bind the tools again after a policy changed: a denied one leaves the model's list."""
@@ -543,6 +445,12 @@ class RemoteServer:
             )
             return False
         return True
+
+
+def _shown(redact: Callable[[str], str], name: str) -> str:
+    """A server's tool name fit to show: redacted, then cut."""
+    shown = redact(name)
+    return shown if len(shown) <= 40 else shown[:39] + "…"
 
 
 async def wait_for_connects(servers: Mapping[str, RemoteServer], wait: float) -> None:
