@@ -17,7 +17,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 import asyncpg
@@ -112,96 +112,103 @@ async def concurrent_round(turn: Callable[[Chat], Awaitable[None]], chats: list[
     return (time.perf_counter() - started) / (turns * len(chats))
 
 
-async def run(quick: bool) -> Report:
-    blocks = 6 if quick else 30
-    rounds = 4 if quick else 16
-    report = Report(
-        "db", "PostgreSQL: a turn's transaction, asyncpg (Playa's pool) vs psycopg 3 + psycopg-pool"
-    )
-    names = ["p:solo", "a:solo", *(f"{side}:{i}" for side in "pa" for i in range(CONCURRENT))]
-    with running_postgres() as server:
-        url = server.url()
-        db = await Database.open(
-            DatabaseUrl.parse(url), PoolOptions(min_size=CONCURRENT, max_size=CONCURRENT)
-        )
-        ppool = psycopg_pool.AsyncConnectionPool(url, min_size=CONCURRENT, max_size=CONCURRENT, open=False)
-        try:
-            await upgrade(db)
-            await anyio.to_thread.run_sync(prepare, url, names)
-            await ppool.open(wait=True)
-            p_solo, a_solo = Chat("p:solo"), Chat("a:solo")
+@dataclass
+class Measured:
+    """Each driver's samples: one chat's turns (wall and CPU per block), many chats' (per round)."""
 
-            async def p_call() -> None:
-                await psycopg_turn(ppool, p_solo)
+    wall: dict[str, list[float]] = field(default_factory=lambda: {"asyncpg": [], "psycopg": []})
+    cpu: dict[str, list[float]] = field(default_factory=lambda: {"asyncpg": [], "psycopg": []})
+    many: dict[str, list[float]] = field(default_factory=lambda: {"asyncpg": [], "psycopg": []})
+    many_cpu: dict[str, list[float]] = field(default_factory=lambda: {"asyncpg": [], "psycopg": []})
 
-            async def a_call() -> None:
-                await asyncpg_turn(db, a_solo)
 
-            for call in (p_call, a_call):  # warm up: pools, prepared statements
-                for _ in range(20):
-                    await call()
-            p_wall: list[float] = []
-            a_wall: list[float] = []
-            cpu: dict[str, list[float]] = {"psycopg": [], "asyncpg": []}
-            await alternating_blocks(
-                [("asyncpg", a_call, a_wall), ("psycopg", p_call, p_wall)], blocks, PER_BLOCK, cpu
-            )
+async def measure(
+    db: Database, ppool: psycopg_pool.AsyncConnectionPool, blocks: int, rounds: int
+) -> Measured:
+    found = Measured()
+    p_solo, a_solo = Chat("p:solo"), Chat("a:solo")
 
-            both: list[tuple[str, Callable[[Chat], Awaitable[None]], list[Chat]]] = [
-                ("asyncpg", lambda chat: asyncpg_turn(db, chat), [Chat(f"a:{i}") for i in range(CONCURRENT)]),
-                (
-                    "psycopg",
-                    lambda chat: psycopg_turn(ppool, chat),
-                    [Chat(f"p:{i}") for i in range(CONCURRENT)],
-                ),
-            ]
-            many: dict[str, list[float]] = {"psycopg": [], "asyncpg": []}
-            many_cpu: dict[str, list[float]] = {"psycopg": [], "asyncpg": []}
-            for number in range(rounds):
-                for name, turn, chats in both if number % 2 == 0 else list(reversed(both)):
-                    before = time.process_time()
-                    many[name].append(await concurrent_round(turn, chats, 5))
-                    many_cpu[name].append((time.process_time() - before) / (5 * CONCURRENT))
-        finally:
-            await ppool.close()
-            await db.aclose()
+    async def p_call() -> None:
+        await psycopg_turn(ppool, p_solo)
 
-    a, p = Spread.of(a_wall), Spread.of(p_wall)
-    report.add("one chat: a turn's transaction, wall", a.text(), p.text(), f"{a.median / p.median:.2f}")
-    ac, pc = statistics.median(cpu["asyncpg"]), statistics.median(cpu["psycopg"])
+    async def a_call() -> None:
+        await asyncpg_turn(db, a_solo)
+
+    for call in (p_call, a_call):  # warm up: pools, prepared statements
+        for _ in range(20):
+            await call()
+    sides = [("asyncpg", a_call, found.wall["asyncpg"]), ("psycopg", p_call, found.wall["psycopg"])]
+    await alternating_blocks(sides, blocks, PER_BLOCK, found.cpu)
+
+    both: list[tuple[str, Callable[[Chat], Awaitable[None]], list[Chat]]] = [
+        ("asyncpg", lambda chat: asyncpg_turn(db, chat), [Chat(f"a:{i}") for i in range(CONCURRENT)]),
+        ("psycopg", lambda chat: psycopg_turn(ppool, chat), [Chat(f"p:{i}") for i in range(CONCURRENT)]),
+    ]
+    for number in range(rounds):
+        for name, turn, chats in both if number % 2 == 0 else list(reversed(both)):
+            before = time.process_time()
+            found.many[name].append(await concurrent_round(turn, chats, 5))
+            found.many_cpu[name].append((time.process_time() - before) / (5 * CONCURRENT))
+    return found
+
+
+def add_rows(report: Report, what: str, wall: tuple[Spread, Spread], cpu: tuple[float, float]) -> None:
+    """A wall row and a client-CPU row, asyncpg against psycopg."""
+    a, p = wall
+    scale, unit, digits = (1e3, "ms", 2) if a.median > 2e-3 else (1e6, "µs", 0)
     report.add(
-        "one chat: client CPU per turn",
+        f"{what}: wall per turn",
+        a.text(scale=scale, unit=unit, digits=digits),
+        p.text(scale=scale, unit=unit, digits=digits),
+        f"{a.median / p.median:.2f}",
+    )
+    ac, pc = cpu
+    report.add(
+        f"{what}: client CPU per turn",
         f"{ac * 1e6:.0f} µs",
         f"{pc * 1e6:.0f} µs",
         f"{ac / pc:.2f}",
         "< 1",
         verdict(ac < pc),
     )
-    am, pm = Spread.of(many["asyncpg"]), Spread.of(many["psycopg"])
-    report.add(
-        f"{CONCURRENT} chats at once: wall per turn",
-        am.text(scale=1e6, unit="µs", digits=0),
-        pm.text(scale=1e6, unit="µs", digits=0),
-        f"{am.median / pm.median:.2f}",
+
+
+async def run(quick: bool) -> Report:
+    blocks = 6 if quick else 30
+    rounds = 4 if quick else 16
+    names = ["p:solo", "a:solo", *(f"{side}:{i}" for side in "pa" for i in range(CONCURRENT))]
+    with running_postgres() as server:
+        url = server.url()
+        pool_options = PoolOptions(min_size=CONCURRENT, max_size=CONCURRENT)
+        db = await Database.open(DatabaseUrl.parse(url), pool_options)
+        ppool = psycopg_pool.AsyncConnectionPool(url, min_size=CONCURRENT, max_size=CONCURRENT, open=False)
+        try:
+            await upgrade(db)
+            await anyio.to_thread.run_sync(prepare, url, names)
+            await ppool.open(wait=True)
+            found = await measure(db, ppool, blocks, rounds)
+        finally:
+            await ppool.close()
+            await db.aclose()
+
+    report = Report(
+        "db", "PostgreSQL: a turn's transaction, asyncpg (Playa's pool) vs psycopg 3 + psycopg-pool"
     )
-    amc, pmc = statistics.median(many_cpu["asyncpg"]), statistics.median(many_cpu["psycopg"])
-    report.add(
-        f"{CONCURRENT} chats at once: client CPU per turn",
-        f"{amc * 1e6:.0f} µs",
-        f"{pmc * 1e6:.0f} µs",
-        f"{amc / pmc:.2f}",
-        "< 1",
-        verdict(amc < pmc),
-    )
+    median = statistics.median
+    solo = (Spread.of(found.wall["asyncpg"]), Spread.of(found.wall["psycopg"]))
+    add_rows(report, "one chat", solo, (median(found.cpu["asyncpg"]), median(found.cpu["psycopg"])))
+    many = (Spread.of(found.many["asyncpg"]), Spread.of(found.many["psycopg"]))
+    many_cpu = (median(found.many_cpu["asyncpg"]), median(found.many_cpu["psycopg"]))
+    add_rows(report, f"{CONCURRENT} chats at once", many, many_cpu)
     report.notes.append(
         f"'Playa' is playa.db.Database on asyncpg {asyncpg.__version__}; 'baseline' is psycopg "
         f"{psycopg.__version__} ({psycopg.pq.__impl__}, pipelined) with psycopg-pool {psycopg_pool.__version__}. "
-        f"One chat: {len(a_wall)} turns per side in {blocks} alternating blocks of {PER_BLOCK} after 20 "
+        f"One chat: {solo[0].n} turns per side in {blocks} alternating blocks of {PER_BLOCK} after 20 "
         f"warm-up turns; {CONCURRENT} chats: {rounds} alternating rounds of 5 turns per chat, pools of "
         f"{CONCURRENT}. Each turn reads {SERVERS + 1} rows, writes 3 history rows and an outbox row, and "
         "commits durably (fsync on)."
     )
-    report.chart = {"asyncpg turn": a, "psycopg turn": p}
+    report.chart = {"asyncpg turn": solo[0], "psycopg turn": solo[1]}
     return report
 
 

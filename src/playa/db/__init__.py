@@ -9,17 +9,9 @@ Without ``PLAYA_DATABASE_URL`` nothing here is used and the data dir keeps every
 package needs the ``postgres`` extra (asyncpg).
 """
 
+from ._admin import upgrade_database
 from ._host_key import claim_host_key
-from ._migrations import (
-    LOCK_KEY,
-    Migration,
-    Upgrade,
-    latest_version,
-    migrations,
-    schema_version,
-    upgrade,
-    upgrade_database,
-)
+from ._migrations import LOCK_KEY, Migration, Upgrade, latest_version, migrations, schema_version, upgrade
 from ._pool import Connection, Database, PoolOptions
 from ._url import DEFAULT_PORT, ENV_DATABASE_URL, SSL_MODES, ConnectArguments, DatabaseUrl, database_url
 

@@ -15,26 +15,15 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 from typing import Final
 
-from ..exceptions import ConfigError, DatabaseError
-from ._pool import Connection, Database, PoolOptions
-from ._url import ENV_DATABASE_URL, database_url
+from ..exceptions import DatabaseError
+from ._pool import Connection, Database
 
-__all__ = [
-    "LOCK_KEY",
-    "Migration",
-    "Upgrade",
-    "latest_version",
-    "migrations",
-    "schema_version",
-    "upgrade",
-    "upgrade_database",
-]
+__all__ = ["LOCK_KEY", "Migration", "Upgrade", "latest_version", "migrations", "schema_version", "upgrade"]
 
 logger = logging.getLogger(__name__)
 
@@ -141,14 +130,3 @@ async def upgrade(database: Database) -> Upgrade:
     if pending:
         logger.info("PostgreSQL schema upgraded from version %d to %d", before, pending[-1].version)
     return Upgrade(before, before + len(pending), pending)
-
-
-async def upgrade_database(environ: Mapping[str, str]) -> Upgrade:
-    """``playa db upgrade``: upgrade the database ``PLAYA_DATABASE_URL`` names, on one connection."""
-    url = database_url(environ)
-    if url is None:
-        raise ConfigError(
-            f"{ENV_DATABASE_URL} is not set: set it to postgresql://user:password@host:5432/database"
-        )
-    async with await Database.open(url, PoolOptions(min_size=1, max_size=1)) as database:
-        return await upgrade(database)
