@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import random
 from urllib.parse import quote, quote_plus, urlencode
@@ -73,11 +74,12 @@ def filler(size: int, *, non_ascii: bool = False) -> str:
     return "".join(out)
 
 
-@pytest.mark.parametrize("form", sorted(encoded_forms(CANARY)))
-def test_every_encoded_form_of_a_header_value_is_redacted_inside_text(form: str) -> None:
+def test_every_encoded_form_of_a_header_value_is_redacted_inside_text() -> None:
     redactor = Redactor([CANARY])
-    out = redactor.redact(f"before {form} after")
-    assert out == f"before {REDACTED} after"
+    forms = sorted(encoded_forms(CANARY))
+    assert len(forms) > 20
+    missed = [form for form in forms if redactor.redact(f"before {form} after") != f"before {REDACTED} after"]
+    assert missed == []
 
 
 def test_encoded_forms_cover_the_value_the_credential_and_each_encoding() -> None:
@@ -97,25 +99,24 @@ def test_encoded_forms_cover_the_value_the_credential_and_each_encoding() -> Non
     assert all(len(form) >= MIN_SECRET_LENGTH for form in forms)
 
 
-@pytest.mark.parametrize("before", range(6))
-@pytest.mark.parametrize("after", range(3))
-@pytest.mark.parametrize("urlsafe", [False, True])
-@pytest.mark.parametrize("padded", [False, True])
-def test_base64_of_a_larger_blob_holding_the_secret_is_redacted_at_every_alignment(
-    before: int, after: int, urlsafe: bool, padded: bool
-) -> None:
-    blob = bytes(range(200, 200 + before)) + TOKEN.encode() + b"\xfe\x01\x7f"[:after]
-    encoded = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(blob).decode()
-    if not padded:
-        encoded = encoded.rstrip("=")
-    text = f'{{"data": "{encoded}"}}'
-    out = Redactor([CANARY]).redact(text)
-    assert REDACTED in out
-    assert leaked(TOKEN, out) == []
-    # What is left of the blob is at most the bytes around the secret: two characters of
-    # bits shared with the neighbours on each side, plus those neighbours' own characters.
-    kept = out.replace('{"data": "', "").replace('"}', "").replace(REDACTED, "")
-    assert len(kept) <= -(-before * 4 // 3) + -(-after * 4 // 3) + 4
+@pytest.mark.parametrize("urlsafe", [False, True], ids=["standard", "urlsafe"])
+def test_base64_of_a_larger_blob_holding_the_secret_is_redacted_at_every_alignment(urlsafe: bool) -> None:
+    # Every alignment of the secret in the blob (twice each), every length of what follows it,
+    # with and without padding.
+    redactor = Redactor([CANARY])
+    for before, after, padded in itertools.product(range(6), range(3), (False, True)):
+        blob = bytes(range(200, 200 + before)) + TOKEN.encode() + b"\xfe\x01\x7f"[:after]
+        encoded = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(blob).decode()
+        if not padded:
+            encoded = encoded.rstrip("=")
+        text = f'{{"data": "{encoded}"}}'
+        out = redactor.redact(text)
+        assert REDACTED in out, (before, after, padded)
+        assert leaked(TOKEN, out) == [], (before, after, padded)
+        # What is left of the blob is at most the bytes around the secret: two characters of
+        # bits shared with the neighbours on each side, plus those neighbours' own characters.
+        kept = out.replace('{"data": "', "").replace('"}', "").replace(REDACTED, "")
+        assert len(kept) <= -(-before * 4 // 3) + -(-after * 4 // 3) + 4, (before, after, padded)
 
 
 def test_percent_encoded_secret_in_a_url_query_is_redacted() -> None:
