@@ -21,13 +21,14 @@ from mcp.shared.message import ServerMessageMetadata
 from telegram import Bot, Update
 
 from playa.core import Field, Question, cancelled_for
-from playa.telegram import WebhookConfig
+from playa.telegram import WebhookConfig, build_bot
 from playa.telegram._answers import PendingAnswers
-from playa.telegram._approvals import Approvals
-from playa.telegram._bot import build_bot
+from playa.telegram._approval_messages import ApprovalMessages
 from playa.telegram._buttons import Buttons
+from playa.telegram._deletions import Deletions
 from playa.telegram._outbox import Outbox
-from playa.telegram._ui import Deletions, TelegramUI
+from playa.telegram._parts import BotParts
+from playa.telegram._ui import TelegramUI
 from servers.node import server_everything
 from servers.python_servers import recording_http_server, serve_asgi, serve_mcp
 
@@ -372,12 +373,15 @@ async def direct_ui(fake: FakeBotApi, *, chat_id: int, user_id: int, owner_id: i
         async with bot:
             outbox = Outbox(bot)
             buttons = Buttons(outbox)
-            ui = TelegramUI(
+            parts = BotParts(
                 outbox,
-                Deletions(outbox),
                 PendingAnswers(),
                 buttons,
-                Approvals(outbox, buttons, lambda _: None),
+                ApprovalMessages(outbox, buttons, lambda _: None),
+                Deletions(outbox),
+            )
+            ui = TelegramUI(
+                parts,
                 chat_id=chat_id,
                 thread_id=None,
                 user_id=user_id,

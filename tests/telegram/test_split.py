@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from playa.telegram import MESSAGE_LIMIT, split_message, utf16_len
 from playa.telegram._markdown import render_markdown
+from playa.telegram._render import render
 from playa.telegram._split import split_formatted
-from playa.telegram._ui import render
 
 # Text with ASCII, accents, emoji (2 units each), and many line breaks.
 texts = st.text(

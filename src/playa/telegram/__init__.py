@@ -4,10 +4,11 @@ One session per chat (scope ``telegram:<chat_id>``); the owner is the user of a 
 or the creator of a group. Long polling by default, a webhook as an option.
 """
 
-from ._bot import ALLOWED_UPDATES, TelegramBot, TelegramSettings, build_bot, run_telegram
+from ._bot import ALLOWED_UPDATES, TelegramBot, run_telegram
 from ._options import TelegramOptions, public_url_from, telegram_options
 from ._outbox import RetryPolicy
 from ._owner import ANONYMOUS_ADMIN_ID
+from ._settings import TelegramSettings, build_bot
 from ._split import MESSAGE_LIMIT, split_message, utf16_len
 from ._webhook import SECRET_HEADER, RedirectRoute, WebhookConfig
 

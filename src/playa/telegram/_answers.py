@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 
 import anyio
 
-__all__ = ["Answer", "Heard", "Listener", "Moved", "PendingAnswers", "Pressed"]
+__all__ = ["AnswerMessage", "Heard", "Listener", "Moved", "PendingAnswers", "Pressed"]
 
 
 @dataclass(frozen=True, slots=True)
-class Answer:
-    """The text of an answer and the message that carried it (so it can be deleted)."""
+class AnswerMessage:
+    """A person's plain message that answers a question: its text, and where it is (so it can be deleted)."""
 
     text: str = field(repr=False)
     message_id: int
@@ -45,7 +45,7 @@ class Pressed:
     key: str
 
 
-Heard = Answer | Moved | Pressed | None
+Heard = AnswerMessage | Moved | Pressed | None
 """What a question hears, in order: a message, the move, a button, or ``None``: cancelled."""
 
 
@@ -71,7 +71,7 @@ class Listener:
         """Pass something on to the question; ``False`` when it does not take it."""
         if not self._open:
             return False
-        if isinstance(heard, Answer):
+        if isinstance(heard, AnswerMessage):
             if not self.takes_text:
                 return False
             self.takes_text = False
@@ -148,7 +148,7 @@ class PendingAnswers:
                 cancelled += 1
         return cancelled
 
-    def offer(self, chat_id: int, user_id: int, answer: Answer) -> bool:
+    def offer(self, chat_id: int, user_id: int, answer: AnswerMessage) -> bool:
         """Give a plain message to the question waiting for it; ``False`` when none takes it."""
         listener = self.waiting(chat_id, user_id)
         return listener is not None and listener.hear(answer)

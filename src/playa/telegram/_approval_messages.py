@@ -20,7 +20,15 @@ from ._buttons import Buttons, Keyboard
 from ._outbox import Outbox
 from ._split import Part
 
-__all__ = ["APPROVE", "ONLY_OWNER", "REJECT", "SUPERSEDED", "Approvals", "Decision", "Waiting"]
+__all__ = [
+    "APPROVE",
+    "ONLY_OWNER",
+    "REJECT",
+    "SUPERSEDED",
+    "ApprovalMessages",
+    "ApprovalPress",
+    "WaitingApproval",
+]
 
 APPROVE: Final = "Approve"
 REJECT: Final = "Reject"
@@ -32,7 +40,7 @@ SUPERSEDED: Final = (
 
 
 @dataclass(eq=False)
-class Waiting:
+class WaitingApproval:
     """One approval message whose buttons wait for the owner."""
 
     chat_id: int
@@ -53,21 +61,21 @@ class Waiting:
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class ApprovalPress:
     """The owner pressed a button: ``command`` is to run in ``waiting.chat_id`` as the owner."""
 
-    waiting: Waiting
+    waiting: WaitingApproval
     command: str = field(repr=False)
 
 
-class Approvals:
+class ApprovalMessages:
     """The bot's approval messages that wait for a press, one per chat and source."""
 
-    def __init__(self, outbox: Outbox, buttons: Buttons, decide: Callable[[Decision], None]) -> None:
+    def __init__(self, outbox: Outbox, buttons: Buttons, decide: Callable[[ApprovalPress], None]) -> None:
         self._outbox = outbox
         self._buttons = buttons
         self._decide = decide
-        self._waiting: dict[tuple[int, str], Waiting] = {}
+        self._waiting: dict[tuple[int, str], WaitingApproval] = {}
 
     async def show(
         self,
@@ -85,7 +93,7 @@ class Approvals:
         It goes to the owner's private chat with the bot, else to the chat itself. An older
         message of the same source loses its buttons and says it is superseded.
         """
-        waiting = Waiting(
+        waiting = WaitingApproval(
             chat_id,
             thread_id,
             group,
@@ -124,7 +132,7 @@ class Approvals:
             await self._outbox.edit(waiting.where, message_id, Part(SUPERSEDED, []))
         return message_id
 
-    async def close(self, waiting: Waiting, text: Part) -> None:
+    async def close(self, waiting: WaitingApproval, text: Part) -> None:
         """Its decision is made: the message says ``text`` (the command's reply, redacted), without buttons."""
         self._end(waiting)
         if waiting.message_id is not None:
@@ -138,16 +146,16 @@ class Approvals:
                 waiting.chat_id, waiting.thread_id = new_id, None
                 self._waiting[(new_id, source)] = waiting
 
-    def _pressed(self, waiting: Waiting, key: str) -> None:
+    def _pressed(self, waiting: WaitingApproval, key: str) -> None:
         """The owner pressed: the buttons are spent, and the command goes to the chat's queue."""
         command = waiting.commands.get(key)
         if command is None or waiting.keyboard is None:
             return
         self._buttons.remove(waiting.keyboard)
         waiting.keyboard = None
-        self._decide(Decision(waiting, command))
+        self._decide(ApprovalPress(waiting, command))
 
-    def _end(self, waiting: Waiting) -> None:
+    def _end(self, waiting: WaitingApproval) -> None:
         if waiting.keyboard is not None:
             self._buttons.remove(waiting.keyboard)
             waiting.keyboard = None

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Final
 
 import anyio
-from anyio.abc import TaskGroup
 from telegram import ForceReply, InlineKeyboardButton, InlineKeyboardMarkup
 
 from ..core import (
@@ -21,26 +21,34 @@ from ..core import (
     check_link,
     render_approval,
 )
-from ._answers import Answer as AnswerMessage
-from ._answers import Listener, Moved, PendingAnswers, Pressed
-from ._approvals import Approvals
-from ._buttons import Buttons, Keyboard
+from ._answers import AnswerMessage, Listener, Moved, Pressed
+from ._buttons import Keyboard
 from ._form import ACCEPT, CANCEL, DECLINE, Form, Prompt, url_text
-from ._markdown import render_markdown
-from ._outbox import Delivery, Outbox
-from ._split import MESSAGE_LIMIT, Part, split_formatted, utf16_len
+from ._notices import (
+    ALLOW_ALWAYS,
+    ALLOW_ONCE,
+    ANSWER_NOT_DELETED,
+    ASK_HINT,
+    CANCEL_HINT,
+    DENY,
+    LOOK_IN_PRIVATE,
+    MOVED_HINT,
+    NO_PRIVATE_CHAT,
+    OPEN_LINK,
+    OWNER_UNREACHABLE,
+    PERMISSION_OUTCOMES,
+    REPLY_HINT,
+    WAITS_FOR_OWNER,
+)
+from ._outbox import Delivery
+from ._parts import BotParts
+from ._render import one_part, render
+from ._split import Part
 
-__all__ = ["ANSWER_NOT_DELETED", "CANCEL", "PROGRESS_EVERY", "Deletions", "TelegramUI", "one_part", "render"]
+__all__ = ["CANCEL", "PROGRESS_EVERY", "TelegramUI"]
 
 logger = logging.getLogger(__name__)
 
-ANSWER_NOT_DELETED: Final = (
-    "I could not delete your answer, and it holds a credential: delete it yourself, and rotate "
-    "the key, since others may have seen it. In a group I need the admin right to delete messages."
-)
-_ASK_HINT: Final = "\n\nPress Cancel, or send /cancel, to stop."
-_REPLY_HINT: Final = "\n\nAnswer by replying to this message."
-_CANCEL_HINT: Final = "Press Cancel, or send /cancel, to stop the question."
 PROGRESS_EVERY: Final = 2.0
 """Seconds between two edits of a call's progress message: Telegram limits edits, and a server may
 report a thousand times a second."""
@@ -53,97 +61,8 @@ class _ProgressMessage:
     """When it was sent or last edited (the event loop's clock)."""
 
 
-_MOVED_HINT: Final = "This group is now a supergroup, so the question is asked again here.\n\n"
-_OPEN_LINK: Final = "Open the link"
-_LOOK_IN_PRIVATE: Final = "{asker} asks you to open a link. I sent it to you in our private chat: look there."
-_NO_PRIVATE_CHAT: Final = (
-    "{asker} asks you to open a link, which I send only in a private chat, and I could not write to "
-    "you there: open a chat with me and press Start, then try again. The question was cancelled."
-)
-ALLOW_ONCE: Final = "Allow once"
-ALLOW_ALWAYS: Final = "Always for this tool"
-DENY: Final = "Deny"
-_PERMISSION_OUTCOMES: Final = {
-    "allow": "You allowed this call.",
-    "always": "You allowed this call, and every call of this tool from now on.",
-    "deny": "You denied this call.",
-}
-_WAITS_FOR_OWNER: Final = "A tool call waits for the owner's permission; I asked them in our private chat."
-_OWNER_UNREACHABLE: Final = (
-    "A tool call needs the owner's permission, and I could not ask them in our private chat (the owner "
-    "opens a chat with me and presses Start), so it was not made."
-)
 _CLOSE_TIMEOUT: Final = 10.0
 """Seconds to take a question's buttons away once it ended."""
-
-
-def render(text: str, *, markdown: bool, redact: Callable[[str], str]) -> list[Part]:
-    """``text`` as the messages that carry it: redacted first, then formatted, then split.
-
-    A credential that markup splits (``sk-ab**cd**ef``) is whole again in the rendered text,
-    so that text is checked too; if it still holds one, it is sent plain and redacted.
-    """
-    text = redact(text)
-    if not markdown:
-        return split_formatted(text, [])
-    plain, spans = render_markdown(text)
-    cleaned = redact(plain)
-    if cleaned != plain:
-        return split_formatted(cleaned, [])
-    return split_formatted(plain, spans)
-
-
-def one_part(text: str, *, redact: Callable[[str], str]) -> Part:
-    """One message's text, redacted, cut to the limit: an edited message cannot become two."""
-    first, *rest = render(text, markdown=False, redact=redact)
-    if not rest:
-        return first
-    cut = first.text if utf16_len(first.text) < MESSAGE_LIMIT else first.text[:-2]
-    return Part(cut + "…", [])
-
-
-@dataclass(eq=False)
-class _Deletion:
-    done: anyio.Event = field(default_factory=anyio.Event)
-    ok: bool = False
-
-
-class Deletions:
-    """Deletions by (chat, message): one Bot API call per message, however many ask for it.
-
-    The dispatcher deletes a message that carries a credential as soon as it arrives, before
-    its turn in the chat's queue; the host asks again later and gets the same outcome.
-    """
-
-    def __init__(self, outbox: Outbox) -> None:
-        self._outbox = outbox
-        self._known: dict[tuple[int, int], _Deletion] = {}
-
-    def start(self, tg: TaskGroup, chat_id: int, message_id: int) -> None:
-        """Begin deleting a message now, in ``tg``; a later ``delete`` waits for this one."""
-        key = (chat_id, message_id)
-        if key not in self._known:
-            deletion = self._known[key] = _Deletion()
-            tg.start_soon(self._run, chat_id, message_id, deletion)
-
-    async def delete(self, chat_id: int, message_id: int) -> bool:
-        """Delete a message, or wait for the deletion already begun; whether it is gone."""
-        known = self._known.get((chat_id, message_id))
-        if known is not None:
-            await known.done.wait()
-            return known.ok
-        deletion = self._known[(chat_id, message_id)] = _Deletion()
-        await self._run(chat_id, message_id, deletion)
-        return deletion.ok
-
-    async def _run(self, chat_id: int, message_id: int, deletion: _Deletion) -> None:
-        try:
-            deletion.ok = await self._outbox.delete(chat_id, message_id)
-        finally:
-            deletion.done.set()
-
-    def forget(self, chat_id: int, message_id: int) -> None:
-        self._known.pop((chat_id, message_id), None)
 
 
 class TelegramUI:
@@ -151,11 +70,7 @@ class TelegramUI:
 
     def __init__(
         self,
-        outbox: Outbox,
-        deletions: Deletions,
-        answers: PendingAnswers,
-        buttons: Buttons,
-        approvals: Approvals,
+        parts: BotParts,
         *,
         chat_id: int,
         thread_id: int | None,
@@ -166,11 +81,8 @@ class TelegramUI:
         owner_id: int | None = None,
         secret_deleted: Callable[[bool], None] | None = None,
     ) -> None:
-        self._outbox = outbox
-        self._deletions = deletions
-        self._answers = answers
-        self._buttons = buttons
-        self._approvals = approvals
+        self._outbox, self._deletions, self._answers = parts.outbox, parts.deletions, parts.answers
+        self._buttons, self._approvals = parts.buttons, parts.approvals
         self._chat_id = chat_id
         self._thread_id = thread_id
         self._user_id = user_id
@@ -241,7 +153,7 @@ class TelegramUI:
                         keyboard.chat_id = self._moved(heard)
                         listener.takes_text = True
                         buttons_id = await self._ask_parts(
-                            f"{_MOVED_HINT}{question}", keyboard.markup([[(CANCEL, CANCEL)]])
+                            f"{MOVED_HINT}{question}", keyboard.markup([[(CANCEL, CANCEL)]])
                         )
                         if buttons_id is None:
                             return None
@@ -276,17 +188,17 @@ class TelegramUI:
     async def _ask_parts(self, question: str, markup: InlineKeyboardMarkup) -> int | None:
         """Show a question whose answer is the asker's next message; the id of the message with ``markup``."""
         if not self._group:
-            return await self._ask_part(question + _ASK_HINT, reply_to=self._message_id, markup=markup)
+            return await self._ask_part(question + ASK_HINT, reply_to=self._message_id, markup=markup)
         # With privacy mode on (a group's default) the bot sees a member's plain message only
         # when it replies to one of the bot's: ForceReply opens that reply on the asker's client
         # (``selective``: the question replies to their message, so only theirs; after a move
         # there is no message of theirs to reply to, so everyone's). A message carries one
         # markup, so the buttons come in a second message.
         force = ForceReply(selective=self._message_id is not None)
-        question_id = await self._ask_part(question + _REPLY_HINT, reply_to=self._message_id, markup=force)
+        question_id = await self._ask_part(question + REPLY_HINT, reply_to=self._message_id, markup=force)
         if question_id is None:
             return None
-        return await self._ask_part(_CANCEL_HINT, reply_to=question_id, markup=markup)
+        return await self._ask_part(CANCEL_HINT, reply_to=question_id, markup=markup)
 
     async def _ask_part(
         self, text: str, *, reply_to: int | None, markup: InlineKeyboardMarkup | ForceReply
@@ -355,12 +267,7 @@ class TelegramUI:
         answer: Answer | None = None
         shown_id: int | None = None
         waited: anyio.CancelScope | None = None
-        with (
-            self._answers.listen(
-                self._chat_id, user_id, takes_text=False, owner_id=self._owner_id
-            ) as listener,
-            self._buttons.live(self._chat_id, user_id, lambda key: listener.hear(Pressed(key))) as keyboard,
-        ):
+        with self._asking(user_id, buttons_in=self._chat_id) as (listener, keyboard):
             try:
                 shown_id = await self._show(form.text(), self._markup(keyboard, form.rows()))
                 if shown_id is None:
@@ -377,7 +284,7 @@ class TelegramUI:
                             await self._outbox.drop_buttons(self._chat_id, shown_id)
                             keyboard.chat_id = self._moved(heard)
                             shown_id = await self._show(
-                                _MOVED_HINT + form.text(), self._markup(keyboard, form.rows())
+                                MOVED_HINT + form.text(), self._markup(keyboard, form.rows())
                             )
                             if shown_id is None:
                                 answer = Answer("cancel")
@@ -422,6 +329,17 @@ class TelegramUI:
                         await self._outbox.edit(self._chat_id, shown_id, self._part(form.text(outcome_text)))
         return answer or Answer("cancel")
 
+    @contextmanager
+    def _asking(self, user_id: int, *, buttons_in: int) -> Iterator[tuple[Listener, Keyboard]]:
+        """A question to ``user_id`` asked in this chat, its buttons in ``buttons_in``: what it hears."""
+        with (
+            self._answers.listen(
+                self._chat_id, user_id, takes_text=False, owner_id=self._owner_id
+            ) as listener,
+            self._buttons.live(buttons_in, user_id, lambda key: listener.hear(Pressed(key))) as keyboard,
+        ):
+            yield listener, keyboard
+
     def _markup(self, keyboard: Keyboard, rows: list[list[tuple[str, str]]]) -> InlineKeyboardMarkup:
         """Buttons whose labels are redacted like every text: they show the person's values too."""
         return keyboard.markup([[(self._redact(label), key) for label, key in row] for row in rows])
@@ -457,18 +375,13 @@ class TelegramUI:
         text = url_text(question)
         answer: Answer | None = None
         waited: anyio.CancelScope | None = None
-        with (
-            self._answers.listen(
-                self._chat_id, user_id, takes_text=False, owner_id=self._owner_id
-            ) as listener,
-            self._buttons.live(user_id, user_id, lambda key: listener.hear(Pressed(key))) as keyboard,
-        ):
+        with self._asking(user_id, buttons_in=user_id) as (listener, keyboard):
             markup = keyboard.markup([[(ACCEPT, "accept"), (DECLINE, "decline"), (CANCEL, "cancel")]])
             # Not journaled: the question does not outlive a restart.
             shown_id = None
             if check_link(question.url or "").web:
                 # Sent to the asker's private chat only; Telegram asks before it opens the link.
-                opener = InlineKeyboardButton(_OPEN_LINK, url=question.url)
+                opener = InlineKeyboardButton(OPEN_LINK, url=question.url)
                 with_opener = InlineKeyboardMarkup([[opener], *markup.inline_keyboard])
                 shown_id = await self._outbox.send(
                     user_id, [self._part(text)], markup=with_opener, durable=False
@@ -478,11 +391,11 @@ class TelegramUI:
                 shown_id = await self._outbox.send(user_id, [self._part(text)], markup=markup, durable=False)
             if shown_id is None:
                 if self._group:
-                    await self.send(_NO_PRIVATE_CHAT.format(asker=question.asker))
+                    await self.send(NO_PRIVATE_CHAT.format(asker=question.asker))
                 return Answer("cancel")
             try:
                 if self._group:
-                    await self.send(_LOOK_IN_PRIVATE.format(asker=question.asker))
+                    await self.send(LOOK_IN_PRIVATE.format(asker=question.asker))
                 with anyio.move_on_after(timeout) as waited:
                     while True:
                         heard = await listener.next()
@@ -510,35 +423,30 @@ class TelegramUI:
         owner_id = self._owner_id
         if owner_id is None:
             # Nobody can be told apart as the owner: nobody may allow it.
-            await self.send(_OWNER_UNREACHABLE)
+            await self.send(OWNER_UNREACHABLE)
             return Answer("cancel")
         parts = render(question.text, markdown=False, redact=self._redact)
         answer: Answer | None = None
         key: str | None = None
-        with (
-            # Known to wait in this chat: its commands that only show run beside it, and the
-            # owner's others (or /cancel) end it rather than wait out the ask timeout behind it.
-            self._answers.listen(self._chat_id, owner_id, takes_text=False, owner_id=owner_id) as listener,
-            self._buttons.live(
-                owner_id, owner_id, lambda pressed: listener.hear(Pressed(pressed))
-            ) as keyboard,
-        ):
+        # Known to wait in this chat: its commands that only show run beside it, and the owner's
+        # others (or /cancel) end it rather than wait out the ask timeout behind it.
+        with self._asking(owner_id, buttons_in=owner_id) as (listener, keyboard):
             markup = keyboard.markup([[(ALLOW_ONCE, "allow"), (ALLOW_ALWAYS, "always")], [(DENY, "deny")]])
             # Not journaled: the call does not outlive a restart.
             shown_id = await self._outbox.send(owner_id, parts, markup=markup, durable=False)
             if shown_id is None:
                 if self._group:
-                    await self.send(_OWNER_UNREACHABLE)
+                    await self.send(OWNER_UNREACHABLE)
                 return Answer("cancel")
             try:
                 if self._group:
-                    await self.send(_WAITS_FOR_OWNER)
+                    await self.send(WAITS_FOR_OWNER)
                 with anyio.move_on_after(timeout):
                     while answer is None:
                         heard = await listener.next()
                         if heard is None:
                             break
-                        if isinstance(heard, Pressed) and heard.key in _PERMISSION_OUTCOMES:
+                        if isinstance(heard, Pressed) and heard.key in PERMISSION_OUTCOMES:
                             key = heard.key
                             answer = (
                                 Answer("decline")
@@ -549,7 +457,7 @@ class TelegramUI:
                 listener.close()
                 # Unanswered in time, or the turn ended (/stop): either way no answer came.
                 outcome = (
-                    _PERMISSION_OUTCOMES[key] if key is not None else "No answer came: the call was not made."
+                    PERMISSION_OUTCOMES[key] if key is not None else "No answer came: the call was not made."
                 )
                 with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
                     await self._outbox.edit(owner_id, shown_id, self._part(f"{parts[-1].text}\n\n{outcome}"))

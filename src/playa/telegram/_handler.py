@@ -1,0 +1,253 @@
+"""Running one chat's queued work through the host: a message, an approval's press, a group's move.
+
+Each runs in its chat's worker (``TelegramBot``), one at a time; what it replies is put in the
+outbox journal before its update leaves the inbox journal, so a restart neither loses nor
+repeats it.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, nullcontext
+from functools import partial
+
+import anyio
+from telegram import Message
+
+from ..agent import Host
+from ..core import NOTHING_TO_CANCEL, ChatSession, IncomingMessage, Sender
+from ._approval_messages import ApprovalPress
+from ._journal import Journal
+from ._notices import (
+    EDITED_SECRET,
+    EDITED_SECRET_KEPT,
+    KEY_REFUSED,
+    KEY_REFUSED_KEPT,
+    MOVE_FAILED,
+    MOVED,
+    NOT_MOVED,
+    SORRY,
+    WELCOME,
+    WELCOME_GROUP,
+)
+from ._owner import Owners
+from ._parts import BotParts
+from ._render import one_part, plain
+from ._ui import TelegramUI
+from ._updates import Queued, note, text_of, thread_of
+
+__all__ = ["MessageHandler"]
+
+logger = logging.getLogger(__name__)
+
+
+class MessageHandler:
+    """Runs a chat's queued messages and approval presses as the host's turns and commands."""
+
+    def __init__(
+        self, host: Host, parts: BotParts, *, inbox: Journal, owners: Owners, typing_interval: float
+    ) -> None:
+        self._host = host
+        self._parts = parts
+        self._inbox = inbox
+        """Updates taken from Telegram and not yet handled: what a restart handles."""
+        self._owners = owners
+        self._typing_interval = typing_interval
+
+    async def refuse_key(self, message: Message) -> None:
+        deleted = await self._parts.deletions.delete(message.chat.id, message.message_id)
+        self._parts.deletions.forget(message.chat.id, message.message_id)
+        await self.secret_deleted(message, deleted)
+        await note(self._parts.outbox, message, KEY_REFUSED if deleted else KEY_REFUSED_KEPT)
+
+    async def secret_deleted(self, message: Message, deleted: bool) -> None:
+        """Tell the host of a message with a secret that this front end deleted (or could not),
+        which never reached ``Host.handle``: the chat's extensions record it."""
+        try:
+            info = await self._owners.identify(message)
+            session = await self._host.session(f"telegram:{message.chat.id}", owner=info.owner)
+            self._host.secret_deleted(session, info.sender, deleted)
+        except Exception as exc:  # boundary: a record missed must not end the bot's task group
+            logger.warning(
+                "a deleted secret in chat %s was not recorded: %s", message.chat.id, type(exc).__name__
+            )
+
+    async def delete_edited(self, message: Message) -> None:
+        deleted = await self._parts.deletions.delete(message.chat.id, message.message_id)
+        self._parts.deletions.forget(message.chat.id, message.message_id)
+        await self.secret_deleted(message, deleted)
+        await self._parts.outbox.send(
+            message.chat.id,
+            plain(EDITED_SECRET if deleted else EDITED_SECRET_KEPT),
+            thread_id=thread_of(message),
+        )
+
+    async def move(self, queued: Queued, old_id: int, new_id: int) -> None:
+        """Move a group's servers, history and workspace to its supergroup's id, and tell the group.
+
+        Not marked as started in the inbox: a move cut by a restart is simply done again.
+        """
+        text: str | None = None
+        try:
+            creator = await self._owners.creator(new_id)
+            outcome = await self._host.move_scope(
+                f"telegram:{old_id}",
+                f"telegram:{new_id}",
+                owner=str(creator) if creator is not None else "unknown",
+            )
+            text = {"moved": MOVED, "occupied": NOT_MOVED}.get(outcome)
+        except Exception as exc:  # boundary: a failed move is logged and told; the bot goes on
+            logger.error(
+                "moving chat %s to %s failed: %s",
+                old_id,
+                new_id,
+                self._host.redact(None, "".join(traceback.format_exception(exc))),
+            )
+            text = MOVE_FAILED
+        delivery = None
+        if text is not None:
+            delivery = await self._parts.outbox.post(new_id, plain(text))
+        await anyio.to_thread.run_sync(self._inbox.delete, queued.name)
+        if delivery is not None:
+            await self._parts.outbox.deliver(delivery)
+
+    async def handle(self, queued: Queued) -> None:
+        if queued.move is not None:
+            await self.move(queued, *queued.move)
+            return
+        message = queued.message
+        chat = message.chat
+        session: ChatSession | None = None
+        ui: TelegramUI | None = None
+        await anyio.to_thread.run_sync(
+            self._inbox.put,
+            queued.name,
+            {
+                "started": True,
+                "chat_id": chat.id,
+                "message_id": message.message_id,
+                "thread_id": thread_of(message),
+            },
+        )
+        delivery = None
+        try:
+            info = await self._owners.identify(message)
+            session = await self._host.session(f"telegram:{chat.id}", owner=info.owner)
+            session.group = chat.type != chat.PRIVATE
+            ui = self._ui(
+                session,
+                chat.id,
+                thread_id=thread_of(message),
+                user_id=info.user_id,
+                message_id=message.message_id,
+                group=chat.type != chat.PRIVATE,
+                owner_id=info.owner_id,
+                sender=info.sender,
+            )
+            text = text_of(message) or ""
+            incoming = IncomingMessage(text=text, sender=info.sender, ref=message.message_id)
+            parsed = queued.inbound.command
+            if parsed is not None and parsed.name == "start" and self._host.commands.get("start") is None:
+                # Telegram sends /start when a user opens a chat with the bot.
+                welcome = WELCOME if chat.type == chat.PRIVATE else WELCOME_GROUP
+                help_text = self._host.commands.help_text(for_owner=info.sender.is_owner)
+                delivery = await ui.post(welcome + help_text, markdown=False)
+            elif parsed is not None and parsed.name == "cancel" and self._host.commands.get("cancel") is None:
+                delivery = await ui.post(NOTHING_TO_CANCEL, markdown=False)
+            else:
+                async with self._typing(ui, chat.id) if parsed is None else nullcontext():
+                    reply = await self._host.handle(session, incoming, ui)
+                if reply is not None:
+                    delivery = await ui.post(reply.text, markdown=reply.kind == "agent")
+        except Exception as exc:  # boundary: one message's failure is answered; the bot goes on
+            detail = "".join(traceback.format_exception(exc))
+            redacted = self._host.redact(session, detail)
+            logger.error("handling a message in chat %s failed:\n%s", chat.id, redacted)
+            if ui is not None:
+                delivery = await ui.post(SORRY, markdown=False)
+            else:
+                delivery = await self._parts.outbox.post(chat.id, plain(SORRY))
+        # The reply is in the outbox journal: the message is handled.
+        await anyio.to_thread.run_sync(self._inbox.delete, queued.name)
+        if delivery is not None:
+            await self._parts.outbox.deliver(delivery)
+
+    async def decide(self, press: ApprovalPress) -> None:
+        """Run a pressed approval's command as the owner, in the chat the servers belong to.
+
+        The same path as the command typed there: ``Host.handle`` checks that the sender is the
+        chat's owner (as the chat's owner is now) and that the changes are still the ones shown.
+        """
+        waiting = press.waiting
+        if waiting.superseded:
+            return  # a newer approval came meanwhile; this message says so already
+        chat_id = waiting.chat_id
+        session: ChatSession | None = None
+        text = SORRY
+        try:
+            owner_id = await self._owners.owner_of(chat_id, private=not waiting.group)
+            session = await self._host.session(
+                f"telegram:{chat_id}", owner=str(owner_id) if owner_id is not None else "unknown"
+            )
+            session.group = waiting.group
+            sender = Sender(str(waiting.owner_id), "owner", is_owner=waiting.owner_id == owner_id)
+            ui = self._ui(
+                session,
+                chat_id,
+                thread_id=waiting.thread_id,
+                user_id=waiting.owner_id,
+                message_id=None,
+                group=waiting.group,
+                owner_id=owner_id,
+                sender=sender,
+            )
+            reply = await self._host.handle(session, IncomingMessage(press.command, sender), ui)
+            text = reply.text if reply is not None else SORRY
+        except Exception as exc:  # boundary: a failed decision is logged and shown; the bot goes on
+            detail = "".join(traceback.format_exception(exc))
+            logger.error("an approval in chat %s failed:\n%s", chat_id, self._host.redact(session, detail))
+        await self._parts.approvals.close(waiting, one_part(text, redact=partial(self._host.redact, session)))
+
+    def _ui(
+        self,
+        session: ChatSession,
+        chat_id: int,
+        *,
+        thread_id: int | None,
+        user_id: int | None,
+        message_id: int | None,
+        group: bool,
+        owner_id: int | None,
+        sender: Sender,
+    ) -> TelegramUI:
+        """The front end a command or turn of ``session`` acts through, in ``chat_id`` (and topic),
+        for ``sender`` (whose secret answers it deletes)."""
+        return TelegramUI(
+            self._parts,
+            chat_id=chat_id,
+            thread_id=thread_id,
+            user_id=user_id,
+            message_id=message_id,
+            redact=partial(self._host.redact, session),
+            group=group,
+            owner_id=owner_id,
+            secret_deleted=partial(self._host.secret_deleted, session, sender),
+        )
+
+    @asynccontextmanager
+    async def _typing(self, ui: TelegramUI, chat_id: int) -> AsyncIterator[None]:
+        """Show "typing…" in the chat while the block runs."""
+
+        async def keep_typing() -> None:
+            while True:
+                await self._parts.outbox.typing(chat_id, ui.thread_id)
+                await anyio.sleep(self._typing_interval)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(keep_typing)
+            try:
+                yield
+            finally:
+                tg.cancel_scope.cancel()
