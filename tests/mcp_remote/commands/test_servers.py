@@ -13,7 +13,7 @@ import pytest
 from pydantic_ai.messages import ModelResponse, TextPart
 
 from playa.mcp_remote import HostSecret, resolve_host_secret
-from playa.mcp_remote.store import store_path
+from playa.mcp_remote.store import LoadResult, Saved, Sealer, ServerEntry, ServerStore, store_path
 from servers.python_servers import RunningServer, closed_port
 from support.chat import GUEST, RecordingModel, Script, ScriptedUI, msg
 from support.leaks import leaks
@@ -173,3 +173,66 @@ async def test_only_the_owner_can_use_the_mcp_commands(chat: OwnerChat, text: st
     assert ui.deleted == ([4] if "abcdefgh12" in text else [])
     assert not store_path(session.workspace).exists()
     assert chat.host.history(session).messages == []
+
+
+# What an add wrote is what the chat uses
+
+
+def count_loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each ``ServerStore.load`` from now on, by the names it read."""
+    loads: list[str] = []
+    real = ServerStore.load
+
+    def load(store: ServerStore) -> LoadResult:
+        result = real(store)
+        loads.append(",".join(entry.name for entry in result.entries))
+        return result
+
+    monkeypatch.setattr(ServerStore, "load", load)
+    return loads
+
+
+async def test_an_added_server_is_picked_up_from_what_was_written_and_the_file_is_not_read_back(
+    chat: OwnerChat, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with closed_port() as url:
+            assert (await chat.command("/mcp_list")).startswith("No remote MCP servers")
+            loads = count_loads(monkeypatch)
+            assert (await chat.command(f"/mcp_add down {url}")).startswith(
+                "Added down, but it is unavailable"
+            )
+            assert (await chat.command(f"/mcp_add later {url}")).startswith("Added later, but")
+            listed = await chat.command("/mcp_list")
+    assert listed.startswith("down: unavailable") and "\nlater: unavailable" in listed
+    assert loads == []
+
+
+async def test_an_add_that_another_writer_came_before_reads_the_file_whole(
+    chat: OwnerChat, host_secret: HostSecret, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with closed_port() as url:
+            session = await chat.session()
+            assert (await chat.command(f"/mcp_add down {url}")).startswith("Added down")
+            sealer = Sealer(host_secret.value)
+            other = ServerStore(session.workspace, session.scope, sealer, state_dir=session.state_dir)
+            real_put = ServerStore.put
+
+            def put(store: ServerStore, entry: ServerEntry) -> Saved:
+                if store is not other and entry.name == "later":
+                    # Another process of this host writes between the chat's read and its own write.
+                    other.put(ServerEntry(name="other", url=url))
+                return real_put(store, entry)
+
+            monkeypatch.setattr(ServerStore, "put", put)
+            loads = count_loads(monkeypatch)
+            assert (await chat.command(f"/mcp_add later {url}")).startswith("Added later")
+            assert loads == ["down,other,later"]
+            listed = await chat.command("/mcp_list")
+    assert [line.split(":")[0] for line in listed.splitlines() if not line.startswith(" ")] == [
+        "down",
+        "later",
+        "other",
+    ]
+    assert loads == ["down,other,later"]

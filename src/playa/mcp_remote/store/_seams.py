@@ -50,6 +50,10 @@ class ServerStorage(EntryWriter, Protocol):
 
     def save(self, entries: Sequence[ServerEntry]) -> Saved: ...
 
+    def taken(self, saved: Saved) -> None:
+        """The caller's view holds what ``saved`` wrote: no need to read it back (``Saved.follows``)."""
+        ...
+
     def remove(self, name: str) -> Saved: ...
 
     def restore(self) -> Saved:

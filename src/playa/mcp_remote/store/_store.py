@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ...exceptions import StoreError
@@ -91,6 +91,13 @@ class Saved:
 
     changed: bool
     notes: tuple[str, ...] = ()
+    entry: ServerEntry | None = field(default=None, compare=False)
+    """The entry ``put`` sealed, as written: the caller picks it up from this value."""
+    follows: FileSignature | None = field(default=None, compare=False)
+    """The file's signature after a write that changed nothing but what it was asked to, in the
+    file as the last ``load`` read it (no other writer since, nothing set aside, no entry that
+    failed verification): the caller that takes the change into its view tells the store so
+    (``taken``), and the file is not read again. None otherwise."""
 
 
 class ServerStore:
@@ -109,6 +116,8 @@ class ServerStore:
         self._file = ServerFile(workspace, state_dir)
         self._loaded: FileSignature | None = None
         self._ever_loaded = False
+        self._loaded_whole = False
+        """The last load used every entry of the file (none failed verification, no warning)."""
 
     def __repr__(self) -> str:
         return f"ServerStore(path={str(self._file.path)!r}, scope={self._scope!r})"
@@ -131,7 +140,8 @@ class ServerStore:
         """Whether the file may differ from what the last ``load`` read (True before any load).
 
         Costs one ``lstat``. Writes through this store also count as changes, so the caller
-        reloads after them like after any other edit.
+        reloads after them like after any other edit, unless it took what a write did into its
+        view (``taken``).
         """
         return not self._ever_loaded or self.signature() != self._loaded
 
@@ -143,6 +153,11 @@ class ServerStore:
         """
         signature = self.signature()
         self._loaded, self._ever_loaded = signature, True
+        result = self._read(signature)
+        self._loaded_whole = result.warning is None and not result.rejected
+        return result
+
+    def _read(self, signature: FileSignature | None) -> LoadResult:
         try:
             with self._file.locked(exclusive=False):
                 record = self._file.read_record()
@@ -202,7 +217,13 @@ class ServerStore:
             kept = [raw for raw in servers if raw_name(raw) != entry.name]
             return [*kept, self._sealed(entry)], len(kept) != len(servers)
 
-        return self._update(change)
+        return replace(self._update(change), entry=entry)
+
+    def taken(self, saved: Saved) -> None:
+        """The caller's view now holds what ``saved`` wrote: the file counts as read, unless it
+        changed since (``Saved.follows``); a later ``changed`` is False until it changes."""
+        if saved.follows is not None and self.signature() == saved.follows:
+            self._loaded = saved.follows
 
     def remove(self, name: str) -> Saved:
         """Remove every entry called ``name``, usable or not; ``changed`` False when there was none."""
@@ -244,6 +265,9 @@ class ServerStore:
         """A locked read-modify-write: no other process's write lands in between and is lost."""
         file = self._file
         with file.locked(exclusive=True):
+            # The file as the last load read it, whole: a write that changes nothing else leaves
+            # the caller's view right but for what it wrote (``Saved.follows``).
+            follows = self._ever_loaded and self._loaded_whole and file.signature() == self._loaded
             record = file.read_record()
             notes: list[str] = []
             try:
@@ -270,7 +294,7 @@ class ServerStore:
             updated, changed = change(servers)
             if always or changed or notes:
                 file.write(updated, (record.generation if record else 0) + 1)
-            return Saved(changed, tuple(notes))
+            return Saved(changed, tuple(notes), follows=file.signature() if follows and not notes else None)
 
     def _sealed(self, entry: ServerEntry) -> dict[str, JSONValue]:
         return seal_entry(self._sealer, self._scope, entry)
