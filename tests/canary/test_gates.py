@@ -42,7 +42,8 @@ from mcp.server.mcpserver.server import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from servers.python_servers import RunningServer, TaskServer, buffered, json_or_none, serve_asgi
+from servers.python_servers import RunningServer, buffered, json_or_none, serve_asgi
+from servers.task_server import TaskServer
 from support import canary
 from support.canary import GHP, IN_PROSE, LOW_HEX
 from support.providers import ProviderServer, serve_provider, text, tool_call

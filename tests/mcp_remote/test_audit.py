@@ -25,7 +25,8 @@ from playa.mcp_remote import AuditKey, HostSecret, RemoteMcpExtension, verify_lo
 from playa.mcp_remote.store import AuditRecord, FieldValue, Sealer, ServerStore, read_records
 from playa.telegram import TelegramSettings, run_telegram
 from servers.oidc import authorization_server
-from servers.python_servers import TaskServer, serve_asgi, serve_mcp
+from servers.python_servers import serve_asgi, serve_mcp
+from servers.task_server import TaskServer
 from support.audit import ARGUMENT_CANARY, HEADER_CANARY, SCOPE, SECRET, folder_of, lines_of, playa_audit
 from support.chat import GUEST, ScriptedUI, msg
 from support.oauth import SCOPE as OAUTH_SCOPE

@@ -14,7 +14,8 @@ Before MCP is spoken:
 While MCP is spoken (a real ``MCPServer``, with faults injected in front of it):
     ``faulty_mcp()``       its tools misbehave when called: see ``CALL_FAULTS``
     ``crowded_mcp()``      lists 10,000 tools, with invalid, long, duplicate names and huge schemas
-    ``broken_listing_mcp()`` shakes hands, then answers the tool listing with a JSON-RPC error
+                           (re-exported from ``listings``, as is ``listing_mcp(...)``)
+    ``broken_listing_mcp()`` shakes hands, then answers the tool listing with a JSON-RPC error (re-exported)
 """
 
 from __future__ import annotations
@@ -27,13 +28,10 @@ from typing import Any, Final, Literal
 
 import anyio
 import anyio.abc
-import mcp_types
-from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
-from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from servers.listings import broken_listing_mcp, crowded_listing, crowded_mcp, listing_mcp
 from servers.python_servers import (
     LOOPBACK,
     PostFilter,
@@ -42,6 +40,7 @@ from servers.python_servers import (
     buffered,
     closed_port,
     json_or_none,
+    send_answer,
     serve_asgi,
     tcp_server,
 )
@@ -53,6 +52,7 @@ __all__ = [
     "blackhole",
     "broken_listing_mcp",
     "closed_port",
+    "crowded_listing",
     "crowded_mcp",
     "drip_feed",
     "faulty_mcp",
@@ -124,13 +124,13 @@ def _malformed_app(kind: MalformedKind) -> ASGIApp:
             return
         body, _ = await buffered(receive)
         if scope["method"] != "POST":
-            await _respond(send, 405, "text/plain", b"method not allowed")
+            await send_answer(send, 405, b"method not allowed", content_type=b"text/plain")
             return
         request = json_or_none(body)
         request_id = request.get("id") if isinstance(request, dict) else None
         if request_id is None:
             # A notification: acknowledged, as the protocol wants.
-            await _respond(send, 202, "text/plain", b"")
+            await send_answer(send, 202, b"", content_type=b"text/plain")
             return
         answers: dict[MalformedKind, Any] = {
             "wrong-shape": {"jsonrpc": "2.0", "id": request_id, "result": ["not", "an", "object"]},
@@ -141,7 +141,7 @@ def _malformed_app(kind: MalformedKind) -> ASGIApp:
             if kind == "invalid-json"
             else json.dumps(answers[kind]).encode()
         )
-        await _respond(send, 200, "application/json", payload)
+        await send_answer(send, 200, payload)
 
     return app
 
@@ -279,7 +279,7 @@ async def _send_in_chunks(send: Send, prefix: bytes, size: int, suffix: bytes) -
 
 
 async def _garbled(request_id: object, receive: Receive, send: Send) -> None:
-    await _respond(send, 200, "application/json", _result_prefix(request_id) + b"no closing quote")
+    await send_answer(send, 200, _result_prefix(request_id) + b"no closing quote")
 
 
 async def _misshapen(request_id: object, receive: Receive, send: Send) -> None:
@@ -288,7 +288,7 @@ async def _misshapen(request_id: object, receive: Receive, send: Send) -> None:
         "id": request_id,
         "result": {"content": "not a list", "isError": "perhaps", "structuredContent": 42},
     }
-    await _respond(send, 200, "application/json", json.dumps(payload).encode())
+    await send_answer(send, 200, json.dumps(payload).encode())
 
 
 class _CutStream(Exception):
@@ -374,119 +374,6 @@ def _never_runs() -> str:
     return "the fault was not injected"
 
 
-_CROWDED_PAGE: Final = 500
-
-
-class _CrowdedServer(MCPServer):
-    """Lists a prebuilt tool listing, in pages, instead of its registered tools (``echo`` is among them).
-
-    Pages keep each response under the SDK client's 1 MiB limit on one server-sent event, as a
-    real server with this many tools has to.
-    """
-
-    def __init__(self, listing: list[mcp_types.Tool]) -> None:
-        super().__init__("crowded")
-        self._listing = listing
-
-    async def _handle_list_tools(
-        self, ctx: ServerRequestContext[Any], params: mcp_types.PaginatedRequestParams | None
-    ) -> mcp_types.ListToolsResult:
-        start = int(params.cursor) if params is not None and params.cursor else 0
-        end = start + _CROWDED_PAGE
-        more = end < len(self._listing)
-        return mcp_types.ListToolsResult(
-            tools=self._listing[start:end], next_cursor=str(end) if more else None
-        )
-
-
-def crowded_listing(count: int = 10_000) -> list[mcp_types.Tool]:
-    """``count`` tools: ``echo`` (real), then names a provider would refuse and huge schemas.
-
-    Among them: names with spaces, unicode and punctuation; 200-character names that differ
-    only at their end; exact duplicates; a tool with 2,000 properties; one nested 60 deep.
-    """
-    plain = {"type": "object", "properties": {"x": {"type": "string"}}}
-    tools = [
-        mcp_types.Tool(
-            name="echo",
-            description="Return the text unchanged.",
-            input_schema={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-        ),
-        mcp_types.Tool(
-            name="wide schema",
-            input_schema={
-                "type": "object",
-                "properties": {f"p{i}": {"type": "string", "description": "d" * 100} for i in range(2000)},
-            },
-        ),
-        mcp_types.Tool(name="deep schema", input_schema=_nested(60)),
-        mcp_types.Tool(name="echo", description="a duplicate of echo", input_schema=plain),
-        mcp_types.Tool(name="", input_schema=plain),
-    ]
-    makers: list[Callable[[int], str]] = [
-        lambda i: f"tool number {i}",
-        lambda i: f"outil-été-{i}-🛠",
-        lambda i: "n" * 190 + f"{i:010d}",
-        lambda i: f"dup.{i // 2}",
-        lambda i: f"dup/{i // 2}",
-    ]
-    i = 0
-    while len(tools) < count:
-        name = makers[i % len(makers)](i)
-        tools.append(mcp_types.Tool(name=name, description=f"tool {i}", input_schema=plain))
-        i += 1
-    return tools
-
-
-def _nested(depth: int) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "string"}
-    for _ in range(depth):
-        schema = {"type": "object", "properties": {"inner": schema}}
-    return schema
-
-
-@contextlib.asynccontextmanager
-async def crowded_mcp(count: int = 10_000) -> AsyncIterator[RunningServer]:
-    """A Streamable HTTP MCP server listing ``crowded_listing(count)`` in pages; only ``echo`` can be called."""
-    async with listing_mcp(crowded_listing(count)) as running:
-        yield running
-
-
-@contextlib.asynccontextmanager
-async def listing_mcp(listing: list[mcp_types.Tool]) -> AsyncIterator[RunningServer]:
-    """A Streamable HTTP MCP server listing ``listing`` as it is; only ``echo`` can be called."""
-    server = _CrowdedServer(listing)
-
-    @server.tool()
-    def echo(text: str) -> str:
-        """Return the text unchanged."""
-        return text
-
-    async with serve_asgi(server.streamable_http_app(host=LOOPBACK), path="/mcp") as running:
-        yield running
-
-
-class _BrokenListingServer(MCPServer):
-    """Completes the handshake, then answers ``tools/list`` with a JSON-RPC error of ``message``."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__("broken-listing")
-        self._message = message
-
-    async def _handle_list_tools(
-        self, ctx: ServerRequestContext[Any], params: mcp_types.PaginatedRequestParams | None
-    ) -> mcp_types.ListToolsResult:
-        raise MCPError(INTERNAL_ERROR, self._message)
-
-
-@contextlib.asynccontextmanager
-async def broken_listing_mcp(message: str = "the tool registry is down") -> AsyncIterator[RunningServer]:
-    """A Streamable HTTP MCP server that shakes hands, then fails to list its tools (with ``message``)."""
-    server = _BrokenListingServer(message)
-    async with serve_asgi(server.streamable_http_app(host=LOOPBACK), path="/mcp") as running:
-        yield running
-
-
 # ASGI helpers.
 
 
@@ -508,8 +395,3 @@ async def _start(send: Send, status: int, content_type: str) -> None:
             "headers": [(b"content-type", content_type.encode())],
         }
     )
-
-
-async def _respond(send: Send, status: int, content_type: str, body: bytes) -> None:
-    await _start(send, status, content_type)
-    await send({"type": "http.response.body", "body": body})

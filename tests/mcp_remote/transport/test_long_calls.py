@@ -24,7 +24,8 @@ from playa.mcp_remote import (
     RemoteMcpSettings,
 )
 from playa.mcp_remote.transport import Progress, poll_seconds, unrunnable_reason
-from servers.python_servers import TaskServer, serve_asgi, serve_mcp
+from servers.python_servers import serve_asgi, serve_mcp
+from servers.task_server import TaskServer
 from support.chat import RecordingModel, ScriptedUI, msg
 
 pytestmark = pytest.mark.anyio
