@@ -24,7 +24,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from playa._asgi import bind
 from servers.python_servers import LOOPBACK, serve_asgi
@@ -62,6 +62,74 @@ class _Verifier:
         return AccessToken(token=token, client_id="playa", scopes=["mcp"], resource=self._server.url)
 
 
+class _Authorization:
+    """The server's own authorization endpoints: metadata, registration, a sign-in that redirects
+    at once, and a token endpoint that keeps (and with ``refuse``, quotes) what it receives."""
+
+    PATHS = frozenset({"/.well-known/oauth-authorization-server", "/register", "/authorize", "/token"})
+
+    def __init__(self, state: EchoOAuthServer, *, refuse: bool) -> None:
+        self._state, self._refuse = state, refuse
+        self._challenges: dict[str, str] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        path = request.url.path
+        if path == "/.well-known/oauth-authorization-server":
+            response: Response = self._metadata()
+        elif path == "/register":
+            response = await self._register(request)
+        elif path == "/authorize":
+            response = self._authorize(request)
+        else:
+            response = await self._token(request)
+        await response(scope, receive, send)
+
+    def _metadata(self) -> Response:
+        origin = self._state.issuer
+        return JSONResponse(
+            {
+                "issuer": origin,
+                "authorization_endpoint": f"{origin}/authorize",
+                "token_endpoint": f"{origin}/token",
+                "registration_endpoint": f"{origin}/register",
+                "response_types_supported": ["code"],
+                "grant_types_supported": ["authorization_code", "refresh_token"],
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["none"],
+                "scopes_supported": ["mcp"],
+            }
+        )
+
+    async def _register(self, request: Request) -> Response:
+        metadata = await request.json()
+        client = {"client_id": "client-" + secrets.token_hex(4), "token_endpoint_auth_method": "none"}
+        return JSONResponse({**metadata, **client}, status_code=201)
+
+    def _authorize(self, request: Request) -> Response:
+        params = request.query_params
+        code = "code-" + secrets.token_urlsafe(24)
+        self._challenges[code] = params["code_challenge"]
+        query = urlencode({"code": code, "state": params["state"]})
+        return RedirectResponse(f"{params['redirect_uri']}?{query}", status_code=302)
+
+    async def _token(self, request: Request) -> Response:
+        form = parse_qs((await request.body()).decode())
+        if form.get("grant_type") != ["authorization_code"]:
+            return JSONResponse({"error": "invalid_grant"}, status_code=400)
+        code, verifier = form["code"][0], form["code_verifier"][0]
+        self._state.codes.append(code)
+        self._state.verifiers.append(verifier)
+        if self._refuse:
+            description = f"code {code} with verifier {verifier} was refused. {INSTRUCTION}"
+            return JSONResponse({"error": "invalid_grant", "error_description": description}, status_code=400)
+        token = "at-" + secrets.token_urlsafe(24)
+        self._state.tokens.add(token)
+        return JSONResponse(
+            {"access_token": token, "token_type": "Bearer", "expires_in": 3600, "scope": "mcp"}
+        )
+
+
 @asynccontextmanager
 async def echo_oauth_server(*, refuse: bool = False) -> AsyncIterator[EchoOAuthServer]:
     """The server on loopback; with ``refuse``, its token endpoint refuses every code, quoting it."""
@@ -87,71 +155,13 @@ async def echo_oauth_server(*, refuse: bool = False) -> AsyncIterator[EchoOAuthS
         return f"code={' '.join(state.codes)} verifier={' '.join(state.verifiers)}"
 
     mcp_app = server.streamable_http_app(host=LOOPBACK)
-    challenges: dict[str, str] = {}
-
-    async def authorization(request: Request) -> Response:
-        path = request.url.path
-        if path == "/.well-known/oauth-authorization-server":
-            return JSONResponse(
-                {
-                    "issuer": origin,
-                    "authorization_endpoint": f"{origin}/authorize",
-                    "token_endpoint": f"{origin}/token",
-                    "registration_endpoint": f"{origin}/register",
-                    "response_types_supported": ["code"],
-                    "grant_types_supported": ["authorization_code", "refresh_token"],
-                    "code_challenge_methods_supported": ["S256"],
-                    "token_endpoint_auth_methods_supported": ["none"],
-                    "scopes_supported": ["mcp"],
-                }
-            )
-        if path == "/register":
-            metadata = await request.json()
-            return JSONResponse(
-                {
-                    **metadata,
-                    "client_id": "client-" + secrets.token_hex(4),
-                    "token_endpoint_auth_method": "none",
-                },
-                status_code=201,
-            )
-        if path == "/authorize":
-            params = request.query_params
-            code = "code-" + secrets.token_urlsafe(24)
-            challenges[code] = params["code_challenge"]
-            query = urlencode({"code": code, "state": params["state"]})
-            return RedirectResponse(f"{params['redirect_uri']}?{query}", status_code=302)
-        if path == "/token":
-            form = parse_qs((await request.body()).decode())
-            if form.get("grant_type") != ["authorization_code"]:
-                return JSONResponse({"error": "invalid_grant"}, status_code=400)
-            code, verifier = form["code"][0], form["code_verifier"][0]
-            state.codes.append(code)
-            state.verifiers.append(verifier)
-            if refuse:
-                description = f"code {code} with verifier {verifier} was refused. {INSTRUCTION}"
-                return JSONResponse(
-                    {"error": "invalid_grant", "error_description": description}, status_code=400
-                )
-            token = "at-" + secrets.token_urlsafe(24)
-            state.tokens.add(token)
-            return JSONResponse(
-                {"access_token": token, "token_type": "Bearer", "expires_in": 3600, "scope": "mcp"}
-            )
-        return Response(status_code=404)
+    authorization = _Authorization(state, refuse=refuse)
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] in {
-            "/.well-known/oauth-authorization-server",
-            "/register",
-            "/authorize",
-            "/token",
-        }:
-            response = await authorization(Request(scope, receive))
-            await response(scope, receive, send)
-            return
-        await mcp_app(scope, receive, send)
+        if scope["type"] == "http" and scope["path"] in authorization.PATHS:
+            await authorization(scope, receive, send)
+        else:
+            await mcp_app(scope, receive, send)
 
-    asgi: ASGIApp = app
-    async with serve_asgi(asgi, sock=sock, path="/mcp"):
+    async with serve_asgi(app, sock=sock, path="/mcp"):
         yield state
