@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -155,6 +155,15 @@ def _entities(part: Part) -> list[MessageEntity] | None:
     ]
 
 
+class Placement(TypedDict, total=False):
+    """Where and how a reply goes in its chat (``Outbox.post``'s keywords)."""
+
+    thread_id: int | None
+    reply_to: int | None
+    markup: InlineKeyboardMarkup | ForceReply | None
+    durable: bool
+
+
 class Outbox:
     """What the front end asks of the Bot API: send, delete, show typing, read admins."""
 
@@ -208,21 +217,9 @@ class Outbox:
         async with self._lock(delivery.chat_id):
             return await self._deliver(delivery)
 
-    async def send(
-        self,
-        chat_id: int,
-        parts: Sequence[Part],
-        *,
-        thread_id: int | None = None,
-        reply_to: int | None = None,
-        markup: InlineKeyboardMarkup | ForceReply | None = None,
-        durable: bool = True,
-    ) -> int | None:
+    async def send(self, chat_id: int, parts: Sequence[Part], **placed: Unpack[Placement]) -> int | None:
         """``post`` and ``deliver`` in one."""
-        delivery = await self.post(
-            chat_id, parts, thread_id=thread_id, reply_to=reply_to, markup=markup, durable=durable
-        )
-        return await self.deliver(delivery)
+        return await self.deliver(await self.post(chat_id, parts, **placed))
 
     async def resume(self, tg: TaskGroup) -> int:
         """Deliver, in ``tg``, the replies a previous run left; returns how many.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -46,8 +45,6 @@ from ._render import one_part, render
 from ._split import Part
 
 __all__ = ["CANCEL", "PROGRESS_EVERY", "TelegramUI"]
-
-logger = logging.getLogger(__name__)
 
 PROGRESS_EVERY: Final = 2.0
 """Seconds between two edits of a call's progress message: Telegram limits edits, and a server may

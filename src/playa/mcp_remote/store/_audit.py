@@ -52,11 +52,12 @@ from ._audit_file import audit_paths, latest_records, read_head, tail_of, write_
 
 __all__ = ["COMMIT_DELAY", "AuditLog", "move_log"]
 
-logger = logging.getLogger(__name__)
-
+COMMIT_DELAY: Final = 0.05
+"""Seconds a batch collects records after its first: one fsync serves them all."""
 _NAME_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _MAX_TEXT: Final = 200
-COMMIT_DELAY: Final = 0.05
+
+logger = logging.getLogger(__name__)
 
 
 def _timestamp(now: float) -> str:
