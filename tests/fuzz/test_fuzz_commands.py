@@ -10,13 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from anyio.abc import TaskGroup
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from mcp.client.caching import ResponseCacheStore
 
 import playa
-from playa.agent import Host, HostConfig, Reply
+from playa.agent import Host, Reply
 from playa.core import classify
 from playa.exceptions import ConnectFailed, UsageError
 from playa.mcp_remote import (
@@ -25,12 +23,11 @@ from playa.mcp_remote import (
     Endpoint,
     HostSecret,
     NoHostSecret,
-    RemoteMcpExtension,
     resolve_host_secret,
 )
 from playa.mcp_remote.commands import carries_secret, parse_add
-from playa.mcp_remote.transport import Elicit, OnTools
 from support.chat import ScriptedUI, msg
+from support.host import remote_host
 
 # Credentials are long and random, so finding one in a reply or a log line is never chance.
 # Some start with "-" or "--": generated tokens (token_urlsafe, base64url) can.
@@ -206,15 +203,7 @@ def test_a_parsed_request_with_a_header_value_was_seen_to_carry_a_secret(args: s
 class RefusingConnector(Connector):
     """Our own seam: every connect fails at once, so fuzzed URLs never reach a network."""
 
-    async def connect(
-        self,
-        endpoint: Endpoint,
-        task_group: TaskGroup,
-        *,
-        elicit: Elicit | None = None,
-        on_tools: OnTools | None = None,
-        tools_cache: ResponseCacheStore | None = None,
-    ) -> Connection:
+    async def connect(self, endpoint: Endpoint, *args: object, **kwargs: object) -> Connection:
         raise ConnectFailed("connection refused", server=endpoint.server)
 
 
@@ -222,7 +211,7 @@ def make_host(data_dir: Path, *, with_secret: bool) -> Host:
     env = {"MCP_ENCRYPTION_SECRET": "x" * 32} if with_secret else {}
     secret = resolve_host_secret(env, data_dir=data_dir, allow_generate=False)
     assert isinstance(secret, HostSecret if with_secret else NoHostSecret)
-    return Host(HostConfig(data_dir=data_dir), [RemoteMcpExtension(secret, connector=RefusingConnector())])
+    return remote_host(data_dir, secret, connector=RefusingConnector())
 
 
 commands = st.sampled_from(

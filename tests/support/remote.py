@@ -35,15 +35,16 @@ class OwnerChat:
     async def session(self) -> ChatSession:
         return await self.host.session(self.scope, owner="owner")
 
-    async def say(self, text: str, ui: ScriptedUI | None = None) -> Reply:
-        """The owner's message (a command or a turn), and the reply it got."""
-        reply = await self.host.handle(await self.session(), msg(text), ui or ScriptedUI())
+    async def say(self, text: str, ui: ScriptedUI | None = None, *, ref: int | None = None) -> Reply:
+        """The owner's message (a command or a turn), and the reply it got; ``ref`` the message's
+        reference in the chat, for a front end that deletes it."""
+        reply = await self.host.handle(await self.session(), msg(text, ref=ref), ui or ScriptedUI())
         assert reply is not None
         return reply
 
-    async def command(self, text: str, ui: ScriptedUI | None = None) -> str:
+    async def command(self, text: str, ui: ScriptedUI | None = None, *, ref: int | None = None) -> str:
         """The owner's command, and the text of its reply."""
-        return (await self.say(text, ui)).text
+        return (await self.say(text, ui, ref=ref)).text
 
 
 @asynccontextmanager

@@ -10,6 +10,7 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from playa.core import ChatSession
 from playa.exceptions import UsageError, ValidationError
 from playa.mcp_remote import HostSecret, ServerStore
 from playa.mcp_remote.commands import RESERVED_HEADERS, carries_secret, parse_add
@@ -17,6 +18,7 @@ from playa.mcp_remote.store import Sealer, ServerEntry, store_path
 from servers.python_servers import closed_port
 from support.chat import Script, ScriptedUI, msg
 from support.host import remote_host
+from support.remote import OwnerChat
 
 NAME_RULE = "the name must be 1-32 characters: a lowercase letter, then lowercase letters, digits or '-'"
 URL_SCHEME_RULE = "url must be http:// or https:// with a host"
@@ -317,6 +319,11 @@ def test_arguments_without_a_credential_carry_no_secret(args: str) -> None:
     assert not carries_secret(args)
 
 
+def saved_entries(session: ChatSession, secret: HostSecret) -> tuple[ServerEntry, ...]:
+    """The entries the chat's file holds, read as another process would."""
+    return ServerStore(session.workspace, session.scope, Sealer(secret.value)).load().entries
+
+
 def _nothing(messages: object, info: object) -> ModelResponse:
     return ModelResponse(parts=[TextPart("the model should not have been asked")])
 
@@ -378,26 +385,19 @@ async def test_an_invalid_add_is_refused_before_any_secret_is_asked(
     ],
 )
 async def test_an_unusable_secret_answer_is_refused_and_nothing_is_saved(
-    data_dir: Path, host_secret: HostSecret, answer: str, expected: str
+    chat: OwnerChat, answer: str, expected: str
 ) -> None:
-    async with remote_host(data_dir, host_secret) as host:
-        session = await host.session("console:t", owner="owner")
-        ui = ScriptedUI(answers=[answer])
-        reply = await host.handle(session, msg("/mcp_add demo http://127.0.0.1:9/mcp --bearer"), ui)
-    assert reply is not None and reply.text == expected
+    ui = ScriptedUI(answers=[answer])
+    assert await chat.command("/mcp_add demo http://127.0.0.1:9/mcp --bearer", ui) == expected
     assert len(ui.asked) == 1 and ui.asked[0][1] is True
-    assert not store_path(session.workspace).exists()
+    assert not store_path((await chat.session()).workspace).exists()
 
 
 @pytest.mark.anyio
-async def test_no_answer_to_the_secret_question_saves_nothing(
-    data_dir: Path, host_secret: HostSecret
-) -> None:
-    async with remote_host(data_dir, host_secret) as host:
-        session = await host.session("console:t", owner="owner")
-        ui = ScriptedUI(answers=[])
-        reply = await host.handle(session, msg("/mcp_add demo http://127.0.0.1:9/mcp --header X-Key"), ui)
-    assert reply is not None and reply.text == "No answer came, so nothing was saved."
+async def test_no_answer_to_the_secret_question_saves_nothing(chat: OwnerChat) -> None:
+    ui = ScriptedUI(answers=[])
+    reply = await chat.command("/mcp_add demo http://127.0.0.1:9/mcp --header X-Key", ui)
+    assert reply == "No answer came, so nothing was saved."
     assert ui.asked == [
         (
             "Send the value of the X-Key header for demo. It stays out of the conversation, "
@@ -405,7 +405,7 @@ async def test_no_answer_to_the_secret_question_saves_nothing(
             True,
         )
     ]
-    assert not store_path(session.workspace).exists()
+    assert not store_path((await chat.session()).workspace).exists()
 
 
 @pytest.mark.anyio
@@ -418,49 +418,36 @@ async def test_no_answer_to_the_secret_question_saves_nothing(
     ],
 )
 async def test_a_sentence_sent_as_a_secret_answer_is_refused_and_nothing_is_saved(
-    data_dir: Path, host_secret: HostSecret, flags: str, refusal: str
+    chat: OwnerChat, flags: str, refusal: str
 ) -> None:
-    async with remote_host(data_dir, host_secret) as host:
-        session = await host.session("console:t", owner="owner")
-        ui = ScriptedUI(answers=["sorry, which server did you mean again"])
-        reply = await host.handle(session, msg(f"/mcp_add demo http://127.0.0.1:9/mcp {flags}"), ui)
-    assert reply is not None
-    assert reply.text == f"{refusal}, so nothing was saved. Try /mcp_add again."
+    ui = ScriptedUI(answers=["sorry, which server did you mean again"])
+    reply = await chat.command(f"/mcp_add demo http://127.0.0.1:9/mcp {flags}", ui)
+    assert reply == f"{refusal}, so nothing was saved. Try /mcp_add again."
+    session = await chat.session()
     assert not store_path(session.workspace).exists()
-    assert host.history(session).messages == []
+    assert chat.host.history(session).messages == []
 
 
 @pytest.mark.anyio
-async def test_a_header_value_with_its_scheme_is_one_answer(data_dir: Path, host_secret: HostSecret) -> None:
-    async with (
-        closed_port() as url,
-        remote_host(data_dir, host_secret) as host,
-    ):
-        session = await host.session("console:t", owner="owner")
+async def test_a_header_value_with_its_scheme_is_one_answer(chat: OwnerChat, host_secret: HostSecret) -> None:
+    async with closed_port() as url:
         ui = ScriptedUI(answers=["Token abcdefgh-12345"])
-        reply = await host.handle(session, msg(f"/mcp_add demo {url} --header X-Key"), ui)
-        assert reply is not None and reply.text.startswith("Added demo"), reply.text
-        [entry] = ServerStore(session.workspace, "console:t", Sealer(host_secret.value)).load().entries
+        reply = await chat.command(f"/mcp_add demo {url} --header X-Key", ui)
+        assert reply.startswith("Added demo"), reply
+        [entry] = saved_entries(await chat.session(), host_secret)
         assert dict(entry.headers) == {"X-Key": "Token abcdefgh-12345"}
 
 
 @pytest.mark.anyio
 async def test_a_bearer_answer_given_with_its_scheme_is_stored_once(
-    data_dir: Path, host_secret: HostSecret
+    chat: OwnerChat, host_secret: HostSecret
 ) -> None:
-    async with (
-        closed_port() as url,
-        remote_host(data_dir, host_secret) as host,
-    ):
-        session = await host.session("console:t", owner="owner")
+    async with closed_port() as url:
         ui = ScriptedUI(answers=["Bearer abcdefgh-12345"])
-        reply = await host.handle(session, msg(f"/mcp_add demo {url} --bearer"), ui)
-    assert reply is not None and reply.text.startswith(
-        "Added demo, but it is unavailable: connection refused"
-    )
-    loaded = ServerStore(session.workspace, "console:t", Sealer(host_secret.value)).load()
-    entry = loaded.entry("demo")
-    assert entry is not None
+        reply = await chat.command(f"/mcp_add demo {url} --bearer", ui)
+    assert reply.startswith("Added demo, but it is unavailable: connection refused")
+    [entry] = saved_entries(await chat.session(), host_secret)
+    assert entry.name == "demo"
     assert dict(entry.headers) == {"Authorization": "Bearer abcdefgh-12345"}
     assert entry.auth_kind == "bearer"
 
@@ -546,56 +533,11 @@ def test_the_secret_floor_applies_to_the_credential_after_an_auth_scheme(header:
 
 
 @pytest.mark.anyio
-async def test_a_secret_answer_with_a_short_credential_after_its_scheme_is_refused(
-    data_dir: Path, host_secret: HostSecret
-) -> None:
-    host = remote_host(data_dir, host_secret)
-    async with host:
-        session = await host.session("console:t", owner="owner")
-        ui = ScriptedUI(answers=["Bearer Zq7Xw3K"])
-        reply = await host.handle(
-            session, msg("/mcp_add demo http://127.0.0.1:9/mcp --header Authorization"), ui
-        )
-        assert reply is not None
-        assert "the credential after the scheme" in reply.text and "Zq7Xw3K" not in reply.text
-        assert not store_path(session.workspace).exists()
-
-
-@pytest.mark.anyio
-@pytest.mark.parametrize("command", ["/mcp_remove", "/mcp_tools"])
-async def test_remove_and_tools_never_quote_a_key_even_a_name_shaped_one(
-    data_dir: Path, host_secret: HostSecret, command: str
-) -> None:
-    key = "k7x2m9q4w8e3r6t1y5u0"  # a valid server name by shape, and a key by entropy
-    host = remote_host(data_dir, host_secret)
-    async with host:
-        session = await host.session("console:t", owner="owner")
-        ui = ScriptedUI()
-        reply = await host.handle(session, msg(f"{command} {key}", ref=7), ui)
-        assert reply is not None
-        assert key not in reply.text
-        assert (
-            reply.text
-            == "That looks like a key, not a server name (not repeated here). /mcp_list shows the names."
-        )
-        assert ui.deleted == [7]
-
-
-@pytest.mark.anyio
-async def test_removing_a_server_named_like_a_key_never_quotes_its_name(
-    data_dir: Path, host_secret: HostSecret
-) -> None:
-    key = "k7x2m9q4w8e3r6t1y5u0"  # a valid server name by shape, and a key by entropy
-    host = remote_host(data_dir, host_secret)
-    async with host:
-        session = await host.session("console:t", owner="owner")
-        ServerStore(session.workspace, "console:t", Sealer(host_secret.value)).put(
-            ServerEntry(name=key, url="http://127.0.0.1:9/mcp")
-        )
-        reply = await host.handle(session, msg(f"/mcp_remove {key}"), ScriptedUI())
-        assert reply is not None
-        assert reply.text == "Removed that entry."
-        assert not ServerStore(session.workspace, "console:t", Sealer(host_secret.value)).load().entries
+async def test_a_secret_answer_with_a_short_credential_after_its_scheme_is_refused(chat: OwnerChat) -> None:
+    ui = ScriptedUI(answers=["Bearer Zq7Xw3K"])
+    reply = await chat.command("/mcp_add demo http://127.0.0.1:9/mcp --header Authorization", ui)
+    assert "the credential after the scheme" in reply and "Zq7Xw3K" not in reply
+    assert not store_path((await chat.session()).workspace).exists()
 
 
 @pytest.mark.anyio
@@ -603,21 +545,20 @@ async def test_removing_a_server_named_like_a_key_never_quotes_its_name(
     "answers", [[], ["sorry, which server did you mean again"]], ids=["timed out", "refused"]
 )
 async def test_a_key_sent_after_the_secret_question_ended_is_deleted_and_never_reaches_the_model(
-    data_dir: Path, host_secret: HostSecret, answers: list[str]
+    chat: OwnerChat, answers: list[str]
 ) -> None:
     key = "Zq7Xw3KpL9vR2mN8bT4yF6hJ0cD5eG1a"
-    async with remote_host(data_dir, host_secret) as host:
-        session = await host.session("console:t", owner="owner")
-        ui = ScriptedUI(answers=list(answers))
-        ended = await host.handle(session, msg("/mcp_add demo http://127.0.0.1:9/mcp --bearer", ref=1), ui)
-        assert ended is not None and "nothing was saved" in ended.text
-        # The owner, late, sends the key anyway: it is not an answer to anything now.
-        reply = await host.handle(session, msg(key, ref=2), ui)
-        assert reply is not None and reply.kind == "command"
-        assert reply.text.startswith("That message looks like a key, so it was not sent to the agent")
-        assert 2 in ui.deleted
-        assert host.history(session).messages == []
-        assert not store_path(session.workspace).exists()
+    ui = ScriptedUI(answers=list(answers))
+    ended = await chat.say("/mcp_add demo http://127.0.0.1:9/mcp --bearer", ui, ref=1)
+    assert "nothing was saved" in ended.text
+    # The owner, late, sends the key anyway: it is not an answer to anything now.
+    reply = await chat.say(key, ui, ref=2)
+    assert reply.kind == "command"
+    assert reply.text.startswith("That message looks like a key, so it was not sent to the agent")
+    assert 2 in ui.deleted
+    session = await chat.session()
+    assert chat.host.history(session).messages == []
+    assert not store_path(session.workspace).exists()
 
 
 @pytest.mark.anyio
@@ -708,34 +649,11 @@ def test_a_name_of_short_words_and_digits_is_a_name(name: str) -> None:
 
 
 @pytest.mark.anyio
-async def test_a_key_given_as_a_tool_is_never_saved_listed_or_left_in_the_chat(
-    data_dir: Path, host_secret: HostSecret
-) -> None:
-    host = remote_host(data_dir, host_secret)
-    async with host:
-        session = await host.session("console:t", owner="owner")
-        ui = ScriptedUI()
-        added = await host.handle(
-            session, msg(f"/mcp_add demo http://127.0.0.1:9/mcp --tools {GHP}", ref=1), ui
-        )
-        listed = await host.handle(session, msg("/mcp_list"), ui)
-        assert added is not None and listed is not None
-        assert "looks like a key" in added.text
-        assert GHP not in added.text + listed.text
-        assert ui.deleted == [1]
-        assert not store_path(session.workspace).exists()
-
-
-@pytest.mark.anyio
-@pytest.mark.parametrize("command", ["/mcp_remove", "/mcp_tools", "/mcp_review", "/mcp_approve", "/mcp_auth"])
-async def test_no_command_quotes_a_hex_key_under_the_entropy_floor(
-    data_dir: Path, host_secret: HostSecret, command: str
-) -> None:
-    host = remote_host(data_dir, host_secret)
-    async with host:
-        session = await host.session("console:t", owner="owner")
-        ui = ScriptedUI()
-        reply = await host.handle(session, msg(f"{command} {LOW_HEX}", ref=3), ui)
-        assert reply is not None
-        assert LOW_HEX not in reply.text and "looks like a key" in reply.text
-        assert ui.deleted == [3]
+async def test_a_key_given_as_a_tool_is_never_saved_listed_or_left_in_the_chat(chat: OwnerChat) -> None:
+    ui = ScriptedUI()
+    added = await chat.command(f"/mcp_add demo http://127.0.0.1:9/mcp --tools {GHP}", ui, ref=1)
+    listed = await chat.command("/mcp_list", ui)
+    assert "looks like a key" in added
+    assert GHP not in added + listed
+    assert ui.deleted == [1]
+    assert not store_path((await chat.session()).workspace).exists()

@@ -9,13 +9,18 @@ import pytest
 
 from playa.core import Command, CommandContext, CommandRouter, Sender, classify
 from playa.exceptions import UsageError
+from playa.mcp_remote import HostSecret
 from playa.mcp_remote.commands import build_commands
+from playa.mcp_remote.store import Sealer, ServerEntry, ServerStore
 from support.chat import ScriptedUI
+from support.remote import OwnerChat
 
 pytestmark = pytest.mark.anyio
 
 KEY = "k7x2m9q4w8e3r6t1y5u0"  # a valid server name by shape, and a key by entropy
 GHP = "ghp_" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2Y"
+# A 32-digit hex key whose entropy (3.41 bits) is under the entropy floor, shaped like a server name.
+LOW_HEX = "a0b1a2b3a4b5a6b7a8b9a0b1c2c3c4c5"
 NO_SUCH = "There is no server named 'demo'. /mcp_list shows them."
 LOOKS_LIKE_A_KEY = "That looks like a key, not a server name (not repeated here). /mcp_list shows the names."
 
@@ -127,3 +132,35 @@ def test_every_command_is_the_owners_and_has_a_usage() -> None:
         "mcp_review",
         "mcp_tools",
     ]
+
+
+# In a real host: the classifier's verdict, the deletion, and the reply
+
+
+@pytest.mark.parametrize("command", ["/mcp_remove", "/mcp_tools"])
+async def test_remove_and_tools_never_quote_a_key_even_a_name_shaped_one(
+    chat: OwnerChat, command: str
+) -> None:
+    ui = ScriptedUI()
+    reply = await chat.command(f"{command} {KEY}", ui, ref=7)
+    assert KEY not in reply
+    assert reply == LOOKS_LIKE_A_KEY
+    assert ui.deleted == [7]
+
+
+async def test_removing_a_server_named_like_a_key_never_quotes_its_name(
+    chat: OwnerChat, host_secret: HostSecret
+) -> None:
+    session = await chat.session()
+    store = ServerStore(session.workspace, session.scope, Sealer(host_secret.value))
+    store.put(ServerEntry(name=KEY, url="http://127.0.0.1:9/mcp"))
+    assert await chat.command(f"/mcp_remove {KEY}") == "Removed that entry."
+    assert not store.load().entries
+
+
+@pytest.mark.parametrize("command", ["/mcp_remove", "/mcp_tools", "/mcp_review", "/mcp_approve", "/mcp_auth"])
+async def test_no_command_quotes_a_hex_key_under_the_entropy_floor(chat: OwnerChat, command: str) -> None:
+    ui = ScriptedUI()
+    reply = await chat.command(f"{command} {LOW_HEX}", ui, ref=3)
+    assert LOW_HEX not in reply and "looks like a key" in reply
+    assert ui.deleted == [3]
