@@ -1,20 +1,13 @@
+"""The remote-MCP tests' own fixture; the host secret, the hosts and the owner's chat are shared
+by every folder (tests/conftest.py)."""
+
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import anyio
 import pytest
 from anyio.abc import TaskGroup
-
-from playa.mcp_remote import HostSecret, resolve_host_secret
-
-
-@pytest.fixture
-def host_secret(data_dir: Path) -> HostSecret:
-    secret = resolve_host_secret({"MCP_ENCRYPTION_SECRET": "x" * 32}, data_dir=data_dir, allow_generate=False)
-    assert isinstance(secret, HostSecret)
-    return secret
 
 
 @pytest.fixture
