@@ -272,6 +272,8 @@ def parse_add(args: str) -> AddRequest:
     # are sealed (header values, the client secret, and the client id, which is sealed with the
     # grant and is often key-shaped: a UUID, or 32 random characters), and the URL, whose keys
     # the store finds by the same classifier and seals (its host is an address, not a key).
+    # Asked here, not taken from the host's verdict on the message: these are the values as
+    # the shell rules read them, quotes and escapes gone, which can join what the raw text split.
     if holds_key(name):
         raise ValidationError(
             "name", _KEY_SHAPED.format(what="the name", instead="a plain name such as docs")
