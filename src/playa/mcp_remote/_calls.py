@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from anyio.abc import TaskGroup
 
-from ..core import UI, ChatSession, LateResult, ToolResult
+from ..core import UI, LateResult, ToolResult
 from ..exceptions import CallFailed, NeedsLogin, RemoteError, RemoteTimeout
 from ..mcp import map_result
 from ._flow import FlowGuard
@@ -19,10 +18,8 @@ from ._login import Logins
 from ._policies import Permit, Policies
 from ._progress import ProgressFeed
 from ._review import Review
-from ._server import RemoteServer
-from ._shared import ChatSecrets
-from .store import AuditLog
-from .transport import Connection, ConnectionSettings, PendingTask
+from ._server import ChatContext, RemoteServer
+from .transport import Connection, PendingTask
 
 __all__ = ["Calls"]
 
@@ -49,24 +46,14 @@ class Calls:
     """
 
     def __init__(
-        self,
-        session: ChatSession,
-        *,
-        settings: ConnectionSettings,
-        task_group: TaskGroup,
-        secrets: ChatSecrets,
-        audit: AuditLog,
-        policies: Policies,
-        flows: FlowGuard,
-        logins: Logins,
-        review: Review,
+        self, context: ChatContext, *, policies: Policies, flows: FlowGuard, logins: Logins, review: Review
     ) -> None:
-        self._session = session
-        self._settings = settings
-        self._tg = task_group
-        self._redact = secrets.redact
-        self._redact_out = secrets.redact_out
-        self._audit = audit
+        self._session = context.session
+        self._settings = context.settings.connection
+        self._tg = context.task_group
+        self._redact = context.secrets.redact
+        self._redact_out = context.secrets.redact_out
+        self._audit = context.audit
         self._policies = policies
         self._flows = flows
         self._logins = logins

@@ -19,7 +19,7 @@ from ._flow import FlowGuard, FlowSource
 from ._login import Logins
 from ._policies import Policies
 from ._review import Review
-from ._server import ChatShared, RemoteServer, wait_for_connects
+from ._server import ChatContext, RemoteServer, wait_for_connects
 from ._settings import RemoteMcpSettings
 from ._shared import Asker, ChatSecrets, Revoker
 from ._tool import RemoteMcpTool, ToolSlots
@@ -93,65 +93,7 @@ class ChatServers:
         call carries some of it to another server."""
         self._tools = ToolSlots(session)
         self._revoker = Revoker(session.scope, connector, audit)
-        self._shared = self._wire(store, connector, settings, task_group, callbacks, clock)
-
-    def _wire(
-        self,
-        store: ServerStore | None,
-        connector: Connector,
-        settings: RemoteMcpSettings,
-        task_group: TaskGroup,
-        callbacks: Callbacks,
-        clock: Clock,
-    ) -> ChatShared:
-        """Make the chat's parts, each handed what it works on, and what its servers share."""
-        session, secrets, audit = self.session, self._secrets, self.audit
-        asker = Asker(session, audit)
-        self.review = Review(
-            session,
-            self.servers,
-            interval=settings.approval_interval,
-            connect_wait=settings.connect_wait,
-            clock=clock,
-            secrets=secrets,
-            audit=audit,
-        )
-        """The servers' new and changed tools and instructions, held until the owner decides."""
-        self.logins = Logins(
-            session,
-            self.servers,
-            connector=connector,
-            callbacks=callbacks,
-            settings=settings,
-            task_group=task_group,
-            clock=clock,
-            secrets=secrets,
-            revoker=self._revoker,
-            audit=audit,
-        )
-        """The owner's OAuth logins (``/mcp_auth``)."""
-        self.policies = Policies(
-            session,
-            self.servers,
-            default=settings.default_policy,
-            ask_timeout=settings.ask_timeout,
-            asker=asker,
-            secrets=secrets,
-            audit=audit,
-        )
-        """The owner's call policies (``/mcp_policy``): which calls go ahead, wait for them, or never happen."""
-        calls = Calls(
-            session,
-            settings=settings.connection,
-            task_group=task_group,
-            secrets=secrets,
-            audit=audit,
-            policies=self.policies,
-            flows=self.flow_guard,
-            logins=self.logins,
-            review=self.review,
-        )
-        return ChatShared(
+        context = ChatContext(
             session=session,
             store=store,
             settings=settings,
@@ -162,11 +104,20 @@ class ChatServers:
             secrets=secrets,
             audit=audit,
             tools=self._tools,
-            asker=asker,
+            asker=Asker(session, audit),
             revoker=self._revoker,
-            caller=calls,
             events=self,
             servers=self.servers,
+        )
+        self._context = context
+        self.review = Review(context)
+        """The servers' new and changed tools and instructions, held until the owner decides."""
+        self.logins = Logins(context)
+        """The owner's OAuth logins (``/mcp_auth``)."""
+        self.policies = Policies(context)
+        """The owner's call policies (``/mcp_policy``): which calls go ahead, wait for them, or never happen."""
+        self._calls = Calls(
+            context, policies=self.policies, flows=self.flow_guard, logins=self.logins, review=self.review
         )
 
     # The file
@@ -189,7 +140,7 @@ class ChatServers:
         self._remember_secrets(result.entries)
         for name, entry in wanted.items():
             if name not in self.servers:
-                server = self.servers[name] = RemoteServer(entry, self._shared)
+                server = self.servers[name] = RemoteServer(entry, self._context, self._calls)
                 server.start()
             elif (server := self.servers[name]).entry.policy != entry.policy:
                 # The owner changed a policy through another process of this host: it applies now
@@ -232,7 +183,7 @@ class ChatServers:
     async def before_turn(self) -> None:
         """BeforeAgentStart: reconcile, retry what is due, wait for connects, write the section."""
         await self.reconcile()
-        now = self._shared.clock()
+        now = self._context.clock()
         for server in self.servers.values():
             due = server.next_retry is not None and server.next_retry <= now
             if server.status == "unavailable" and not server.connecting and due:
@@ -255,7 +206,7 @@ class ChatServers:
         if saved.follows is not None and self.store is not None:
             # The write changed nothing but this entry in the file as last read: no read back.
             self.store.taken(saved)
-            started = self.servers[entry.name] = RemoteServer(entry, self._shared)
+            started = self.servers[entry.name] = RemoteServer(entry, self._context, self._calls)
             started.start()
         elif self.store is not None:
             # Something else changed too (another writer, a file set aside): the file as a whole.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Final
@@ -16,20 +16,15 @@ from urllib.parse import urlsplit
 
 import anyio
 import anyio.to_thread
-from anyio.abc import TaskGroup
 from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 from mcp.shared.auth import OAuthClientInformationFull
 
-from ..core import ChatSession
-from ._callback_listener import Callbacks, PendingLogin, duration_text
-from ._server import LoginStart, RemoteServer
-from ._settings import RemoteMcpSettings
-from ._shared import ChatSecrets, Revoker
+from ._callback_listener import PendingLogin, duration_text
+from ._server import ChatContext, LoginStart, RemoteServer
 from ._views import state_text
-from .store import AuditLog, OAuthGrant
+from .store import OAuthGrant
 from .transport import (
     OAUTH_ERROR_CODES,
-    Connector,
     GrantStorage,
     LoginEnded,
     LoginExpired,
@@ -138,31 +133,18 @@ class _StepUp:
 class Logins:
     """The owner's OAuth logins to one chat's servers: each server's login is its ``ServerLogin``."""
 
-    def __init__(
-        self,
-        session: ChatSession,
-        servers: Mapping[str, RemoteServer],
-        *,
-        connector: Connector,
-        callbacks: Callbacks,
-        settings: RemoteMcpSettings,
-        task_group: TaskGroup,
-        clock: Callable[[], float],
-        secrets: ChatSecrets,
-        revoker: Revoker,
-        audit: AuditLog,
-    ) -> None:
-        self._session = session
-        self._servers = servers
-        self._connector = connector
-        self._callbacks = callbacks
-        self._settings = settings
-        self._tg = task_group
-        self._clock = clock
-        self._secrets = secrets
-        self._redact = secrets.redact
-        self._revoker = revoker
-        self._audit = audit
+    def __init__(self, context: ChatContext) -> None:
+        self._session = context.session
+        self._servers = context.servers
+        self._connector = context.connector
+        self._callbacks = context.callbacks
+        self._settings = context.settings
+        self._tg = context.task_group
+        self._clock = context.clock
+        self._secrets = context.secrets
+        self._redact = context.secrets.redact
+        self._revoker = context.revoker
+        self._audit = context.audit
         self._step_ups: dict[str, _StepUp] = {}
         """Per server, the last step-up the owner was asked for."""
 

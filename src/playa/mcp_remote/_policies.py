@@ -14,18 +14,17 @@ from __future__ import annotations
 import json
 import logging
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import anyio.to_thread
 
-from ..core import ALWAYS, ChatSession, Question
+from ..core import ALWAYS, Question
 from ..exceptions import StoreError
 from ._review import APPROVAL_LIMIT
-from ._server import RemoteServer
-from ._shared import Asker, ChatSecrets
-from .store import AuditLog, Decision, shown_name
+from ._server import ChatContext, RemoteServer
+from .store import Decision, shown_name
 
 __all__ = ["DECLINED", "UNANSWERED", "Permit", "Policies"]
 
@@ -65,24 +64,14 @@ class Policies:
     through the chat's ``Asker``, and sealed into the entry (``RemoteServer.seal_policy``), which
     binds the server's tools again so that a tool now denied leaves the model's list at once."""
 
-    def __init__(
-        self,
-        session: ChatSession,
-        servers: Mapping[str, RemoteServer],
-        *,
-        default: Decision,
-        ask_timeout: float,
-        asker: Asker,
-        secrets: ChatSecrets,
-        audit: AuditLog,
-    ) -> None:
-        self._session = session
-        self._servers = servers
-        self.default: Decision = default
-        self._ask_timeout = ask_timeout
-        self._ask = asker.ask
-        self._redact = secrets.redact_out
-        self._audit = audit
+    def __init__(self, context: ChatContext) -> None:
+        self._session = context.session
+        self._servers = context.servers
+        self.default: Decision = context.settings.default_policy
+        self._ask_timeout = context.settings.ask_timeout
+        self._ask = context.asker.ask
+        self._redact = context.secrets.redact_out
+        self._audit = context.audit
 
     def of(self, state: RemoteServer, tool: str) -> Decision:
         """What applies to a call of the server's ``tool`` (its own name for it)."""

@@ -13,17 +13,14 @@ shown of them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
 from typing import Final
 
 import mcp_types
 
-from ..core import UI, Approval, ChatSession, render_approval
+from ..core import UI, Approval, render_approval
 from ..exceptions import StoreError
-from ._server import RemoteServer, wait_for_connects
-from ._shared import ChatSecrets
+from ._server import ChatContext, RemoteServer, wait_for_connects
 from .store import (
-    AuditLog,
     Pins,
     same_definitions,
     shown_names,
@@ -67,25 +64,15 @@ class Review:
     the front end of their latest command) and carries out their decisions.
     """
 
-    def __init__(
-        self,
-        session: ChatSession,
-        servers: Mapping[str, RemoteServer],
-        *,
-        interval: float,
-        connect_wait: float,
-        clock: Callable[[], float],
-        secrets: ChatSecrets,
-        audit: AuditLog,
-    ) -> None:
-        """``interval``: seconds between two messages about one server while the first is undecided."""
-        self._session = session
-        self._servers = servers
-        self._interval = interval
-        self._connect_wait = connect_wait
-        self._clock = clock
-        self._redact = secrets.redact
-        self._audit = audit
+    def __init__(self, context: ChatContext) -> None:
+        self._session = context.session
+        self._servers = context.servers
+        self._interval = context.settings.approval_interval
+        """Seconds between two messages about one server while the first is undecided."""
+        self._connect_wait = context.settings.connect_wait
+        self._clock = context.clock
+        self._redact = context.secrets.redact
+        self._audit = context.audit
         self.owner_ui: UI | None = None
         """The front end of the owner's latest command: where tool changes are shown to them."""
         self._untold: list[str] = []

@@ -33,7 +33,7 @@ from .store import AuditLog, OAuthGrant, Pins, Policy, ServerEntry, ServerStore,
 from .transport import Connection, Connector, Endpoint, GrantStorage, ServerAuth
 
 __all__ = [
-    "ChatShared",
+    "ChatContext",
     "LoginStart",
     "RemoteServer",
     "ServerEvents",
@@ -70,8 +70,8 @@ class ToolCaller(Protocol):
 
 
 @dataclass(frozen=True, eq=False)
-class ChatShared:
-    """What every server of one chat works with, made once by ``ChatServers``."""
+class ChatContext:
+    """What one chat's servers and the service's parts work with, made once by ``ChatServers``."""
 
     session: ChatSession
     store: ServerStore | None
@@ -85,7 +85,6 @@ class ChatShared:
     tools: ToolSlots
     asker: Asker
     revoker: Revoker
-    caller: ToolCaller
     events: ServerEvents
     servers: Mapping[str, RemoteServer]
     """The chat's servers now, by name (read only)."""
@@ -94,9 +93,10 @@ class ChatShared:
 class RemoteServer:
     """One server of a chat: connected, retried, bound to the chat's tools, logged in and reviewed."""
 
-    def __init__(self, entry: ServerEntry, shared: ChatShared) -> None:
+    def __init__(self, entry: ServerEntry, context: ChatContext, caller: ToolCaller) -> None:
         self.entry = entry
-        self._shared = shared
+        self._context = context
+        self._caller = caller
         self.status: Literal["connecting", "connected", "unavailable"] = "connecting"
         self.connection: Connection | None = None
         self.reason: str | None = None
@@ -134,7 +134,7 @@ class RemoteServer:
     @property
     def current(self) -> bool:
         """Whether the chat still holds this server (not removed or replaced)."""
-        return self._shared.servers.get(self.entry.name) is self
+        return self._context.servers.get(self.entry.name) is self
 
     # Connecting
 
@@ -142,33 +142,33 @@ class RemoteServer:
         """Connect in the background; ``after_login``: the first connect with the owner's new login."""
         self.status = "connecting"
         self.attempt = anyio.Event()
-        self._shared.task_group.start_soon(partial(self._connect, after_login=after_login))
+        self._context.task_group.start_soon(partial(self._connect, after_login=after_login))
 
     async def wait(self) -> None:
         """Wait for the connect in flight, bounded by the connect wait."""
         if self.attempt is not None:
-            with anyio.move_on_after(self._shared.settings.connect_wait):
+            with anyio.move_on_after(self._context.settings.connect_wait):
                 await self.attempt.wait()
 
     async def reconnect(self) -> None:
         """Connect with the owner's new login, and wait for the connect."""
         self.start(after_login=True)
         await self.wait()
-        self._shared.events.changed()
+        self._context.events.changed()
 
     def grant(self) -> GrantStorage:
         """The grant of an ``oauth`` server, kept across connects (tokens refresh in place)."""
-        return self.login.storage(self.entry, self.save_grant, self._shared.clock)
+        return self.login.storage(self.entry, self.save_grant, self._context.clock)
 
     def _endpoint(self) -> Endpoint:
-        entry, shared = self.entry, self._shared
+        entry, context = self.entry, self._context
         auth = None
         if entry.auth_kind == "oauth":
             auth = ServerAuth(
                 entry.url,
                 self.grant(),
-                redirect_uri=shared.callbacks.redirect_uri_or_placeholder,
-                clock=shared.clock,
+                redirect_uri=context.callbacks.redirect_uri_or_placeholder,
+                clock=context.clock,
                 on_refresh_failed=self._refresh_failed,
             )
         grant = entry.oauth.secrets if entry.oauth is not None else frozenset()
@@ -183,10 +183,10 @@ class RemoteServer:
 
     def _refresh_failed(self, status: int) -> None:
         """The authorization server refused to refresh the tokens: the owner's login must help."""
-        self._shared.audit.record("refresh_failed", server=self.entry.name, status=status)
+        self._context.audit.record("refresh_failed", server=self.entry.name, status=status)
 
     async def _connect(self, *, after_login: bool = False) -> None:
-        attempt, name, shared = self.attempt, self.entry.name, self._shared
+        attempt, name, context = self.attempt, self.entry.name, self._context
         connection: Connection | None = None
         endpoint: Endpoint | None = None
         # The boundary covers every step, binding included: this runs in the task group every
@@ -197,10 +197,10 @@ class RemoteServer:
                 # register clients with the authorization server for nothing.
                 raise NeedsLogin("this server needs a login", server=name)
             endpoint = self._endpoint()
-            connection = await shared.connector.connect(
+            connection = await context.connector.connect(
                 endpoint,
-                shared.task_group,
-                elicit=asking(endpoint, shared.asker.server_question, shared.secrets.redact),
+                context.task_group,
+                elicit=asking(endpoint, context.asker.server_question, context.secrets.redact),
                 on_tools=self._tools_changed,
                 tools_cache=self.tools_cache,
             )
@@ -209,7 +209,7 @@ class RemoteServer:
                 await connection.aclose()
                 return
             adopted = self.review.hold_instructions(
-                self.entry, connection.instructions, self.bind(connection), shared.secrets.redact
+                self.entry, connection.instructions, self.bind(connection), context.secrets.redact
             )
             self.connection, self.status, self.reason, self.detail = connection, "connected", None, None
             self.transport, self.protocol = connection.transport, connection.protocol
@@ -217,8 +217,8 @@ class RemoteServer:
             self.login.counted(refused=False)
             if self.entry.auth_kind != "oauth" and (superseded := self.login.abandon()) is not None:
                 # It replaced an OAuth entry and needs no login: the old tokens are abandoned.
-                shared.task_group.start_soon(shared.revoker.abandoned, name, superseded)
-            await shared.events.bound(self, adopted)
+                context.task_group.start_soon(context.revoker.abandoned, name, superseded)
+            await context.events.bound(self, adopted)
         except RemoteError as exc:
             if self.current:
                 if endpoint is not None and endpoint.auth is not None:
@@ -230,9 +230,9 @@ class RemoteServer:
                     exc.reason, needs_login=isinstance(exc, NeedsLogin), refused=refused, detail=exc.detail
                 )
         except Exception as exc:  # boundary: one server's bug must not end the chat's task group
-            logger.error("connecting %s in %s failed: %s", name, shared.session.scope, type(exc).__name__)
+            logger.error("connecting %s in %s failed: %s", name, context.session.scope, type(exc).__name__)
             if connection is not None:
-                shared.task_group.start_soon(connection.aclose)
+                context.task_group.start_soon(connection.aclose)
             if self.current:
                 self.failed(f"internal error ({type(exc).__name__})")
         finally:
@@ -247,7 +247,7 @@ class RemoteServer:
         ``reason`` is Playa's words, for the prompt too; ``detail`` what the server said, for the owner only.
         """
         # Its tools stay bound but hidden until a connect succeeds and binds them again.
-        self._shared.tools.hide(self.tools)
+        self._context.tools.hide(self.tools)
         self.failures += 1
         self.status = "unavailable"
         self.needs_login = needs_login
@@ -260,12 +260,12 @@ class RemoteServer:
         elif needs_login:
             # A timer cannot log in: the server waits for the owner.
             reason = login_hint(reason, self.entry.name)
-        redact = self._shared.secrets.redact
+        redact = self._context.secrets.redact
         self.reason = redact(reason)
         self.detail = redact(detail) if detail is not None else None
-        settings = self._shared.settings
-        self.next_retry = None if needs_login else self._shared.clock() + settings.backoff(self.failures)
-        logger.info("%s in %s is unavailable: %s", self.entry.name, self._shared.session.scope, self.reason)
+        settings = self._context.settings
+        self.next_retry = None if needs_login else self._context.clock() + settings.backoff(self.failures)
+        logger.info("%s in %s is unavailable: %s", self.entry.name, self._context.session.scope, self.reason)
 
     async def connection_for_call(self) -> Connection:
         """The working connection: a broken one is replaced (one connect at a time)."""
@@ -291,11 +291,11 @@ class RemoteServer:
     def call_failed(self, connection: Connection, exc: RemoteError) -> None:
         """A call broke ``connection``: it is dropped, and the next call reconnects."""
         if self.connection is connection:
-            redact = self._shared.secrets.redact
+            redact = self._context.secrets.redact
             self.connection = None
             self.reason = redact(exc.reason)
             self.detail = redact(exc.detail) if exc.detail is not None else None
-            self._shared.task_group.start_soon(connection.aclose)
+            self._context.task_group.start_soon(connection.aclose)
 
     def call_needs_login(self, connection: Connection, reason: str) -> bool:
         """A call was refused for want of a login (or a scope): the server waits for the owner.
@@ -304,11 +304,11 @@ class RemoteServer:
         """
         if self.connection is connection:
             self.connection = None
-            self._shared.task_group.start_soon(connection.aclose)
+            self._context.task_group.start_soon(connection.aclose)
         auth = connection.endpoint.auth
         self.login.wants(auth.scope if auth is not None else None)
         self.failed(reason, needs_login=True)
-        self._shared.events.changed()
+        self._context.events.changed()
         return auth is not None and bool(auth.scope)
 
     def take_connection(self) -> Connection | None:
@@ -318,7 +318,7 @@ class RemoteServer:
 
     def drop(self) -> Connection | None:
         """The chat forgets this server: its tools are unbound; the caller closes the connection returned."""
-        self._shared.tools.unbind(self.tools)
+        self._context.tools.unbind(self.tools)
         self.tools = []
         return self.take_connection()
 
@@ -329,10 +329,10 @@ class RemoteServer:
 
         Returns the pins to save when the entry had none: the list it adopts as approved.
         """
-        entry, shared = self.entry, self._shared
+        entry, context = self.entry, self._context
         allowed: dict[str, mcp_types.Tool] = {}
         withheld: list[str] = []
-        redactor, redact = shared.secrets.redactor, shared.secrets.redact
+        redactor, redact = context.secrets.redactor, context.secrets.redact
         for tool in connection.tools:
             if (entry.tools is None or tool.name in entry.tools) and tool.name not in allowed:
                 if redactor.contains(without_format(tool.model_dump_json(by_alias=True))):
@@ -347,11 +347,11 @@ class RemoteServer:
                 allowed[tool.name] = tool
         # A server offering hundreds of tools would drown the model (and slow every step); the
         # owner picks the ones they want with --tools.
-        limit = shared.settings.max_tools_per_server
+        limit = context.settings.max_tools_per_server
         self.hidden = max(0, len(allowed) - limit)
         allowed = dict(list(allowed.items())[:limit])
         allowed, adopted = self.review.hold_tools(entry, allowed)
-        default = shared.settings.default_policy
+        default = context.settings.default_policy
         for remote in [remote for remote in allowed if entry.policy.of(remote, default) == "deny"]:
             # The owner's policy: the model is never offered it (a call all the same is refused).
             del allowed[remote]
@@ -369,28 +369,28 @@ class RemoteServer:
                 remote_name=remote,
                 description=f"[{entry.name}] {description}".strip(),
                 parameters=normalize_schema(tool.input_schema),
-                call=partial(shared.caller.call, self, names[remote]),
+                call=partial(self._caller.call, self, names[remote]),
             )
-        self.tools = shared.tools.bind(bindings, self.tools)
+        self.tools = context.tools.bind(bindings, self.tools)
         return adopted
 
     def rebind(self) -> None:
         """Bind the tools again after a policy changed: a denied one leaves the model's list."""
-        connection, shared = self.connection, self._shared
+        connection, context = self.connection, self._context
         if (
             connection is not None
             and not connection.broken
             and (adopted := self.bind(connection)) is not None
         ):
-            shared.task_group.start_soon(shared.events.bound, self, adopted)
-        shared.events.changed()
+            context.task_group.start_soon(context.events.bound, self, adopted)
+        context.events.changed()
 
     async def _tools_changed(self, connection: Connection) -> None:
         """The server said its tool list changed, and the connection listed it again."""
         if not self.current or self.connection is not connection:
             return  # dropped or replaced meanwhile; a new connection lists its own tools
-        await self._shared.events.bound(self, self.bind(connection))
-        self._shared.events.changed()
+        await self._context.events.bound(self, self.bind(connection))
+        self._context.events.changed()
 
     async def decided(self, pins: Pins) -> None:
         """The owner decided what waited: ``pins`` sealed, and what they allow bound at once."""
@@ -399,24 +399,24 @@ class RemoteServer:
         rebound = connection is not None and not connection.broken
         if connection is not None and rebound:
             self.review.hold_instructions(
-                self.entry, connection.instructions, self.bind(connection), self._shared.secrets.redact
+                self.entry, connection.instructions, self.bind(connection), self._context.secrets.redact
             )
         self.review.concluded(pins, rebound=rebound)
-        self._shared.events.changed()
+        self._context.events.changed()
 
     # The entry
 
     async def save_pins(self, pins: Pins) -> None:
         """Seal new pins into the entry (an owner's decision, or an adopted list)."""
         entry = self.entry = replace(self.entry, pins=pins)
-        store = self._shared.store
+        store = self._context.store
         if store is not None and self.current:
             await anyio.to_thread.run_sync(store.put, entry)
 
     async def seal_policy(self, policy: Policy) -> None:
         """Save the entry with ``policy`` and let it apply at once. Raises ``StoreError``."""
         entry = replace(self.entry, policy=policy)
-        if (store := self._shared.store) is not None:
+        if (store := self._context.store) is not None:
             await anyio.to_thread.run_sync(store.put, entry)
         if self.current:
             self.entry = entry
@@ -428,20 +428,26 @@ class RemoteServer:
         self.rebind()
 
     async def save_grant(self, grant: OAuthGrant) -> bool:
-        """Seal a changed grant into the entry of the chat's server of this name (new tokens, a
-        registration) before it is used; whether it was sealed into the file."""
-        shared = self._shared
-        shared.secrets.remember(grant.secrets)
-        server = shared.servers.get(self.entry.name)
-        if shared.store is None or server is None:
+        """Seal a changed grant (new tokens, a registration) into the entry of the chat's server of
+        this name before it is used; whether it was sealed into the file."""
+        context = self._context
+        context.secrets.remember(grant.secrets)
+        server = context.servers.get(self.entry.name)
+        if context.store is None or server is None:
             return False
-        entry = server.entry = replace(server.entry, oauth=grant)
+        return await server._seal_grant(grant, context.store)
+
+    async def _seal_grant(self, grant: OAuthGrant, store: ServerStore) -> bool:
+        entry = self.entry = replace(self.entry, oauth=grant)
         try:
-            await anyio.to_thread.run_sync(shared.store.put, entry)
+            await anyio.to_thread.run_sync(store.put, entry)
         except StoreError as exc:
             # The connection goes on with the tokens held; the next refresh tries again.
             logger.warning(
-                "could not save the authorization of %s in %s: %s", entry.name, shared.session.scope, exc
+                "could not save the authorization of %s in %s: %s",
+                entry.name,
+                self._context.session.scope,
+                exc,
             )
             return False
         return True
