@@ -1,6 +1,6 @@
 """OAuth rules of Playa's own: what a step-up shows of the scopes a server named, how a secret is sent.
 
-The flows run end to end in test_oauth.py (oidc-provider) and against the conformance suite's
+The flows run end to end in test_login.py (oidc-provider) and against the conformance suite's
 servers; here, the text a hostile server's challenge can put into the prompt section, which
 every turn carries, and the choice of token endpoint authentication for a client with a secret.
 """
