@@ -19,7 +19,6 @@ import uuid
 from pathlib import Path
 from typing import Annotated
 
-import anyio
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
@@ -93,9 +92,8 @@ async def test_a_server_that_turns_hostile_after_the_add_leaks_the_token_nowhere
             "/mcp_approve hostile",
             "hello once more",
         ]
-        done = await anyio.to_thread.run_sync(canary.run_console, tmp_path, provider, lines, level)
-    out, err = done.stdout.decode(), done.stderr.decode()
-    assert done.returncode == 0, err[-3000:]
+        run = await canary.run_chat(tmp_path, provider, lines, level)
+    out, err = run.out, run.err
 
     # It ran: the changes were held and shown, redacted, and the owner's approval covered them.
     assert "Added hostile: connected" in out, out[-3000:]

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -46,7 +45,7 @@ from servers.python_servers import RunningServer, buffered, json_or_none, serve_
 from servers.task_server import TaskServer
 from support import canary
 from support.canary import GHP, IN_PROSE, LOW_HEX
-from support.providers import ProviderServer, serve_provider, text, tool_call
+from support.providers import serve_provider, text, tool_call
 
 pytestmark = pytest.mark.anyio
 
@@ -304,13 +303,6 @@ def model_script() -> list[Any]:
     return steps
 
 
-def run_console(
-    data_dir: Path, provider: ProviderServer, lines: list[str], level: str
-) -> subprocess.CompletedProcess[bytes]:
-    # The task's turn ends when its call's time is up; the hostile tools all answer at once.
-    return canary.run_console(data_dir, provider, lines, level, {"PLAYA_CALL_TIMEOUT": "5"})
-
-
 @pytest.mark.parametrize("level", ["DEBUG", "WARNING"])
 async def test_no_credential_reaches_the_model_a_log_a_reply_or_a_file(tmp_path: Path, level: str) -> None:
     async with hostile_mcp() as (hostile, tasks), serve_provider() as provider:
@@ -321,9 +313,9 @@ async def test_no_credential_reaches_the_model_a_log_a_reply_or_a_file(tmp_path:
             *(f"please use {name}" for name in TOOL_TURNS),
             *(f"look at the files, step {i}" for i in range(6)),
         ]
-        done = await anyio.to_thread.run_sync(run_console, tmp_path, provider, lines, level)
-    out, err = done.stdout.decode(), done.stderr.decode()
-    assert done.returncode == 0, err[-3000:]
+        # The task's turn ends when its call's time is up; the hostile tools all answer at once.
+        run = await canary.run_chat(tmp_path, provider, lines, level, {"PLAYA_CALL_TIMEOUT": "5"})
+    out, err = run.out, run.err
 
     # It ran: the server was added with both credentials, and the model called what it could.
     assert "Added hostile: connected" in out, out[-3000:]

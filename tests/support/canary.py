@@ -13,6 +13,7 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -28,6 +29,7 @@ __all__ = [
     "IN_PROSE",
     "LOW_HEX",
     "WAIT",
+    "ChatRun",
     "Console",
     "Leaked",
     "assert_nothing_leaked",
@@ -36,7 +38,7 @@ __all__ = [
     "files_under",
     "leaked_of",
     "low_entropy_hex",
-    "run_console",
+    "run_chat",
 ]
 
 HOST_SECRET = "canary-host-secret-" + "s" * 20
@@ -123,14 +125,32 @@ def _console_command(data_dir: Path) -> list[str]:
     ]
 
 
-def run_console(
+@dataclass(frozen=True)
+class ChatRun:
+    """What a `playa chat` run printed, and what it logged."""
+
+    out: str
+    err: str
+
+
+async def run_chat(
     data_dir: Path,
     provider: ProviderServer,
     lines: list[str],
     level: str,
     env: Mapping[str, str] = {},
+) -> ChatRun:
+    """``playa chat`` in a process of its own, its model the loopback ``provider``, fed ``lines``;
+    it must end well."""
+    done = await anyio.to_thread.run_sync(functools.partial(_run_chat, data_dir, provider, lines, level, env))
+    run = ChatRun(done.stdout.decode(), done.stderr.decode())
+    assert done.returncode == 0, run.err[-3000:]
+    return run
+
+
+def _run_chat(
+    data_dir: Path, provider: ProviderServer, lines: list[str], level: str, env: Mapping[str, str]
 ) -> subprocess.CompletedProcess[bytes]:
-    """``playa chat`` in a process of its own, its model the loopback ``provider``, fed ``lines``."""
     return subprocess.run(
         _console_command(data_dir),
         input="".join(line + "\n" for line in lines).encode(),
