@@ -8,9 +8,9 @@ of a later one.
 
 - ``playa``: ``Connector.connect`` (one shared SSL context, tools listed).
 - ``sdk-same``: ``mcp.Client`` over ``streamable_http_client`` with an httpx2 client built on
-  one shared SSL context, sending what Playa sends: ``server/discover`` (``mode="auto"``),
-  ``tools/list``, and a ``subscriptions/listen`` stream for tool-list changes held open (or,
-  refused, none: the SDK server holds at most 1,024).
+  one shared SSL context, sending what Playa sends at a connect: ``server/discover``
+  (``mode="auto"``) and ``tools/list``. Neither side holds a ``subscriptions/listen`` stream:
+  Playa opens one when a connection is first called, and these are never called.
 - ``sdk-shared``: the same client pinned to the 2026 protocol, tools listed, nothing held: the
   bare SDK used with care, learning neither the server's instructions nor its changes.
 - ``sdk-default``: ``mcp.Client(url)``, every default (its own SSL context, ``mode="auto"``).
@@ -31,7 +31,7 @@ from typing import Any
 
 import anyio
 import httpx2
-from mcp import Client, MCPError
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import LATEST_MODERN_VERSION
 
@@ -108,11 +108,6 @@ async def hold(args: argparse.Namespace) -> dict[str, Any]:
                 async with limiter:
                     client = await stack.enter_async_context(sdk_client(args.side))
                     assert (await client.list_tools()).tools
-                    if args.side == "sdk-same":
-                        # Refused past the server's limit (the SDK server's: 1,024 streams), as
-                        # Playa does: the connection stays, without the stream.
-                        with contextlib.suppress(MCPError):
-                            await stack.enter_async_context(client.listen(tools_list_changed=True))
                 opened += 1
                 tried()
                 await stop.wait()

@@ -29,7 +29,8 @@ from bench._common import Report, Spread, alternating_blocks, bench_server, time
 from bench._playa import TOKEN, QuietUI, message, playa_in_tmp
 from playa.mcp_remote import RemoteMcpSettings
 
-TARGET_RATIO = 1.10
+TARGET_RATIO = 1.05
+TARGET_OWN_CPU = 100e-6
 PER_BLOCK = 20
 ARGS = {"text": "hello from the benchmark"}
 BIG = 1_000_000
@@ -142,8 +143,8 @@ async def run(quick: bool) -> Report:
     report.add(
         "Playa's own cost per call: client CPU (wall: median difference)",
         f"{overhead * 1e6:+.0f} µs CPU ({(a.median - b.median) * 1e6:+.0f} µs wall)",
-        target="< 300 µs CPU",
-        verdict=verdict(overhead < 300e-6),
+        target=f"≤ {TARGET_OWN_CPU * 1e6:.0f} µs CPU",
+        verdict=verdict(overhead <= TARGET_OWN_CPU),
     )
     report.add(
         "Connection.call_tool alone (layer below the host)",
@@ -164,7 +165,8 @@ async def run(quick: bool) -> Report:
     report.notes.append(
         "Baseline: `mcp.Client(url)`, every SDK default: it negotiates the 2026 protocol with this "
         'server, as Playa does. The `mode="legacy"` row is the SDK over the initialize handshake, '
-        "for the record, not the baseline."
+        "for the record, not the baseline. Playa's connection holds its change stream "
+        "(subscriptions/listen, opened at its first call, in the warm-up); the baseline holds none."
     )
     big_a, big_b = Spread.of(big_ours), Spread.of(big_sdk)
     report.add(

@@ -1,9 +1,9 @@
 """Target 6: 1,000 chats with 2 servers each against one server process.
 
 First the baseline: the same 2,000 connections made by the bare SDK in a process of its own
-(``bench._memory --side sdk-same``: what Playa sends per connection, ``server/discover``,
-``tools/list`` and a ``subscriptions/listen`` stream held open, as many at once as Playa's
-connector allows), timed until all are open, then closed. Then every chat's sealed
+(``bench._memory --side sdk-same``: what Playa sends per connection, ``server/discover`` and
+``tools/list``, as many at once as Playa's connector allows; neither side holds a change stream,
+which Playa opens when a connection is first called), timed until all are open, then closed. Then every chat's sealed
 ``servers.json`` is written, its entries holding the pins a first connect saved (as after a
 restart: the first chat connects first, and its pins are every chat's); all sessions start at
 once (each SessionStart connects in the background) and the clock runs until every chat's
@@ -188,7 +188,8 @@ async def run(quick: bool) -> Report:
     report.notes.append(
         f"sessions started in {sessions_started:.1f} s (connects run in the background); baseline column: "
         "for the connects, the bare SDK making the same 2 connections × chats with the same requests "
-        "(discover, tools/list, a subscriptions/listen stream) in a process of its own, before; for the "
+        "(discover, tools/list; no change stream, which Playa opens only at a connection's first call) in "
+        "a process of its own, before; for the "
         "turn, the same turn in a host with that single chat, in another process, in alternating blocks"
     )
     report.notes.append(f"garbage collection during the crowded turns: {gc_crowded.text() or 'none'}")

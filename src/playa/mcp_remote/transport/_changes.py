@@ -2,7 +2,8 @@
 
 A 2025-11-25 server says so with ``notifications/tools/list_changed`` (on the listening stream,
 or SSE's one stream), which the connection's message handler hears; a 2026-07-28 server sends
-it on a ``subscriptions/listen`` stream, opened when the server offers it.
+it on a ``subscriptions/listen`` stream, which a connection opens when the server offers it and
+the connection is first used (see ``Connection``).
 """
 
 from __future__ import annotations
@@ -52,16 +53,18 @@ def offers_changes(client: Client) -> bool:
     )
 
 
-async def listen_for_changes(client: Client, *, server: str, changed: Callable[[], None]) -> None:
-    """Call ``changed`` for each tool-list change on a ``subscriptions/listen`` stream, opened again when it drops."""
-    first = True
+async def listen_for_changes(
+    client: Client, *, server: str, changed: Callable[[], None], opened: Callable[[], None]
+) -> None:
+    """Hear tool-list changes on a ``subscriptions/listen`` stream, opened again when it drops.
+
+    ``opened`` hears each time the stream is open (changes made while none was open were never
+    sent: the tools are to be looked at again), ``changed`` each change the server announces.
+    """
     while True:
         try:
             async with client.listen(tools_list_changed=True) as subscription:
-                if not first:
-                    # Changes made while no stream was open were never sent: look again.
-                    changed()
-                first = False
+                opened()
                 async for _event in subscription:
                     changed()
             return  # the server closed the subscription itself

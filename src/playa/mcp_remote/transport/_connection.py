@@ -5,19 +5,8 @@ connection lives in a task of the caller's task group, which enters the SDK's tr
 scopes must be exited by the task that entered them); ``Connection.aclose`` asks that task to
 stop and waits for it.
 
-The protocol: over Streamable HTTP the first connect to a URL lets the SDK negotiate
-(``mode="auto"``): it asks ``server/discover``; a server of the 2026 protocol answers with the
-versions it speaks, and an older one refuses the method and gets the ``initialize`` handshake
-instead. Later connects to that URL start with what was agreed: a modern version needs no
-handshake at all (the tool listing is the first request, and there is no session to open or
-delete) for as long as the server's ``server/discover`` answer says it stays fresh (its
-``ttlMs``: what it says, its ``instructions`` included, is reused only that long, and probed
-again after), and the handshake goes without the probe. Should the server have changed, the
-remembered way fails with the server's answer and the same connect negotiates again; a probe
-that gets no answer in time leaves the handshake for next time, since a server that ignores
-the probe would otherwise time out on every connect. (A server that was only down is then
-spoken to with the handshake until it refuses it; one that speaks both protocols never does.)
-SSE, the older transport, always uses the handshake.
+How a connect speaks to the server (transport, protocol version, handshake or not) is the
+connector's choice (``_connector``); a connection is told its ``mode``.
 
 A transport failure or a timeout during a call marks the connection ``broken`` and stops it; its
 owner drops it and connects again for the next call. Calls are never retried here.
@@ -29,7 +18,12 @@ asks a person stops the clock while the person answers. A tool that runs only as
 back a ``PendingTask`` that ``finish_task`` follows on, up to ``call_max``.
 
 Tool-list changes are followed while connected (see ``_changes``): the connection's own task
-lists the tools again and hands the new list to its owner's ``on_tools``.
+lists the tools again and hands the new list to its owner's ``on_tools``. A 2026-07-28 server's
+``subscriptions/listen`` stream is opened when the connection is first used, not at the connect:
+a connection nobody calls holds no stream (a host keeps thousands of idle chats connected).
+Once it is open, the tools are looked at again (from the cache while the server allows it),
+since a change made before then was never sent, unless they were listed just before (the
+window any stream's opening has); the first call waits for that, briefly.
 
 A tools/list result is kept as its 2026-07-28 ``ttlMs`` and ``cacheScope`` allow, in the
 response cache its owner hands each connection of one server (``tools_cache``): a reconnect
@@ -40,7 +34,6 @@ after a change always asks the server.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import math
 import ssl
@@ -86,6 +79,11 @@ HANDSHAKE: Final = "legacy"
 """The SDK's connect mode of the ``initialize`` handshake; any other mode is a modern version."""
 
 _CLIENT_INFO: Final = mcp_types.Implementation(name="playa", version=__version__)
+_LISTENING_WAIT: Final = 5.0
+"""Seconds a first call waits for the change stream to open and the tools to be looked at; a
+server slower than that is called all the same."""
+_LISTED_JUST_NOW: Final = 1.0
+"""Seconds after a listing in which a change stream that opens does not list the tools again."""
 _RELIST_EVERY: Final = 1.0
 """Seconds between two listings after changes: a burst of notifications costs one listing."""
 
@@ -153,6 +151,14 @@ class Connection:
         self._wake = anyio.Event()
         """Set when the connection's task has something to do: stop, or list the tools again."""
         self._tools_changed = False
+        self._listen_wanted = False
+        """The server offers tool-list changes on a stream: opened at the first call."""
+        self._listen_now = False
+        self._catch_up = False
+        """The change stream (re)opened: look at the tools again, as the cache allows."""
+        self._caught_up = anyio.Event()
+        self._listed_at = -math.inf
+        """The change stream opened (or could not be) and the tools were looked at again."""
         self._relisting: anyio.CancelScope | None = None
 
     def __repr__(self) -> str:
@@ -198,6 +204,8 @@ class Connection:
         """
         server = self.endpoint.server
         client = self._live_client()
+        if self._listen_wanted:
+            await self._start_listening()
         seconds = self._settings.call_timeout if timeout is None else timeout
         errors_before = self._wire.trace.errors
         cuts_before = self._wire.cuts()
@@ -340,6 +348,34 @@ class Connection:
         self._tools_changed = True
         self._wake.set()
 
+    async def _start_listening(self) -> None:
+        """Open the change stream (the connection's task does), and wait, briefly, until the tools
+        were looked at again: a first call must not run on tools the server changed before."""
+        self._listen_wanted = False
+        self._listen_now = True
+        self._wake.set()
+        with anyio.move_on_after(_LISTENING_WAIT):
+            await self._caught_up.wait()
+
+    async def _listen(self, client: Client) -> None:
+        try:
+            await listen_for_changes(
+                client, server=self.endpoint.server, changed=self._changed, opened=self._opened
+            )
+        finally:
+            self._caught_up.set()  # no stream (refused, or ended): nothing to wait for
+
+    def _opened(self) -> None:
+        """The change stream is open: changes made while it was not were never sent."""
+        if self._caught_up.is_set():
+            # Opened again after it dropped: its events (and the cache's evictions) were lost.
+            self._changed()
+        elif anyio.current_time() - self._listed_at > _LISTED_JUST_NOW:
+            self._catch_up = True
+        else:
+            self._caught_up.set()
+        self._wake.set()
+
     async def _on_message(self, message: object) -> None:
         """The SDK's message handler: a change of the tool list (2025-11-25) is listed again."""
         if isinstance(message, mcp_types.ToolListChangedNotification):
@@ -348,32 +384,39 @@ class Connection:
     async def _follow_changes(self, client: Client) -> None:
         """While connected: list the tools again whenever the server says they changed; until stopped."""
         async with anyio.create_task_group() as tg:
-            if offers_changes(client):
-                tg.start_soon(
-                    functools.partial(
-                        listen_for_changes, client, server=self.endpoint.server, changed=self._changed
-                    )
-                )
             while not self._stop.is_set():
                 await self._wake.wait()
                 self._wake = anyio.Event()
-                if self._tools_changed and not self._stop.is_set():
-                    self._tools_changed = False
-                    await self._relist(client)
-                    # A server that says "changed" without pause gets one listing a second, not a storm.
-                    with anyio.move_on_after(_RELIST_EVERY):
-                        await self._stop.wait()
+                if self._stop.is_set():
+                    break
+                if self._listen_now:
+                    self._listen_now = False
+                    tg.start_soon(self._listen, client)
+                if self._tools_changed or self._catch_up:
+                    # After a change the server is asked; after the stream opened, the cache
+                    # serves while the server's ttlMs allows (a change it announced evicted it).
+                    changed, self._tools_changed, self._catch_up = self._tools_changed, False, False
+                    await self._relist(client, "refresh" if changed else "use", always=changed)
+                    self._caught_up.set()
+                    if changed:
+                        # A server that says "changed" without pause gets one listing a second.
+                        with anyio.move_on_after(_RELIST_EVERY):
+                            await self._stop.wait()
             tg.cancel_scope.cancel()
 
-    async def _relist(self, client: Client) -> None:
-        """List the tools again and tell the owner; a stop gives it up (the owner's handler too)."""
+    async def _relist(self, client: Client, cache_mode: CacheMode, *, always: bool) -> None:
+        """List the tools again and tell the owner (``always``, or when they differ); a stop gives it up."""
         server = self.endpoint.server
+        before = self.tools
         with anyio.CancelScope() as self._relisting:
             try:
                 with anyio.fail_after(self._settings.connect_timeout):
-                    self.tools = await self._list(client, "refresh")
+                    self.tools = await self._list(client, cache_mode)
+                self._listed_at = anyio.current_time()
             except Exception as exc:  # boundary: a failed listing keeps the tools known
                 logger.info("%s: listing the changed tools failed: %s", server, type(exc).__name__)
+                return
+            if not always and self.tools == before:
                 return
             logger.info("%s: the tool list changed: %d tools", server, len(self.tools))
             if self._on_tools is not None:
@@ -381,7 +424,6 @@ class Connection:
                     await self._on_tools(self)
                 except Exception as exc:  # boundary: the owner's handler must not end the connection
                     logger.error("%s: handling a changed tool list failed: %s", server, type(exc).__name__)
-        self._relisting = None
 
     async def _list(self, client: Client, cache_mode: CacheMode = "use") -> tuple[mcp_types.Tool, ...]:
         return await list_tools(
@@ -447,6 +489,8 @@ class Connection:
                     # Listing through the session also primes its output-schema cache, so the
                     # first call does not list the tools again to validate its result.
                     self.tools = await self._list(client)
+                    self._listed_at = anyio.current_time()
+                    self._listen_wanted = offers_changes(client)
                     await self._wire.listening_opened()
                     # From here on the owner's cancellation must not reach the SDK's tasks: it
                     # would cancel them one by one and the session would end without its

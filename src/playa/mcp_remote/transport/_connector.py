@@ -1,8 +1,21 @@
 """The connector: one per host, sharing the settings, one SSL context, and what each URL spoke last.
 
-Which transport and protocol a connect tries first follows what worked for the URL before (see
-``_connection``'s docstring for the protocol's rules); a failed attempt falls back to the other
-transport only when the server did not speak this one.
+Which transport a connect tries first follows what worked for the URL before; a failed attempt
+falls back to the other transport only when the server did not speak this one.
+
+The protocol: over Streamable HTTP the first connect to a URL lets the SDK negotiate
+(``mode="auto"``): it asks ``server/discover``; a server of the 2026 protocol answers with the
+versions it speaks, and an older one refuses the method and gets the ``initialize`` handshake
+instead. Later connects to that URL start with what was agreed: a modern version needs no
+handshake at all (the tool listing is the first request, and there is no session to open or
+delete) for as long as the server's ``server/discover`` answer says it stays fresh (its
+``ttlMs``: what it says, its ``instructions`` included, is reused only that long, and probed
+again after), and the handshake goes without the probe. Should the server have changed, the
+remembered way fails with the server's answer and the same connect negotiates again; a probe
+that gets no answer in time leaves the handshake for next time, since a server that ignores
+the probe would otherwise time out on every connect. (A server that was only down is then
+spoken to with the handshake until it refuses it; one that speaks both protocols never does.)
+SSE, the older transport, always uses the handshake.
 """
 
 from __future__ import annotations
