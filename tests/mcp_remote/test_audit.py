@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 
 import anyio
@@ -23,7 +22,7 @@ from playa.agent import Host, HostConfig
 from playa.cli import remote_mcp
 from playa.mcp_remote import AuditKey, HostSecret, RemoteMcpExtension, verify_log
 from playa.mcp_remote.store import AuditRecord, FieldValue, Sealer, ServerStore, read_records
-from playa.telegram import TelegramSettings, run_telegram
+from playa.telegram import TelegramSettings
 from servers.oidc import authorization_server
 from servers.python_servers import serve_asgi, serve_mcp
 from servers.task_server import TaskServer
@@ -32,6 +31,7 @@ from support.chat import GUEST, ScriptedUI, msg
 from support.oauth import SCOPE as OAUTH_SCOPE
 from support.oauth import log_in, log_in_again, protected_chat, protected_server, refuse_sign_in
 from support.remote import HEALTHY, SETTINGS, OwnerChat, owner_chat, remote_host
+from support.telegram import bot_running
 
 pytestmark = pytest.mark.anyio
 
@@ -379,18 +379,8 @@ async def test_a_secret_deleted_from_the_chat_is_recorded_with_its_sender_and_wh
             serve_asgi(fake.app()) as api,
             serve_mcp(MCPServer("plain")) as plain,
             Host(config, [extension]) as host,
-            anyio.create_task_group() as tg,
+            bot_running(fake, host, api.url, settings=TelegramSettings(poll_timeout=5)),
         ):
-            tg.start_soon(
-                partial(
-                    run_telegram,
-                    host,
-                    token=token,
-                    base_url=api.url,
-                    settings=TelegramSettings(poll_timeout=5),
-                )
-            )
-            await fake.wait_call("getUpdates")
             command = f"/mcp_policy docs {key} deny"  # no server of that name: nothing connects
             fake.send(private_chat(301), command, sender=user(301))
             await fake.wait_reply(301, "no server named")
@@ -412,7 +402,6 @@ async def test_a_secret_deleted_from_the_chat_is_recorded_with_its_sender_and_wh
             await fake.wait_reply(-1401, "rotate that key")
             for scope, owner in chats.items():
                 await extension.chat(await host.session(scope, owner=owner)).audit.flush()
-            tg.cancel_scope.cancel()
     fake.close()
     deleted: dict[str, list[dict[str, FieldValue]]] = {}
     for scope in chats:

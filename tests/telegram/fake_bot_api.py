@@ -301,6 +301,29 @@ class FakeBotApi:
         self._recorded.set()
         self._recorded = anyio.Event()
 
+    def _failure(self, method: str, params: dict[str, Any]) -> tuple[int, str, dict[str, Any] | None] | None:
+        """The error this call is to fail with, as the test set it up: status, description, parameters."""
+        if method in self.retry_after:
+            seconds = self.retry_after.pop(method)
+            return 429, f"Too Many Requests: retry after {seconds}", {"retry_after": seconds}
+        if self.server_errors.get(method):
+            self.server_errors[method] -= 1
+            return 502, "Bad Gateway", None
+        if method == "sendMessage":
+            chat_id = int(params.get("chat_id", 0))
+            if chat_id in self.flood:
+                seconds = self.flood[chat_id]
+                return 429, f"Too Many Requests: retry after {seconds}", {"retry_after": seconds}
+            if chat_id in self.no_private_chat:
+                return 403, "Forbidden: bot can't initiate conversation with a user", None
+            if self.reject_entities and params.get("entities"):
+                return 400, "Bad Request: can't parse entities", None
+            if self.reject_button_urls and _url_buttons(params):
+                return 400, "Bad Request: BUTTON_URL_INVALID", None
+        if method == "deleteMessage" and self.fail_delete:
+            return 400, "Bad Request: message can't be deleted", None
+        return None
+
     async def _endpoint(self, request: Request) -> JSONResponse:
         if request.path_params["token"] != self.token:
             self._record(request.path_params["method"], {}, 401)
@@ -309,68 +332,17 @@ class FakeBotApi:
             )
         method = request.path_params["method"]
         params = await _params(request)
-        if method in self.retry_after:
-            seconds = self.retry_after.pop(method)
-            self._record(method, params, 429)
-            return JSONResponse(
-                {
-                    "ok": False,
-                    "error_code": 429,
-                    "description": f"Too Many Requests: retry after {seconds}",
-                    "parameters": {"retry_after": seconds},
-                },
-                status_code=429,
-            )
-        if self.server_errors.get(method):
-            self.server_errors[method] -= 1
-            self._record(method, params, 502)
-            return JSONResponse(
-                {"ok": False, "error_code": 502, "description": "Bad Gateway"}, status_code=502
-            )
-        if method == "sendMessage" and int(params.get("chat_id", 0)) in self.flood:
-            seconds = self.flood[int(params["chat_id"])]
-            self._record(method, params, 429)
-            return JSONResponse(
-                {
-                    "ok": False,
-                    "error_code": 429,
-                    "description": f"Too Many Requests: retry after {seconds}",
-                    "parameters": {"retry_after": seconds},
-                },
-                status_code=429,
-            )
-        if method == "sendMessage" and int(params.get("chat_id", 0)) in self.no_private_chat:
-            self._record(method, params, 403)
-            return JSONResponse(
-                {
-                    "ok": False,
-                    "error_code": 403,
-                    "description": "Forbidden: bot can't initiate conversation with a user",
-                },
-                status_code=403,
-            )
-        if method == "sendMessage" and self.reject_entities and params.get("entities"):
-            self._record(method, params, 400)
-            return JSONResponse(
-                {"ok": False, "error_code": 400, "description": "Bad Request: can't parse entities"},
-                status_code=400,
-            )
-        if method == "sendMessage" and self.reject_button_urls and _url_buttons(params):
-            self._record(method, params, 400)
-            return JSONResponse(
-                {"ok": False, "error_code": 400, "description": "Bad Request: BUTTON_URL_INVALID"},
-                status_code=400,
-            )
+        if (failure := self._failure(method, params)) is not None:
+            status, description, parameters = failure
+            self._record(method, params, status)
+            body: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
+            if parameters is not None:
+                body["parameters"] = parameters
+            return JSONResponse(body, status_code=status)
         if method == "getUpdates":
             # Recorded on arrival, so that a test can tell the bot is polling while the poll is held.
             self._record(method, params, 200)
             return JSONResponse({"ok": True, "result": await self._get_updates(params)})
-        if method == "deleteMessage" and self.fail_delete:
-            self._record(method, params, 400)
-            return JSONResponse(
-                {"ok": False, "error_code": 400, "description": "Bad Request: message can't be deleted"},
-                status_code=400,
-            )
         if method == "setWebhook":
             self.webhook = params
         elif method == "deleteWebhook":

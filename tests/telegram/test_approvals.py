@@ -166,6 +166,17 @@ def assert_key_never_sent(fake: FakeBotApi, model: RecordingModel) -> None:
     assert KEY not in str(model.seen)
 
 
+async def held_until_approved(
+    fake: FakeBotApi, message: ApiCall, chat: dict[str, Any], owner: int, model: RecordingModel
+) -> None:
+    """The changed tool stays away from the model until the owner approves ``message``; then the
+    model has it as version 2 describes it."""
+    tools = await turn(fake, chat, owner, model)
+    assert "changing__lookup" not in tools
+    tools = await approved(fake, message, chat, owner, model, "Approved 3 tool(s) of changing")
+    assert tools["changing__lookup"] == "[changing] " + CHANGED.format(version=2)
+
+
 async def test_the_owner_approves_with_a_button_and_the_held_tool_reaches_the_model_on_the_next_turn(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -268,11 +279,7 @@ async def test_a_newer_approval_supersedes_the_older_whose_buttons_then_do_nothi
         mark = fake.mark()
         fake.press(first, "Approve", sender=user(5301))  # the old message, as it was sent
         assert (await answered(fake, after=mark)).params["text"] == STALE
-        tools = await turn(fake, chat, 5301, model)
-        assert "changing__lookup" not in tools
-
-        tools = await approved(fake, second, chat, 5301, model, "Approved 3 tool(s) of changing")
-        assert tools["changing__lookup"] == "[changing] " + CHANGED.format(version=2)
+        await held_until_approved(fake, second, chat, 5301, model)
     assert_key_never_sent(fake, model)
 
 
@@ -305,11 +312,7 @@ async def test_a_press_on_changes_that_changed_again_unseen_decides_nothing_and_
         final = await decided(fake, first, "nothing was decided", after=mark)
         assert "changed again since that message was shown" in final.text
         assert "reply_markup" not in final.params
-        tools = await turn(fake, chat, 5701, model)
-        assert "changing__lookup" not in tools
-
-        tools = await approved(fake, newest, chat, 5701, model, "Approved 3 tool(s) of changing")
-        assert tools["changing__lookup"] == "[changing] " + CHANGED.format(version=2)
+        await held_until_approved(fake, newest, chat, 5701, model)
     assert_key_never_sent(fake, model)
 
 

@@ -19,7 +19,7 @@ from mcp.server.mcpserver import MCPServer
 
 from servers.python_servers import serve_mcp
 
-from .fake_bot_api import creator, group_chat, private_chat, user
+from .fake_bot_api import ApiCall, FakeBotApi, creator, group_chat, private_chat, user
 from .test_telegram import Running, running_bot
 
 pytestmark = pytest.mark.anyio
@@ -58,6 +58,12 @@ def write_call(arguments: dict[str, Any] = ARGUMENTS) -> str:
     return f"files__write {json.dumps(arguments)}"
 
 
+async def owner_asked(fake: FakeBotApi, *, after: int) -> ApiCall:
+    """A member's turn calls the write tool: the owner's permission question, in their private chat."""
+    fake.send(GROUP, write_call(), sender=user(MEMBER))
+    return await fake.wait_reply(OWNER, "The agent wants to call", after=after)
+
+
 async def test_a_members_call_waits_for_the_owners_press_in_their_private_chat(tmp_path: Path) -> None:
     calls: list[dict[str, Any]] = []
     async with bot_with_files(tmp_path, calls) as bot:
@@ -92,8 +98,7 @@ async def test_the_owners_deny_keeps_the_call_from_the_server_and_the_model_lear
     async with bot_with_files(tmp_path, calls) as bot:
         fake = bot.fake
         mark = fake.mark()
-        fake.send(GROUP, write_call(), sender=user(MEMBER))
-        asked = await fake.wait_reply(OWNER, "The agent wants to call", after=mark)
+        asked = await owner_asked(fake, after=mark)
         fake.press(asked, "Deny", sender=user(OWNER))
         await fake.wait_reply(GROUP["id"], "the owner declined", after=mark)
     assert calls == []
@@ -104,8 +109,7 @@ async def test_always_for_this_tool_lets_later_calls_through_unasked(tmp_path: P
     async with bot_with_files(tmp_path, calls) as bot:
         fake = bot.fake
         mark = fake.mark()
-        fake.send(GROUP, write_call(), sender=user(MEMBER))
-        asked = await fake.wait_reply(OWNER, "The agent wants to call", after=mark)
+        asked = await owner_asked(fake, after=mark)
         fake.press(asked, "Always for this tool", sender=user(OWNER))
         await fake.wait_reply(GROUP["id"], "wrote", after=mark)
         mark = fake.mark()

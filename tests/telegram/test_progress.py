@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 
 import anyio
@@ -13,10 +12,10 @@ import pytest
 
 from playa.agent import Host, HostConfig
 from playa.cli import remote_mcp
-from playa.telegram import TelegramSettings, run_telegram
 from playa.telegram._ui import PROGRESS_EVERY
 from servers.node import server_everything
 from servers.python_servers import serve_asgi
+from support.telegram import bot_running
 
 from .fake_bot_api import FakeBotApi, private_chat, user
 
@@ -40,25 +39,14 @@ async def bot_with_everything(tmp_path: Path, env: dict[str, str]) -> AsyncItera
         server_everything() as url,
         serve_asgi(fake.app()) as api,
         Host(config, [extension]) as host,
-        anyio.create_task_group() as tg,
+        bot_running(fake, host, api.url),
     ):
-        tg.start_soon(
-            partial(
-                run_telegram,
-                host,
-                token=TOKEN,
-                base_url=api.url,
-                settings=TelegramSettings(poll_timeout=5, typing_interval=0.5),
-            )
-        )
-        await fake.wait_call("getUpdates")
         try:
             mark = fake.mark()
             fake.send(private_chat(CHAT), f"/mcp_add everything {url}", sender=user(CHAT))
             await fake.wait_reply(CHAT, "Added everything: connected", after=mark, timeout=30)
             yield fake
         finally:
-            tg.cancel_scope.cancel()
             fake.close()
 
 

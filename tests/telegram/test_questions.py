@@ -103,6 +103,18 @@ async def bot_with_asking_server(tmp_path: Path, chat: dict[str, Any], owner: in
         yield bot
 
 
+@asynccontextmanager
+async def form_waiting(
+    tmp_path: Path, owner: int
+) -> AsyncIterator[tuple[FakeBotApi, dict[str, Any], dict[str, Any], int, ApiCall]]:
+    """The asking server's form, shown to ``owner`` in their private chat: the fake, the chat, the
+    owner, the mark before the form was asked for, and the form as shown."""
+    chat, me = private_chat(owner), user(owner)
+    async with bot_with_asking_server(tmp_path, chat, owner) as bot:
+        mark = bot.fake.mark()
+        yield bot.fake, chat, me, mark, await form_shown(bot.fake, chat, me, after=mark)
+
+
 def files_holding(root: Path, text: str) -> list[Path]:
     """Every file under ``root`` whose bytes hold ``text`` as it is."""
     return [path for path in root.rglob("*") if path.is_file() and text.encode() in path.read_bytes()]
@@ -188,11 +200,7 @@ async def test_a_form_is_filled_in_with_buttons_and_a_forced_reply_and_accepted(
 
 
 async def test_accept_alone_takes_the_defaults_and_a_bad_reply_is_asked_again(tmp_path: Path) -> None:
-    chat = private_chat(3201)
-    async with bot_with_asking_server(tmp_path, chat, 3201) as bot:
-        fake, me = bot.fake, user(3201)
-        mark = fake.mark()
-        shown = await form_shown(fake, chat, me, after=mark)
+    async with form_waiting(tmp_path, 3201) as (fake, chat, me, mark, shown):
         press(fake, shown, "✎ Age: 30 (default)", sender=me)
         prompt = await fake.wait_reply(3201, "Reply with Age", after=mark)
         fake.send(chat, "thirty", sender=me, reply_to=prompt)
@@ -211,11 +219,7 @@ async def test_accept_alone_takes_the_defaults_and_a_bad_reply_is_asked_again(tm
 
 async def test_a_key_sent_as_a_form_value_is_deleted_and_never_reaches_the_server(tmp_path: Path) -> None:
     key = "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
-    chat = private_chat(3301)
-    async with bot_with_asking_server(tmp_path, chat, 3301) as bot:
-        fake, me = bot.fake, user(3301)
-        mark = fake.mark()
-        shown = await form_shown(fake, chat, me, after=mark)
+    async with form_waiting(tmp_path, 3301) as (fake, chat, me, mark, shown):
         press(fake, shown, "✎ Name: required, not given", sender=me)
         prompt = await fake.wait_reply(3301, "Reply with Name", after=mark)
         sent = fake.send(chat, key, sender=me, reply_to=prompt)
@@ -339,11 +343,7 @@ async def test_a_link_telegram_refuses_in_a_button_is_still_asked_with_the_link_
 
 
 async def test_cancel_in_the_chat_ends_the_question(tmp_path: Path) -> None:
-    chat = private_chat(3601)
-    async with bot_with_asking_server(tmp_path, chat, 3601) as bot:
-        fake, me = bot.fake, user(3601)
-        mark = fake.mark()
-        shown = await form_shown(fake, chat, me, after=mark)
+    async with form_waiting(tmp_path, 3601) as (fake, chat, me, mark, shown):
         fake.send(chat, "/cancel", sender=me)
         result = await fake.wait_reply(3601, "asking__form returned", after=mark)
         await edited(fake, shown, "Cancelled.", after=mark)
@@ -561,11 +561,7 @@ async def test_a_question_that_quotes_the_chats_key_shows_it_redacted_in_the_tex
 
 
 async def test_help_and_read_only_commands_answer_at_once_while_a_form_waits(tmp_path: Path) -> None:
-    chat = private_chat(4401)
-    async with bot_with_asking_server(tmp_path, chat, 4401) as bot:
-        fake, me = bot.fake, user(4401)
-        mark = fake.mark()
-        shown = await form_shown(fake, chat, me, after=mark)
+    async with form_waiting(tmp_path, 4401) as (fake, chat, me, mark, shown):
         fake.send(chat, "/help", sender=me)
         helped = await fake.wait_reply(4401, "Commands:", after=mark)
         fake.send(chat, "/mcp_list", sender=me)
@@ -582,11 +578,7 @@ async def test_help_and_read_only_commands_answer_at_once_while_a_form_waits(tmp
 
 
 async def test_another_command_cancels_the_form_with_a_note_and_then_runs(tmp_path: Path) -> None:
-    chat = private_chat(4501)
-    async with bot_with_asking_server(tmp_path, chat, 4501) as bot:
-        fake, me = bot.fake, user(4501)
-        mark = fake.mark()
-        shown = await form_shown(fake, chat, me, after=mark)
+    async with form_waiting(tmp_path, 4501) as (fake, chat, me, mark, shown):
         fake.send(chat, "/mcp_remove asking", sender=me)
         note = await fake.wait_reply(4501, cancelled_for("mcp_remove"), after=mark)
         await edited(fake, shown, "Cancelled.", after=mark)

@@ -8,7 +8,6 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from playa.telegram import (
 )
 from servers.python_servers import serve_asgi
 from support.providers import hang, serve_provider, text
+from support.telegram import bot_running
 
 from .fake_bot_api import ANONYMOUS_ADMIN, FakeBotApi, creator, group_chat, private_chat, user
 
@@ -67,30 +67,15 @@ async def running_bot(
         {"TELEGRAM_BOT_TOKEN": TOKEN, "PLAYA_EGRESS_ALLOW": "127.0.0.1/32", **(environ or {})},
         console=False,
     )
-    settings = TelegramSettings(poll_timeout=5, typing_interval=0.5)
     async with (
         serve_asgi(fake.app()) as api,
         serve_asgi(build_app(DEMO_TOKEN, transport="streamable-http"), path="/mcp") as demo,
         Host(config, [extension]) as host,
-        anyio.create_task_group() as tg,
+        bot_running(fake, host, api.url, webhook=webhook, listening=listening),
     ):
-        tg.start_soon(
-            partial(
-                run_telegram,
-                host,
-                token=TOKEN,
-                base_url=api.url,
-                webhook=webhook,
-                settings=settings,
-                listening=listening,
-            )
-        )
-        # Ready once it polls (or, with a webhook, once the webhook is registered).
-        await fake.wait_call("setWebhook" if webhook else "getUpdates")
         try:
             yield Running(fake, demo.url, host)
         finally:
-            tg.cancel_scope.cancel()
             fake.close()
 
 

@@ -57,6 +57,14 @@ ALL = (DOCS, WIKI, OPEN)
 NEW = ServerEntry("new", "https://new.example/")
 
 
+def _warning_of(store: ServerStore) -> str:
+    """What a load says of a file it cannot use at all (it finds no entry in it)."""
+    result = store.load()
+    assert result.entries == ()
+    assert result.warning is not None
+    return result.warning
+
+
 def _store(workspace: Path, scope: str = SCOPE, sealer: Sealer = SEALER) -> ServerStore:
     return ServerStore(workspace, scope, sealer)
 
@@ -238,10 +246,7 @@ def test_a_file_of_an_unknown_version_gives_no_servers_a_warning_and_is_set_asid
     doc["version"] = 2
     _write_doc(store, doc)
     before = store.path.read_bytes()
-    result = store.load()
-    assert result.entries == ()
-    assert result.warning is not None
-    assert "unknown format version" in result.warning
+    assert "unknown format version" in _warning_of(store)
     saved = store.put(NEW)
     assert saved.notes == (
         ".volcanic/mcp/servers.json has unknown format version; this Playa reads version 1; "
@@ -365,10 +370,7 @@ def test_a_file_over_the_size_cap_is_not_read(tmp_path: Path) -> None:
     s.path.parent.mkdir(parents=True)
     with s.path.open("wb") as f:
         f.truncate(MAX_FILE_BYTES + 1)
-    result = s.load()
-    assert result.entries == ()
-    assert result.warning is not None
-    assert "larger than 4 MiB" in result.warning
+    assert "larger than 4 MiB" in _warning_of(s)
 
 
 def test_a_directory_in_place_of_the_file_gives_a_warning(tmp_path: Path) -> None:
@@ -394,10 +396,7 @@ def test_a_symbolic_link_in_place_of_the_file_is_not_followed(tmp_path: Path) ->
     s = _store(tmp_path / "ws")
     s.path.parent.mkdir(parents=True)
     s.path.symlink_to(real.path)
-    result = s.load()
-    assert result.entries == ()
-    assert result.warning is not None
-    assert "symbolic link" in result.warning
+    assert "symbolic link" in _warning_of(s)
 
 
 def test_a_linked_folder_to_another_chat_is_neither_read_nor_written(tmp_path: Path) -> None:
@@ -407,10 +406,7 @@ def test_a_linked_folder_to_another_chat_is_neither_read_nor_written(tmp_path: P
     ours = _store(tmp_path / "ours")
     (tmp_path / "ours" / ".volcanic").mkdir(parents=True)
     (tmp_path / "ours" / ".volcanic" / "mcp").symlink_to(theirs.path.parent)
-    result = ours.load()
-    assert result.entries == ()
-    assert result.warning is not None
-    assert "is a link" in result.warning
+    assert "is a link" in _warning_of(ours)
     with pytest.raises(StoreError, match="is a link"):
         ours.put(DOCS)
     assert theirs.path.read_bytes() == before
@@ -419,20 +415,14 @@ def test_a_linked_folder_to_another_chat_is_neither_read_nor_written(tmp_path: P
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
 def test_a_file_without_read_permission_gives_a_warning(store: ServerStore) -> None:
     store.path.chmod(0)
-    result = store.load()
-    assert result.entries == ()
-    assert result.warning is not None
-    assert "Permission denied" in result.warning
+    assert "Permission denied" in _warning_of(store)
 
 
 def test_a_file_that_cannot_be_opened_gives_a_warning_and_refuses_writes(tmp_path: Path) -> None:
     s = _store(tmp_path)
     s.path.parent.parent.mkdir(parents=True)
     s.path.parent.write_text("a file where the folder should be")
-    result = s.load()
-    assert result.entries == ()
-    assert result.warning is not None
-    assert "cannot read .volcanic/mcp/servers.json: Not a directory" in result.warning
+    assert "cannot read .volcanic/mcp/servers.json: Not a directory" in _warning_of(s)
     with pytest.raises(StoreError):
         s.put(DOCS)
     assert s.path.parent.read_text() == "a file where the folder should be"
