@@ -12,8 +12,9 @@ import anyio
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse, TextPart
 
-from playa.agent import HISTORY_FILE, History, Host, HostConfig, _history
+from playa.agent import HISTORY_FILE, History, _history
 from support.chat import Script, ScriptedUI, msg
+from support.host import new_host
 
 pytestmark = pytest.mark.anyio
 
@@ -92,7 +93,7 @@ async def test_clear_leaves_an_empty_file_and_later_turns_start_from_it(tmp_path
 async def test_a_history_that_cannot_be_written_keeps_the_turn_and_says_so(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     script = Script([lambda m, i: ModelResponse(parts=[TextPart("the answer")])])
-    async with Host(HostConfig(data_dir=data_dir, model=script.model())) as host:
+    async with new_host(data_dir, script) as host:
         session = await host.session("console:t", owner="owner")
         # A folder where the file should be: the append fails with EISDIR.
         host.history(session).path.mkdir(parents=True)
@@ -105,14 +106,14 @@ async def test_a_history_that_cannot_be_written_keeps_the_turn_and_says_so(tmp_p
 
 async def test_reset_forgets_the_conversation_on_disk_too(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    async with Host(HostConfig(data_dir=data_dir)) as host:
+    async with new_host(data_dir) as host:
         session = await host.session("console:t", owner="owner")
         await host.handle(session, msg("remember PINEAPPLE"), ScriptedUI())
         assert b"PINEAPPLE" in host.history(session).path.read_bytes()
         reply = await host.handle(session, msg("/reset"), ScriptedUI())
         assert reply is not None and reply.text == "This chat's conversation is forgotten."
         assert host.history(session).path.read_bytes() == b""
-    async with Host(HostConfig(data_dir=data_dir)) as host:
+    async with new_host(data_dir) as host:
         session = await host.session("console:t", owner="owner")
         assert host.history(session).messages == []
 

@@ -18,9 +18,10 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo
 
-from playa.agent import Host, HostConfig
+from playa.agent import Host
 from playa.core import ChatSession, Command, CommandContext, Extension, ToolResult, ToolResultEvent
 from support.chat import GUEST, Script, ScriptedUI, msg
+from support.host import new_host
 
 pytestmark = pytest.mark.anyio
 
@@ -58,7 +59,7 @@ def returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
 
 
 async def scripted_host(data_dir: Path, script: Script, extensions: list[Extension] | None = None) -> Host:
-    return Host(HostConfig(data_dir=data_dir, model=script.model()), extensions or [])
+    return new_host(data_dir, script, extensions or [])
 
 
 async def test_a_tool_registered_mid_turn_is_offered_at_the_next_model_step(data_dir: Path) -> None:
@@ -325,7 +326,7 @@ async def test_a_slow_session_start_hook_is_bounded(data_dir: Path) -> None:
         async def on_session_start(self, session: ChatSession) -> None:
             await anyio.sleep_forever()
 
-    async with Host(HostConfig(data_dir=data_dir, hook_timeout=0.2), [Slow()]) as host:
+    async with new_host(data_dir, extensions=[Slow()], hook_timeout=0.2) as host:
         with anyio.fail_after(5):
             session = await host.session("console:t", owner="owner")
         reply = await host.handle(session, msg("hi"), ScriptedUI())
@@ -352,7 +353,7 @@ async def test_a_model_failure_is_answered_and_the_chat_goes_on(data_dir: Path) 
 
 
 async def test_history_survives_a_restart(data_dir: Path) -> None:
-    async with Host(HostConfig(data_dir=data_dir)) as host:
+    async with new_host(data_dir) as host:
         session = await host.session("console:t", owner="owner")
         await host.handle(session, msg("remember the word PINEAPPLE"), ScriptedUI())
     script = Script([say("ok")])

@@ -6,6 +6,7 @@ from pydantic_ai.messages import ModelResponse
 from playa.agent import Host
 from playa.core import ToolResult, ToolResultEvent
 from support.chat import ScriptedUI, msg
+from support.host import new_host
 
 pytestmark = pytest.mark.anyio
 
@@ -62,7 +63,6 @@ async def test_a_tool_name_not_active_is_not_called(offline_host: Host) -> None:
 async def test_the_offline_model_shows_the_result_after_hooks_rewrote_it(data_dir: object) -> None:
     from pathlib import Path
 
-    from playa.agent import HostConfig
     from playa.core import Extension
 
     class Shout(Extension):
@@ -71,7 +71,7 @@ async def test_the_offline_model_shows_the_result_after_hooks_rewrote_it(data_di
         async def on_tool_result(self, event: ToolResultEvent) -> None:
             event.result = ToolResult(event.result.text.upper())
 
-    async with Host(HostConfig(data_dir=Path(str(data_dir))), [Shout()]) as host:
+    async with new_host(Path(str(data_dir)), extensions=[Shout()]) as host:
         session = await host.session("console:t", owner="o")
         reply = await host.handle(session, msg('write_file {"path": "a", "content": "x"}'), ScriptedUI())
     assert reply is not None and reply.text.endswith("WROTE 1 BYTES TO A")

@@ -19,6 +19,7 @@ from playa.agent._sessions import COLLECT_AFTER
 from playa.core import ChatSession, Extension, ToolResult, scope_folder
 from playa.exceptions import ConfigError
 from support.chat import Script, ScriptedUI, msg
+from support.host import new_host
 
 pytestmark = pytest.mark.anyio
 
@@ -47,7 +48,7 @@ async def test_an_idle_session_is_closed_and_its_next_message_reopens_it_with_it
 ) -> None:
     hooks = Lifecycle()
     script = Script([say("first"), say("second")])
-    async with Host(HostConfig(data_dir=data_dir, model=script.model()), [hooks]) as host:
+    async with new_host(data_dir, script, [hooks]) as host:
         session = await host.session("console:t", owner="owner")
         await host.handle(session, msg("remember PINEAPPLE"), ScriptedUI())
         with anyio.fail_after(10):
@@ -81,7 +82,7 @@ async def test_a_session_in_the_middle_of_a_turn_is_never_evicted(data_dir: Path
             return ToolResult("done")
 
     script = Script([lambda m, i: ModelResponse(parts=[ToolCallPart("slow", {})]), say("ok")])
-    async with Host(HostConfig(data_dir=data_dir, model=script.model())) as host:
+    async with new_host(data_dir, script) as host:
         session = await host.session("console:t", owner="owner")
         session.tools.register(Slow())
         with anyio.fail_after(10):
@@ -126,7 +127,7 @@ async def test_shutdown_closes_every_session_at_once(data_dir: Path) -> None:
             await all_closing.wait()
 
     with anyio.fail_after(10):
-        async with Host(HostConfig(data_dir=data_dir, hook_timeout=5), [Slow()]) as host:
+        async with new_host(data_dir, extensions=[Slow()], hook_timeout=5) as host:
             for n in range(5):
                 await host.session(f"console:{n}", owner="owner")
     assert all_closing.is_set()
@@ -155,7 +156,7 @@ async def test_chats_open_side_by_side_and_two_callers_for_one_chat_get_one_sess
         sessions.append(await host.session("console:slow", owner="owner"))
 
     with anyio.fail_after(10):
-        async with Host(HostConfig(data_dir=data_dir), [lifecycle]) as host, anyio.create_task_group() as tg:
+        async with new_host(data_dir, extensions=[lifecycle]) as host, anyio.create_task_group() as tg:
             tg.start_soon(open_slow, host)
             tg.start_soon(open_slow, host)
             await began.wait()
@@ -187,7 +188,7 @@ def test_an_extension_that_needs_longer_hooks_than_the_host_allows_gets_them(dat
             return 120.0
 
     patient, plain = Patient(), Extension()
-    host = Host(HostConfig(data_dir=data_dir, hook_timeout=60.0), [patient, plain])
+    host = new_host(data_dir, extensions=[patient, plain], hook_timeout=60.0)
     assert host.hook_timeout(patient) == 120.0
     assert host.hook_timeout(plain) == 60.0
 
@@ -211,7 +212,7 @@ async def test_a_chat_moves_to_a_new_scope_after_its_running_turn_with_history_a
         await release.wait()
         return ModelResponse(parts=[TextPart("done")])
 
-    async with Host(HostConfig(data_dir=data_dir, model=FunctionModel(slow)), [hooks]) as host:
+    async with new_host(data_dir, FunctionModel(slow), [hooks]) as host:
         old = await host.session("telegram:-5", owner="1")
         (old.workspace / "notes.txt").write_text("kept")
         outcome: list[str] = []
@@ -240,7 +241,7 @@ async def test_a_chat_moves_to_a_new_scope_after_its_running_turn_with_history_a
 
 
 async def test_a_chat_is_not_moved_onto_a_scope_that_has_files_of_its_own(data_dir: Path) -> None:
-    async with Host(HostConfig(data_dir=data_dir), []) as host:
+    async with new_host(data_dir) as host:
         old = await host.session("telegram:-6", owner="1")
         (old.workspace / "notes.txt").write_text("old")
         new = await host.session("telegram:-1006", owner="1")
@@ -262,7 +263,7 @@ async def test_what_closed_chats_leave_in_reference_cycles_is_freed_as_they_clos
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        async with Host(HostConfig(data_dir=data_dir)) as host:
+        async with new_host(data_dir) as host:
             first: list[weakref.ref[_Cycle]] = []
             for batch in range(3):
                 leftovers: list[weakref.ref[_Cycle]] = []

@@ -11,9 +11,10 @@ import pytest
 from bench._catalog import QUERIES, CatalogCallable, catalog
 from pydantic_ai.tools import ToolDefinition
 
-from playa.agent import Host, HostConfig, Reply, rank_tools
+from playa.agent import Reply, rank_tools
 from playa.core import ChatSession
 from support.chat import ScriptedUI, msg
+from support.host import new_host
 from support.providers import PROTOCOLS, Protocol, ProviderRequest, serve_provider, text, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -61,7 +62,7 @@ async def test_with_six_times_forty_tools_a_search_finds_the_tool_and_the_model_
 ) -> None:
     async with (
         serve_provider() as provider,
-        Host(HostConfig(data_dir=data_dir, model=provider.model(protocol))) as host,
+        new_host(data_dir, provider.model(protocol)) as host,
     ):
         session = await host.session("console:t", owner="owner")
         tools = register_catalog(session)
@@ -100,7 +101,7 @@ async def test_with_six_times_forty_tools_a_search_finds_the_tool_and_the_model_
 async def test_a_chat_under_the_budget_gets_every_tool_and_no_search(data_dir: Path) -> None:
     async with (
         serve_provider() as provider,
-        Host(HostConfig(data_dir=data_dir, model=provider.model("openai-chat"))) as host,
+        new_host(data_dir, provider.model("openai-chat")) as host,
     ):
         session = await host.session("console:t", owner="owner")
         few = [spec for spec in catalog() if spec.name.startswith("github__")][:10]
@@ -114,7 +115,7 @@ async def test_a_chat_under_the_budget_gets_every_tool_and_no_search(data_dir: P
 
 
 async def test_the_offline_model_is_offered_every_tool(data_dir: Path) -> None:
-    async with Host(HostConfig(data_dir=data_dir)) as host:
+    async with new_host(data_dir) as host:
         session = await host.session("console:t", owner="owner")
         tools = register_catalog(session)
         with anyio.fail_after(30):

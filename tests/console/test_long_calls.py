@@ -8,7 +8,6 @@ from pathlib import Path
 import anyio
 import pytest
 
-from playa.agent import Host, HostConfig
 from playa.console import ConsoleUI, run_console
 from playa.mcp_remote import (
     ConnectionSettings,
@@ -18,6 +17,7 @@ from playa.mcp_remote import (
     resolve_host_secret,
 )
 from servers.node import server_everything
+from support.host import new_host
 
 pytestmark = pytest.mark.anyio
 
@@ -59,7 +59,7 @@ async def test_a_piped_console_prints_progress_and_runs_task_tools(tmp_path: Pat
     extension = RemoteMcpExtension(secret, settings=RemoteMcpSettings(connection=connection))
     stdout = io.StringIO()
     with anyio.fail_after(90):
-        async with server_everything() as url, Host(HostConfig(data_dir=tmp_path), [extension]) as host:
+        async with server_everything() as url, new_host(tmp_path, extensions=[extension]) as host:
             lines = [
                 f"/mcp_add everything {url}",
                 'everything__trigger-long-running-operation {"duration": 3, "steps": 3}',

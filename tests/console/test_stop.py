@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from playa.agent import Host, HostConfig
 from playa.console import run_console
+from support.host import new_host
 from support.providers import hang, serve_provider, text
 
 pytestmark = pytest.mark.anyio
@@ -22,7 +22,7 @@ async def test_stop_typed_during_a_turn_stops_it_and_lines_typed_meanwhile_run_a
     async with serve_provider() as provider:
         step = hang()
         provider.script(step, text("answer to the queued line"))
-        async with Host(HostConfig(data_dir=tmp_path, model=provider.model("openai-chat"))) as host:
+        async with new_host(tmp_path, provider.model("openai-chat")) as host:
             with os.fdopen(read_fd, "r") as stdin:
 
                 async def type_lines() -> None:

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from playa.agent import Host, HostConfig
 from playa.core import (
     Command,
     CommandContext,
@@ -23,6 +22,7 @@ from playa.core import (
     normalize,
 )
 from support.chat import RecordingModel, ScriptedUI, msg
+from support.host import new_host
 
 KEY = "sk-proj-Zq7Xw3KpL9vR2mN8bT4yF6hJ"
 
@@ -299,7 +299,7 @@ async def test_the_model_and_the_history_get_the_sentence_without_its_key_and_th
 ) -> None:
     key = WELL_KNOWN[0]
     model = RecordingModel()
-    async with Host(HostConfig(data_dir=tmp_path, model=model.model())) as host:
+    async with new_host(tmp_path, model) as host:
         session = await host.session("console:mask", owner="owner")
         ui = ScriptedUI()
         reply = await host.handle(session, msg(f"please use {key} for the repo", ref="m1"), ui)
@@ -322,7 +322,7 @@ async def test_a_message_close_to_a_command_never_reaches_the_model_and_points_t
     tmp_path: Path, text: str
 ) -> None:
     model = RecordingModel()
-    async with Host(HostConfig(data_dir=tmp_path, model=model.model())) as host:
+    async with new_host(tmp_path, model) as host:
         host.commands.add(Command("mcp_add", "add", _noop))
         session = await host.session("console:near", owner="owner")
         ui = ScriptedUI()
@@ -339,7 +339,7 @@ async def test_an_unknown_command_close_to_a_known_one_is_answered_with_it_and_d
     tmp_path: Path,
 ) -> None:
     model = RecordingModel()
-    async with Host(HostConfig(data_dir=tmp_path, model=model.model())) as host:
+    async with new_host(tmp_path, model) as host:
         host.commands.add(Command("mcp_add", "add", _noop))
         session = await host.session("console:unknown", owner="owner")
         ui = ScriptedUI()

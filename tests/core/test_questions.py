@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from playa.agent import Host, HostConfig
 from playa.core import beside_a_question, cancelled_for, parse_command
 from playa.mcp_remote import HostSecret, RemoteMcpExtension, resolve_host_secret
+from support.host import new_host
 
 SHOWS = ("/help", "/mcp_list", "/mcp_tools", "/mcp_tools asking", "/mcp_review", "/mcp_add --help", "/nosuch")
 CHANGES = ("/reset", "/stop", "/mcp_add a http://127.0.0.1:9/mcp", "/mcp_remove a", "/mcp_approve a")
@@ -15,7 +15,7 @@ CHANGES = ("/reset", "/stop", "/mcp_add a http://127.0.0.1:9/mcp", "/mcp_remove 
 def test_commands_that_only_show_run_beside_a_question_and_the_others_cancel_it(tmp_path: Path) -> None:
     secret = resolve_host_secret({"MCP_ENCRYPTION_SECRET": "c" * 32}, data_dir=tmp_path, allow_generate=False)
     assert isinstance(secret, HostSecret)
-    commands = Host(HostConfig(data_dir=tmp_path), [RemoteMcpExtension(secret)]).commands
+    commands = new_host(tmp_path, extensions=[RemoteMcpExtension(secret)]).commands
     for text in SHOWS:
         parsed = parse_command(text)
         assert parsed is not None

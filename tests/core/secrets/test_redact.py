@@ -15,7 +15,6 @@ from playa.core.secrets import (
     REDACTED,
     Redactor,
     _blocks,
-    _decode,
     _redact,
     auth_credential,
     encoded_forms,
@@ -27,14 +26,8 @@ API_KEY = "k3y-value-long"
 AWKWARD = 'pä"ss\\wörd/🔑+key&x=1'
 
 
-@pytest.fixture(autouse=True, params=["direct", "filter"])
-def search(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test runs with each search: each form looked for in the text, and the block filter
-    (a test may ask for the defaults instead, which choose between them)."""
-    if request.param != "default":
-        monkeypatch.setattr(_redact, "_DIRECT", 1 << 62 if request.param == "direct" else 0)
-        monkeypatch.setattr(_redact, "_DIRECT_BUDGET", 1 << 62)
-    return str(request.param)
+# Every test runs with each search (see conftest), unless it asks for one.
+pytestmark = pytest.mark.usefixtures("search")
 
 
 def reference_redact(secrets: list[str], text: str) -> str:
@@ -436,22 +429,6 @@ def test_a_secret_at_every_offset_of_a_wrapped_blob_is_redacted(newline: str, wi
             head, tail = out.split(REDACTED)
             assert head in ("x = ", "x = " + lines[0] + newline), before
             assert tail in (newline + "end", newline + lines[-1] + newline + "end"), before
-
-
-@pytest.fixture
-def decodings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the redactor's decodings of a run around a block (a one-item list, updated in place)."""
-    calls = [0]
-    find = _decode._Decoder.find
-
-    def counted(
-        self: _decode._Decoder, data: bytes, position: int
-    ) -> tuple[int, int, tuple[int, int] | None]:
-        calls[0] += 1
-        return find(self, data, position)
-
-    monkeypatch.setattr(_decode._Decoder, "find", counted)
-    return calls
 
 
 @pytest.mark.parametrize("search", ["filter"], indirect=True)  # counts the filter's own steps

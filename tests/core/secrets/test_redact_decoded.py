@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp.server.mcpserver import Context, MCPServer
 
-from playa.core.secrets import REDACTED, Redactor, _blocks, _decode, _redact
+from playa.core.secrets import REDACTED, Redactor, _blocks, _decode
 from playa.mcp_remote import HostSecret, resolve_host_secret
 from servers.python_servers import serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
@@ -38,12 +38,8 @@ ENCODERS = (base64.b64encode, base64.urlsafe_b64encode)
 """Base64's two alphabets: standard and URL-safe."""
 
 
-@pytest.fixture(autouse=True, params=["direct", "filter"])
-def search(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test runs with each search: each form and run looked at in the text, and the block filter."""
-    monkeypatch.setattr(_redact, "_DIRECT", 1 << 62 if request.param == "direct" else 0)
-    monkeypatch.setattr(_redact, "_DIRECT_BUDGET", 1 << 62)
-    return str(request.param)
+# Every test runs with each search (see conftest), unless it asks for one.
+pytestmark = pytest.mark.usefixtures("search")
 
 
 def cores(value: str) -> list[str]:
@@ -319,49 +315,25 @@ def test_ten_megabytes_of_hex_and_numbers_cost_few_decodings(monkeypatch: pytest
 
 
 @pytest.mark.parametrize("search", ["filter"], indirect=True)
-def test_a_hostile_run_of_a_long_key_costs_a_decoding_per_few_reaches(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_hostile_run_of_a_long_key_costs_a_decoding_per_few_reaches(decodings: list[int]) -> None:
     # A thousand-character key's base64 cut short, repeated with breaks: every sampled block is
     # one of its blocks and fails to confirm. A decoding looks ahead of the block further than
     # behind, so the blocks it has looked past need none: the work stays linear in the text.
-    calls = [0]
-    find = _decode._Decoder.find
-
-    def counted(
-        self: _decode._Decoder, data: bytes, position: int
-    ) -> tuple[int, int, tuple[int, int] | None]:
-        calls[0] += 1
-        return find(self, data, position)
-
-    monkeypatch.setattr(_decode._Decoder, "find", counted)
     key = "".join(random.Random(1000).choices(ALPHABET, k=1000))
     redactor = Redactor([key])
     core = base64.b64encode(key.encode()).decode()[:-6]
     text = (core + "\n") * (1_000_000 // (len(core) + 1))
     assert redactor.redact(text) is text
     (decoder,) = [decoder for decoder in redactor._decoders if not decoder.whole]
-    assert 0 < calls[0] <= 2 * len(text) // decoder.reach + 10
+    assert 0 < decodings[0] <= 2 * len(text) // decoder.reach + 10
 
 
 @pytest.mark.parametrize("search", ["filter"], indirect=True)
-def test_json_full_of_escaped_line_breaks_costs_no_more_decodings_than_raw_ones(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_json_full_of_escaped_line_breaks_costs_no_more_decodings_than_raw_ones(decodings: list[int]) -> None:
     # A block that holds an escaped CRLF and at most one character of an encoding meets nearly
     # every escaped CRLF: one look serves every value, and only a run that holds some value's
     # blocks costs a decoding of that value. So the lines of a log, prose and unrelated base64,
     # cost about as many decodings joined by escaped CRLFs in JSON as joined by raw ones.
-    calls = [0]
-    find = _decode._Decoder.find
-
-    def counted(
-        self: _decode._Decoder, data: bytes, position: int
-    ) -> tuple[int, int, tuple[int, int] | None]:
-        calls[0] += 1
-        return find(self, data, position)
-
-    monkeypatch.setattr(_decode._Decoder, "find", counted)
     rng = random.Random(3)
     lines = []
     for number in range(20_000):
@@ -373,9 +345,9 @@ def test_json_full_of_escaped_line_breaks_costs_no_more_decodings_than_raw_ones(
     redactor = Redactor(["".join(random.Random(seed).choices(ALPHABET, k=40)) for seed in range(20)])
     counts = []
     for text in (log, json.dumps({"log": log})):
-        calls[0] = 0
+        decodings[0] = 0
         assert redactor.redact(text) is text
-        counts.append(calls[0])
+        counts.append(decodings[0])
     raw, escaped = counts
     assert escaped <= 2 * raw + 20, counts
 
