@@ -17,9 +17,7 @@ import pytest
 from mcp.server.mcpserver import Context, MCPServer
 
 from playa.core import render_approval
-from playa.mcp_remote import HostSecret
-from playa.mcp_remote._chat import ChatServers
-from playa.mcp_remote._server import RemoteServer
+from playa.mcp_remote import ChatServers, HostSecret, RemoteServer
 from playa.mcp_remote.store import Pins
 from servers.python_servers import serve_mcp
 from support.chat import RecordingModel, ScriptedUI

@@ -5,9 +5,11 @@ Depends only on the host's small interfaces (``playa.core``) and the shared MCP 
 """
 
 from ._callback_listener import Callbacks, PendingLogin
+from ._chat import ChatServers
 from ._elicit import MAX_LINK_SHOWN, MAX_TEXT, Ask, asking, credential_field
 from ._extension import RemoteMcpExtension
 from ._review import APPROVAL_LIMIT
+from ._server import RemoteServer
 from ._settings import FLOW_GUARD_MODES, FlowGuardMode, RemoteMcpSettings
 from .store import (
     KEY_FILE_NAME,
@@ -53,6 +55,7 @@ __all__ = [
     "AuditKey",
     "AuditRecord",
     "Callbacks",
+    "ChatServers",
     "Connection",
     "ConnectionSettings",
     "Connector",
@@ -69,6 +72,7 @@ __all__ = [
     "Rejected",
     "RemoteMcpExtension",
     "RemoteMcpSettings",
+    "RemoteServer",
     "Resolver",
     "ResultBudget",
     "ResultTooLarge",
