@@ -12,13 +12,14 @@ import anyio
 import pytest
 
 from playa._runtime import GC_THRESHOLDS
-from playa.agent import Host, HostConfig
+from playa.agent import Host
 from playa.cli import _host_config, default_data_dir, remote_mcp
 from playa.core import session_state_dir
 from playa.exceptions import ConfigError
 from playa.mcp_remote import AuditKey, audit_folder
 from playa.mcp_remote.store import AuditLog
 from support.faults import FAULTS_OF_A_LARGE_STRING, PAGES
+from support.host import host_config
 
 
 def _args(data_dir: Path) -> argparse.Namespace:
@@ -31,7 +32,7 @@ def test_the_data_dir_comes_from_the_environment() -> None:
 
 
 def test_the_console_reaches_any_address_and_telegram_only_public_ones(tmp_path: Path) -> None:
-    config = HostConfig(data_dir=tmp_path)
+    config = host_config(tmp_path)
     secret = {"MCP_ENCRYPTION_SECRET": "s" * 32}
     assert remote_mcp(config, secret, console=True).settings.connection.egress.mode == "any"
     telegram = remote_mcp(config, secret, console=False).settings.connection.egress
@@ -42,7 +43,7 @@ def test_the_console_reaches_any_address_and_telegram_only_public_ones(tmp_path:
 
 
 def test_only_the_console_generates_a_host_secret(tmp_path: Path) -> None:
-    config = HostConfig(data_dir=tmp_path)
+    config = host_config(tmp_path)
     assert remote_mcp(config, {}, console=True).disabled_reason is None
     reason = remote_mcp(config, {}, console=False).disabled_reason
     assert reason is not None and "MCP_ENCRYPTION_SECRET" in reason
@@ -77,7 +78,7 @@ def test_only_the_console_generates_a_host_secret(tmp_path: Path) -> None:
 )
 def test_bad_settings_are_clear_errors(tmp_path: Path, env: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        remote_mcp(HostConfig(data_dir=tmp_path), env, console=True)
+        remote_mcp(host_config(tmp_path), env, console=True)
 
 
 @pytest.mark.parametrize(
@@ -106,7 +107,7 @@ def test_the_session_idle_time_comes_from_the_environment(tmp_path: Path) -> Non
 def test_a_connect_timeout_above_the_hook_timeout_raises_the_hook_bound_to_fit(tmp_path: Path) -> None:
     # Every turn waits for connects in flight: a hook bound below the connect timeout would
     # cut every slow connect short and fail the hook instead.
-    config = HostConfig(data_dir=tmp_path, hook_timeout=60.0)
+    config = host_config(tmp_path, hook_timeout=60.0)
     extension = remote_mcp(config, {"PLAYA_CONNECT_TIMEOUT": "120"}, console=True)
     host = Host(config, [extension])
     assert host.hook_timeout(extension) > 120.0
@@ -115,7 +116,7 @@ def test_a_connect_timeout_above_the_hook_timeout_raises_the_hook_bound_to_fit(t
 
 
 def test_environment_proxies_are_used_only_when_the_operator_says_so(tmp_path: Path) -> None:
-    config = HostConfig(data_dir=tmp_path)
+    config = host_config(tmp_path)
     assert not remote_mcp(config, {}, console=True).settings.connection.trust_env
     assert remote_mcp(config, {"PLAYA_HTTP_TRUST_ENV": "1"}, console=True).settings.connection.trust_env
 
@@ -169,7 +170,7 @@ def test_the_context_budget_comes_from_the_environment_and_bad_values_are_clear_
 def test_the_longest_call_comes_from_playa_call_max_and_is_never_below_the_call_timeout(
     tmp_path: Path,
 ) -> None:
-    config = HostConfig(data_dir=tmp_path)
+    config = host_config(tmp_path)
     assert remote_mcp(config, {}, console=True).settings.connection.call_max == 900.0
     given = remote_mcp(config, {"PLAYA_CALL_MAX": "1200"}, console=True).settings.connection
     assert (given.call_timeout, given.call_max) == (60.0, 1200.0)
@@ -178,7 +179,7 @@ def test_the_longest_call_comes_from_playa_call_max_and_is_never_below_the_call_
 
 
 def test_the_approval_interval_comes_from_playa_approval_interval(tmp_path: Path) -> None:
-    config = HostConfig(data_dir=tmp_path)
+    config = host_config(tmp_path)
     assert remote_mcp(config, {}, console=True).settings.approval_interval == 600.0
     given = remote_mcp(config, {"PLAYA_APPROVAL_INTERVAL": "90"}, console=True).settings
     assert given.approval_interval == 90.0
@@ -191,12 +192,12 @@ def test_the_oauth_settings_come_from_the_environment(tmp_path: Path) -> None:
         "PLAYA_OAUTH_CLIENT_METADATA_URL": "https://example.com/playa/client.json",
         "PLAYA_OAUTH_LOGIN_TIMEOUT": "90",
     }
-    extension = remote_mcp(HostConfig(data_dir=tmp_path), environ, console=True)
+    extension = remote_mcp(host_config(tmp_path), environ, console=True)
     assert extension.settings.login_timeout == 90.0
     assert extension.settings.oauth_callback_port == 8976
     assert extension.settings.oauth_client_metadata_url == "https://example.com/playa/client.json"
     assert extension.callbacks.redirect_uri_or_placeholder == "http://127.0.0.1:8976/oauth/callback"
-    unset = remote_mcp(HostConfig(data_dir=tmp_path), {"MCP_ENCRYPTION_SECRET": "s" * 32}, console=True)
+    unset = remote_mcp(host_config(tmp_path), {"MCP_ENCRYPTION_SECRET": "s" * 32}, console=True)
     assert (unset.settings.oauth_callback_port, unset.settings.oauth_client_metadata_url) == (0, None)
     assert unset.settings.login_timeout == 600.0
 
@@ -310,7 +311,7 @@ def _audited_chat(data_dir: Path, scope: str, secret: bytes) -> None:
 
 
 def test_playa_audit_reads_the_console_key_file_and_exports_json_lines(tmp_path: Path) -> None:
-    secret = remote_mcp(HostConfig(data_dir=tmp_path), {}, console=True)  # generates secret.key
+    secret = remote_mcp(host_config(tmp_path), {}, console=True)  # generates secret.key
     assert secret.disabled_reason is None
     key = (tmp_path / "secret.key").read_bytes()
     _audited_chat(tmp_path, "console:work", key)
@@ -345,7 +346,7 @@ def test_playa_audit_without_a_log_or_a_secret_says_so_and_creates_no_key(tmp_pa
 
 
 def test_the_flow_guard_comes_from_the_environment_and_a_bad_value_says_how_to_fix_it(tmp_path: Path) -> None:
-    config = HostConfig(data_dir=tmp_path)
+    config = host_config(tmp_path)
     assert remote_mcp(config, {}, console=True).settings.flow_guard is None  # ask in groups, log in private
     for text, mode in (("ask", "ask"), (" LOG ", "log"), ("off", "off")):
         assert remote_mcp(config, {"PLAYA_FLOW_GUARD": text}, console=True).settings.flow_guard == mode
