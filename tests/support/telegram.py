@@ -1,16 +1,24 @@
-"""Playa's Telegram front end run against the fake Bot API, as the tests start it."""
+"""Playa's Telegram front end run against the fake Bot API, as the tests start it: alone
+(``bot_running``), or with a host and a demo MCP server to connect to (``running_bot``)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
+from typing import Any
 
 import anyio
+from pydantic_ai.models import Model
 from tests.telegram.fake_bot_api import FakeBotApi
 
-from playa.agent import Host
+from playa.agent import Host, HostConfig
+from playa.cli import remote_mcp
+from playa.demo_server import build_app
 from playa.telegram import TelegramSettings, WebhookConfig, run_telegram
+from servers.python_servers import serve_asgi
 
 FAST = TelegramSettings(poll_timeout=5, typing_interval=0.5)
 """Short polls, so that a stop is quick; "typing…" often enough to be seen."""
@@ -45,3 +53,57 @@ async def bot_running(
             yield
         finally:
             tg.cancel_scope.cancel()
+
+
+TOKEN = "123456789:AAHfakeTokenForTestsOnly0123456789abcd"
+
+
+DEMO_TOKEN = "demo-secret-token-5c1f0e8a9b7d"
+
+
+OWNER_ANSWER_PROMPT = "Send the bearer token"
+
+
+@dataclass
+class Running:
+    """The bot, its fake Bot API, the demo MCP server's URL and the host."""
+
+    fake: FakeBotApi
+    mcp_url: str
+    host: Host
+
+
+@asynccontextmanager
+async def running_bot(
+    tmp_path: Path,
+    *,
+    webhook: WebhookConfig | None = None,
+    listening: Any = None,
+    model: Model | str = "offline",
+    environ: dict[str, str] | None = None,
+) -> AsyncIterator[Running]:
+    """The bot running against a fake Bot API, with a demo MCP server to connect to.
+
+    ``environ`` adds to the environment the extension is configured from.
+    """
+    fake = FakeBotApi(TOKEN)
+    config = HostConfig(data_dir=tmp_path, model=model)
+    extension = remote_mcp(
+        config,
+        {"TELEGRAM_BOT_TOKEN": TOKEN, "PLAYA_EGRESS_ALLOW": "127.0.0.1/32", **(environ or {})},
+        console=False,
+    )
+    async with (
+        serve_asgi(fake.app()) as api,
+        serve_asgi(build_app(DEMO_TOKEN, transport="streamable-http"), path="/mcp") as demo,
+        Host(config, [extension]) as host,
+        bot_running(fake, host, api.url, webhook=webhook, listening=listening),
+    ):
+        try:
+            yield Running(fake, demo.url, host)
+        finally:
+            fake.close()
+
+
+def sent_texts(fake: FakeBotApi) -> list[str]:
+    return [call.text for call in fake.calls if call.method == "sendMessage"]

@@ -442,3 +442,18 @@ async def _params(request: Request) -> dict[str, Any]:
         except ValueError:
             params[name] = value
     return params
+
+
+def migration(fake: FakeBotApi, chat: dict[str, Any], sender: dict[str, Any], **ids: int) -> None:
+    """The service message Telegram sends when a group becomes a supergroup (``migrate_to/from_chat_id``)."""
+    fake.push(
+        {
+            "message": {
+                "message_id": next(fake._message_ids),
+                "date": 0,
+                "chat": chat,
+                "from": sender,
+                **{f"migrate_{way}_chat_id": chat_id for way, chat_id in ids.items()},
+            }
+        }
+    )

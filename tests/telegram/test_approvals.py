@@ -21,9 +21,9 @@ from mcp.server.mcpserver import Context, MCPServer
 
 from servers.python_servers import RunningServer, serve_mcp
 from support.chat import RecordingModel
+from support.telegram import Running, running_bot
 
-from .fake_bot_api import ApiCall, FakeBotApi, creator, group_chat, private_chat, user
-from .test_telegram import Running, migration, running_bot
+from .fake_bot_api import ApiCall, FakeBotApi, creator, group_chat, migration, private_chat, user
 
 pytestmark = pytest.mark.anyio
 

@@ -12,9 +12,9 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 from servers.python_servers import serve_mcp
+from support.telegram import running_bot
 
 from .fake_bot_api import creator, group_chat, user
-from .test_telegram import running_bot
 
 pytestmark = pytest.mark.anyio
 

@@ -15,9 +15,9 @@ import pytest
 from servers.python_servers import serve_mcp
 from support.chat import Script
 from support.flows import hostile_server, notes_server, obeying_steps
+from support.telegram import running_bot
 
 from .fake_bot_api import creator, group_chat, private_chat, user
-from .test_telegram import running_bot
 
 pytestmark = pytest.mark.anyio
 

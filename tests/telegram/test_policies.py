@@ -18,9 +18,9 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 from servers.python_servers import serve_mcp
+from support.telegram import Running, running_bot
 
 from .fake_bot_api import ApiCall, FakeBotApi, creator, group_chat, private_chat, user
-from .test_telegram import Running, running_bot
 
 pytestmark = pytest.mark.anyio
 

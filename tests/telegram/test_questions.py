@@ -11,13 +11,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
-import mcp_types as types
 import pytest
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.shared.message import ServerMessageMetadata
 from telegram import Bot, Update
 
 from playa.core import Field, Question, cancelled_for
@@ -30,122 +26,20 @@ from playa.telegram._outbox import Outbox
 from playa.telegram._parts import BotParts
 from playa.telegram._ui import TelegramUI
 from servers.node import server_everything
-from servers.python_servers import recording_http_server, serve_asgi, serve_mcp
+from servers.python_servers import serve_asgi, serve_mcp
+from support.asking import (
+    asking_server,
+    bot_with_asking_server,
+    edited,
+    form_shown,
+    form_waiting,
+    press,
+)
+from support.telegram import DEMO_TOKEN, OWNER_ANSWER_PROMPT, TOKEN, running_bot
 
-from .fake_bot_api import ApiCall, FakeBotApi, creator, group_chat, private_chat, user
-from .test_telegram import DEMO_TOKEN, OWNER_ANSWER_PROMPT, TOKEN, Running, migration, running_bot
+from .fake_bot_api import FakeBotApi, creator, group_chat, private_chat, user
 
 pytestmark = pytest.mark.anyio
-
-LINK = "https://login.example.org/consent?state=abc123"
-FORM: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "title": "Name", "description": "Your name"},
-        "colour": {"type": "string", "enum": ["red", "green", "blue"], "default": "green"},
-        "subscribe": {"type": "boolean", "title": "Subscribe", "default": False},
-        "age": {"type": "integer", "title": "Age", "default": 30},
-    },
-    "required": ["name"],
-}
-
-
-def asking_server() -> MCPServer:
-    server = MCPServer("asking")
-
-    async def ask(ctx: Context, params: types.ElicitRequestParams) -> str:
-        context = ctx.request_context
-        result = await context.session.send_request(
-            types.ElicitRequest(params=params),
-            types.ElicitResult,
-            metadata=ServerMessageMetadata(related_request_id=context.request_id),
-        )
-        return "answered: " + result.model_dump_json(by_alias=True, exclude_none=True)
-
-    @server.tool()
-    async def form(ctx: Context) -> str:
-        """Ask the person to fill in a form."""
-        return await ask(
-            ctx, types.ElicitRequestFormParams(message="Tell me about you", requested_schema=FORM)
-        )
-
-    @server.tool()
-    async def link(ctx: Context) -> str:
-        """Ask the person to open a link."""
-        return await ask(
-            ctx, types.ElicitRequestURLParams(message="Please log in", url=LINK, elicitation_id="e1")
-        )
-
-    @server.tool()
-    async def sign_in(ctx: Context, url: str) -> str:
-        """Ask the person to open the link given."""
-        return await ask(
-            ctx, types.ElicitRequestURLParams(message="Sign in to go on", url=url, elicitation_id="e2")
-        )
-
-    @server.tool()
-    async def leaky(ctx: Context) -> str:
-        """Ask a question that quotes the key the server was sent, in its text and a field's title."""
-        key = (ctx.headers or {}).get("x-key", "")
-        schema = {"type": "object", "properties": {"ok": {"type": "boolean", "title": f"Keep {key}?"}}}
-        return await ask(ctx, types.ElicitRequestFormParams(message=f"I got {key}", requested_schema=schema))
-
-    return server
-
-
-@asynccontextmanager
-async def bot_with_asking_server(tmp_path: Path, chat: dict[str, Any], owner: int) -> AsyncIterator[Running]:
-    """The bot, with the asking server added to ``chat`` by its owner."""
-    async with serve_mcp(asking_server(), protocols="handshake") as served, running_bot(tmp_path) as bot:
-        bot.fake.administrators[chat["id"]] = [creator(user(owner))]
-        bot.fake.send(chat, f"/mcp_add asking {served.url}", sender=user(owner))
-        await bot.fake.wait_reply(chat["id"], "Added asking")
-        yield bot
-
-
-@asynccontextmanager
-async def form_waiting(
-    tmp_path: Path, owner: int
-) -> AsyncIterator[tuple[FakeBotApi, dict[str, Any], dict[str, Any], int, ApiCall]]:
-    """The asking server's form, shown to ``owner`` in their private chat: the fake, the chat, the
-    owner, the mark before the form was asked for, and the form as shown."""
-    chat, me = private_chat(owner), user(owner)
-    async with bot_with_asking_server(tmp_path, chat, owner) as bot:
-        mark = bot.fake.mark()
-        yield bot.fake, chat, me, mark, await form_shown(bot.fake, chat, me, after=mark)
-
-
-def files_holding(root: Path, text: str) -> list[Path]:
-    """Every file under ``root`` whose bytes hold ``text`` as it is."""
-    return [path for path in root.rglob("*") if path.is_file() and text.encode() in path.read_bytes()]
-
-
-def press(fake: FakeBotApi, shown: ApiCall, label: str, *, sender: dict[str, Any]) -> None:
-    """Press a button of the message as it looks now: ``shown`` is its first send or its latest edit."""
-    message = shown if shown.method == "sendMessage" else _as_sent(fake, shown)
-    fake.press(message, label, sender=sender)
-
-
-def _as_sent(fake: FakeBotApi, edit: ApiCall) -> ApiCall:
-    return ApiCall("sendMessage", edit.params, edit.status, edit.at, int(edit.params["message_id"]))
-
-
-async def edited(fake: FakeBotApi, shown: ApiCall, contains: str, *, after: int) -> ApiCall:
-    """The next edit of the question's message whose text contains ``contains``."""
-    return await fake.wait_call(
-        "editMessageText",
-        after=after,
-        message_id=shown.result_id,
-        where=lambda call: contains in call.text,
-    )
-
-
-async def form_shown(
-    fake: FakeBotApi, chat: dict[str, Any], sender: dict[str, Any], *, after: int
-) -> ApiCall:
-    """``sender`` calls the asking server's ``form`` in ``chat``: its question, as shown there."""
-    fake.send(chat, "asking__form {}", sender=sender)
-    return await fake.wait_reply(chat["id"], "asking asks:", after=after)
 
 
 async def test_a_form_is_filled_in_with_buttons_and_a_forced_reply_and_accepted(tmp_path: Path) -> None:
@@ -256,90 +150,6 @@ async def test_in_a_group_only_the_asker_can_answer_and_others_are_told_at_once(
         await edited(fake, shown, "Declined.", after=mark)
     assert result.text.endswith('answered: {"action":"decline"}')
     assert result.params["message_thread_id"] == 5
-
-
-async def test_a_link_goes_to_the_asker_privately_and_the_group_is_told_to_look_there(tmp_path: Path) -> None:
-    group = group_chat(-3501)
-    async with bot_with_asking_server(tmp_path, group, 3501) as bot:
-        fake, member = bot.fake, user(3502)
-        mark = fake.mark()
-        fake.send(group, "asking__link {}", sender=member)
-        private = await fake.wait_reply(3502, "asking asks: Please log in", after=mark)
-        assert LINK in private.text
-        assert private.labels == ["Open the link", "Accept", "Decline", "Cancel"]
-        assert private.params["reply_markup"]["inline_keyboard"][0][0]["url"] == LINK
-        told = await fake.wait_reply(-3501, "I sent it to you in our private chat", after=mark)
-        assert told.params["reply_parameters"]["message_id"]
-        fake.press(private, "Accept", sender=member)
-        result = await fake.wait_reply(-3501, "asking__link returned", after=mark)
-        final = await edited(fake, private, "Accepted.", after=mark)
-    assert result.text.endswith('answered: {"action":"accept"}')
-    assert "reply_markup" not in final.params
-    assert all(LINK not in text for text in fake.texts(-3501))
-
-
-def url_buttons(call: ApiCall) -> list[str]:
-    """The links of a message's URL buttons."""
-    markup = call.params.get("reply_markup") or {}
-    return [button["url"] for row in markup.get("inline_keyboard", []) for button in row if "url" in button]
-
-
-async def test_a_lookalike_link_shows_its_domain_and_warning_with_a_url_button_in_private_only(
-    tmp_path: Path,
-) -> None:
-    group, lookalike = group_chat(-3551), "http://xn--pypal-4ve.example/login?next=%2Fhome"
-    async with (
-        recording_http_server(path="/consent") as page,
-        bot_with_asking_server(tmp_path, group, 3551) as bot,
-    ):
-        fake, member = bot.fake, user(3552)
-        asked = [
-            (lookalike, "Decline", "decline"),
-            (f"{page.url}?s=1", "Accept", "accept"),
-        ]
-        for url, label, action in asked:
-            mark = fake.mark()
-            fake.send(group, f"asking__sign_in {json.dumps({'url': url})}", sender=member)
-            private = await fake.wait_reply(3552, "asking asks: Sign in to go on", after=mark)
-            assert f"\nLink: {url}\n" in private.text
-            assert url_buttons(private) == [url]
-            assert private.labels == ["Open the link", "Accept", "Decline", "Cancel"]
-            assert private.params["link_preview_options"] == {"is_disabled": True}
-            if url == lookalike:
-                assert (
-                    "\nDomain: p\u0430ypal.example (written xn--pypal-4ve.example)\n"
-                    "Warning: 'p\u0430ypal' mixes scripts (Cyrillic, Latin): it may imitate another name.\n"
-                ) in private.text
-            else:
-                assert "\nDomain: 127.0.0.1\n\n" in private.text and "Warning" not in private.text
-            await fake.wait_reply(-3551, "I sent it to you in our private chat", after=mark)
-            fake.press(private, label, sender=member)
-            returned = await fake.wait_reply(-3551, "asking__sign_in returned", after=mark)
-            assert returned.text.endswith(f'answered: {{"action":"{action}"}}')
-        in_group = fake.find("sendMessage", chat_id=-3551) + fake.find("editMessageText", chat_id=-3551)
-    assert in_group and all(url_buttons(call) == [] for call in in_group)
-    assert all(lookalike not in call.text for call in in_group)
-    assert page.requests == []
-
-
-async def test_a_link_telegram_refuses_in_a_button_is_still_asked_with_the_link_in_the_text(
-    tmp_path: Path,
-) -> None:
-    group = group_chat(-3561)
-    async with bot_with_asking_server(tmp_path, group, 3561) as bot:
-        fake, member = bot.fake, user(3562)
-        fake.reject_button_urls = True
-        mark = fake.mark()
-        fake.send(group, "asking__link {}", sender=member)
-        private = await fake.wait_reply(3562, "asking asks: Please log in", after=mark)
-        assert private.status == 200
-        assert f"\nLink: {LINK}\n" in private.text
-        assert private.labels == ["Accept", "Decline", "Cancel"]
-        refused = fake.find("sendMessage", after=mark, chat_id=3562)[0]
-        assert (refused.status, url_buttons(refused)) == (400, [LINK])
-        fake.press(private, "Accept", sender=member)
-        result = await fake.wait_reply(-3561, "asking__link returned", after=mark)
-    assert result.text.endswith('answered: {"action":"accept"}')
 
 
 async def test_cancel_in_the_chat_ends_the_question(tmp_path: Path) -> None:
@@ -473,71 +283,6 @@ async def test_server_everythings_form_through_a_group_where_another_member_pres
     assert '"Piano"' in result.text
     if mode == "webhook":
         assert not fake.find("getUpdates")
-
-
-async def test_a_secret_question_waiting_when_the_group_is_upgraded_is_answered_in_the_supergroup(
-    tmp_path: Path,
-) -> None:
-    old_id, new_id = -4101, -1004101
-    old, new = {"id": old_id, "type": "group", "title": "G"}, group_chat(new_id)
-    owner = user(4101)
-    async with running_bot(tmp_path) as bot:
-        fake = bot.fake
-        fake.privacy_mode = True
-        fake.administrators[old_id] = fake.administrators[new_id] = [creator(owner)]
-        fake.send(old, f"/mcp_add demo {bot.mcp_url} --bearer", sender=owner)
-        first = await fake.wait_reply(old_id, OWNER_ANSWER_PROMPT)
-
-        mark = fake.mark()
-        migration(fake, old, owner, to=new_id)
-        migration(fake, new, owner, **{"from": old_id})
-        asked = await fake.wait_reply(new_id, "asked again here", after=mark)
-        assert OWNER_ANSWER_PROMPT in asked.text
-        # Nothing of the asker's is in the new chat to reply to, so the reply is forced on everyone.
-        assert asked.params["reply_markup"]["force_reply"] is True
-        assert "reply_parameters" not in asked.params
-        await fake.wait_reply(new_id, "Press Cancel", after=mark)
-
-        answer = fake.send(new, DEMO_TOKEN, sender=owner, reply_to=asked)
-        await fake.wait_call("deleteMessage", after=mark, chat_id=new_id, message_id=answer)
-        added = await fake.wait_reply(new_id, "Added demo", after=mark)
-        assert "demo__whoami" in added.text
-        await fake.wait_reply(new_id, "is now a supergroup, with a new chat id", after=mark)
-        fake.send(new, "/mcp_list", sender=owner)
-        listed = await fake.wait_reply(new_id, "demo:", after=mark)
-        assert "ignored" not in listed.text
-        assert first.result_id is not None
-
-    assert all(DEMO_TOKEN not in call.text for call in fake.calls)
-    assert files_holding(tmp_path, DEMO_TOKEN) == []
-
-
-async def test_a_server_question_waiting_when_the_group_is_upgraded_is_asked_again_in_the_supergroup(
-    tmp_path: Path,
-) -> None:
-    old_id, new_id = -4201, -1004201
-    old, new = {"id": old_id, "type": "group", "title": "G"}, group_chat(new_id)
-    owner, member = user(4201), user(4202)
-    async with bot_with_asking_server(tmp_path, old, 4201) as bot:
-        fake = bot.fake
-        fake.administrators[new_id] = [creator(owner)]
-        mark = fake.mark()
-        shown = await form_shown(fake, old, member, after=mark)
-        press(fake, shown, "☐ Subscribe", sender=member)
-        await edited(fake, shown, "• Subscribe: yes", after=mark)
-
-        mark = fake.mark()
-        migration(fake, old, owner, to=new_id)
-        again = await fake.wait_reply(new_id, "asked again here", after=mark)
-        assert "• Subscribe: yes" in again.text  # what was filled in came along
-        press(fake, again, "✎ Name: required, not given", sender=member)
-        prompt = await fake.wait_reply(new_id, "Reply with Name", after=mark)
-        fake.send(new, "Ada", sender=member, reply_to=prompt)
-        again = await edited(fake, again, "• Name: Ada", after=mark)
-        press(fake, again, "Accept", sender=member)
-        result = await fake.wait_reply(new_id, "asking__form returned", after=mark)
-    content = json.loads(result.text.split("answered: ", 1)[1])
-    assert content["content"] == {"name": "Ada", "colour": "green", "subscribe": True, "age": 30}
 
 
 async def test_a_question_that_quotes_the_chats_key_shows_it_redacted_in_the_text_and_the_buttons(

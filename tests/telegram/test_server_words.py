@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from servers import faults
+from support.telegram import running_bot
 
 from .fake_bot_api import creator, group_chat, private_chat, user
-from .test_telegram import running_bot
 
 pytestmark = pytest.mark.anyio
 

@@ -2,85 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
-from pydantic_ai.models import Model
 
-from playa.agent import Host, HostConfig
-from playa.cli import remote_mcp
-from playa.demo_server import build_app
-from playa.exceptions import ConfigError
-from playa.telegram import (
-    SECRET_HEADER,
-    RetryPolicy,
-    TelegramSettings,
-    WebhookConfig,
-    run_telegram,
-    telegram_options,
-    utf16_len,
-)
-from servers.python_servers import serve_asgi
 from support.providers import hang, serve_provider, text
-from support.telegram import bot_running
+from support.telegram import DEMO_TOKEN, OWNER_ANSWER_PROMPT, TOKEN, running_bot, sent_texts
 
-from .fake_bot_api import ANONYMOUS_ADMIN, FakeBotApi, creator, group_chat, private_chat, user
-
-TOKEN = "123456789:AAHfakeTokenForTestsOnly0123456789abcd"
-DEMO_TOKEN = "demo-secret-token-5c1f0e8a9b7d"
-OWNER_ANSWER_PROMPT = "Send the bearer token"
-
-
-@dataclass
-class Running:
-    fake: FakeBotApi
-    mcp_url: str
-    host: Host
-
-
-@asynccontextmanager
-async def running_bot(
-    tmp_path: Path,
-    *,
-    webhook: WebhookConfig | None = None,
-    listening: Any = None,
-    model: Model | str = "offline",
-    environ: dict[str, str] | None = None,
-) -> AsyncIterator[Running]:
-    """The bot running against a fake Bot API, with a demo MCP server to connect to.
-
-    ``environ`` adds to the environment the extension is configured from.
-    """
-    fake = FakeBotApi(TOKEN)
-    config = HostConfig(data_dir=tmp_path, model=model)
-    extension = remote_mcp(
-        config,
-        {"TELEGRAM_BOT_TOKEN": TOKEN, "PLAYA_EGRESS_ALLOW": "127.0.0.1/32", **(environ or {})},
-        console=False,
-    )
-    async with (
-        serve_asgi(fake.app()) as api,
-        serve_asgi(build_app(DEMO_TOKEN, transport="streamable-http"), path="/mcp") as demo,
-        Host(config, [extension]) as host,
-        bot_running(fake, host, api.url, webhook=webhook, listening=listening),
-    ):
-        try:
-            yield Running(fake, demo.url, host)
-        finally:
-            fake.close()
-
-
-def sent_texts(fake: FakeBotApi) -> list[str]:
-    return [call.text for call in fake.calls if call.method == "sendMessage"]
+from .fake_bot_api import ANONYMOUS_ADMIN, creator, group_chat, private_chat, user
 
 
 @pytest.mark.anyio
@@ -241,53 +173,6 @@ async def test_two_chats_never_see_each_others_servers(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
-async def test_a_long_reply_is_split_below_the_limit_in_utf16_units(tmp_path: Path) -> None:
-    line = "😀 émoji line" * 20  # 260 characters, 280 UTF-16 units
-    long_line = "🎉" * 2100 + "end"  # 4203 units on one line: it must be cut hard
-    text = "\n".join([line] * 20 + [long_line] + [line] * 5)
-    assert utf16_len(text) > 2 * 4096
-    async with running_bot(tmp_path) as bot:
-        fake = bot.fake
-        fake.send(private_chat(901), f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=user(901))
-        await fake.wait_reply(901, "Added demo")
-        mark = fake.mark()
-        fake.send(private_chat(901), "demo__echo " + json.dumps({"text": text}), sender=user(901))
-
-        def parts_so_far() -> list[str]:
-            return [c.text for c in fake.find("sendMessage", after=mark, chat_id=901)]
-
-        flat = text.replace("\n", "")
-        await fake.wait_call(
-            "sendMessage",
-            after=mark,
-            chat_id=901,
-            where=lambda _: "".join(parts_so_far()).replace("\n", "").endswith(flat),
-        )
-        parts = parts_so_far()
-    assert len(parts) >= 3
-    assert all(utf16_len(part) <= 4096 for part in parts)
-    # Cut where the next line would not fit, and a line longer than the limit cut hard at it.
-    assert utf16_len(parts[0]) + 1 + utf16_len(line) > 4096
-    assert 4096 in [utf16_len(part) for part in parts]
-    joined = "".join(parts).replace("\n", "")
-    assert joined == "[offline model] demo__echo returned:" + flat
-    assert "\ufffd" not in joined
-
-
-@pytest.mark.anyio
-async def test_flood_control_is_waited_out_and_the_message_sent_again(tmp_path: Path) -> None:
-    async with running_bot(tmp_path) as bot:
-        fake = bot.fake
-        fake.retry_after["sendMessage"] = 1
-        fake.send(private_chat(1001), "/help", sender=user(1001))
-        sent = await fake.wait_reply(1001, "Commands:")
-        attempts = fake.find("sendMessage", chat_id=1001)
-    assert [a.status for a in attempts] == [429, 200]
-    assert attempts[0].text == sent.text
-    assert sent.at - attempts[0].at >= 0.9
-
-
-@pytest.mark.anyio
 async def test_edits_channel_posts_and_commands_for_other_bots_are_ignored(tmp_path: Path) -> None:
     async with running_bot(tmp_path) as bot:
         fake, chat = bot.fake, private_chat(1101)
@@ -306,36 +191,6 @@ async def test_edits_channel_posts_and_commands_for_other_bots_are_ignored(tmp_p
         assert not fake.find("sendMessage", chat_id=-1009)
         offsets = [c.params.get("offset") for c in fake.find("getUpdates")]
         assert offsets[-1] is not None  # every update was taken, ignored ones included
-
-
-@pytest.mark.anyio
-async def test_a_webhook_takes_updates_only_with_the_secret_token(tmp_path: Path) -> None:
-    ports: list[int] = []
-    webhook = WebhookConfig(url="https://bot.example.org/hook", listen="127.0.0.1", port=0)
-    async with running_bot(tmp_path, webhook=webhook, listening=ports.append) as bot:
-        fake = bot.fake
-        registered = await fake.wait_call("setWebhook")
-        assert registered.params["url"] == "https://bot.example.org/hook"
-        secret = registered.params["secret_token"]
-        assert not fake.find("getUpdates")
-        update = {
-            "update_id": 1,
-            "message": {
-                "message_id": 5,
-                "date": 0,
-                "chat": private_chat(1201),
-                "from": user(1201),
-                "text": "/help",
-            },
-        }
-        url = f"http://127.0.0.1:{ports[0]}/hook"
-        async with httpx.AsyncClient(trust_env=False) as client:
-            forged = await client.post(url, json=update, headers={SECRET_HEADER: "wrong"})
-            accepted = await client.post(url, json=update, headers={SECRET_HEADER: secret})
-        assert forged.status_code == 403
-        assert accepted.status_code == 200
-        await fake.wait_reply(1201, "Commands:")
-        assert len(fake.texts(1201)) == 1
 
 
 @pytest.mark.anyio
@@ -361,19 +216,6 @@ async def test_a_failing_message_is_answered_politely_logged_without_the_token_a
 
 
 @pytest.mark.anyio
-async def test_a_refused_token_stops_the_bot_with_a_config_error_that_does_not_show_it(
-    tmp_path: Path,
-) -> None:
-    fake = FakeBotApi("999:another-bots-token-entirely-0123456789")
-    async with serve_asgi(fake.app()) as api, Host(HostConfig(data_dir=tmp_path)) as host:
-        with anyio.fail_after(10), pytest.raises(ConfigError) as caught:
-            await run_telegram(host, token=TOKEN, base_url=api.url)
-    assert "refused the bot token" in str(caught.value)
-    assert TOKEN not in str(caught.value)
-    assert [(c.method, c.status) for c in fake.calls] == [("getMe", 401)]
-
-
-@pytest.mark.anyio
 async def test_the_owner_stops_a_running_turn_without_waiting_behind_it(tmp_path: Path) -> None:
     async with serve_provider() as provider:
         step = hang()
@@ -390,48 +232,6 @@ async def test_the_owner_stops_a_running_turn_without_waiting_behind_it(tmp_path
             mark = fake.mark()
             fake.send(chat, "hello", sender=user(101))
             await fake.wait_reply(101, "ready again", after=mark)
-
-
-@pytest.mark.anyio
-async def test_agent_replies_carry_telegram_formatting_and_fall_back_to_plain_text_when_refused(
-    tmp_path: Path,
-) -> None:
-    markdown = "**Done** with `code` and [docs](https://example.org/docs)"
-    async with running_bot(tmp_path) as bot:
-        fake = bot.fake
-        fake.send(private_chat(1401), f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=user(1401))
-        await fake.wait_reply(1401, "Added demo")
-        mark = fake.mark()
-        fake.send(private_chat(1401), "demo__echo " + json.dumps({"text": markdown}), sender=user(1401))
-        reply = await fake.wait_reply(1401, "Done with code and docs", after=mark)
-        entities = {(e["type"], e.get("url")) for e in reply.params["entities"]}
-        assert {("bold", None), ("code", None), ("text_link", "https://example.org/docs")} <= entities
-        assert "**" not in reply.text
-
-        # Command replies stay plain.
-        mark = fake.mark()
-        fake.send(private_chat(1401), "/help", sender=user(1401))
-        helped = await fake.wait_reply(1401, "Commands:", after=mark)
-        assert not helped.params.get("entities")
-
-        fake.reject_entities = True
-        mark = fake.mark()
-        fake.send(private_chat(1401), "demo__echo " + json.dumps({"text": markdown}), sender=user(1401))
-        plain = await fake.wait_reply(1401, "Done with code and docs", after=mark)
-        assert not plain.params.get("entities")
-        assert [c.status for c in fake.find("sendMessage", after=mark, chat_id=1401)] == [400, 200]
-
-
-@pytest.mark.anyio
-async def test_server_errors_are_retried_with_backoff_and_the_reply_arrives_once(tmp_path: Path) -> None:
-    async with running_bot(tmp_path) as bot:
-        fake = bot.fake
-        fake.server_errors["sendMessage"] = 2
-        fake.send(private_chat(1501), "/help", sender=user(1501))
-        await fake.wait_reply(1501, "Commands:")
-        attempts = fake.find("sendMessage", chat_id=1501)
-    assert [a.status for a in attempts] == [502, 502, 200]
-    assert attempts[2].at - attempts[1].at >= 1.9  # the second wait doubled the first (1 s)
 
 
 @pytest.mark.anyio
@@ -545,28 +345,6 @@ async def test_start_in_a_private_chat_explains_the_bot_and_the_description_is_s
         assert "delete your answer" in welcome.text
 
 
-@pytest.mark.parametrize(
-    ("build", "field"),
-    [
-        (lambda: TelegramSettings(poll_timeout=-1), "TelegramSettings.poll_timeout"),
-        (lambda: TelegramSettings(typing_interval=0), "TelegramSettings.typing_interval"),
-        (lambda: TelegramSettings(stop_grace=float("nan")), "TelegramSettings.stop_grace"),
-        (lambda: TelegramSettings(max_queued=0), "TelegramSettings.max_queued"),
-        (lambda: TelegramSettings(owner_ttl=float("inf")), "TelegramSettings.owner_ttl"),
-        (lambda: RetryPolicy(attempts=0), "RetryPolicy.attempts"),
-        (lambda: RetryPolicy(backoff=0), "RetryPolicy.backoff"),
-        (lambda: RetryPolicy(backoff=5, backoff_max=1), "RetryPolicy.backoff"),
-        (lambda: RetryPolicy(deadline=-1), "RetryPolicy.deadline"),
-    ],
-)
-def test_bad_telegram_settings_are_refused_at_construction_naming_the_field(
-    build: Callable[[], object], field: str
-) -> None:
-    with pytest.raises(ConfigError) as caught:
-        build()
-    assert str(caught.value).startswith(field + " ")
-
-
 @pytest.mark.anyio
 async def test_group_members_get_a_notice_naming_a_server_added_or_removed_without_its_url_or_key(
     tmp_path: Path,
@@ -635,136 +413,3 @@ async def test_with_privacy_mode_on_the_secret_question_forces_a_reply_that_reac
             "editMessageReplyMarkup", after=mark, chat_id=-1007, message_id=buttons.result_id
         )
     assert all(DEMO_TOKEN not in text for text in sent_texts(fake))
-
-
-def migration(fake: FakeBotApi, chat: dict[str, Any], sender: dict[str, Any], **ids: int) -> None:
-    """The service message Telegram sends when a group becomes a supergroup (``migrate_to/from_chat_id``)."""
-    fake.push(
-        {
-            "message": {
-                "message_id": next(fake._message_ids),
-                "date": 0,
-                "chat": chat,
-                "from": sender,
-                **{f"migrate_{way}_chat_id": chat_id for way, chat_id in ids.items()},
-            }
-        }
-    )
-
-
-@pytest.mark.anyio
-async def test_a_group_upgraded_to_a_supergroup_keeps_its_servers_history_and_workspace(
-    tmp_path: Path,
-) -> None:
-    old_id, new_id = -4001, -1004001
-    old, new = {"id": old_id, "type": "group", "title": "G"}, group_chat(new_id)
-    owner = user(901)
-    async with running_bot(tmp_path) as bot:
-        fake = bot.fake
-        fake.administrators[old_id] = fake.administrators[new_id] = [creator(owner)]
-        fake.send(old, f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=owner)
-        await fake.wait_reply(old_id, "Added demo")
-        fake.send(old, "demo__whoami", sender=owner)
-        await fake.wait_reply(old_id, "demo__whoami returned")
-        old_session = await bot.host.session(f"telegram:{old_id}", owner="901")
-        (old_session.workspace / "notes.txt").write_text("kept")
-        history = len(bot.host.history(old_session))
-        assert history > 0
-
-        mark = fake.mark()
-        migration(fake, old, owner, to=new_id)
-        migration(fake, new, owner, **{"from": old_id})
-        fake.send(new, "/mcp_list", sender=owner)
-        told = await fake.wait_reply(new_id, "is now a supergroup", after=mark)
-        assert "came along" in told.text
-        listed = await fake.wait_reply(new_id, "demo:", after=mark)
-        # The servers followed, re-sealed for the new id: none failing verification.
-        assert listed.text.startswith("demo: connect")  # connecting or connected
-        assert "ignored" not in listed.text
-        assert listed.at > told.at
-
-        mark = fake.mark()
-        fake.send(new, "demo__whoami", sender=owner)
-        called = await fake.wait_reply(new_id, "demo__whoami returned", after=mark)
-        assert "[redacted]" in called.text
-
-        session = await bot.host.session(f"telegram:{new_id}", owner="901")
-        assert (session.workspace / "notes.txt").read_text() == "kept"
-        assert len(bot.host.history(session)) > history  # the old turns, and the new one
-        # The old id holds nothing any more.
-        assert not old_session.workspace.exists()
-        assert not bot.host.history(old_session).path.exists()
-
-    # Told once, though Telegram said it twice.
-    assert len([t for t in fake.texts(new_id) if "is now a supergroup" in t]) == 1
-    assert not [t for t in fake.texts(old_id) if "supergroup" in t]
-    assert all(DEMO_TOKEN not in text for text in sent_texts(fake))
-
-
-@pytest.mark.parametrize(
-    ("env", "message"),
-    [
-        (
-            {"PLAYA_PUBLIC_URL": "https://bot.example.org", "PLAYA_LISTEN": "127.0.0.1"},
-            "PLAYA_LISTEN (--listen) must be HOST:PORT",
-        ),
-        (
-            {"PLAYA_PUBLIC_URL": "https://bot.example.org", "PLAYA_LISTEN": "127.0.0.1:99999"},
-            "PLAYA_LISTEN (--listen) must be HOST:PORT",
-        ),
-        ({"PLAYA_LISTEN": "127.0.0.1:8080"}, "serves the login redirect of PLAYA_PUBLIC_URL: set that too"),
-        (
-            {
-                "PLAYA_PUBLIC_URL": "https://bot.example.org",
-                "PLAYA_LISTEN": "127.0.0.1:8080",
-                "PLAYA_TELEGRAM_WEBHOOK_URL": "https://b.example/h",
-            },
-            "PLAYA_LISTEN (--listen) is for long polling",
-        ),
-        (
-            {
-                "PLAYA_PUBLIC_URL": "https://u:p@bot.example.org",
-                "PLAYA_TELEGRAM_WEBHOOK_URL": "https://b.example/h",
-            },
-            "no credentials, query or fragment",
-        ),
-        (
-            {
-                "PLAYA_PUBLIC_URL": "ftp://bot.example.org",
-                "PLAYA_TELEGRAM_WEBHOOK_URL": "https://b.example/h",
-            },
-            "must be an http(s) URL",
-        ),
-    ],
-)
-def test_a_public_url_that_cannot_serve_the_login_redirect_is_a_clear_error(
-    env: dict[str, str], message: str
-) -> None:
-    with pytest.raises(ConfigError) as caught:
-        telegram_options(argparse.Namespace(), {"TELEGRAM_BOT_TOKEN": TOKEN, **env})
-    assert message in str(caught.value)
-    assert "u:p" not in str(caught.value)
-
-
-def test_a_public_url_without_the_webhook_is_served_on_a_listener_of_its_own() -> None:
-    environ = {"TELEGRAM_BOT_TOKEN": TOKEN, "PLAYA_PUBLIC_URL": "https://bot.example.org/playa"}
-    options = telegram_options(argparse.Namespace(), environ)
-    assert options.webhook is None and options.public_url == "https://bot.example.org/playa"
-    assert options.listen == ("127.0.0.1", 8443)
-    options = telegram_options(argparse.Namespace(), {**environ, "PLAYA_LISTEN": "[::1]:9000"})
-    assert options.listen == ("::1", 9000)
-    flagged = telegram_options(argparse.Namespace(listen="0.0.0.0:8080"), {**environ, "PLAYA_LISTEN": "x"})
-    assert flagged.listen == ("0.0.0.0", 8080)
-
-
-def test_a_public_url_with_the_webhook_is_where_logins_redirect() -> None:
-    options = telegram_options(
-        argparse.Namespace(),
-        {
-            "TELEGRAM_BOT_TOKEN": TOKEN,
-            "PLAYA_PUBLIC_URL": "https://bot.example.org/playa",
-            "PLAYA_TELEGRAM_WEBHOOK_URL": "https://bot.example.org/playa/hook",
-        },
-    )
-    assert options.public_url == "https://bot.example.org/playa"
-    assert options.webhook is not None and options.webhook.url == "https://bot.example.org/playa/hook"
