@@ -50,7 +50,7 @@ from mcp.shared.dispatcher import ProgressFnT
 
 from ... import __version__
 from ...exceptions import CallFailed, RemoteTimeout
-from ._changes import list_tools, listen_for_changes, offers_changes
+from ._changes import ChangeFollower, list_tools, offers_changes
 from ._clock import CallClock, CallClocks, Progress, ProgressReport
 from ._egress import Resolver
 from ._endpoint import ConnectionSettings, Endpoint, TransportName, redacted, safe_cause
@@ -79,14 +79,6 @@ HANDSHAKE: Final = "legacy"
 """The SDK's connect mode of the ``initialize`` handshake; any other mode is a modern version."""
 
 _CLIENT_INFO: Final = mcp_types.Implementation(name="playa", version=__version__)
-_LISTENING_WAIT: Final = 5.0
-"""Seconds a first call waits for the change stream to open and the tools to be looked at; a
-server slower than that is called all the same."""
-_LISTED_JUST_NOW: Final = 1.0
-"""Seconds after a listing in which a change stream that opens does not list the tools again."""
-_RELIST_EVERY: Final = 1.0
-"""Seconds between two listings after changes: a burst of notifications costs one listing."""
-
 OnTools = Callable[["Connection"], Awaitable[None]]
 """Hears that a connection listed its tools again after the server said they changed."""
 Elicit = Callable[[mcp_types.ElicitRequestParams], Awaitable[mcp_types.ElicitResult | mcp_types.ErrorData]]
@@ -134,7 +126,8 @@ class Connection:
         """The protocol version agreed with the server, once connected."""
         self.instructions: str | None = None
         """What the server says about using it (``instructions``), once connected: its words, untrusted."""
-        self.tools: Sequence[mcp_types.Tool] = ()
+        self._tools: Sequence[mcp_types.Tool] = ()
+        self._by_name: dict[str, mcp_types.Tool] = {}
         self.discovered: mcp_types.DiscoverResult | None = None
         """The server's ``server/discover`` answer when this connect asked for it (not reused)."""
         self._settings = settings
@@ -148,17 +141,7 @@ class Connection:
         self._broken_reason: str | None = None
         self._stop = anyio.Event()
         self._done = anyio.Event()
-        self._wake = anyio.Event()
-        """Set when the connection's task has something to do: stop, or list the tools again."""
-        self._tools_changed = False
-        self._listen_wanted = False
-        """The server offers tool-list changes on a stream: opened at the first call."""
-        self._listen_now = False
-        self._catch_up = False
-        """The change stream (re)opened: look at the tools again, as the cache allows."""
-        self._caught_up = anyio.Event()
-        self._listed_at = -math.inf
-        """The change stream opened (or could not be) and the tools were looked at again."""
+        self._changes = ChangeFollower(server=endpoint.server, relist=self._relist)
         self._relisting: anyio.CancelScope | None = None
 
     def __repr__(self) -> str:
@@ -167,6 +150,17 @@ class Connection:
             f"<Connection {self.endpoint.server!r} over {self.transport} ({self.protocol or self.mode}), "
             f"{len(self.tools)} tools, {state}>"
         )
+
+    @property
+    def tools(self) -> Sequence[mcp_types.Tool]:
+        """The server's tools as last listed."""
+        return self._tools
+
+    @tools.setter
+    def tools(self, tools: Sequence[mcp_types.Tool]) -> None:
+        self._tools = tools
+        # A call looks its tool up (does it run as a task?): by name, not by a scan of thousands.
+        self._by_name = {tool.name: tool for tool in reversed(tools)}
 
     @property
     def broken(self) -> bool:
@@ -204,8 +198,8 @@ class Connection:
         """
         server = self.endpoint.server
         client = self._live_client()
-        if self._listen_wanted:
-            await self._start_listening()
+        if self._changes.wanted:
+            await self._changes.start_listening()
         seconds = self._settings.call_timeout if timeout is None else timeout
         errors_before = self._wire.trace.errors
         cuts_before = self._wire.cuts()
@@ -300,7 +294,7 @@ class Connection:
         return await task_result(client, pending.task_id, timeout=None)
 
     def _tool(self, name: str) -> mcp_types.Tool | None:
-        return next((tool for tool in self.tools if tool.name == name), None)
+        return self._by_name.get(name)
 
     def unrunnable(self, tool: mcp_types.Tool) -> str | None:
         """Why this host cannot call ``tool`` over this connection, or None when it can."""
@@ -339,72 +333,16 @@ class Connection:
     def _halt(self) -> None:
         """Ask the connection's task to close the session (a listing in flight is given up)."""
         self._stop.set()
-        self._wake.set()
+        self._changes.stop()
         if self._relisting is not None:
             self._relisting.cancel()
-
-    def _changed(self) -> None:
-        """The server said its tools changed: the connection's task lists them again."""
-        self._tools_changed = True
-        self._wake.set()
-
-    async def _start_listening(self) -> None:
-        """Open the change stream (the connection's task does), and wait, briefly, until the tools
-        were looked at again: a first call must not run on tools the server changed before."""
-        self._listen_wanted = False
-        self._listen_now = True
-        self._wake.set()
-        with anyio.move_on_after(_LISTENING_WAIT):
-            await self._caught_up.wait()
-
-    async def _listen(self, client: Client) -> None:
-        try:
-            await listen_for_changes(
-                client, server=self.endpoint.server, changed=self._changed, opened=self._opened
-            )
-        finally:
-            self._caught_up.set()  # no stream (refused, or ended): nothing to wait for
-
-    def _opened(self) -> None:
-        """The change stream is open: changes made while it was not were never sent."""
-        if self._caught_up.is_set():
-            # Opened again after it dropped: its events (and the cache's evictions) were lost.
-            self._changed()
-        elif anyio.current_time() - self._listed_at > _LISTED_JUST_NOW:
-            self._catch_up = True
-        else:
-            self._caught_up.set()
-        self._wake.set()
 
     async def _on_message(self, message: object) -> None:
         """The SDK's message handler: a change of the tool list (2025-11-25) is listed again."""
         if isinstance(message, mcp_types.ToolListChangedNotification):
-            self._changed()
+            self._changes.changed()
 
-    async def _follow_changes(self, client: Client) -> None:
-        """While connected: list the tools again whenever the server says they changed; until stopped."""
-        async with anyio.create_task_group() as tg:
-            while not self._stop.is_set():
-                await self._wake.wait()
-                self._wake = anyio.Event()
-                if self._stop.is_set():
-                    break
-                if self._listen_now:
-                    self._listen_now = False
-                    tg.start_soon(self._listen, client)
-                if self._tools_changed or self._catch_up:
-                    # After a change the server is asked; after the stream opened, the cache
-                    # serves while the server's ttlMs allows (a change it announced evicted it).
-                    changed, self._tools_changed, self._catch_up = self._tools_changed, False, False
-                    await self._relist(client, "refresh" if changed else "use", always=changed)
-                    self._caught_up.set()
-                    if changed:
-                        # A server that says "changed" without pause gets one listing a second.
-                        with anyio.move_on_after(_RELIST_EVERY):
-                            await self._stop.wait()
-            tg.cancel_scope.cancel()
-
-    async def _relist(self, client: Client, cache_mode: CacheMode, *, always: bool) -> None:
+    async def _relist(self, client: Client, cache_mode: CacheMode, always: bool) -> None:
         """List the tools again and tell the owner (``always``, or when they differ); a stop gives it up."""
         server = self.endpoint.server
         before = self.tools
@@ -412,7 +350,7 @@ class Connection:
             try:
                 with anyio.fail_after(self._settings.connect_timeout):
                     self.tools = await self._list(client, cache_mode)
-                self._listed_at = anyio.current_time()
+                self._changes.listed()
             except Exception as exc:  # boundary: a failed listing keeps the tools known
                 logger.info("%s: listing the changed tools failed: %s", server, type(exc).__name__)
                 return
@@ -489,8 +427,8 @@ class Connection:
                     # Listing through the session also primes its output-schema cache, so the
                     # first call does not list the tools again to validate its result.
                     self.tools = await self._list(client)
-                    self._listed_at = anyio.current_time()
-                    self._listen_wanted = offers_changes(client)
+                    self._changes.listed()
+                    self._changes.wanted = offers_changes(client)
                     await self._wire.listening_opened()
                     # From here on the owner's cancellation must not reach the SDK's tasks: it
                     # would cancel them one by one and the session would end without its
@@ -501,7 +439,7 @@ class Connection:
                     started = True
                     task_status.started()
                     try:
-                        await self._follow_changes(client)
+                        await self._changes.follow(client)
                     finally:
                         self._client = None
                         # Closing a session on a frozen server can wait out its read timeout
