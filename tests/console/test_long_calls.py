@@ -9,15 +9,9 @@ import anyio
 import pytest
 
 from playa.console import ConsoleUI, run_console
-from playa.mcp_remote import (
-    ConnectionSettings,
-    HostSecret,
-    RemoteMcpExtension,
-    RemoteMcpSettings,
-    resolve_host_secret,
-)
+from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpSettings
 from servers.node import server_everything
-from support.host import new_host
+from support.host import remote_host
 
 pytestmark = pytest.mark.anyio
 
@@ -52,14 +46,14 @@ async def test_the_status_line_shows_the_newest_progress_while_a_turn_runs() -> 
 
 
 @pytest.mark.npm
-async def test_a_piped_console_prints_progress_and_runs_task_tools(tmp_path: Path) -> None:
-    secret = resolve_host_secret({"MCP_ENCRYPTION_SECRET": "c" * 32}, data_dir=tmp_path, allow_generate=False)
-    assert isinstance(secret, HostSecret)
+async def test_a_piped_console_prints_progress_and_runs_task_tools(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
     connection = ConnectionSettings(connect_timeout=15.0, call_timeout=15.0, call_max=60.0)
-    extension = RemoteMcpExtension(secret, settings=RemoteMcpSettings(connection=connection))
+    settings = RemoteMcpSettings(connection=connection)
     stdout = io.StringIO()
     with anyio.fail_after(90):
-        async with server_everything() as url, new_host(tmp_path, extensions=[extension]) as host:
+        async with server_everything() as url, remote_host(data_dir, host_secret, settings=settings) as host:
             lines = [
                 f"/mcp_add everything {url}",
                 'everything__trigger-long-running-operation {"duration": 3, "steps": 3}',

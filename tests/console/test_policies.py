@@ -11,28 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp.server.mcpserver import MCPServer
 
 from playa.core import NOTHING_TO_ANSWER
 from servers.python_servers import serve_mcp
+from support.files import ARGUMENTS, files_server
 
 from .test_questions import Chat
 
 pytestmark = pytest.mark.anyio
-
-ARGUMENTS = {"path": "notes/today.md", "text": "a line for the file"}
-
-
-def files_server(calls: list[dict[str, Any]]) -> MCPServer:
-    server = MCPServer("files")
-
-    @server.tool()
-    def write(path: str, text: str) -> str:
-        """Write a file."""
-        calls.append({"path": path, "text": text})
-        return f"wrote {len(text)} characters to {path}"
-
-    return server
 
 
 async def test_a_call_waits_for_allow_and_deny_keeps_it_from_the_server(tmp_path: Path) -> None:

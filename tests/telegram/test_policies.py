@@ -15,9 +15,9 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp.server.mcpserver import MCPServer
 
 from servers.python_servers import serve_mcp
+from support.files import ARGUMENTS, files_server
 from support.telegram import Running, running_bot
 
 from .fake_bot_api import ApiCall, FakeBotApi, creator, group_chat, private_chat, user
@@ -26,20 +26,7 @@ pytestmark = pytest.mark.anyio
 
 OWNER, MEMBER = 4101, 4102
 GROUP = group_chat(-4101)
-ARGUMENTS = {"path": "notes/today.md", "text": "a line for the file"}
 LABELS = ["Allow once", "Always for this tool", "Deny"]
-
-
-def files_server(calls: list[dict[str, Any]]) -> MCPServer:
-    server = MCPServer("files")
-
-    @server.tool()
-    def write(path: str, text: str) -> str:
-        """Write a file."""
-        calls.append({"path": path, "text": text})
-        return f"wrote {len(text)} characters to {path}"
-
-    return server
 
 
 @asynccontextmanager
