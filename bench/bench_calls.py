@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import dataclass, field
 
 import anyio
 from mcp import Client
@@ -38,19 +39,47 @@ BIG_ARGS = {"size": BIG}
 BIG_PER_BLOCK = 2
 
 
+@dataclass
+class _Samples:
+    """What one run measured: per side, each call's wall time, and the client CPU per call of each block."""
+
+    blocks: int
+    big_blocks: int
+    ours: list[float] = field(default_factory=list)
+    sdk: list[float] = field(default_factory=list)
+    conn: list[float] = field(default_factory=list)
+    big_ours: list[float] = field(default_factory=list)
+    big_sdk: list[float] = field(default_factory=list)
+    redact_cpu: list[float] = field(default_factory=list)
+    legacy: list[float] = field(default_factory=list)
+    cpu: dict[str, list[float]] = field(
+        default_factory=lambda: {"ours": [], "sdk": [], "conn": [], "big_ours": [], "big_sdk": []}
+    )
+
+    def extra(self, side: str, base: str) -> float:
+        """The median over rounds of the CPU per call ``side`` took beyond ``base``."""
+        return statistics.median(x - y for x, y in zip(self.cpu[side], self.cpu[base], strict=True))
+
+
 async def run(quick: bool) -> Report:
     calls = 200 if quick else 1000
-    blocks = calls // PER_BLOCK
-    big_blocks = 5 if quick else 25
+    samples = _Samples(blocks=calls // PER_BLOCK, big_blocks=5 if quick else 25)
+    await _measure(samples, quick)
     report = Report("calls", "1. Tool-call overhead (1,000 sequential echo calls, Streamable HTTP)")
-    ours: list[float] = []
-    sdk: list[float] = []
-    conn: list[float] = []
-    big_ours: list[float] = []
-    big_sdk: list[float] = []
-    redact_cpu: list[float] = []
-    # Per side, the client CPU seconds per call in each block.
-    cpu: dict[str, list[float]] = {"ours": [], "sdk": [], "conn": [], "big_ours": [], "big_sdk": []}
+    _report_calls(report, samples)
+    _report_big(report, samples)
+    return report
+
+
+async def _measure(samples: _Samples, quick: bool) -> None:
+    ours, sdk, conn, cpu = samples.ours, samples.sdk, samples.conn, samples.cpu
+    big_ours, big_sdk, redact_cpu, legacy = (
+        samples.big_ours,
+        samples.big_sdk,
+        samples.redact_cpu,
+        samples.legacy,
+    )
+    blocks, big_blocks = samples.blocks, samples.big_blocks
     async with bench_server() as served, playa_in_tmp(RemoteMcpSettings()) as (host, extension):
         ui = QuietUI()
         session = await host.session("console:bench", owner="owner")
@@ -109,11 +138,14 @@ async def run(quick: bool) -> Report:
                 redact_cpu.append(time.process_time() - before)
 
             # For the record: the SDK over the initialize handshake, which answers with event streams.
-            legacy: list[float] = []
             async with Client(served.url, mode="legacy") as legacy_client:
                 await legacy_client.call_tool("echo", ARGS)
                 await timed_calls(lambda: legacy_client.call_tool("echo", ARGS), 20 if quick else 50, legacy)
 
+
+def _report_calls(report: Report, samples: _Samples) -> None:
+    ours, sdk, conn, cpu, legacy = samples.ours, samples.sdk, samples.conn, samples.cpu, samples.legacy
+    extra = samples.extra
     a, b, c = Spread.of(ours), Spread.of(sdk), Spread.of(conn)
     ratio = a.median / b.median
     report.add(
@@ -125,11 +157,6 @@ async def run(quick: bool) -> Report:
         verdict(ratio <= TARGET_RATIO),
     )
 
-    def extra(side: str, base: str) -> float:
-        """The median over rounds of the CPU per call ``side`` took beyond ``base``."""
-        return statistics.median(x - y for x, y in zip(cpu[side], cpu[base], strict=True))
-
-    n = len(ours)
     cpu_ours, cpu_sdk = statistics.median(cpu["ours"]), statistics.median(cpu["sdk"])
     report.add(
         "client CPU per call, median of blocks",
@@ -168,6 +195,12 @@ async def run(quick: bool) -> Report:
         "for the record, not the baseline. Playa's connection holds its change stream "
         "(subscriptions/listen, opened at its first call, in the warm-up); the baseline holds none."
     )
+
+
+def _report_big(report: Report, samples: _Samples) -> None:
+    big_ours, big_sdk, cpu, redact_cpu = samples.big_ours, samples.big_sdk, samples.cpu, samples.redact_cpu
+    big_blocks, extra = samples.big_blocks, samples.extra
+    a, b, c = Spread.of(samples.ours), Spread.of(samples.sdk), Spread.of(samples.conn)
     big_a, big_b = Spread.of(big_ours), Spread.of(big_sdk)
     report.add(
         "1 MB result: call, median (p25–p75)",
@@ -189,11 +222,10 @@ async def run(quick: bool) -> Report:
     )
     report.chart = {"Playa host.call_tool": a, "Playa Connection.call_tool": c, "SDK Client.call_tool": b}
     report.notes.append(
-        f"{n} calls per side in {blocks} alternating blocks of {PER_BLOCK}, after 20 warm-up calls each; "
+        f"{len(samples.ours)} calls per side in {samples.blocks} alternating blocks of {PER_BLOCK}, after 20 warm-up calls each; "
         "CPU differences: median over the rounds of one block per side. "
         f"1 MB results: {big_blocks * BIG_PER_BLOCK} calls per side in alternating blocks of {BIG_PER_BLOCK}"
     )
-    return report
 
 
 if __name__ == "__main__":

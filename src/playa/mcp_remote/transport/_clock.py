@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
 import anyio
+from mcp.shared.dispatcher import ProgressFnT
 
 __all__ = ["CallClock", "CallClocks", "Progress", "ProgressReport"]
 
@@ -52,6 +53,17 @@ class CallClock:
             self.scope.deadline = min(now + self.base, self.limit)
         else:
             self._left = self.base
+
+    def progress_callback(self, report: ProgressReport | None) -> ProgressFnT:
+        """The SDK's progress callback of the call: each progress gives it its time again, and is reported."""
+
+        async def progressed(progress: float, total: float | None, message: str | None) -> None:
+            # The server is alive and working: the call gets its time again (up to call_max).
+            self.progressed()
+            if report is not None:
+                await report(Progress(progress=progress, total=total, message=message))
+
+        return progressed
 
     def pause(self, now: float) -> None:
         if self._left is None:

@@ -46,7 +46,6 @@ from anyio.abc import TaskStatus
 from mcp.client import Client
 from mcp.client.caching import CacheConfig, CacheMode, ResponseCacheStore
 from mcp.client.session import ClientRequestContext
-from mcp.shared.dispatcher import ProgressFnT
 
 from ... import __version__
 from ...exceptions import CallFailed, RemoteTimeout
@@ -205,7 +204,7 @@ class Connection:
         cuts_before = self._wire.cuts()
         started = anyio.current_time()
         clock = CallClock(seconds, started + max(seconds, self._settings.call_max))
-        progressed = self._progress_callback(clock, on_progress)
+        progressed = clock.progress_callback(on_progress)
         pending: PendingTask | None = None
         try:
             with clock.scope, self._clocks.running(clock):
@@ -300,15 +299,6 @@ class Connection:
         """Why this host cannot call ``tool`` over this connection, or None when it can."""
         capabilities = self._client.server_capabilities if self._client is not None else None
         return unrunnable_reason(tool, self.protocol, capabilities)
-
-    def _progress_callback(self, clock: CallClock, report: ProgressReport | None) -> ProgressFnT:
-        async def progressed(progress: float, total: float | None, message: str | None) -> None:
-            # The server is alive and working: the call gets its time again (up to call_max).
-            clock.progressed()
-            if report is not None:
-                await report(Progress(progress=progress, total=total, message=message))
-
-        return progressed
 
     async def _elicit(
         self, context: ClientRequestContext, params: mcp_types.ElicitRequestParams
