@@ -11,13 +11,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.message import ServerMessageMetadata
-from tests.telegram.fake_bot_api import (
-    ApiCall,
-    FakeBotApi,
-    creator,
-    private_chat,
-    user,
-)
+from tests.telegram.fake_bot_api import ApiCall, FakeBotApi, creator, private_chat, user
 
 from servers.python_servers import serve_mcp
 from support.telegram import Running, running_bot

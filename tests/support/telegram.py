@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 from pydantic_ai.models import Model
-from tests.telegram.fake_bot_api import FakeBotApi
+from tests.telegram.fake_bot_api import FakeBotApi, private_chat, user
 
 from playa.agent import Host, HostConfig
 from playa.cli import remote_mcp
@@ -107,3 +107,10 @@ async def running_bot(
 
 def sent_texts(fake: FakeBotApi) -> list[str]:
     return [call.text for call in fake.calls if call.method == "sendMessage"]
+
+
+async def demo_added(bot: Running, chat_id: int) -> None:
+    """The owner of the private chat ``chat_id`` adds the demo server with its bearer token."""
+    me = user(chat_id)
+    bot.fake.send(private_chat(chat_id), f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=me)
+    await bot.fake.wait_reply(chat_id, "Added demo")

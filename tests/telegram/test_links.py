@@ -9,12 +9,7 @@ from pathlib import Path
 import pytest
 
 from servers.python_servers import recording_http_server
-from support.asking import (
-    LINK,
-    bot_with_asking_server,
-    edited,
-    url_buttons,
-)
+from support.asking import LINK, bot_with_asking_server, edited, url_buttons
 
 from .fake_bot_api import group_chat, user
 

@@ -8,13 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from support.asking import (
-    bot_with_asking_server,
-    edited,
-    files_holding,
-    form_shown,
-    press,
-)
+from support.asking import bot_with_asking_server, edited, files_holding, form_shown, press
 from support.telegram import DEMO_TOKEN, OWNER_ANSWER_PROMPT, running_bot, sent_texts
 
 from .fake_bot_api import creator, group_chat, migration, user

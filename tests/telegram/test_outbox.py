@@ -8,10 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from playa.telegram import (
-    utf16_len,
-)
-from support.telegram import DEMO_TOKEN, running_bot
+from playa.telegram import utf16_len
+from support.telegram import demo_added, running_bot
 
 from .fake_bot_api import private_chat, user
 
@@ -24,8 +22,7 @@ async def test_a_long_reply_is_split_below_the_limit_in_utf16_units(tmp_path: Pa
     assert utf16_len(text) > 2 * 4096
     async with running_bot(tmp_path) as bot:
         fake = bot.fake
-        fake.send(private_chat(901), f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=user(901))
-        await fake.wait_reply(901, "Added demo")
+        await demo_added(bot, 901)
         mark = fake.mark()
         fake.send(private_chat(901), "demo__echo " + json.dumps({"text": text}), sender=user(901))
 
@@ -70,8 +67,7 @@ async def test_agent_replies_carry_telegram_formatting_and_fall_back_to_plain_te
     markdown = "**Done** with `code` and [docs](https://example.org/docs)"
     async with running_bot(tmp_path) as bot:
         fake = bot.fake
-        fake.send(private_chat(1401), f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=user(1401))
-        await fake.wait_reply(1401, "Added demo")
+        await demo_added(bot, 1401)
         mark = fake.mark()
         fake.send(private_chat(1401), "demo__echo " + json.dumps({"text": markdown}), sender=user(1401))
         reply = await fake.wait_reply(1401, "Done with code and docs", after=mark)

@@ -27,14 +27,7 @@ from playa.telegram._parts import BotParts
 from playa.telegram._ui import TelegramUI
 from servers.node import server_everything
 from servers.python_servers import serve_asgi, serve_mcp
-from support.asking import (
-    asking_server,
-    bot_with_asking_server,
-    edited,
-    form_shown,
-    form_waiting,
-    press,
-)
+from support.asking import asking_server, bot_with_asking_server, edited, form_shown, form_waiting, press
 from support.telegram import DEMO_TOKEN, OWNER_ANSWER_PROMPT, TOKEN, running_bot
 
 from .fake_bot_api import FakeBotApi, creator, group_chat, private_chat, user

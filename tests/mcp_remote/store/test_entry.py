@@ -8,10 +8,7 @@ from typing import Any
 import pytest
 
 from playa.exceptions import ValidationError
-from playa.mcp_remote.store import (
-    ServerEntry,
-    ServerStore,
-)
+from playa.mcp_remote.store import ServerEntry, ServerStore
 from support.store import (
     CANARY,
     DOCS,

@@ -13,12 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from playa.mcp_remote.store import (
-    LoadResult,
-    Sealer,
-    ServerEntry,
-    ServerStore,
-)
+from playa.mcp_remote.store import LoadResult, Sealer, ServerEntry, ServerStore
 from support.store import (
     ALL,
     CANARY,

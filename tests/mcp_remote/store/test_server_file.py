@@ -19,14 +19,7 @@ import pytest
 from playa.core import scope_folder
 from playa.exceptions import StoreError
 from playa.mcp_remote import HostSecret, resolve_host_secret
-from playa.mcp_remote.store import (
-    MAX_FILE_BYTES,
-    LoadResult,
-    Saved,
-    Sealer,
-    ServerEntry,
-    ServerStore,
-)
+from playa.mcp_remote.store import MAX_FILE_BYTES, LoadResult, Saved, Sealer, ServerEntry, ServerStore
 from playa.mcp_remote.store._server_file import ServerFile
 from support.store import (
     ALL,

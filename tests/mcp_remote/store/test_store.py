@@ -21,18 +21,7 @@ from playa.mcp_remote.store import (
     ServerStore,
     store_path,
 )
-from support.store import (
-    ALL,
-    CANARY,
-    DOCS,
-    FORGED,
-    OPEN,
-    WIKI,
-    doc_of,
-    edit,
-    new_store,
-    reasons,
-)
+from support.store import ALL, CANARY, DOCS, FORGED, OPEN, WIKI, doc_of, edit, new_store, reasons
 
 # --- round trip ---------------------------------------------------------------------------
 
