@@ -6,11 +6,13 @@ budget, with tool search when a chat has many tools, or the offline model when n
 Front ends (console, Telegram) drive it; it stands on :mod:`playa.core`.
 """
 
+from ._config import DEFAULT_PROMPT, HostConfig, resolve_model
 from ._context import ContextBudget
 from ._gate import GatedModel, GateLimits, gate_messages
 from ._history import HISTORY_FILE, History
-from ._host import DEFAULT_PROMPT, Host, HostConfig, Reply, ScopeMove, resolve_model
+from ._host import Host, Reply
 from ._offline import offline_model
+from ._sessions import ScopeMove
 from ._tool_search import ToolSearchLimits, rank_tools
 from ._turns import ModelLimits
 
