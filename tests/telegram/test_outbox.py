@@ -13,8 +13,9 @@ from support.telegram import demo_added, running_bot
 
 from .fake_bot_api import private_chat, user
 
+pytestmark = pytest.mark.anyio
 
-@pytest.mark.anyio
+
 async def test_a_long_reply_is_split_below_the_limit_in_utf16_units(tmp_path: Path) -> None:
     line = "😀 émoji line" * 20  # 260 characters, 280 UTF-16 units
     long_line = "🎉" * 2100 + "end"  # 4203 units on one line: it must be cut hard
@@ -47,7 +48,6 @@ async def test_a_long_reply_is_split_below_the_limit_in_utf16_units(tmp_path: Pa
     assert "\ufffd" not in joined
 
 
-@pytest.mark.anyio
 async def test_flood_control_is_waited_out_and_the_message_sent_again(tmp_path: Path) -> None:
     async with running_bot(tmp_path) as bot:
         fake = bot.fake
@@ -60,7 +60,6 @@ async def test_flood_control_is_waited_out_and_the_message_sent_again(tmp_path: 
     assert sent.at - attempts[0].at >= 0.9
 
 
-@pytest.mark.anyio
 async def test_agent_replies_carry_telegram_formatting_and_fall_back_to_plain_text_when_refused(
     tmp_path: Path,
 ) -> None:
@@ -89,7 +88,6 @@ async def test_agent_replies_carry_telegram_formatting_and_fall_back_to_plain_te
         assert [c.status for c in fake.find("sendMessage", after=mark, chat_id=1401)] == [400, 200]
 
 
-@pytest.mark.anyio
 async def test_server_errors_are_retried_with_backoff_and_the_reply_arrives_once(tmp_path: Path) -> None:
     async with running_bot(tmp_path) as bot:
         fake = bot.fake
