@@ -34,14 +34,6 @@ from support.store import (
 # --- tampering ------------------------------------------------------------------------------
 
 
-def only_the_first_rejected(store: ServerStore) -> Rejected:
-    """What a load says of the first entry when it alone is refused (the others still load)."""
-    result = store.load()
-    assert result.entries == (WIKI, OPEN)
-    assert [rejected.index for rejected in result.rejected] == [0]
-    return result.rejected[0]
-
-
 @pytest.mark.parametrize(
     ("field", "value"),
     [
@@ -173,6 +165,14 @@ def test_entries_sealed_with_another_key_are_rejected_as_such(tmp_path: Path, st
     assert result.entries == ()
     assert len(result.rejected) == 3
     assert all(r.reason.startswith("sealed with another key") for r in result.rejected)
+
+
+def only_the_first_rejected(store: ServerStore) -> Rejected:
+    """What a load says of the first entry when it alone is refused (the others still load)."""
+    result = store.load()
+    assert result.entries == (WIKI, OPEN)
+    assert [rejected.index for rejected in result.rejected] == [0]
+    return result.rejected[0]
 
 
 @pytest.mark.parametrize(
