@@ -13,7 +13,7 @@ import pytest
 
 from playa._runtime import GC_THRESHOLDS
 from playa.agent import Host
-from playa.cli import _host_config, default_data_dir, remote_mcp
+from playa.cli import default_data_dir, host_config_from_env, remote_mcp
 from playa.core import session_state_dir
 from playa.exceptions import ConfigError
 from playa.mcp_remote import AuditKey, audit_folder
@@ -95,13 +95,13 @@ def test_a_bad_session_idle_time_is_a_clear_error_naming_the_variable(
     tmp_path: Path, text: str, message: str
 ) -> None:
     with pytest.raises(ConfigError, match=message):
-        _host_config(_args(tmp_path), {"PLAYA_SESSION_IDLE": text})
+        host_config_from_env(_args(tmp_path), {"PLAYA_SESSION_IDLE": text})
 
 
 def test_the_session_idle_time_comes_from_the_environment(tmp_path: Path) -> None:
-    assert _host_config(_args(tmp_path), {}).session_idle == 1800.0
-    assert _host_config(_args(tmp_path), {"PLAYA_SESSION_IDLE": "90"}).session_idle == 90.0
-    assert _host_config(_args(tmp_path), {"PLAYA_SESSION_IDLE": "never"}).session_idle == math.inf
+    assert host_config_from_env(_args(tmp_path), {}).session_idle == 1800.0
+    assert host_config_from_env(_args(tmp_path), {"PLAYA_SESSION_IDLE": "90"}).session_idle == 90.0
+    assert host_config_from_env(_args(tmp_path), {"PLAYA_SESSION_IDLE": "never"}).session_idle == math.inf
 
 
 def test_a_connect_timeout_above_the_hook_timeout_raises_the_hook_bound_to_fit(tmp_path: Path) -> None:
@@ -149,22 +149,22 @@ def test_the_playa_command_tunes_the_collector_and_the_allocator_for_its_host(tm
 
 def test_the_model_timeout_comes_from_the_environment_and_bad_values_are_clear_errors(tmp_path: Path) -> None:
     args = argparse.Namespace(data_dir=tmp_path, model=None)
-    assert _host_config(args, {}).model_limits.timeout == 120.0
-    assert _host_config(args, {"PLAYA_MODEL_TIMEOUT": "7.5"}).model_limits.timeout == 7.5
+    assert host_config_from_env(args, {}).model_limits.timeout == 120.0
+    assert host_config_from_env(args, {"PLAYA_MODEL_TIMEOUT": "7.5"}).model_limits.timeout == 7.5
     with pytest.raises(ConfigError, match="PLAYA_MODEL_TIMEOUT must be a positive number of seconds"):
-        _host_config(args, {"PLAYA_MODEL_TIMEOUT": "0"})
+        host_config_from_env(args, {"PLAYA_MODEL_TIMEOUT": "0"})
 
 
 def test_the_context_budget_comes_from_the_environment_and_bad_values_are_clear_errors(
     tmp_path: Path,
 ) -> None:
     args = argparse.Namespace(data_dir=tmp_path, model=None)
-    assert _host_config(args, {}).context_tokens is None
-    assert _host_config(args, {"PLAYA_CONTEXT_TOKENS": "8000"}).context_tokens == 8000
-    assert _host_config(args, {"PLAYA_CONTEXT_TOKENS": "128_000"}).context_tokens == 128_000
+    assert host_config_from_env(args, {}).context_tokens is None
+    assert host_config_from_env(args, {"PLAYA_CONTEXT_TOKENS": "8000"}).context_tokens == 8000
+    assert host_config_from_env(args, {"PLAYA_CONTEXT_TOKENS": "128_000"}).context_tokens == 128_000
     for bad in ("999", "lots", "-5000", "1e6", "８０００"):
         with pytest.raises(ConfigError, match="PLAYA_CONTEXT_TOKENS must be a whole number of tokens"):
-            _host_config(args, {"PLAYA_CONTEXT_TOKENS": bad})
+            host_config_from_env(args, {"PLAYA_CONTEXT_TOKENS": bad})
 
 
 def test_the_longest_call_comes_from_playa_call_max_and_is_never_below_the_call_timeout(
