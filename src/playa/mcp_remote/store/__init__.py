@@ -1,7 +1,9 @@
 """What a chat's servers are, kept on disk: entries, their sealed secrets, grants and tool pins,
 and the chat's audit log.
 
-The leaf of ``mcp_remote``: imports nothing from ``transport`` or the lifecycle modules.
+The leaf of ``mcp_remote``: imports nothing from ``transport`` or the lifecycle modules. What
+the rest of ``mcp_remote`` needs of it is named by protocols (``ServerStorage``, ``EntryWriter``,
+``AuditTrail``); ``ServerStore`` and ``AuditLog`` are the backends that fill them.
 """
 
 from ._audit import AuditLog, move_log
