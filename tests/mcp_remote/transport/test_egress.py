@@ -324,6 +324,16 @@ def settings(policy: EgressPolicy) -> ConnectionSettings:
     return ConnectionSettings(connect_timeout=15.0, call_timeout=15.0, close_timeout=5.0, egress=policy)
 
 
+async def echoed(connector: Connector, target: Endpoint, task_group: TaskGroup, text: str) -> str:
+    """What the server's ``echo`` tool answers ``text`` over a connection of ``connector``'s, then closed."""
+    connection = await connector.connect(target, task_group)
+    try:
+        result = await connection.call_tool("echo", {"text": text})
+        return str(result.content[0].model_dump()["text"])
+    finally:
+        await connection.aclose()
+
+
 def on_host(url: str, host: str) -> str:
     return url.replace(LOOPBACK, host, 1)
 
@@ -375,12 +385,9 @@ async def test_the_any_policy_connects_to_a_loopback_server(
     with anyio.fail_after(10):
         async with serve_mcp(make_server(), transport) as served:
             target = Endpoint(server="local", url=served.url, transport=transport)
-            connection = await Connector(settings(EgressPolicy(mode="any"))).connect(target, task_group)
-            try:
-                result = await connection.call_tool("echo", {"text": "hi"})
-                assert result.content[0].model_dump()["text"] == "hi"
-            finally:
-                await connection.aclose()
+            assert (
+                await echoed(Connector(settings(EgressPolicy(mode="any"))), target, task_group, "hi") == "hi"
+            )
 
 
 @TRANSPORTS
@@ -391,12 +398,7 @@ async def test_an_allowed_network_lets_the_public_policy_reach_a_loopback_server
     with anyio.fail_after(10):
         async with serve_mcp(make_server(), transport) as served:
             target = Endpoint(server="local", url=served.url, transport=transport)
-            connection = await Connector(settings(policy)).connect(target, task_group)
-            try:
-                result = await connection.call_tool("echo", {"text": "allowed"})
-                assert result.content[0].model_dump()["text"] == "allowed"
-            finally:
-                await connection.aclose()
+            assert await echoed(Connector(settings(policy)), target, task_group, "allowed") == "allowed"
 
 
 @TRANSPORTS
@@ -408,12 +410,7 @@ async def test_an_allowed_host_name_lets_the_public_policy_reach_what_it_resolve
     with anyio.fail_after(10):
         async with serve_mcp(make_server(), transport) as served:
             target = Endpoint(server="local", url=on_host(served.url, "localhost"), transport=transport)
-            connection = await connector.connect(target, task_group)
-            try:
-                result = await connection.call_tool("echo", {"text": "by name"})
-                assert result.content[0].model_dump()["text"] == "by name"
-            finally:
-                await connection.aclose()
+            assert await echoed(connector, target, task_group, "by name") == "by name"
             # Only the allowed name: the same server by its address is still refused.
             with pytest.raises(ConnectFailed, match="loopback"):
                 await connector.connect(Endpoint(server="local", url=served.url), task_group)
