@@ -87,6 +87,21 @@ async def listen_for_changes(
         await anyio.sleep(_RELISTEN_AFTER)
 
 
+class _NotYet:
+    """Stands for the ``caught up`` event before anyone waits for it."""
+
+    @staticmethod
+    def is_set() -> bool:
+        return False
+
+    @staticmethod
+    def set() -> None:
+        pass
+
+
+_NOT_YET: Final = _NotYet()
+
+
 class ChangeFollower:
     """When one connection lists its tools again: after a change the server announced, and once
     its change stream opened (changes made before were never sent), unless just listed.
@@ -96,19 +111,21 @@ class ChangeFollower:
     (``start_listening``), in a task group entered only then: an idle connection holds neither.
     """
 
-    def __init__(self, *, server: str, relist: Relist) -> None:
+    def __init__(self, *, server: str, relist: Relist, stopped: anyio.Event) -> None:
+        """``stopped``: the connection's stop, which ``stop`` is told of once it is set."""
         self._server = server
         self._relist = relist
         self._wake = anyio.Event()
         """Set when the connection's task has something to do: stop, listen, or list again."""
-        self._stopped = anyio.Event()
+        self._stopped = stopped
         self._changed = False
         self.wanted = False
         """The server offers tool-list changes on a stream, not opened yet: the first call opens it."""
         self._listen_now = False
         self._catch_up = False
-        self._caught_up = anyio.Event()
-        """The change stream opened (or could not be) and the tools were looked at again."""
+        self._caught_up: anyio.Event | _NotYet = _NOT_YET
+        """The change stream opened (or could not be) and the tools were looked at again (made
+        when the first call asks for the stream: an idle connection holds one event less)."""
         self._listed_at = -math.inf
 
     def listed(self) -> None:
@@ -121,17 +138,18 @@ class ChangeFollower:
         self._wake.set()
 
     def stop(self) -> None:
-        self._stopped.set()
+        """The connection's stop was set: wake its task."""
         self._wake.set()
 
     async def start_listening(self) -> None:
         """Have the change stream opened, and wait, briefly, until the tools were looked at again:
         a first call must not run on tools the server changed before."""
         self.wanted = False
+        caught_up = self._caught_up = anyio.Event()
         self._listen_now = True
         self._wake.set()
         with anyio.move_on_after(_LISTENING_WAIT):
-            await self._caught_up.wait()
+            await caught_up.wait()
 
     def _opened(self) -> None:
         if self._caught_up.is_set():

@@ -140,7 +140,7 @@ class Connection:
         self._broken_reason: str | None = None
         self._stop = anyio.Event()
         self._done = anyio.Event()
-        self._changes = ChangeFollower(server=endpoint.server, relist=self._relist)
+        self._changes = ChangeFollower(server=endpoint.server, relist=self._relist, stopped=self._stop)
         self._relisting: anyio.CancelScope | None = None
 
     def __repr__(self) -> str:

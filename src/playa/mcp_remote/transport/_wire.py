@@ -53,8 +53,10 @@ class Wire:
         self.budget = ResultBudget(settings.max_result_bytes, event_limit=self.event_limit())
         self._has_session = False
         """The server gave a session id: the SDK then opens the session's listening GET stream."""
-        self._listening = anyio.Event()
+        self._listened = False
         """The listening stream's GET was answered (its headers, whatever the status)."""
+        self._listening: anyio.Event | None = None
+        """Set when it is, for a connect waiting for it (made only then)."""
 
     def http_client(
         self,
@@ -92,7 +94,9 @@ class Wire:
 
     async def _on_response(self, response: httpx2.Response) -> None:
         if response.request.method == "GET":
-            self._listening.set()
+            self._listened = True
+            if self._listening is not None:
+                self._listening.set()
         elif "mcp-session-id" in response.headers:
             self._has_session = True
 
@@ -103,9 +107,10 @@ class Wire:
         request outside a call (a question, roots/list) sends it there, and drops it while no
         stream is open: a first call made before then could wait out its whole timeout.
         """
-        if self.transport == "streamable-http" and self._has_session:
+        if self.transport == "streamable-http" and self._has_session and not self._listened:
+            listening = self._listening = anyio.Event()
             with anyio.move_on_after(_LISTENING_WAIT):
-                await self._listening.wait()
+                await listening.wait()
 
     def _timeouts(self) -> httpx2.Timeout:
         read = max(_STREAM_READ_TIMEOUT, self._settings.call_timeout)
