@@ -20,15 +20,16 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import anyio
 
 from bench._common import ROOT, GcPauses, Report, Spread, bench_server, verdict
 from bench._memory import hold_elsewhere
 from bench._playa import data_dir, entry, playa_host, timed_echo_turns, token_of, write_servers
+from playa.agent import Host
 from playa.core import ChatSession
-from playa.mcp_remote import ConnectionSettings, RemoteMcpSettings
+from playa.mcp_remote import ConnectionSettings, RemoteMcpExtension, RemoteMcpSettings
 
 TARGET_CONNECT_RATIO = 1.5
 TARGET_TURN_RATIO = 1.10
@@ -76,6 +77,58 @@ def single_chat(url: str) -> Iterator[Callable[[int], list[float]]]:
             process.wait()
 
 
+@dataclass
+class _Storm:
+    """What the connect storm took: its time, the CPU of both processes, and how many connected."""
+
+    took: float
+    sessions_started: float
+    client_used: float
+    server_used: float
+    connected: int
+    reasons: dict[str, int]
+
+
+async def _storm(
+    host: Host, extension: RemoteMcpExtension, first: ChatSession, scopes: list[str], server_pid: int
+) -> _Storm:
+    """Open every chat but the first at once; time it until no connect is still under way."""
+    client_cpu, server_cpu = os.times(), _cpu_seconds(server_pid)
+    started = anyio.current_time()
+    opened: dict[str, ChatSession] = {}
+
+    async def open_chat(scope: str) -> None:
+        opened[scope] = await host.session(scope, owner="owner")
+
+    async with anyio.create_task_group() as tg:
+        for scope in scopes[1:]:
+            tg.start_soon(open_chat, scope)
+    others = [opened[scope] for scope in scopes[1:]]
+    sessions_started = anyio.current_time() - started
+    # Connects queue (a connector runs a bounded number at once), and each chat's own
+    # wait gives up after one ConnectTimeout: keep waiting, bounded, until none is
+    # still connecting, so the crowded turns below are not timed during the storm.
+    servers_of = [extension.chat(session) for session in [first, *others]]
+    with anyio.move_on_after(CONNECT_WAIT_LIMIT):
+        while any(state.connecting for chat in servers_of for state in chat.servers.values()):
+            async with anyio.create_task_group() as tg:
+                for chat in servers_of:
+                    tg.start_soon(chat.wait_for_connects)
+    took = anyio.current_time() - started
+    cpu_after = os.times()
+    client_used = (cpu_after.user - client_cpu.user) + (cpu_after.system - client_cpu.system)
+    server_used = _cpu_seconds(server_pid) - server_cpu
+    states = [s for session in [first, *others] for s in extension.chat(session).servers.values()]
+    connected = sum(s.status == "connected" for s in states)
+    reasons: dict[str, int] = {}
+    for state in states:
+        if state.status != "connected":
+            key = (state.reason or state.status)[:80]
+            reasons[key] = reasons.get(key, 0) + 1
+
+    return _Storm(took, sessions_started, client_used, server_used, connected, reasons)
+
+
 async def run(quick: bool) -> Report:
     chats = 30 if quick else 1000
     blocks, per_block = (4, 10) if quick else (10, 20)
@@ -107,39 +160,8 @@ async def run(quick: bool) -> Report:
                     )
                 await timed_echo_turns(host, first, 10)  # warm up
 
-                client_cpu, server_cpu = os.times(), _cpu_seconds(served.process.pid)
-                started = anyio.current_time()
-                opened: dict[str, ChatSession] = {}
-
-                async def open_chat(scope: str) -> None:
-                    opened[scope] = await host.session(scope, owner="owner")
-
-                async with anyio.create_task_group() as tg:
-                    for scope in scopes[1:]:
-                        tg.start_soon(open_chat, scope)
-                others = [opened[scope] for scope in scopes[1:]]
-                sessions_started = anyio.current_time() - started
-                # Connects queue (a connector runs a bounded number at once), and each chat's own
-                # wait gives up after one ConnectTimeout: keep waiting, bounded, until none is
-                # still connecting, so the crowded turns below are not timed during the storm.
-                servers_of = [extension.chat(session) for session in [first, *others]]
-                with anyio.move_on_after(CONNECT_WAIT_LIMIT):
-                    while any(state.connecting for chat in servers_of for state in chat.servers.values()):
-                        async with anyio.create_task_group() as tg:
-                            for chat in servers_of:
-                                tg.start_soon(chat.wait_for_connects)
-                took = anyio.current_time() - started
-                cpu_after = os.times()
-                client_used = (cpu_after.user - client_cpu.user) + (cpu_after.system - client_cpu.system)
-                server_used = _cpu_seconds(served.process.pid) - server_cpu
-                states = [s for session in [first, *others] for s in extension.chat(session).servers.values()]
-                connected = sum(s.status == "connected" for s in states)
-                reasons: dict[str, int] = {}
-                for state in states:
-                    if state.status != "connected":
-                        key = (state.reason or state.status)[:80]
-                        reasons[key] = reasons.get(key, 0) + 1
-
+                storm = await _storm(host, extension, first, scopes, served.process.pid)
+                took, connected, reasons = storm.took, storm.connected, storm.reasons
                 # Connects that timed out are still being torn down: let the loop go quiet first.
                 await anyio.sleep(2.0)
                 crowded: list[float] = []
@@ -166,10 +188,10 @@ async def run(quick: bool) -> Report:
     if "error" in sdk:
         report.notes.append(f"the SDK's run failed: {sdk['error']}")
     sdk_cpu = float(str(sdk.get("cpu", "nan")))
-    ours_per, theirs_per = client_used / max(connected, 1), sdk_cpu / max(sdk_opened, 1)
+    ours_per, theirs_per = storm.client_used / max(connected, 1), sdk_cpu / max(sdk_opened, 1)
     report.add(
         "client CPU per connection (the server's in all)",
-        f"{ours_per * 1e3:.1f} ms (server {server_used:.1f} s)",
+        f"{ours_per * 1e3:.1f} ms (server {storm.server_used:.1f} s)",
         f"{theirs_per * 1e3:.1f} ms",
         f"{ours_per / theirs_per:.2f}",
     )
@@ -186,7 +208,7 @@ async def run(quick: bool) -> Report:
     if reasons:
         report.notes.append("not connected: " + "; ".join(f"{n}× {r}" for r, n in reasons.items()))
     report.notes.append(
-        f"sessions started in {sessions_started:.1f} s (connects run in the background); baseline column: "
+        f"sessions started in {storm.sessions_started:.1f} s (connects run in the background); baseline column: "
         "for the connects, the bare SDK making the same 2 connections × chats with the same requests "
         "(discover, tools/list; no change stream, which Playa opens only at a connection's first call) in "
         "a process of its own, before; for the "
