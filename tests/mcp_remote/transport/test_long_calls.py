@@ -13,20 +13,19 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import TextContent
 
-from playa.agent import Host, HostConfig
 from playa.exceptions import ConfigError, RemoteTimeout
 from playa.mcp_remote import (
     ConnectionSettings,
     Connector,
     Endpoint,
     HostSecret,
-    RemoteMcpExtension,
     RemoteMcpSettings,
 )
 from playa.mcp_remote.transport import Progress, poll_seconds, unrunnable_reason
 from servers.python_servers import serve_asgi, serve_mcp
 from servers.task_server import TaskServer
 from support.chat import RecordingModel, ScriptedUI, msg
+from support.host import remote_host
 
 pytestmark = pytest.mark.anyio
 
@@ -153,12 +152,11 @@ async def test_progress_reaches_the_person_whose_turn_made_the_call_redacted(
     tmp_path: Path, host_secret: HostSecret
 ) -> None:
     clock = Clock()
-    extension = RemoteMcpExtension(host_secret, settings=RemoteMcpSettings(connection=settings()))
     ui = ScriptedUI()
     with anyio.fail_after(60):
         async with (
             serve_mcp(progress_server(clock)) as served,
-            Host(HostConfig(data_dir=tmp_path), [extension]) as host,
+            remote_host(tmp_path, host_secret, settings=RemoteMcpSettings(connection=settings())) as host,
         ):
             session = await host.session("console:progress", owner="owner")
             added = await host.handle(session, msg(f'/mcp_add prog {served.url} --header "X-Key: {KEY}"'), ui)
@@ -243,12 +241,11 @@ async def test_a_tool_the_host_cannot_run_is_not_offered_and_mcp_tools_says_why(
     # The handshake: the 2026 protocol carries no task support in a tool's definition at all.
     why = "it runs only as a task, and the server does not offer tool calls as tasks"
     model = RecordingModel()
-    extension = RemoteMcpExtension(host_secret, settings=RemoteMcpSettings(connection=settings()))
     ui = ScriptedUI()
     with anyio.fail_after(60):
         async with (
             serve_mcp(TaskOnlyServer(), protocols="handshake") as served,
-            Host(HostConfig(data_dir=tmp_path, model=model.model()), [extension]) as host,
+            remote_host(tmp_path, host_secret, model, RemoteMcpSettings(connection=settings())) as host,
         ):
             session = await host.session("console:taskonly", owner="owner")
             added = await host.handle(session, msg(f"/mcp_add t {served.url}"), ui)
@@ -275,12 +272,11 @@ async def test_a_late_task_result_reaches_the_chat_the_history_and_the_model_wit
     model = RecordingModel()
     call_timeout = 1.0  # under test: the task runs until the test lets it finish
     connection = ConnectionSettings(connect_timeout=15.0, call_timeout=call_timeout, call_max=60.0)
-    extension = RemoteMcpExtension(host_secret, settings=RemoteMcpSettings(connection=connection))
     ui = ScriptedUI()
     with anyio.fail_after(60):
         async with (
             serve_asgi(server, path="/mcp") as served,
-            Host(HostConfig(data_dir=tmp_path, model=model.model()), [extension]) as host,
+            remote_host(tmp_path, host_secret, model, RemoteMcpSettings(connection=connection)) as host,
         ):
             session = await host.session("console:hostile", owner="owner")
             added = await host.handle(session, msg(f'/mcp_add h {served.url} --header "X-Key: {KEY}"'), ui)
@@ -314,12 +310,11 @@ async def test_a_task_still_running_at_the_longest_a_call_may_take_is_given_up_a
     server = hostile_task_server()  # never done
     call_timeout, call_max = 1.0, 3.0  # under test
     connection = ConnectionSettings(connect_timeout=15.0, call_timeout=call_timeout, call_max=call_max)
-    extension = RemoteMcpExtension(host_secret, settings=RemoteMcpSettings(connection=connection))
     ui = ScriptedUI()
     with anyio.fail_after(60):
         async with (
             serve_asgi(server, path="/mcp") as served,
-            Host(HostConfig(data_dir=tmp_path), [extension]) as host,
+            remote_host(tmp_path, host_secret, settings=RemoteMcpSettings(connection=connection)) as host,
         ):
             session = await host.session("console:hostile", owner="owner")
             await host.handle(session, msg(f"/mcp_add h {served.url}"), ui)
