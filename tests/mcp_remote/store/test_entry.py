@@ -86,6 +86,16 @@ def test_an_entry_keeps_a_private_copy_of_its_headers() -> None:
         entry.headers["X-Key"] = "w"  # type: ignore[index]
 
 
+def test_an_entry_sends_its_headers_in_the_order_the_file_keeps_them(store: ServerStore) -> None:
+    # An entry as the owner's command wrote it and as the file gives it back send the same request.
+    headers = {"X-Api-Key": "k" * 20, "Authorization": "Bearer " + "t" * 20}
+    entry = ServerEntry("docs", "https://docs.example/mcp", auth_kind="headers", headers=headers)
+    assert entry.header_names == ("Authorization", "X-Api-Key")
+    store.put(entry)
+    (loaded,) = [e for e in store.load().entries if e.name == "docs"]
+    assert list(loaded.headers.items()) == list(entry.headers.items())
+
+
 def test_an_entry_is_hashable_and_compares_by_value() -> None:
     again = ServerEntry(
         "docs", "https://docs.example/mcp", "auto", None, "bearer", {"Authorization": f"Bearer {CANARY}"}

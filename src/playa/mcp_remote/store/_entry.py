@@ -85,8 +85,9 @@ class ServerEntry:
             raise ValidationError("auth", f"auth kind {self.auth_kind!r} needs at least one header")
         if self.oauth is not None and self.auth_kind != "oauth":
             raise ValidationError("oauth", f"auth kind {self.auth_kind!r} cannot carry an authorization")
-        # A read-only copy: the caller's dict can change later, the entry must not.
-        object.__setattr__(self, "headers", types.MappingProxyType(headers))
+        # A read-only copy (the caller's dict can change later, the entry must not), in the order
+        # the file keeps them: an entry as written and as read back sends its headers alike.
+        object.__setattr__(self, "headers", types.MappingProxyType(dict(sorted(headers.items()))))
 
     @property
     def header_names(self) -> tuple[str, ...]:
