@@ -19,8 +19,7 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 from playa._asgi import bind
-from playa.agent import Host, HostConfig
-from playa.mcp_remote import HostSecret, RemoteMcpExtension
+from playa.mcp_remote import HostSecret
 from playa.mcp_remote.store import Sealer, ServerStore
 from servers.oidc import authorization_server
 from servers.python_servers import LOOPBACK, serve_mcp
@@ -267,19 +266,17 @@ async def test_calls_refused_at_once_for_one_scope_send_the_owner_one_link(
             authorization_server() as auth,
             protected_server(auth, step_up=True) as mcp,
             serve_provider() as provider,
+            remote_host(data_dir, host_secret, provider.model("openai-chat")) as host,
         ):
-            extension = RemoteMcpExtension(host_secret, settings=SETTINGS)
-            config = HostConfig(data_dir=data_dir, model=provider.model("openai-chat"))
-            async with Host(config, [extension]) as host:
-                session = await host.session(SCOPE, owner="owner")
-                ui = await log_in(host, session, mcp.url, "notes")
-                # The model calls the tool twice in one step: both calls are refused for mcp:write.
-                provider.script(tool_call("notes__publish", {}, ("notes__publish", {})), text("done"))
-                reply = await host.handle(session, msg("publish twice"), ScriptedUI())
-                assert reply is not None and "done" in reply.text
-                assert len(ui.private) == 2  # the first login's link, and one for the added scope
-                results = provider.requests[-1].raw.decode()
-                assert results.count("The owner was sent a link to log in with it") == 2, results
+            session = await host.session(SCOPE, owner="owner")
+            ui = await log_in(host, session, mcp.url, "notes")
+            # The model calls the tool twice in one step: both calls are refused for mcp:write.
+            provider.script(tool_call("notes__publish", {}, ("notes__publish", {})), text("done"))
+            reply = await host.handle(session, msg("publish twice"), ScriptedUI())
+            assert reply is not None and "done" in reply.text
+            assert len(ui.private) == 2  # the first login's link, and one for the added scope
+            results = provider.requests[-1].raw.decode()
+            assert results.count("The owner was sent a link to log in with it") == 2, results
 
 
 async def test_a_server_that_wants_a_fixed_bearer_token_is_tried_as_oauth_and_the_owner_is_told_how_to_add_the_token(

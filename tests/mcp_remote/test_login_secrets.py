@@ -18,15 +18,15 @@ import anyio
 import httpx2
 import pytest
 
-from playa.agent import Host, HostConfig
+from playa.agent import Host
 from playa.core import ChatSession, CommandRouter, classify
-from playa.mcp_remote import HostSecret, RemoteMcpExtension
+from playa.mcp_remote import HostSecret
 from servers.echo_oauth import INSTRUCTION, EchoOAuthServer, echo_oauth_server
 from support.chat import GUEST, RecordingModel, ScriptedUI, msg
 from support.leaks import leaks
 from support.oauth import OwnerUI, every_file
 from support.providers import ProviderServer, serve_provider, text, tool_call
-from support.remote import SETTINGS, remote_host
+from support.remote import remote_host
 
 pytestmark = [pytest.mark.anyio]
 
@@ -37,11 +37,11 @@ SCOPE = "console:oauth"
 @asynccontextmanager
 async def provider_host(data_dir: Path, secret: HostSecret) -> AsyncIterator[tuple[ProviderServer, Host]]:
     """A host with the remote-MCP extension whose model is a real provider client on loopback."""
-    async with serve_provider() as provider:
-        extension = RemoteMcpExtension(secret, settings=SETTINGS)
-        config = HostConfig(data_dir=data_dir, model=provider.model("openai-chat"))
-        async with Host(config, [extension]) as host:
-            yield provider, host
+    async with (
+        serve_provider() as provider,
+        remote_host(data_dir, secret, provider.model("openai-chat")) as host,
+    ):
+        yield provider, host
 
 
 async def start_login(host: Host, session: ChatSession, server: EchoOAuthServer) -> tuple[OwnerUI, str]:

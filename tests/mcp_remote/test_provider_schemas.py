@@ -10,11 +10,12 @@ import anyio
 import mcp_types
 import pytest
 
-from playa.agent import Host, HostConfig, ModelLimits
-from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpExtension, RemoteMcpSettings
+from playa.agent import ModelLimits
+from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpSettings
 from servers.faults import listing_mcp
 from servers.python_servers import closed_port
 from support.chat import ScriptedUI, msg
+from support.host import Clock, remote_host
 from support.providers import PROTOCOLS, Protocol, serve_provider, text, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -71,11 +72,8 @@ async def test_arrays_without_items_are_repaired_and_a_tool_that_cannot_be_sent_
     data_dir: Path, host_secret: HostSecret, protocol: Protocol
 ) -> None:
     async with serve_provider() as provider, listing_mcp([ECHO, NO_ITEMS, HUGE]) as server:
-        config = HostConfig(
-            data_dir=data_dir, model=provider.model(protocol), model_limits=ModelLimits(timeout=30)
-        )
-        extension = RemoteMcpExtension(host_secret, settings=SETTINGS)
-        async with Host(config, [extension]) as host:
+        model, limits = provider.model(protocol), ModelLimits(timeout=30)
+        async with remote_host(data_dir, host_secret, model, SETTINGS, model_limits=limits) as host:
             session = await host.session("console:t", owner="owner")
             ui = ScriptedUI()
             with anyio.fail_after(30):
@@ -100,29 +98,20 @@ async def test_arrays_without_items_are_repaired_and_a_tool_that_cannot_be_sent_
     assert "bad__tag" not in listed.text
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_instructions_and_tools_are_byte_identical_across_turns_while_a_server_is_down(
     data_dir: Path, host_secret: HostSecret, protocol: Protocol
 ) -> None:
-    clock = Clock()
+    clock = Clock(1_000_000.0)
     async with (
         serve_provider() as provider,
         listing_mcp([NO_ITEMS, ECHO]) as server,
         closed_port() as down_url,
     ):
-        config = HostConfig(
-            data_dir=data_dir, model=provider.model(protocol), model_limits=ModelLimits(timeout=30)
-        )
-        extension = RemoteMcpExtension(host_secret, settings=SETTINGS, clock=clock)
-        async with Host(config, [extension]) as host:
+        model, limits = provider.model(protocol), ModelLimits(timeout=30)
+        async with remote_host(
+            data_dir, host_secret, model, SETTINGS, clock=clock, model_limits=limits
+        ) as host:
             session = await host.session("console:t", owner="owner")
             ui = ScriptedUI()
             with anyio.fail_after(30):

@@ -18,14 +18,15 @@ import anyio
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
 
-from playa.agent import Host, HostConfig, ModelLimits
+from playa.agent import ModelLimits
 from playa.core import Approval, render_approval
-from playa.mcp_remote import APPROVAL_LIMIT, HostSecret, RemoteMcpExtension
+from playa.mcp_remote import APPROVAL_LIMIT, HostSecret
 from playa.mcp_remote.store import SAME_NOTE, pending_digest, view_digest
 from servers.python_servers import serve_mcp
 from support.chat import RecordingModel, ScriptedUI
+from support.host import remote_host
 from support.providers import serve_provider, text
-from support.remote import SETTINGS, OwnerChat, owner_chat
+from support.remote import OwnerChat, owner_chat
 
 pytestmark = pytest.mark.anyio
 
@@ -208,10 +209,8 @@ async def test_the_provider_receives_a_changed_description_and_default_only_afte
     with anyio.fail_after(TEST_TIMEOUT):
         async with serve_provider() as provider, serve_mcp(rewriting_server()) as server:
             provider.script(text("one"), text("two"), text("three"))
-            config = HostConfig(
-                data_dir=data_dir, model=provider.model("openai-chat"), model_limits=ModelLimits(timeout=30)
-            )
-            async with Host(config, [RemoteMcpExtension(host_secret, settings=SETTINGS)]) as host:
+            model, limits = provider.model("openai-chat"), ModelLimits(timeout=30)
+            async with remote_host(data_dir, host_secret, model, model_limits=limits) as host:
                 chat = OwnerChat(host, SCOPE)
                 answer = await chat.command(f"/mcp_add rewriting {server.url}", owner)
                 assert answer.startswith("Added rewriting: connected"), answer
