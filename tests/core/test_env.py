@@ -13,6 +13,7 @@ pytestmark = pytest.mark.anyio
 
 ENV = {
     "MCP_ENCRYPTION_SECRET": "host-secret-value-123",
+    "PLAYA_DATABASE_URL": "postgresql://playa:db-password-value@db.internal/playa",
     "TELEGRAM_BOT_TOKEN": "123456:bot-token-value",
     "OPENAI_API_KEY": "sk-openai-key-value",
     "ANTHROPIC_API_KEY": "sk-ant-key-value",
@@ -23,16 +24,18 @@ ENV = {
 }
 
 
-def test_the_defaults_deny_the_host_secret_the_bot_token_and_the_model_keys() -> None:
+def test_the_defaults_deny_the_host_secret_the_database_the_bot_token_and_the_model_keys() -> None:
     policy = EnvPolicy(environ=ENV)
     assert [name for name in ENV if policy.denies(name)] == [
         "MCP_ENCRYPTION_SECRET",
+        "PLAYA_DATABASE_URL",
         "TELEGRAM_BOT_TOKEN",
         "OPENAI_API_KEY",
         "ANTHROPIC_API_KEY",
     ]
     assert policy.denied_values() == {
         "host-secret-value-123",
+        "postgresql://playa:db-password-value@db.internal/playa",
         "123456:bot-token-value",
         "sk-openai-key-value",
         "sk-ant-key-value",

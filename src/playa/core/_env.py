@@ -12,6 +12,7 @@ __all__ = ["DEFAULT_DENIED", "EnvPolicy"]
 DEFAULT_DENIED: frozenset[str] = frozenset(
     {
         "MCP_ENCRYPTION_SECRET",
+        "PLAYA_DATABASE_URL",
         "TELEGRAM_BOT_TOKEN",
         "OPENAI_API_KEY",
         "ANTHROPIC_API_KEY",
