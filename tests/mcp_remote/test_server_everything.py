@@ -8,15 +8,15 @@ from typing import Literal
 import anyio
 import pytest
 
-from playa.agent import Host, HostConfig
+from playa.agent import Host
 from playa.mcp_remote import (
     ConnectionSettings,
     HostSecret,
-    RemoteMcpExtension,
     RemoteMcpSettings,
 )
 from servers.node import server_everything
 from support.chat import ScriptedUI, msg
+from support.host import remote_host
 
 pytestmark = [pytest.mark.anyio, pytest.mark.npm]
 
@@ -39,8 +39,10 @@ async def ask(host: Host, text: str) -> str:
 async def test_server_everything_is_connected_and_its_tools_answer(
     tmp_path: Path, host_secret: HostSecret, transport: Literal["streamable-http", "sse"], flag: str
 ) -> None:
-    extension = RemoteMcpExtension(host_secret, settings=SETTINGS)
-    async with server_everything(transport) as url, Host(HostConfig(data_dir=tmp_path), [extension]) as host:
+    async with (
+        server_everything(transport) as url,
+        remote_host(tmp_path, host_secret, settings=SETTINGS) as host,
+    ):
         added = await ask(host, f"/mcp_add everything {url}{flag}")
         assert added.startswith(f"Added everything: connected over {transport}, ")
         assert "everything__echo" in added and "everything__get-sum" in added

@@ -20,7 +20,6 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from playa.agent import Host, HostConfig
 from playa.core import Answer, Question, answer_from_text, check_link
 from playa.mcp_remote import (
     MAX_LINK_SHOWN,
@@ -28,12 +27,12 @@ from playa.mcp_remote import (
     Connector,
     Endpoint,
     HostSecret,
-    RemoteMcpExtension,
     RemoteMcpSettings,
     asking,
 )
 from servers.python_servers import OneProtocol, serve_asgi, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
+from support.host import remote_host
 
 pytestmark = pytest.mark.anyio
 
@@ -327,9 +326,8 @@ async def test_in_a_chat_the_question_goes_to_the_turns_sender_redacted_and_the_
     data_dir: Path, host_secret: HostSecret
 ) -> None:
     token = "tok-" + "q7Z" * 8
-    extension = RemoteMcpExtension(host_secret, settings=RemoteMcpSettings(connection=HEALTHY))
     model = RecordingModel()
-    host = Host(HostConfig(data_dir=data_dir, model=model.model()), [extension])
+    host = remote_host(data_dir, host_secret, model, RemoteMcpSettings(connection=HEALTHY))
     leaky = {
         "type": "object",
         "properties": {"name": {"type": "string", "description": f"the header was {token}"}},
@@ -358,8 +356,7 @@ async def test_in_a_chat_the_question_goes_to_the_turns_sender_redacted_and_the_
 async def test_a_question_outside_any_turn_is_cancelled_without_asking_anyone(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
-    extension = RemoteMcpExtension(host_secret, settings=RemoteMcpSettings(connection=HEALTHY))
-    host = Host(HostConfig(data_dir=data_dir), [extension])
+    host = remote_host(data_dir, host_secret, settings=RemoteMcpSettings(connection=HEALTHY))
     with anyio.fail_after(60):
         async with serve_mcp(asking_server(), protocols="handshake") as served, host:
             session = await host.session("console:q", owner="owner")
