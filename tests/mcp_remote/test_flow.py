@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from mcp.server.mcpserver import MCPServer
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 
-from playa.agent import Host, HostConfig
+from playa.agent import Host
 from playa.core import ChatSession, session_state_dir
 from playa.exceptions import ConfigError
 from playa.mcp_remote import (
@@ -43,7 +43,7 @@ from support.flows import (
     obeying,
     obeying_steps,
 )
-from support.remote import SETTINGS
+from support.remote import SETTINGS, remote_host
 
 FETCHER = FlowSource.of_server("fetcher")
 NOTES = FlowSource.of_file("notes/plan.md")
@@ -199,10 +199,7 @@ async def flow_chat(
     notes: MCPServer | None = None,
 ) -> AsyncIterator[tuple[Host, ChatSession]]:
     settings = replace(SETTINGS, flow_guard=guard)
-    host = Host(
-        HostConfig(data_dir=data_dir, model=script.model()),
-        [RemoteMcpExtension(host_secret, settings=settings)],
-    )
+    host = remote_host(data_dir, host_secret, script, settings)
     async with (
         serve_mcp(hostile_server(), bearer=FETCHER_TOKEN) as fetcher,
         serve_mcp(notes if notes is not None else notes_server(written)) as notes_served,
