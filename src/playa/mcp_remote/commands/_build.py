@@ -28,6 +28,7 @@ _DECISIONS = {
 }
 
 
+# Long: one table, a Command a row, read as the list of the owner's commands.
 def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> list[Command]:
     """The extension's commands; they work, and refuse clearly, even without a host secret."""
     access = ChatAccess(open_servers, clock)
