@@ -21,9 +21,8 @@ from mcp.server.mcpserver import MCPServer
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from playa.agent import Host, HostConfig, Reply
+from playa.agent import Host, Reply
 from playa.core import ChatSession
-from playa.demo_server import build_app
 from playa.exceptions import ToolUnbound, ValidationError
 from playa.mcp_remote import (
     ConnectionSettings,
@@ -39,7 +38,6 @@ from servers.python_servers import (
     OneProtocol,
     RecordedRequest,
     RecordingServer,
-    RunningServer,
     blackhole,
     closed_port,
     recording_http_server,
@@ -47,7 +45,8 @@ from servers.python_servers import (
     serve_mcp,
 )
 from support.chat import RecordingModel, Script, ScriptedUI, msg
-from support.remote import HEALTHY, SETTINGS, remote_host
+from support.host import Clock, new_host
+from support.remote import HEALTHY, SETTINGS, demo_server, remote_host
 
 pytestmark = pytest.mark.anyio
 
@@ -57,23 +56,6 @@ DEMO_TOOLS = ["demo__whoami", "demo__echo", "demo__add", "demo__tiny_image", "de
 SERVERS_JSON = ".volcanic/mcp/servers.json"
 T0 = 1000.0  # the fake clock's start: 00:16:40 UTC on 1970-01-01
 TEST_TIMEOUT = 30.0
-
-
-class Clock:
-    """A settable clock for the extension's backoff."""
-
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@asynccontextmanager
-async def demo_server(token: str, *, port: int = 0) -> AsyncIterator[RunningServer]:
-    """Playa's demo server (bearer-protected, ``whoami`` echoes the request headers)."""
-    async with serve_asgi(build_app(token, transport="streamable-http"), port=port, path="/mcp") as server:
-        yield server
 
 
 @asynccontextmanager
@@ -287,7 +269,7 @@ async def test_a_down_server_does_not_stop_the_turn_and_the_prompt_says_why(
 ) -> None:
     token = "demo-" + uuid.uuid4().hex
     model = RecordingModel()
-    clock = Clock()
+    clock = Clock(T0)
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
             closed_port() as down_url,
@@ -330,7 +312,7 @@ def connects(server: RecordingServer) -> int:
 async def test_failed_connects_are_retried_on_the_backoff_schedule_and_cost_turns_nothing(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
-    clock = Clock()
+    clock = Clock(T0)
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
             recording_http_server(503) as failing,
@@ -369,7 +351,7 @@ async def test_failed_connects_are_retried_on_the_backoff_schedule_and_cost_turn
 async def test_a_server_that_hangs_is_given_up_after_the_connect_timeout_and_then_left_alone(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
-    clock = Clock()
+    clock = Clock(T0)
     hanging = RemoteMcpSettings(connection=ConnectionSettings(connect_timeout=1.0))
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
@@ -393,7 +375,7 @@ async def test_a_server_that_comes_back_is_used_again_once_its_backoff_passes(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
     model = RecordingModel()
-    clock = Clock()
+    clock = Clock(T0)
     with anyio.fail_after(TEST_TIMEOUT):
         async with remote_host(data_dir, host_secret, model, clock=clock) as host:
             session = await host.session(SCOPE, owner="owner")
@@ -421,7 +403,7 @@ async def test_a_server_that_comes_back_is_used_again_once_its_backoff_passes(
 async def test_adding_a_server_again_connects_at_once_even_in_backoff(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
-    clock = Clock()
+    clock = Clock(T0)
     with anyio.fail_after(TEST_TIMEOUT):
         async with remote_host(data_dir, host_secret, clock=clock) as host:
             session = await host.session(SCOPE, owner="owner")
@@ -636,7 +618,7 @@ async def test_a_key_in_the_url_connects_but_is_shown_masked_and_never_reaches_t
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
             demo_server(token) as demo,
-            Host(HostConfig(data_dir=data_dir, model=script.model()), [extension]) as host,
+            new_host(data_dir, script, [extension]) as host,
         ):
             session = await host.session(SCOPE, owner="owner")
             ui = ScriptedUI()
