@@ -24,21 +24,19 @@ from typing import Any
 import anyio
 import pytest
 
-from playa.agent import Host, HostConfig, Reply
+from playa.agent import Host, Reply
 from playa.core import ChatSession
-from playa.demo_server import build_app
 from playa.mcp import MAX_NAME_LENGTH
 from playa.mcp_remote import (
     ConnectionSettings,
     HostSecret,
-    RemoteMcpExtension,
     RemoteMcpSettings,
     resolve_host_secret,
 )
 from servers import faults
-from servers.python_servers import serve_asgi
 from support.chat import ScriptedUI, msg
-from support.remote import SETTINGS
+from support.host import Clock
+from support.remote import SETTINGS, demo_server, remote_host
 
 pytestmark = pytest.mark.anyio
 
@@ -55,19 +53,6 @@ MARGIN = 5.0
 """Room on top of a timeout for the rest of a turn (the model, the hooks, a loaded CI machine)."""
 
 VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-
-
-class Clock:
-    """A wall clock for the extension that the test moves forward."""
-
-    def __init__(self) -> None:
-        self.now = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @dataclass(frozen=True)
@@ -126,12 +111,10 @@ def secret(data_dir: Path) -> HostSecret:
 @contextlib.asynccontextmanager
 async def chat_with_healthy_server(data_dir: Path, settings: RemoteMcpSettings = FAST) -> AsyncIterator[Chat]:
     """A running host whose chat has the healthy demo server added and connected."""
-    clock = Clock()
-    extension = RemoteMcpExtension(secret(data_dir), settings=settings, clock=clock)
-    app = build_app(HEALTHY_TOKEN, transport="streamable-http")
+    clock = Clock(1_700_000_000.0)
     async with (
-        serve_asgi(app, path="/mcp") as healthy,
-        Host(HostConfig(data_dir=data_dir), [extension]) as host,
+        demo_server(HEALTHY_TOKEN) as healthy,
+        remote_host(data_dir, secret(data_dir), settings=settings, clock=clock) as host,
     ):
         session = await host.session("console:faults", owner="owner")
         chat = Chat(host, session, ScriptedUI(), clock, settings)
