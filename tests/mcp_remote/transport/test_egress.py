@@ -20,9 +20,8 @@ import pytest
 from anyio.abc import TaskGroup
 from mcp.server.mcpserver import MCPServer
 
-from playa.agent import Host, HostConfig
 from playa.exceptions import ConfigError, ConnectFailed
-from playa.mcp_remote import EgressPolicy, HostSecret, RemoteMcpExtension, RemoteMcpSettings
+from playa.mcp_remote import EgressPolicy, HostSecret, RemoteMcpSettings
 from playa.mcp_remote.transport import (
     ConnectionSettings,
     Connector,
@@ -33,6 +32,7 @@ from playa.mcp_remote.transport import (
 )
 from servers.python_servers import LOOPBACK, blackhole, serve_mcp
 from support.chat import ScriptedUI, msg
+from support.host import remote_host
 
 pytestmark = pytest.mark.anyio
 
@@ -422,8 +422,9 @@ async def test_an_allowed_host_name_lets_the_public_policy_reach_what_it_resolve
 async def test_mcp_add_refuses_a_url_the_policy_refuses_before_asking_for_a_secret_or_saving(
     tmp_path: Path, host_secret: HostSecret
 ) -> None:
-    extension = RemoteMcpExtension(host_secret, settings=RemoteMcpSettings(connection=settings(PUBLIC)))
-    host = Host(HostConfig(data_dir=tmp_path / "data", model="offline"), [extension])
+    host = remote_host(
+        tmp_path / "data", host_secret, settings=RemoteMcpSettings(connection=settings(PUBLIC))
+    )
     with anyio.fail_after(10):
         async with host:
             session = await host.session("console:egress", owner="owner")
