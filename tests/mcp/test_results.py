@@ -14,7 +14,7 @@ from mcp.server.mcpserver import Audio, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
-from playa.core._tools import Media, ToolResult
+from playa.core import Media, ToolResult
 from playa.mcp import map_result
 from playa.mcp._results import NO_CONTENT
 

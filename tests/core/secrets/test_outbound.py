@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from playa.core import REDACTED, OutboundSecrets, encoded_forms, install_outbound_gate, outbound_secrets
-from playa.core.secrets._outbound import PIECE
+from playa.core.secrets import PIECE
 from support.leaks import leaks
 
 SECRET = "Zq7Xw3KpL9vR2mN8-" + uuid.uuid4().hex
