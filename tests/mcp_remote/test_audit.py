@@ -18,8 +18,6 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 from tests.telegram.fake_bot_api import FakeBotApi, creator, group_chat, private_chat, user
 
-from playa.agent import Host, HostConfig
-from playa.cli import remote_mcp
 from playa.mcp_remote import AuditKey, HostSecret, RemoteMcpExtension, verify_log
 from playa.mcp_remote.store import AuditRecord, FieldValue, Sealer, ServerStore, read_records
 from playa.telegram import TelegramSettings
@@ -28,6 +26,7 @@ from servers.python_servers import serve_asgi, serve_mcp
 from servers.task_server import TaskServer
 from support.audit import ARGUMENT_CANARY, HEADER_CANARY, SCOPE, SECRET, folder_of, lines_of, playa_audit
 from support.chat import GUEST, ScriptedUI, msg
+from support.cli_host import cli_host
 from support.oauth import SCOPE as OAUTH_SCOPE
 from support.oauth import log_in, log_in_again, protected_chat, protected_server, refuse_sign_in
 from support.remote import HEALTHY, SETTINGS, OwnerChat, owner_chat, remote_host
@@ -366,19 +365,17 @@ async def test_a_secret_deleted_from_the_chat_is_recorded_with_its_sender_and_wh
         "sk-proj-Hk7Tq2Wm9Xz4Lp6Rv3Ns8Bd1Fg5Jc0Ya",
     )
     fake = FakeBotApi(token)
-    config = HostConfig(data_dir=data_dir, model="offline")
     environ = {
         "MCP_ENCRYPTION_SECRET": SECRET,
         "TELEGRAM_BOT_TOKEN": token,
         "PLAYA_EGRESS_ALLOW": "127.0.0.1/32",
     }
-    extension = remote_mcp(config, environ, console=False)
     chats = {"telegram:301": "301", "telegram:302": "302", "telegram:303": "303", "telegram:-1401": "1402"}
     with anyio.fail_after(60):
         async with (
             serve_asgi(fake.app()) as api,
             serve_mcp(MCPServer("plain")) as plain,
-            Host(config, [extension]) as host,
+            cli_host(data_dir, environ, console=False) as host,
             bot_running(fake, host, api.url, settings=TelegramSettings(poll_timeout=5)),
         ):
             command = f"/mcp_policy docs {key} deny"  # no server of that name: nothing connects
@@ -400,6 +397,8 @@ async def test_a_secret_deleted_from_the_chat_is_recorded_with_its_sender_and_wh
             await fake.wait_reply(-1401, "[offline model]")
             fake.send(group_chat(-1401), command, sender=user(1403), kind="edited_message", message_id=said)
             await fake.wait_reply(-1401, "rotate that key")
+            (extension,) = host.extensions
+            assert isinstance(extension, RemoteMcpExtension)
             for scope, owner in chats.items():
                 await extension.chat(await host.session(scope, owner=owner)).audit.flush()
     fake.close()

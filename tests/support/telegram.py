@@ -14,11 +14,11 @@ import anyio
 from pydantic_ai.models import Model
 from tests.telegram.fake_bot_api import FakeBotApi, private_chat, user
 
-from playa.agent import Host, HostConfig
-from playa.cli import remote_mcp
-from playa.demo_server import build_app
+from playa.agent import Host
 from playa.telegram import TelegramSettings, WebhookConfig, run_telegram
 from servers.python_servers import serve_asgi
+from support.cli_host import cli_host
+from support.remote import demo_server
 
 FAST = TelegramSettings(poll_timeout=5, typing_interval=0.5)
 """Short polls, so that a stop is quick; "typing…" often enough to be seen."""
@@ -87,16 +87,11 @@ async def running_bot(
     ``environ`` adds to the environment the extension is configured from.
     """
     fake = FakeBotApi(TOKEN)
-    config = HostConfig(data_dir=tmp_path, model=model)
-    extension = remote_mcp(
-        config,
-        {"TELEGRAM_BOT_TOKEN": TOKEN, "PLAYA_EGRESS_ALLOW": "127.0.0.1/32", **(environ or {})},
-        console=False,
-    )
+    environ = {"TELEGRAM_BOT_TOKEN": TOKEN, "PLAYA_EGRESS_ALLOW": "127.0.0.1/32", **(environ or {})}
     async with (
         serve_asgi(fake.app()) as api,
-        serve_asgi(build_app(DEMO_TOKEN, transport="streamable-http"), path="/mcp") as demo,
-        Host(config, [extension]) as host,
+        demo_server(DEMO_TOKEN) as demo,
+        cli_host(tmp_path, environ, console=False, model=model) as host,
         bot_running(fake, host, api.url, webhook=webhook, listening=listening),
     ):
         try:

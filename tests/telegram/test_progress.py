@@ -10,11 +10,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from playa.agent import Host, HostConfig
-from playa.cli import remote_mcp
 from playa.telegram._ui import PROGRESS_EVERY
 from servers.node import server_everything
 from servers.python_servers import serve_asgi
+from support.cli_host import cli_host
 from support.telegram import bot_running
 
 from .fake_bot_api import FakeBotApi, private_chat, user
@@ -31,14 +30,11 @@ RESEARCH = "everything__simulate-research-query"
 async def bot_with_everything(tmp_path: Path, env: dict[str, str]) -> AsyncIterator[FakeBotApi]:
     """The bot against a fake Bot API, its chat with server-everything added."""
     fake = FakeBotApi(TOKEN)
-    config = HostConfig(data_dir=tmp_path)
-    extension = remote_mcp(
-        config, {"TELEGRAM_BOT_TOKEN": TOKEN, "PLAYA_EGRESS_ALLOW": "127.0.0.1/32", **env}, console=False
-    )
+    environ = {"TELEGRAM_BOT_TOKEN": TOKEN, "PLAYA_EGRESS_ALLOW": "127.0.0.1/32", **env}
     async with (
         server_everything() as url,
         serve_asgi(fake.app()) as api,
-        Host(config, [extension]) as host,
+        cli_host(tmp_path, environ, console=False) as host,
         bot_running(fake, host, api.url),
     ):
         try:
