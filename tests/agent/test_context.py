@@ -18,10 +18,11 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from playa.agent import ContextBudget, History, Host, HostConfig, Reply
+from playa.agent import ContextBudget, History, HostConfig, Reply
 from playa.agent._context import BYTES_PER_TOKEN, latest_turns
 from playa.exceptions import ConfigError
 from support.chat import ScriptedUI, msg
+from support.host import new_host
 from support.providers import PROTOCOLS, Protocol, provider_model, serve_provider, text
 
 pytestmark = pytest.mark.anyio
@@ -139,47 +140,49 @@ async def test_at_a_thousand_turns_the_request_stays_within_the_budget_and_the_h
     data_dir: Path, protocol: Protocol
 ) -> None:
     budget = 8_000
-    async with serve_provider() as provider:
-        config = HostConfig(data_dir=data_dir, model=provider.model(protocol), context_tokens=budget)
-        async with Host(config) as host:
-            session = await host.session("console:t", owner="owner")
-            await host.history(session).extend([m for i in range(1_000) for m in turn(i)])
-            provider.script(text("turn 1000 answered"), text("after the reset"))
-            with anyio.fail_after(30):
-                reply = await host.handle(session, msg("and now?"), ScriptedUI())
-            assert reply == Reply("turn 1000 answered", "agent")
-            [request] = provider.requests
-            assert len(request.raw) <= budget * BYTES_PER_TOKEN
-            sent = request.raw.decode()
-            assert "Earlier conversation left out" in sent
-            assert "question 999:" in sent and "answer 999: two files" in sent and "and now?" in sent
-            assert "question 0:" not in sent and "question 900:" not in sent
-            calls, results = _tool_pairs(protocol, request.body)
-            assert calls and calls == results
-            assert len(host.history(session)) == 4_000 + 2
+    async with (
+        serve_provider() as provider,
+        new_host(data_dir, provider.model(protocol), context_tokens=budget) as host,
+    ):
+        session = await host.session("console:t", owner="owner")
+        await host.history(session).extend([m for i in range(1_000) for m in turn(i)])
+        provider.script(text("turn 1000 answered"), text("after the reset"))
+        with anyio.fail_after(30):
+            reply = await host.handle(session, msg("and now?"), ScriptedUI())
+        assert reply == Reply("turn 1000 answered", "agent")
+        [request] = provider.requests
+        assert len(request.raw) <= budget * BYTES_PER_TOKEN
+        sent = request.raw.decode()
+        assert "Earlier conversation left out" in sent
+        assert "question 999:" in sent and "answer 999: two files" in sent and "and now?" in sent
+        assert "question 0:" not in sent and "question 900:" not in sent
+        calls, results = _tool_pairs(protocol, request.body)
+        assert calls and calls == results
+        assert len(host.history(session)) == 4_000 + 2
 
-            # The stored history is the whole chat; /reset still forgets it.
-            reloaded = await History.open(host.history(session).path.parent)
-            assert len(reloaded) == 4_002
-            await host.handle(session, msg("/reset"), ScriptedUI())
-            with anyio.fail_after(30):
-                await host.handle(session, msg("fresh"), ScriptedUI())
-            after = provider.requests[1].raw.decode()
-            assert "Earlier conversation left out" not in after and "question 999" not in after
+        # The stored history is the whole chat; /reset still forgets it.
+        reloaded = await History.open(host.history(session).path.parent)
+        assert len(reloaded) == 4_002
+        await host.handle(session, msg("/reset"), ScriptedUI())
+        with anyio.fail_after(30):
+            await host.handle(session, msg("fresh"), ScriptedUI())
+        after = provider.requests[1].raw.decode()
+        assert "Earlier conversation left out" not in after and "question 999" not in after
 
 
 async def test_the_request_size_does_not_grow_with_the_history(data_dir: Path) -> None:
-    async with serve_provider() as provider:
-        config = HostConfig(data_dir=data_dir, model=provider.model("openai-chat"), context_tokens=4_000)
-        async with Host(config) as host:
-            session = await host.session("console:t", owner="owner")
-            sizes: list[int] = []
-            for count in (100, 900):
-                await host.history(session).extend([m for i in range(count) for m in turn(i)])
-                provider.script(text("ok"))
-                with anyio.fail_after(30):
-                    await host.handle(session, msg("next"), ScriptedUI())
-                sizes.append(len(provider.requests[-1].raw))
-            messages = [json.dumps(m) for m in provider.requests[-1].body["messages"]]
-            assert len(messages) > 4
-            assert abs(sizes[0] - sizes[1]) < 400, sizes
+    async with (
+        serve_provider() as provider,
+        new_host(data_dir, provider.model("openai-chat"), context_tokens=4_000) as host,
+    ):
+        session = await host.session("console:t", owner="owner")
+        sizes: list[int] = []
+        for count in (100, 900):
+            await host.history(session).extend([m for i in range(count) for m in turn(i)])
+            provider.script(text("ok"))
+            with anyio.fail_after(30):
+                await host.handle(session, msg("next"), ScriptedUI())
+            sizes.append(len(provider.requests[-1].raw))
+        messages = [json.dumps(m) for m in provider.requests[-1].body["messages"]]
+        assert len(messages) > 4
+        assert abs(sizes[0] - sizes[1]) < 400, sizes

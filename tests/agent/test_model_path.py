@@ -12,9 +12,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from playa.agent import Host, HostConfig, ModelLimits, Reply, resolve_model
+from playa.agent import Host, ModelLimits, Reply, resolve_model
 from playa.exceptions import ConfigError
 from support.chat import GUEST, ScriptedUI, msg
+from support.host import new_host
 from support.providers import PROTOCOLS, Protocol, ProviderServer, hang, serve_provider, status, text
 
 pytestmark = pytest.mark.anyio
@@ -24,14 +25,12 @@ pytestmark = pytest.mark.anyio
 async def provider_host(
     data_dir: Path, protocol: Protocol, *, limits: ModelLimits | None = None
 ) -> AsyncIterator[tuple[Host, ProviderServer]]:
-    async with serve_provider() as provider:
-        config = HostConfig(
-            data_dir=data_dir,
-            model=provider.model(protocol),
-            model_limits=limits or ModelLimits(timeout=30.0),
-        )
-        async with Host(config) as host:
-            yield host, provider
+    limits = limits or ModelLimits(timeout=30.0)
+    async with (
+        serve_provider() as provider,
+        new_host(data_dir, provider.model(protocol), model_limits=limits) as host,
+    ):
+        yield host, provider
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

@@ -99,8 +99,7 @@ async def test_sessions_idle_longer_than_the_configured_time_are_closed_in_the_b
     data_dir: Path,
 ) -> None:
     hooks = Lifecycle()
-    config = HostConfig(data_dir=data_dir, session_idle=0.05)
-    async with Host(config, [hooks]) as host:
+    async with new_host(data_dir, extensions=[hooks], session_idle=0.05) as host:
         sessions = [await host.session(f"console:{n}", owner="owner") for n in range(20)]
         with anyio.fail_after(10):
             for session in sessions:

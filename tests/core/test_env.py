@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from playa.agent import Host, HostConfig
 from playa.core import MIN_SECRET_LENGTH, REDACTED, EnvPolicy
 from support.chat import RecordingModel, ScriptedUI, msg
+from support.host import new_host
 
 pytestmark = pytest.mark.anyio
 
@@ -64,10 +64,7 @@ async def test_denied_values_never_reach_the_model_instructions(tmp_path: object
     data_dir = Path(str(tmp_path))
     prompt = "You may know sk-openai-key-value and host-secret-value-123."
     recording = RecordingModel()
-    config = HostConfig(
-        data_dir=data_dir, base_prompt=prompt, env=EnvPolicy(environ=ENV), model=recording.model()
-    )
-    async with Host(config) as host:
+    async with new_host(data_dir, recording, base_prompt=prompt, env=EnvPolicy(environ=ENV)) as host:
         session = await host.session("console:t", owner="o")
         reply = await host.handle(session, msg("hello"), ScriptedUI())
     instructions = recording.instructions()
@@ -78,8 +75,7 @@ async def test_denied_values_never_reach_the_model_instructions(tmp_path: object
 async def test_outside_any_chat_the_host_redacts_denied_values_in_every_encoding(tmp_path: Path) -> None:
     # An error outside a chat (a failed group move, a message without a session) passes the
     # host's one redactor: the denied values go in their encoded forms too, not only verbatim.
-    config = HostConfig(data_dir=tmp_path, env=EnvPolicy(environ=ENV), model=RecordingModel().model())
-    async with Host(config) as host:
+    async with new_host(tmp_path, RecordingModel(), env=EnvPolicy(environ=ENV)) as host:
         encoded = base64.b64encode(b"sk-openai-key-value").decode()
         text = host.redact(None, f"failed: sk-openai-key-value; {encoded}; 123456:bot-token-value")
     assert text == f"failed: {REDACTED}; {REDACTED}; {REDACTED}"

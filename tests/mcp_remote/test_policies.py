@@ -21,7 +21,6 @@ import mcp_types
 import pytest
 from mcp.server.mcpserver import MCPServer
 
-from playa.agent import HostConfig
 from playa.cli import remote_mcp
 from playa.core import (
     QUESTION_TIMEOUT,
@@ -47,6 +46,7 @@ from playa.mcp_remote.commands import parse_add
 from playa.mcp_remote.store import Sealer
 from servers.python_servers import serve_mcp
 from support.chat import GUEST, RecordingModel, ScriptedUI, msg
+from support.host import host_config
 from support.leaks import leaks
 from support.remote import SETTINGS, OwnerChat, owner_chat, remote_host
 
@@ -416,7 +416,7 @@ async def test_mcp_policy_lists_and_bad_input_gets_clear_errors(
 
 
 def test_the_environment_sets_the_default_policy_and_the_ask_timeout(tmp_path: Path) -> None:
-    config = HostConfig(data_dir=tmp_path, model="offline")
+    config = host_config(tmp_path)
     secret = {"MCP_ENCRYPTION_SECRET": "x" * 32}
     settings = remote_mcp(config, secret, console=True).settings
     assert (settings.default_policy, settings.ask_timeout) == ("allow", QUESTION_TIMEOUT)

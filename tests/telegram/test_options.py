@@ -10,7 +10,6 @@ import anyio
 import httpx
 import pytest
 
-from playa.agent import Host, HostConfig
 from playa.exceptions import ConfigError
 from playa.telegram import (
     SECRET_HEADER,
@@ -21,6 +20,7 @@ from playa.telegram import (
     telegram_options,
 )
 from servers.python_servers import serve_asgi
+from support.host import new_host
 from support.telegram import TOKEN, running_bot
 
 from .fake_bot_api import FakeBotApi, private_chat, user
@@ -53,7 +53,7 @@ async def test_a_refused_token_stops_the_bot_with_a_config_error_that_does_not_s
     tmp_path: Path,
 ) -> None:
     fake = FakeBotApi("999:another-bots-token-entirely-0123456789")
-    async with serve_asgi(fake.app()) as api, Host(HostConfig(data_dir=tmp_path)) as host:
+    async with serve_asgi(fake.app()) as api, new_host(tmp_path) as host:
         with anyio.fail_after(10), pytest.raises(ConfigError) as caught:
             await run_telegram(host, token=TOKEN, base_url=api.url)
     assert "refused the bot token" in str(caught.value)
