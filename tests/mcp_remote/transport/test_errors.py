@@ -17,12 +17,20 @@ from anyio.abc import TaskGroup
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from playa.exceptions import CallFailed, RemoteError
 from playa.mcp_remote import HostSecret
 from playa.mcp_remote.transport import ANSWERED, Connector, Endpoint
-from servers.python_servers import LOOPBACK, RunningServer, buffered, json_or_none, serve_asgi, serve_mcp
+from servers.python_servers import (
+    LOOPBACK,
+    PostFilter,
+    RunningServer,
+    json_or_none,
+    send_answer,
+    serve_asgi,
+    serve_mcp,
+)
 from support.remote import HEALTHY, owner_chat
 
 pytestmark = pytest.mark.anyio
@@ -77,36 +85,23 @@ async def test_a_json_rpc_error_of_any_code_is_a_tool_error_and_the_connection_s
 # A JSON-RPC error in the body of an HTTP 4xx.
 
 
-class StatusAnswers:
+class StatusAnswers(PostFilter):
     """ASGI middleware: a call of ``refuse`` is answered with HTTP ``status`` and a JSON-RPC error
     whose message quotes the request's Authorization header; everything else goes to the server."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self._app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await self._app(scope, receive, send)
-            return
-        body, replay = await buffered(receive)
+    async def answer(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> bool:
         request = json_or_none(body)
         params = request.get("params") if isinstance(request, dict) else None
         if not isinstance(request, dict) or not isinstance(params, dict) or params.get("name") != "refuse":
-            await self._app(scope, replay, send)
-            return
+            return False
         arguments = params.get("arguments") or {}
         status = int(arguments.get("code", 400))
         authorization = dict(scope["headers"]).get(b"authorization", b"").decode()
         error = {"code": -32602, "message": f"invalid arguments\nfor {authorization}\x1b[2J: see the docs"}
-        answer = json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "error": error}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [(b"content-type", b"application/json")],
-            }
+        await send_answer(
+            send, status, json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "error": error}).encode()
         )
-        await send({"type": "http.response.body", "body": answer})
+        return True
 
 
 @asynccontextmanager
