@@ -139,10 +139,12 @@ def _echoed_in_text(structured: object, blocks: list[object]) -> bool:
     values = [structured]
     if isinstance(structured, dict) and len(structured) == 1:
         values.append(next(iter(structured.values())))
+    # The plain text first: most servers echo a string, and parsing a text that is not JSON
+    # costs an exception per text.
+    if any(isinstance(value, str) and value in candidates for value in values):
+        return True
     parsed = [_parsed(text) for text in candidates]
     for value in values:
-        if isinstance(value, str) and value in candidates:
-            return True
         if any(_equal(found, value) for found in parsed):
             return True
         if (

@@ -9,7 +9,15 @@ import logging
 
 import anyio
 
-from ..core import QUESTION_TIMEOUT, Answer, ChatSession, Question, Redactor, outbound_secrets
+from ..core import (
+    MIN_SECRET_LENGTH,
+    QUESTION_TIMEOUT,
+    Answer,
+    ChatSession,
+    Question,
+    Redactor,
+    outbound_secrets,
+)
 from .store import AuditLog, OAuthGrant
 from .transport import Connector, Revocation, revoke
 
@@ -49,6 +57,10 @@ class ChatSecrets:
 
     def redact_out(self, text: str) -> str:
         """Text this extension keeps or shows: its own credentials and the host's removed."""
+        if len(text) < MIN_SECRET_LENGTH:
+            # No form of a secret is shorter (each redactor would return it as is): the audit
+            # record's names and outcomes, several a call, skip the host's redactor lookup.
+            return text
         text = self.redactor.redact(text)
         return self._session.redact(text) if self._session.redact is not None else text
 
