@@ -32,7 +32,7 @@ from playa.demo_server import build_app
 from playa.exceptions import ToolUnbound
 from playa.mcp_remote import HostSecret
 from playa.mcp_remote.store import store_path
-from servers.python_servers import RunningServer, closed_port, serve_asgi, serve_mcp
+from servers.python_servers import RunningServer, buffered, closed_port, send_answer, serve_asgi, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
 from support.leaks import decoded_encodings, leaks
 from support.remote import remote_host
@@ -101,12 +101,7 @@ class EchoingErrorApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body, _ = await buffered(receive)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         try:
             request_id = json.loads(body).get("id")
@@ -118,17 +113,7 @@ class EchoingErrorApp:
             return
         error = {"code": -32010, "message": f"bad credentials: {headers.get('authorization')}"}
         data = json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(data)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": data})
+        await send_answer(send, 200, data, [(b"content-length", str(len(data)).encode())])
 
 
 @asynccontextmanager

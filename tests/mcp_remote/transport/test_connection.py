@@ -40,8 +40,10 @@ from servers.python_servers import (
     OneProtocol,
     RunningServer,
     blackhole,
+    buffered,
     closed_port,
     recording_http_server,
+    send_answer,
     serve_asgi,
     serve_mcp,
 )
@@ -770,24 +772,12 @@ def _quoting_app(status: int) -> ASGIApp:
             return
         headers = dict(scope["headers"])
         quoted = headers.get(b"authorization", b"").decode()
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body, _ = await buffered(receive)
         request_id = json.loads(body or b"{}").get("id", 1)
         payload = json.dumps(
             {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32010, "message": f"refused {quoted}"}}
         ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [(b"content-type", b"application/json")],
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
+        await send_answer(send, status, payload)
 
     return app
 
