@@ -1,5 +1,5 @@
-"""The ``playa`` command: ``chat`` (the console), ``telegram``, ``audit``, ``demo-server`` and
-``oauth-client-metadata``."""
+"""The ``playa`` command: ``chat`` (the console), ``telegram``, ``audit``, ``db``, ``demo-server``
+and ``oauth-client-metadata``."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from .core import (
     outbound_secrets,
     session_state_dir,
 )
-from .exceptions import ConfigError
+from .exceptions import ConfigError, DatabaseError
 from .mcp_remote import (
     CALLBACK_PATH,
     KEY_FILE_NAME,
@@ -72,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
 
     _telegram_parser(commands)
     _audit_parser(commands)
+    _db_parser(commands)
     return parser
 
 
@@ -148,6 +149,41 @@ def _audit_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser])
             help="the chat's scope: console:<name> or telegram:<chat id> (default: %(default)s)",
         )
         sub.add_argument("--data-dir", type=Path, help="where chats are kept (default: $PLAYA_DATA_DIR)")
+
+
+def _db_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    db = commands.add_parser(
+        "db",
+        help="the PostgreSQL database ($PLAYA_DATABASE_URL)",
+        description="Manage the PostgreSQL database that $PLAYA_DATABASE_URL names.",
+    )
+    actions = db.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions.add_parser(
+        "upgrade",
+        help="apply the schema versions the database lacks",
+        description="Bring the database's schema to this Playa's version, in one transaction. Safe to "
+        "run again (nothing to do) and from several processes at once (one waits for the other).",
+    )
+
+
+def _db(args: argparse.Namespace) -> int:
+    try:
+        from .db import upgrade_database  # imported here: asyncpg is in the postgres extra
+    except ModuleNotFoundError as exc:
+        if exc.name != "asyncpg":
+            raise
+        raise ConfigError("the database needs asyncpg: pip install 'playa[postgres]'") from None
+    try:
+        done = anyio.run(upgrade_database, os.environ)
+    except DatabaseError as exc:
+        print(f"playa: {exc}", file=sys.stderr)
+        return 1
+    if done.applied:
+        names = ", ".join(f"{m.version} {m.name}" for m in done.applied)
+        print(f"upgraded the database's schema from version {done.before} to {done.after} ({names})")
+    else:
+        print(f"the database's schema is at version {done.after}: nothing to do")
+    return 0
 
 
 def _audit(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
@@ -295,6 +331,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(oauth_client_metadata(os.environ))
         elif args.command == "audit":
             return _audit(args, os.environ)
+        elif args.command == "db":
+            return _db(args)
         elif args.command == "chat":
             anyio.run(_chat, args)
         elif args.command == "telegram":
