@@ -103,11 +103,10 @@ def _decoders_of(value: str, whole_value: str | None = None) -> list[_Decoder]:
     lower = data.hex().encode()
     if len(lower) >= _MIN_DECODED:
         upper = lower.upper()
-        separated = {
-            separator.join(form[at : at + 2] for at in range(0, len(form), 2))
-            for form in (lower, upper)
-            for separator in (b":", b" ", b"-")
-        }
+        # Each byte's two digits apart (``de:ad:be:ef``), in either case: ``bytes.hex`` puts
+        # the separator in, in C, and no separator has a case.
+        spaced = [data.hex(separator).encode() for separator in (":", " ", "-")]
+        separated = {*spaced, *(form.upper() for form in spaced)}
         decoders.append(
             _Decoder(
                 whole=True,
