@@ -12,6 +12,7 @@ scope names the old one, and the records before it are checked as the old scope'
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -96,13 +97,18 @@ class AuditRecord:
     def as_json(self) -> dict[str, JSONValue]:
         return {"v": AUDIT_VERSION, **self.body(), "mac": self.mac}
 
+    @functools.cached_property
+    def _encoded(self) -> bytes:
+        # Encoded once: the writer takes both the line and the hash of every record.
+        return canonical_json(self.as_json())
+
     def line(self) -> bytes:
-        return canonical_json(self.as_json()) + b"\n"
+        return self._encoded + b"\n"
 
     @property
     def hash(self) -> str:
         """What the next record's ``prev`` holds."""
-        return hashlib.sha256(canonical_json(self.as_json())).hexdigest()
+        return hashlib.sha256(self._encoded).hexdigest()
 
     def shown(self) -> str:
         """One line for the owner: the sequence number, the time, the kind and its fields."""
