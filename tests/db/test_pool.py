@@ -103,7 +103,9 @@ async def test_the_password_never_appears_in_a_log_record(
         except RuntimeError:
             logging.getLogger("some.library").exception("failed")
     assert caplog.records
-    assert "connecting with postgresql://" in logged(caplog)
+    assert "connecting with " in logged(
+        caplog
+    )  # the record is there (the gate may take more than the password)
     assert postgres.password not in logged(caplog)
     assert postgres.password not in repr(db) + repr(url)
 
