@@ -112,7 +112,8 @@ def _forms_of(secret: str) -> set[str]:
         # JSON may escape '/' as well (PHP, some Java encoders).
         json.dumps(secret)[1:-1].replace("/", "\\/"),
     }
-    forms |= {_lower_escapes(form) for form in forms if "%" in form}
+    # ``every_byte`` is escapes alone: lower-cased whole, it is what ``_lower_escapes`` makes of it.
+    forms |= {every_byte.lower(), *(_lower_escapes(form) for form in forms - {every_byte} if "%" in form)}
     forms |= _base64_forms(data)
     return forms
 
