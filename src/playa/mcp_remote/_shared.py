@@ -9,15 +9,8 @@ import logging
 
 import anyio
 
-from ..core import (
-    MIN_SECRET_LENGTH,
-    QUESTION_TIMEOUT,
-    Answer,
-    ChatSession,
-    Question,
-    Redactor,
-    outbound_secrets,
-)
+from ..core import QUESTION_TIMEOUT, Answer, ChatSession, Question, Redactor
+from ..core.secrets import MIN_SECRET_LENGTH, outbound_secrets
 from .store import AuditLog, OAuthGrant
 from .transport import Connector, Revocation, revoke
 
