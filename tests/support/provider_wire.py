@@ -4,11 +4,22 @@ speaks: whole, streamed as server-sent events, and as an error."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["PROTOCOLS", "Event", "Protocol", "Text", "ToolCall", "answer_of", "error_body", "stream_of"]
+__all__ = [
+    "PROTOCOLS",
+    "Event",
+    "Protocol",
+    "Text",
+    "ToolCall",
+    "answer_of",
+    "error_body",
+    "is_text_delta",
+    "pieces",
+    "stream_of",
+]
 
 Protocol = Literal["openai-chat", "openai-responses", "anthropic"]
 PROTOCOLS: tuple[Protocol, ...] = ("openai-chat", "openai-responses", "anthropic")
@@ -22,6 +33,11 @@ class Text:
     """The model answers with text and ends its turn."""
 
     text: str
+    pieces: tuple[str, ...] = ()
+    """Streamed, the text's deltas, in order (they join to ``text``); none: one delta."""
+    between: Callable[[int], Awaitable[None]] | None = field(default=None, compare=False)
+    """Streamed, awaited after each delta but the last (given its index): what the test waits for
+    before the provider writes on (a draft shown, say)."""
 
 
 @dataclass(frozen=True)
@@ -40,9 +56,46 @@ def answer_of(protocol: Protocol, n: int, model: str, step: Text | ToolCall) -> 
     return _anthropic_answer(n, model, step)
 
 
-def stream_of(protocol: Protocol, answer: dict[str, Any]) -> list[Event]:
-    """``answer`` as the events of a streamed answer in ``protocol``."""
-    return _STREAMERS[protocol](answer)
+def pieces(
+    parts: list[str] | tuple[str, ...], *, between: Callable[[int], Awaitable[None]] | None = None
+) -> Text:
+    """Text streamed as the deltas ``parts``, as a provider sends a reply while the model writes it."""
+    return Text("".join(parts), tuple(parts), between)
+
+
+def stream_of(protocol: Protocol, answer: dict[str, Any], deltas: tuple[str, ...] = ()) -> list[Event]:
+    """``answer`` as the events of a streamed answer in ``protocol``; its text in ``deltas`` if given."""
+    events = _STREAMERS[protocol](answer)
+    if not deltas:
+        return events
+    split: list[Event] = []
+    for event in events:
+        if is_text_delta(event):
+            split += [_with_delta(event, delta) for delta in deltas]
+        else:
+            split.append(event)
+    return split
+
+
+def is_text_delta(event: Event) -> bool:
+    """Whether ``event`` carries a piece of the answer's text, in any of the protocols."""
+    name, data = event
+    if name is None:
+        choices = data.get("choices") or [{}]
+        return bool(choices[0].get("delta", {}).get("content"))
+    if name == "response.output_text.delta":
+        return True
+    return name == "content_block_delta" and data["delta"].get("type") == "text_delta"
+
+
+def _with_delta(event: Event, delta: str) -> Event:
+    name, data = event
+    if name is None:
+        [choice] = data["choices"]
+        return None, data | {"choices": [choice | {"delta": choice["delta"] | {"content": delta}}]}
+    if name == "response.output_text.delta":
+        return name, data | {"delta": delta}
+    return name, data | {"delta": data["delta"] | {"text": delta}}
 
 
 def error_body(protocol: Protocol, message: str) -> dict[str, Any]:

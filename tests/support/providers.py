@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,17 @@ from pydantic_ai.settings import ModelSettings
 from starlette.types import Receive, Scope, Send
 
 from servers.python_servers import buffered, json_or_none, send_answer, serve_asgi
-from support.provider_wire import PROTOCOLS, Protocol, Text, ToolCall, answer_of, error_body, stream_of
+from support.provider_wire import (
+    PROTOCOLS,
+    Event,
+    Protocol,
+    Text,
+    ToolCall,
+    answer_of,
+    error_body,
+    is_text_delta,
+    stream_of,
+)
 
 __all__ = [
     "DUMMY_KEY",
@@ -256,7 +266,9 @@ class ProviderServer:
             return
         answer = answer_of(protocol, next(self._ids), str(request.body.get("model") or "test-model"), step)
         if request.body.get("stream"):
-            await _respond_stream(send, stream_of(protocol, answer))
+            streamed = isinstance(step, Text) and step.pieces
+            events = stream_of(protocol, answer, step.pieces if streamed else ())
+            await _respond_stream(send, events, step.between if isinstance(step, Text) else None)
         else:
             await _respond(send, 200, answer)
 
@@ -282,7 +294,9 @@ class ProviderServer:
         return None
 
 
-async def _respond_stream(send: Send, events: list[tuple[str | None, dict[str, Any]]]) -> None:
+async def _respond_stream(
+    send: Send, events: list[Event], between: Callable[[int], Awaitable[None]] | None = None
+) -> None:
     await send(
         {
             "type": "http.response.start",
@@ -290,6 +304,7 @@ async def _respond_stream(send: Send, events: list[tuple[str | None, dict[str, A
             "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")],
         }
     )
+    deltas, last_delta = 0, sum(map(is_text_delta, events)) - 1
     for name, data in events:
         head = f"event: {name}\n" if name else ""
         await send(
@@ -299,6 +314,9 @@ async def _respond_stream(send: Send, events: list[tuple[str | None, dict[str, A
                 "more_body": True,
             }
         )
+        if between is not None and is_text_delta((name, data)) and deltas < last_delta:
+            await between(deltas)
+        deltas += is_text_delta((name, data))
     await send({"type": "http.response.body", "body": b"data: [DONE]\n\n" if events[0][0] is None else b""})
 
 

@@ -13,6 +13,7 @@ from ._history import HISTORY_FILE, History
 from ._host import Host, Reply
 from ._offline import offline_model
 from ._sessions import ScopeMove
+from ._stream import LiveReply, ReplyStream
 from ._tool_search import ToolSearchLimits, rank_tools
 from ._turns import ModelLimits
 
@@ -25,8 +26,10 @@ __all__ = [
     "History",
     "Host",
     "HostConfig",
+    "LiveReply",
     "ModelLimits",
     "Reply",
+    "ReplyStream",
     "ScopeMove",
     "ToolSearchLimits",
     "gate_messages",

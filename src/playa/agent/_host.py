@@ -46,6 +46,7 @@ from ._gate import GatedModel, GateMemory, gate_messages
 from ._history import History
 from ._offline import is_offline
 from ._sessions import ChatSessions, ScopeMove
+from ._stream import LiveReply, ReplyStream, can_stream
 from ._turns import NOT_KEPT, RunningTurns, key_refused
 
 __all__ = ["Host", "Reply"]
@@ -210,8 +211,14 @@ class Host:
 
     # Messages
 
-    async def handle(self, session: ChatSession, message: IncomingMessage, ui: UI) -> Reply | None:
-        """Answer one message: a command, or an agent turn. Empty messages are ignored."""
+    async def handle(
+        self, session: ChatSession, message: IncomingMessage, ui: UI, *, live: LiveReply | None = None
+    ) -> Reply | None:
+        """Answer one message: a command, or an agent turn. Empty messages are ignored.
+
+        With ``live``, a turn's reply streams to it as the model writes it (``ReplyStream``);
+        the reply returned is the whole one, as without.
+        """
         inbound = classify(message.text, self.commands)
         if not inbound.text.strip():
             return None
@@ -220,13 +227,13 @@ class Host:
             session = await self.session(session.scope, owner=session.owner)
         session.busy += 1
         try:
-            return await self._handle(session, inbound, message, ui)
+            return await self._handle(session, inbound, message, ui, live)
         finally:
             session.busy -= 1
             session.last_used = anyio.current_time()
 
     async def _handle(
-        self, session: ChatSession, inbound: Inbound, message: IncomingMessage, ui: UI
+        self, session: ChatSession, inbound: Inbound, message: IncomingMessage, ui: UI, live: LiveReply | None
     ) -> Reply | None:
         notes: list[str] = []
         deleted = False
@@ -254,7 +261,7 @@ class Host:
                 # The key stays out of the model's request and the history; the person is told.
                 masked = _KEY_MASKED.format(deleted=", and I deleted your message" if deleted else "")
                 await ui.send(self.redact(session, "\n\n".join([masked, *notes])))
-            return await self._turn(session, inbound.model_text, ui, message.sender)
+            return await self._turn(session, inbound.model_text, ui, message.sender, live)
         command = self.commands.get(parsed.name)
         if command is None:
             # Never quoted back nor logged: a mistyped command may hold a key
@@ -301,16 +308,18 @@ class Host:
             self._extensions.log_failure(session, f"command /{command.name}", exc)
             return f"Sorry, /{command.name} failed: {type(exc).__name__}: {exc}"
 
-    async def _turn(self, session: ChatSession, text: str, ui: UI, sender: Sender) -> Reply:
+    async def _turn(
+        self, session: ChatSession, text: str, ui: UI, sender: Sender, live: LiveReply | None = None
+    ) -> Reply:
         async with session.turn_lock:
             session.turn_ui, session.turn_sender = ui, sender
             try:
-                return await self._run_turn(session, text)
+                return await self._run_turn(session, text, live)
             finally:
                 session.turn_ui, session.turn_sender = None, None
                 self._extensions.turn_ended(session)
 
-    async def _run_turn(self, session: ChatSession, text: str) -> Reply:
+    async def _run_turn(self, session: ChatSession, text: str, live: LiveReply | None) -> Reply:
         await self._extensions.before_agent_start(session)
         toolset = SessionToolset(
             session,
@@ -327,6 +336,10 @@ class Host:
         model = GatedModel(
             self._model, lambda: self.redactor(session), limits=self.config.limits, memory=conversation.gate
         )
+        stream = None
+        if live is not None and can_stream(self._model):
+            # What streams passes the gate the reply passes: the chat's redactor, open tail held.
+            stream = ReplyStream(lambda: self.redactor(session), live).handle
         try:
             with self._running.run(session.scope) as running:
                 result = await self._agent.run(
@@ -336,6 +349,7 @@ class Host:
                     instructions=instructions,
                     toolsets=[toolset],
                     model_settings=limits.request_settings(),
+                    event_stream_handler=stream,
                 )
         except ModelRequestTimeout:
             logger.warning("the model timed out in %s after %g s", session.scope, limits.timeout)

@@ -47,6 +47,7 @@ from typing import ClassVar, Final
 from ._blocks import _Tables, scan
 from ._decode import _decoded_in, _Decoder, _decoders
 from ._forms import MIN_SECRET_LENGTH, REDACTED, _plain_forms, _utf8
+from ._tail import held_from
 
 __all__ = ["Redactor"]
 
@@ -183,6 +184,20 @@ class Redactor:
         if self._direct_for(text):
             return bool(self._direct(text, first_only=True))
         return bool(self._matches(text, None, first_only=True)[0])
+
+    def held_from(self, text: str) -> int:
+        """Where ``text``, still being written, could end in the head of a secret (see :mod:`._tail`).
+
+        A streamed text is shown redacted up to there; ``len(text)`` when nothing is held.
+        """
+        if not self._forms:
+            return len(text)
+        return held_from(
+            text,
+            self._forms,
+            runs=bool(self._decoders),
+            matches=lambda window: self._direct(window, first_only=False),
+        )
 
     def _direct_for(self, text: str) -> bool:
         """Whether ``text`` is searched for each form directly (see the class docstring)."""
