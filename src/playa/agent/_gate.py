@@ -131,13 +131,7 @@ class _Walker:
         return content
 
     def holds_credential(self, data: bytes) -> bool:
-        if not self.redactor:
-            return False
-        # Latin-1 maps every byte to one character, so every ASCII form is found where its
-        # bytes are; UTF-8 finds the forms of non-ASCII secrets.
-        return self.redactor.contains(data.decode("latin-1")) or self.redactor.contains(
-            data.decode("utf-8", "ignore")
-        )
+        return self.redactor.contains_bytes(data)
 
     def _dataclass(self, value: Any, depth: int) -> Any:
         updates: dict[str, Any] = {}

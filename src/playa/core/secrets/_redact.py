@@ -185,6 +185,17 @@ class Redactor:
             return bool(self._direct(text, first_only=True))
         return bool(self._matches(text, None, first_only=True)[0])
 
+    def contains_bytes(self, data: bytes) -> bool:
+        """Whether ``data`` (an image, a file) holds any secret or encoded form.
+
+        Bytes cannot be redacted in place: what holds a secret is withheld whole. Latin-1 maps
+        every byte to one character, so every ASCII form is found where its bytes are; UTF-8
+        finds the forms of non-ASCII secrets.
+        """
+        if not self._forms:
+            return False
+        return self.contains(data.decode("latin-1")) or self.contains(data.decode("utf-8", "ignore"))
+
     def held_from(self, text: str) -> int:
         """Where ``text``, still being written, could end in the head of a secret (see :mod:`._tail`).
 
