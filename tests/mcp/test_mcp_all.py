@@ -15,6 +15,8 @@ def test_the_package_exports_exactly_its_public_names() -> None:
     assert set(playa.mcp.__all__) == {
         "MAX_NAME_LENGTH",
         "RESERVED_SERVER_NAMES",
+        "LinkHint",
+        "decode_base64",
         "exposed_name",
         "exposed_names",
         "is_server_name",

@@ -124,6 +124,14 @@ def test_a_resource_link_shows_its_name_uri_and_description() -> None:
     )
 
 
+def test_a_resource_link_says_how_to_open_it_when_the_host_can() -> None:
+    link = mcp_types.ResourceLink(name="report", uri="docs://report")
+    mapped = map_result(
+        result(text("found"), link), link_hint=lambda found: f"(open {found.uri} with the tool)"
+    )
+    assert mapped.text == "found\n[resource link report: docs://report]\n(open docs://report with the tool)"
+
+
 def test_structured_content_is_appended_when_the_text_does_not_hold_it() -> None:
     mapped = map_result(result(text("done"), structured={"count": 2, "ok": True}))
     assert mapped.text == 'done\nStructured content:\n{"count":2,"ok":true}'

@@ -13,12 +13,14 @@ from ._naming import (
     is_server_name,
     server_name_problem,
 )
-from ._results import map_result
+from ._results import LinkHint, decode_base64, map_result
 from ._schema import normalize_schema
 
 __all__ = [
     "MAX_NAME_LENGTH",
     "RESERVED_SERVER_NAMES",
+    "LinkHint",
+    "decode_base64",
     "exposed_name",
     "exposed_names",
     "is_server_name",

@@ -11,13 +11,14 @@ import base64
 import binascii
 import json
 import re
+from collections.abc import Callable
 
 import mcp_types
 import pydantic_core
 
 from ..core import Media, ToolResult
 
-__all__ = ["map_result"]
+__all__ = ["LinkHint", "decode_base64", "map_result"]
 
 NO_CONTENT = "(the tool returned no content)"
 
@@ -25,19 +26,26 @@ _WHITESPACE = re.compile(r"\s+")
 _BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 _BASE64_URLSAFE = re.compile(r"^[A-Za-z0-9_-]*={0,2}$")
 
+LinkHint = Callable[[mcp_types.ResourceLink], str]
+"""How the model can open a ``resource_link`` (the host's tool for it, through the linking server):
+a line added under the link."""
 
-def map_result(result: mcp_types.CallToolResult, *, max_text: int | None = None) -> ToolResult:
+
+def map_result(
+    result: mcp_types.CallToolResult, *, max_text: int | None = None, link_hint: LinkHint | None = None
+) -> ToolResult:
     """The host's view of one MCP tool call result. Never raises.
 
     ``max_text`` caps the text the model receives (in characters); a longer text is cut and
-    ends with a note saying so, so the model knows it saw only part.
+    ends with a note saying so, so the model knows it saw only part. ``link_hint`` says under
+    each ``resource_link`` how to open it; without it a link is only described.
     """
     parts: list[str] = []
     media: list[Media] = []
     content: object = getattr(result, "content", None)
     blocks: list[object] = list(content) if isinstance(content, list | tuple) else []
     for block in blocks:
-        _map_block(block, parts, media)
+        _map_block(block, parts, media, link_hint)
 
     structured: object = getattr(result, "structured_content", None)
     if structured is not None and not _echoed_in_text(structured, blocks):
@@ -53,7 +61,7 @@ def map_result(result: mcp_types.CallToolResult, *, max_text: int | None = None)
     return ToolResult(text=text, is_error=getattr(result, "is_error", False) is True, media=tuple(media))
 
 
-def _map_block(block: object, parts: list[str], media: list[Media]) -> None:
+def _map_block(block: object, parts: list[str], media: list[Media], link_hint: LinkHint | None) -> None:
     if isinstance(block, mcp_types.TextContent):
         parts.append(block.text)
     elif isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
@@ -61,7 +69,7 @@ def _map_block(block: object, parts: list[str], media: list[Media]) -> None:
     elif isinstance(block, mcp_types.EmbeddedResource):
         parts.append(_embedded(block.resource, media))
     elif isinstance(block, mcp_types.ResourceLink):
-        parts.append(_link(block))
+        parts.append(_link(block) if link_hint is None else f"{_link(block)}\n{link_hint(block)}")
     else:
         kind = getattr(block, "type", None)
         label = kind if isinstance(kind, str) else type(block).__name__
@@ -72,7 +80,7 @@ def _attach(kind: str, data: str, mime_type: str, media: list[Media], *, uri: st
     """Decode base64 media into ``media`` and return the placeholder text for it."""
     where = f" from {uri}" if uri else ""
     shown = mime_type or "unknown type"
-    decoded = _decode_base64(data)
+    decoded = decode_base64(data)
     if decoded is None:
         return f"[{kind}{where} ({shown}) omitted: its data is not valid base64]"
     if not decoded:
@@ -91,7 +99,7 @@ def _embedded(
     if mime and mime.lower().startswith("image/"):
         return _attach("image", resource.blob, mime, media, uri=resource.uri)
     # Raw base64 would cost the model many tokens and tell it nothing.
-    decoded = _decode_base64(resource.blob)
+    decoded = decode_base64(resource.blob)
     size = "data not valid base64" if decoded is None else f"{len(decoded)} bytes"
     return f"[binary resource {resource.uri} ({mime or 'unknown type'}, {size}) not shown]"
 
@@ -108,7 +116,8 @@ def _link(link: mcp_types.ResourceLink) -> str:
     return f"{text}\n{link.description}" if link.description else text
 
 
-def _decode_base64(data: str) -> bytes | None:
+def decode_base64(data: str) -> bytes | None:
+    """The bytes of a server's base64 (wrapped, unpadded or URL-safe too), or None when it is not base64."""
     # Some servers wrap base64 at 76 columns, drop padding, or use the URL-safe alphabet;
     # anything beyond that is refused rather than decoded into garbage.
     compact = _WHITESPACE.sub("", data)
