@@ -16,7 +16,8 @@
         │   └── NeedsLogin          an OAuth server needs the owner's login (no retry timer)
         │       └── AccessRefused     it refuses a token for scopes the login granted (403)
         ├── RemoteTimeout         a connect or a call ran out of time
-        └── CallFailed            a call failed in transport (the client is dropped)
+        ├── CallFailed            a call failed in transport (the client is dropped)
+        └── SkillRefused          a skill is not what its entry says (digest, size, front matter)
 
 Exceptions of dependencies (the mcp SDK, httpx2, python-telegram-bot) are translated into
 these at one seam each and never cross a layer. No message or attribute ever holds a
@@ -35,6 +36,7 @@ __all__ = [
     "PlayaError",
     "RemoteError",
     "RemoteTimeout",
+    "SkillRefused",
     "StoreError",
     "ToolError",
     "ToolInactive",
@@ -176,3 +178,10 @@ class RemoteTimeout(RemoteError):
 
 class CallFailed(RemoteError):
     """A tool call failed in transport; the server's client was dropped."""
+
+
+class SkillRefused(RemoteError):
+    """A server's skill (the skills extension) is not what its entry says, or breaks the extension's rules.
+
+    Nothing of it reaches the model; ``reason`` says what was wrong, in Playa's words.
+    """

@@ -44,8 +44,19 @@ from anyio.abc import TaskGroup
 from playa.agent import Host, HostConfig
 from playa.cli import remote_mcp
 from playa.core import Answer, ChatSession, IncomingMessage, Question, Sender, answer_from_text
-from playa.exceptions import RemoteError
-from playa.mcp_remote import ConnectionSettings, Connector, Endpoint, asking
+from playa.exceptions import RemoteError, SkillRefused
+from playa.mcp_remote import Connection as PlayaConnection
+from playa.mcp_remote import (
+    ConnectionSettings,
+    Connector,
+    Endpoint,
+    asking,
+    list_skills,
+    load_skill,
+    offers_skills,
+    read_skill_file,
+    skills_of,
+)
 
 SCENARIO_TIMEOUT = 45.0
 AUTH_SCENARIO_TIMEOUT = 110.0
@@ -65,6 +76,7 @@ class Connection:
     tools: list[str]
     listed: Sequence[types.Tool]
     call_tool: Callable[[str, dict[str, Any]], Awaitable[str]]
+    playa: PlayaConnection
 
 
 async def _accept_defaults(question: Question) -> Answer:
@@ -94,7 +106,10 @@ async def connect(url: str) -> AsyncIterator[Connection]:
                 return text
 
             yield Connection(
-                tools=[tool.name for tool in connection.tools], listed=connection.tools, call_tool=call_tool
+                tools=[tool.name for tool in connection.tools],
+                listed=connection.tools,
+                call_tool=call_tool,
+                playa=connection,
             )
         finally:
             await connection.aclose()
@@ -177,6 +192,38 @@ async def _schema_echo(url: str) -> None:
         print(await connection.call_tool("json_schema_echo", {"schema": focal.input_schema}))
 
 
+async def _skills(url: str, *, load: bool) -> list[str]:
+    """List the server's skills as Playa does (no file read); with ``load``, load each as the agent would.
+
+    Loading reads a skill's SKILL.md and checks it against its entry; only a skill that passes
+    has its other files read, each checked too. What Playa refused is returned.
+    """
+    refusals: list[str] = []
+    async with connect(url) as connection:
+        assert offers_skills(connection.playa), "the server did not declare the skills extension"
+        skills, refused = skills_of(SERVER, await list_skills(connection.playa, timeout=30))
+        refusals += refused
+        print("skills:", ", ".join(skills))
+        for skill in skills.values() if load else ():
+            try:
+                loaded = await load_skill(connection.playa, skill, timeout=30)
+                for path in loaded.others:
+                    await read_skill_file(connection.playa, skill, path, timeout=30)
+            except SkillRefused as exc:
+                refusals.append(f"{skill.name}: {exc.reason}")
+    for refusal in refusals:
+        print(f"refused: {refusal}", file=sys.stderr)
+    return refusals
+
+
+async def _skills_listed(url: str) -> None:
+    await _skills(url, load=False)
+
+
+async def _skills_loaded(url: str) -> None:
+    await _skills(url, load=True)
+
+
 @dataclass(eq=False)
 class Owner:
     """The console's owner (Playa's ``UI``): reads the chat, and opens each private link in a browser.
@@ -186,6 +233,8 @@ class Owner:
 
     tg: TaskGroup
     private_place: str = "above"
+    key: str | None = None
+    """The private key the owner sends when Playa asks for one in secret (``--client-key`` alone)."""
     said: list[str] = field(default_factory=list)
     news: anyio.Event = field(default_factory=anyio.Event)
 
@@ -204,7 +253,7 @@ class Owner:
 
     async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
         print(f"playa asks> {question}", file=sys.stderr)
-        return None
+        return self.key if secret and "private key" in question else None
 
     async def question(self, question: Question, *, timeout: float = 300.0) -> Answer:
         return await _accept_defaults(question)
@@ -248,13 +297,18 @@ async def _browse(link: str) -> None:
 
 
 def _add_command(url: str) -> str:
-    """``/mcp_add`` as the owner would type it, with the client the suite registered for them, if any."""
+    """``/mcp_add`` as the owner would type it, with the client the suite registered for them, if
+    any: a machine's (client credentials) with its secret, or with its key, which Playa asks for."""
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     words = ["/mcp_add", SERVER, url]
     if client_id := context.get("client_id"):
         words += ["--client-id", client_id]
         if client_secret := context.get("client_secret"):
             words += ["--client-secret", client_secret]
+        if context.get("private_key_pem"):
+            words += ["--client-key"]
+    if os.environ.get("MCP_CONFORMANCE_SCENARIO", "").startswith("auth/client-credentials"):
+        words += ["--grant", "client-credentials"]
     return shlex.join(words)
 
 
@@ -271,7 +325,8 @@ async def _log_in_and_call(url: str) -> None:
             Host(config, [remote_mcp(config, environ, console=True)]) as host,
             anyio.create_task_group() as tg,
         ):
-            owner = Owner(tg)
+            context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+            owner = Owner(tg, key=context.get("private_key_pem"))
             session = await host.session(f"console:{SERVER}", owner=OWNER.id)
             reply = await owner.command(host, session, _add_command(url))
             for _ in range(OWNER_PATIENCE):
@@ -311,6 +366,10 @@ SCENARIOS: dict[str, Callable[[str], Awaitable[None]]] = {
     "http-invalid-tool-headers": _every_tool,
     "json-schema-ref-no-deref": _initialize,
     "json-schema-2020-12-preservation": _schema_echo,
+    "sep-2640-client-no-prefetch": _skills_listed,
+    "sep-2640-client-verify-digest": _skills_loaded,
+    "sep-2640-client-verify-size": _skills_loaded,
+    "sep-2640-client-verify-frontmatter": _skills_loaded,
 }
 """Every scenario's own steps; an ``auth/*`` scenario not named here logs in and calls a tool."""
 

@@ -60,8 +60,15 @@ AUTH_EXTENSION_SCENARIOS = [
     "auth/dpop-nonce",
     "auth/wif-jwt-bearer",
 ]
-# Every client scenario of 0.2.0-alpha.12 that applies to Playa. Not run: the sep-2640 skills
-# extension, which a client without skills has nothing to do for.
+# The skills extension's client scenarios (SEP-2640): no file read ahead of need, and each
+# file checked against its entry (digest, size, front matter) before anything of it is used.
+SKILLS_SCENARIOS = [
+    "sep-2640-client-no-prefetch",
+    "sep-2640-client-verify-digest",
+    "sep-2640-client-verify-size",
+    "sep-2640-client-verify-frontmatter",
+]
+# Every client scenario of 0.2.0-alpha.12 that applies to Playa.
 SCENARIOS = [
     "initialize",
     "tools_call",
@@ -76,6 +83,7 @@ SCENARIOS = [
     "json-schema-2020-12-preservation",
     *AUTH_SCENARIOS,
     *AUTH_EXTENSION_SCENARIOS,
+    *SKILLS_SCENARIOS,
 ]
 # The auth scenarios that both requirement sets hold: by default the suite runs them at
 # 2025-11-25 (the initialize handshake); they also run at 2026-07-28, the stateless protocol,

@@ -11,6 +11,7 @@ from ._extension import RemoteMcpExtension
 from ._review import APPROVAL_LIMIT
 from ._server import RemoteServer
 from ._settings import FLOW_GUARD_MODES, FlowGuardMode, RemoteMcpSettings
+from ._skills import LoadedSkill, Skill, SkillFile, load_skill, read_skill_file, skill_digest, skills_of
 from .store import (
     KEY_FILE_NAME,
     AuditKey,
@@ -41,6 +42,8 @@ from .transport import (
     ResultBudget,
     ResultTooLarge,
     client_metadata_document,
+    list_skills,
+    offers_skills,
     system_resolver,
 )
 
@@ -66,6 +69,7 @@ __all__ = [
     "FlowGuardMode",
     "HostSecret",
     "LoadResult",
+    "LoadedSkill",
     "NoHostSecret",
     "PendingLogin",
     "Policy",
@@ -78,13 +82,21 @@ __all__ = [
     "ResultTooLarge",
     "ServerEntry",
     "ServerStore",
+    "Skill",
+    "SkillFile",
     "Verification",
     "asking",
     "audit_folder",
     "client_metadata_document",
     "credential_field",
     "decision_of",
+    "list_skills",
+    "load_skill",
+    "offers_skills",
+    "read_skill_file",
     "resolve_host_secret",
+    "skill_digest",
+    "skills_of",
     "system_resolver",
     "verify_log",
 ]

@@ -23,7 +23,7 @@ from ._pin_views import (
     view_digest,
     without_format,
 )
-from ._pins import INSTRUCTIONS_KEPT, Pins, field_digests, pending_digest
+from ._pins import INSTRUCTIONS_KEPT, Pins, digest_of, field_digests, pending_digest
 from ._policy import DECISIONS, READ_ONLY_MARKS, Decision, Policy, decision_of, read_only_of
 from ._seal import (
     Envelope,
@@ -83,6 +83,7 @@ __all__ = [
     "canonical_json",
     "change_of",
     "decision_of",
+    "digest_of",
     "field_digests",
     "instructions_change",
     "mask_url",

@@ -56,6 +56,16 @@ from ._oauth import (
 )
 from ._result_type import complete_by_default
 from ._revoke import Revocation, revoke
+from ._skills import (
+    SKILLS_EXTENSION,
+    ListSkillsRequest,
+    ListSkillsResult,
+    WireSkill,
+    WireSkillFile,
+    list_skills,
+    offers_skills,
+    read_file,
+)
 from ._tasks import (
     TERMINAL,
     PendingTask,
@@ -74,6 +84,7 @@ __all__ = [
     "HANDSHAKE",
     "MAX_REASON",
     "OAUTH_ERROR_CODES",
+    "SKILLS_EXTENSION",
     "SSE_TRANSPORT_EVENT_LIMIT",
     "TERMINAL",
     "ConnectFailure",
@@ -88,6 +99,8 @@ __all__ = [
     "GrantStorage",
     "GuardedBackend",
     "HttpTrace",
+    "ListSkillsRequest",
+    "ListSkillsResult",
     "LoginEnded",
     "LoginExpired",
     "LoginLink",
@@ -101,6 +114,8 @@ __all__ = [
     "Revocation",
     "ServerAuth",
     "TransportName",
+    "WireSkill",
+    "WireSkillFile",
     "call_error",
     "cancel_task",
     "challenge_description",
@@ -114,10 +129,13 @@ __all__ = [
     "format_size",
     "get_task",
     "guarded_transport",
+    "list_skills",
     "missing_scope",
     "needs_scope",
+    "offers_skills",
     "oversized_event",
     "poll_seconds",
+    "read_file",
     "redacted",
     "redactor_of",
     "refused_although_granted",

@@ -38,7 +38,7 @@ import logging
 import math
 import ssl
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NoReturn, TypeVar
 
 import anyio
 import mcp_types
@@ -80,6 +80,7 @@ HANDSHAKE: Final = "legacy"
 _CLIENT_INFO: Final = mcp_types.Implementation(name="playa", version=__version__)
 OnTools = Callable[["Connection"], Awaitable[None]]
 """Hears that a connection listed its tools again after the server said they changed."""
+_Result = TypeVar("_Result", bound=mcp_types.Result)
 Elicit = Callable[[mcp_types.ElicitRequestParams], Awaitable[mcp_types.ElicitResult | mcp_types.ErrorData]]
 """Answers a server's question (elicitation): the owner of the connection puts it to a person."""
 
@@ -92,6 +93,8 @@ class AttemptFailed(Exception):
         self.failure = failure
 
 
+# Long: one live MCP session and every request made on it (calls, tasks, the extensions'
+# requests, changes, close): the session's client and its error seam are this class's alone.
 class Connection:
     """A live MCP session with one server, with its tools listed; made by ``Connector.connect``."""
 
@@ -229,6 +232,28 @@ class Connection:
         )
         self._break(error.reason)
         raise error
+
+    @property
+    def capabilities(self) -> mcp_types.ServerCapabilities | None:
+        """What the server said it offers (its extensions too), while connected."""
+        return self._client.server_capabilities if self._client is not None else None
+
+    async def send(
+        self, request: mcp_types.Request[Any, Any], result: type[_Result], *, timeout: float
+    ) -> _Result:
+        """One request beside the tool calls (``skills/list``, ``resources/read``), its answer typed.
+
+        Raises as ``call_tool`` does (a transport failure or a timeout breaks the connection).
+        """
+        client = self._live_client()
+        errors_before, cuts_before = self._wire.trace.errors, self._wire.cuts()
+        try:
+            with anyio.fail_after(timeout):
+                return await client.session.send_request(
+                    request, result, request_read_timeout_seconds=timeout
+                )
+        except Exception as exc:  # boundary: every SDK and httpx2 failure is translated at this seam
+            self._call_failed(exc, cuts_before, errors_before, timeout)
 
     def _live_client(self) -> Client:
         """The session's client, for a call; a broken or closed connection fails it at once."""
