@@ -1,0 +1,149 @@
+"""A server's resources on the wire: list resources and templates, read one, subscribe to it.
+
+Every request goes through ``Connection.send``: the call timeout, the result budget and the
+one error seam apply as they do to a tool call. A read always asks the server (the response
+cache is not used for it), so it returns what the resource holds now.
+
+Subscriptions (``resources/subscribe``) are the 2025-era protocol's: a 2026-07-28 server moves
+them to a ``subscriptions/listen`` stream, and a session speaking that version subscribes to
+nothing (its reads ask the server anyway). What a connection subscribed to, and which of those
+the server said changed (``notifications/resources/updated``), is its ``ResourceUpdates``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import mcp_types
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from ...exceptions import CallFailed, RemoteError, RemoteTimeout
+from ._connection import Connection
+
+__all__ = [
+    "MAX_SUBSCRIPTIONS",
+    "ResourceListing",
+    "list_resources",
+    "offers_resources",
+    "offers_subscriptions",
+    "read_resource",
+    "subscribe_resource",
+]
+
+MAX_SUBSCRIPTIONS: Final = 100
+"""Resources one connection subscribes to at most: a model reading thousands of URIs must not
+make the server (and this host) keep thousands of subscriptions."""
+
+
+@dataclass(frozen=True)
+class ResourceListing:
+    """What a server lists: its resources and templates, and whether pages were left unread."""
+
+    resources: tuple[mcp_types.Resource, ...]
+    templates: tuple[mcp_types.ResourceTemplate, ...]
+    truncated: bool
+
+
+def offers_resources(connection: Connection) -> bool:
+    """Whether the server declared resources: only then are they listed or read."""
+    capabilities = connection.capabilities
+    return capabilities is not None and capabilities.resources is not None
+
+
+def offers_subscriptions(connection: Connection) -> bool:
+    """Whether ``resources/subscribe`` may be sent: the server offers it and the session is 2025-era."""
+    capabilities = connection.capabilities
+    return (
+        capabilities is not None
+        and capabilities.resources is not None
+        and bool(capabilities.resources.subscribe)
+        and connection.protocol not in MODERN_PROTOCOL_VERSIONS
+    )
+
+
+async def list_resources(connection: Connection, *, timeout: float, max_pages: int) -> ResourceListing:
+    """The server's resources and templates, up to ``max_pages`` pages of each.
+
+    A server that answers the templates' listing with an error lists resources only.
+
+    Raises:
+        RemoteError: as ``Connection.send``.
+    """
+    resources: list[mcp_types.Resource] = []
+    truncated = False
+    cursor: str | None = None
+    for page_number in range(max_pages):
+        page = await connection.send(
+            mcp_types.ListResourcesRequest(params=mcp_types.PaginatedRequestParams(cursor=cursor)),
+            mcp_types.ListResourcesResult,
+            timeout=timeout,
+        )
+        resources += page.resources
+        cursor = page.next_cursor
+        if not cursor:
+            break
+        truncated = page_number == max_pages - 1
+    templates: list[mcp_types.ResourceTemplate] = []
+    cursor = None
+    for page_number in range(max_pages):
+        answer = await _templates_page(connection, cursor, timeout)
+        if answer is None:
+            break
+        templates += answer.resource_templates
+        cursor = answer.next_cursor
+        if not cursor:
+            break
+        truncated = truncated or page_number == max_pages - 1
+    return ResourceListing(tuple(resources), tuple(templates), truncated)
+
+
+async def _templates_page(
+    connection: Connection, cursor: str | None, timeout: float
+) -> mcp_types.ListResourceTemplatesResult | None:
+    try:
+        return await connection.send(
+            mcp_types.ListResourceTemplatesRequest(params=mcp_types.PaginatedRequestParams(cursor=cursor)),
+            mcp_types.ListResourceTemplatesResult,
+            timeout=timeout,
+        )
+    except (CallFailed, RemoteTimeout):
+        raise
+    except RemoteError:
+        # Templates are optional: a server that answers their listing with an error (most often
+        # "method not found") has none to offer, and its resources are listed all the same.
+        return None
+
+
+async def read_resource(connection: Connection, uri: str, *, timeout: float) -> mcp_types.ReadResourceResult:
+    """Read ``uri`` from this connection's server, and nowhere else.
+
+    Raises:
+        RemoteError: as ``Connection.send`` (a result over the budget fails it clearly).
+    """
+    return await connection.send(
+        mcp_types.ReadResourceRequest(params=mcp_types.ReadResourceRequestParams(uri=uri)),
+        mcp_types.ReadResourceResult,
+        timeout=timeout,
+    )
+
+
+async def subscribe_resource(connection: Connection, uri: str, *, timeout: float) -> bool:
+    """Subscribe to ``uri`` once per connection, when the server offers it and the bound allows;
+    whether the connection is subscribed to it now.
+
+    Raises:
+        RemoteError: as ``Connection.send``.
+    """
+    updates = connection.resource_updates
+    if uri in updates.subscribed:
+        return True
+    if not offers_subscriptions(connection) or len(updates.subscribed) >= MAX_SUBSCRIPTIONS:
+        return False
+    await connection.send(
+        mcp_types.SubscribeRequest(params=mcp_types.SubscribeRequestParams(uri=uri)),
+        mcp_types.EmptyResult,
+        timeout=timeout,
+    )
+    updates.subscribed.add(uri)
+    return True
