@@ -13,6 +13,7 @@ from ..core import ChatSession, Command, Extension, Sender, ToolResultEvent
 from ..exceptions import UsageError
 from ._callback_listener import Callbacks
 from ._chat import ChatServers
+from ._resources import ResourceTools
 from ._settings import RemoteMcpSettings
 from .commands import build_commands
 from .store import AuditKey, HostSecret, NoHostSecret, Sealer, ServerStore, audit_folder, move_log
@@ -50,6 +51,7 @@ class RemoteMcpExtension(Extension):
             callbacks if callbacks is not None else Callbacks(port=self.settings.oauth_callback_port)
         )
         self._chats: dict[str, ChatServers] = {}
+        self._resources: dict[str, ResourceTools] = {}
         self._tg: TaskGroup | None = None
 
     def commands(self) -> Sequence[Command]:
@@ -113,6 +115,22 @@ class RemoteMcpExtension(Extension):
             )
         return chat
 
+    def resources(self, chat: ChatServers) -> ResourceTools:
+        """The agent's resource tools of a chat's servers, set up on first use."""
+        tools = self._resources.get(chat.session.scope)
+        if tools is None or tools.servers is not chat.servers:
+            connection = self.settings.connection
+            tools = self._resources[chat.session.scope] = ResourceTools(
+                chat.session,
+                chat.servers,
+                flows=chat.flow_guard,
+                audit=chat.audit,
+                redactor=lambda: chat.redactor,
+                timeout=connection.call_timeout,
+                max_pages=connection.max_tool_pages,
+            )
+        return tools
+
     async def on_session_start(self, session: ChatSession) -> None:
         # Connects run in the background: a session never waits for a server.
         await self.chat(session).reconcile()
@@ -121,12 +139,16 @@ class RemoteMcpExtension(Extension):
         chat = self.chat(session)
         chat.flow_guard.end_turn()  # a turn begins with no sources, whatever came before it
         await chat.before_turn()
+        self.resources(chat).offer()
 
     async def on_tool_result(self, event: ToolResultEvent) -> None:
         # Every result of the chat, the workspace's too: the flow guard's sources of the turn.
         chat = self._chats.get(event.session.scope)
         if chat is not None and chat.session is event.session:
             chat.saw_result(event.tool_name, event.arguments, event.result)
+            source = self.resources(chat).source(event.tool_name, event.arguments)
+            if source is not None:
+                chat.flow_guard.saw(source, event.result.text)
 
     def on_turn_end(self, session: ChatSession) -> None:
         chat = self._chats.get(session.scope)
@@ -175,4 +197,5 @@ class RemoteMcpExtension(Extension):
         chat = self._chats.get(session.scope)
         if chat is not None and chat.session is session:
             del self._chats[session.scope]
+            self._resources.pop(session.scope, None)
             await chat.close()
