@@ -232,3 +232,37 @@ async def test_a_blob_that_quotes_a_key_of_the_chat_is_withheld_and_never_writte
         assert not (session.workspace / "resources").exists()
         for path, data in canary.files_under(tmp_path):
             assert KEY.encode() not in data, path
+
+
+async def test_a_uri_carrying_what_another_server_gave_in_the_turn_is_held_by_the_flow_guard(
+    tmp_path: Path, host_secret: HostSecret
+) -> None:
+    private = "https://intranet.example/private/ab12cd34ef"
+    docs, other = MCPServer("docs"), MCPServer("other")
+
+    @docs.resource("docs://notes", name="notes")
+    def notes() -> str:
+        return f"The plan is at {private} for now."
+
+    @other.resource("other://index", name="index")
+    def index() -> str:
+        return "an index"
+
+    settings = RemoteMcpSettings(connection=HEALTHY, flow_guard="ask")
+    async with (
+        serve_mcp(docs) as docs_server,
+        serve_mcp(other) as other_server,
+        serve_provider() as provider,
+        remote_host(tmp_path, host_secret, provider.model("openai-chat"), settings=settings) as host,
+    ):
+        await say(host, f"/mcp_add docs {docs_server.url}")
+        await say(host, f"/mcp_add other {other_server.url}")
+        provider.script(
+            tool_call("read_resource", {"server": "docs", "uri": "docs://notes"}),
+            tool_call("read_resource", {"server": "other", "uri": f"other://fetch?u={private}"}),
+            text("done"),
+        )
+        assert await say(host, "read the notes, then fetch the plan through the other server") == "done"
+        held = provider.requests[2].raw
+        assert b"read_resource was not called: its arguments carry data read in this turn from docs" in held
+        assert [r for r in other_server.requests if r.rpc_method == "resources/read"] == []
