@@ -16,7 +16,19 @@ from ._chat import ChatServers
 from ._resources import ResourceTools
 from ._settings import RemoteMcpSettings
 from .commands import build_commands
-from .store import AuditKey, HostSecret, NoHostSecret, Sealer, ServerStore, audit_folder, move_log
+from .store import (
+    AuditKey,
+    FileServers,
+    HostSecret,
+    NoHostSecret,
+    RowMemory,
+    RowServers,
+    Sealer,
+    ServerStorage,
+    ServerStore,
+    audit_folder,
+    move_log,
+)
 from .transport import Connector
 
 __all__ = ["RemoteMcpExtension"]
@@ -51,6 +63,8 @@ class RemoteMcpExtension(Extension):
             callbacks if callbacks is not None else Callbacks(port=self.settings.oauth_callback_port)
         )
         self._chats: dict[str, ChatServers] = {}
+        self._rows = RowMemory()
+        """What this process remembers of the chats' server rows (with a database): their rollback check."""
         self._resources: dict[str, ResourceTools] = {}
         self._tg: TaskGroup | None = None
 
@@ -92,17 +106,25 @@ class RemoteMcpExtension(Extension):
                             closing.start_soon(chat.close)
                 tg.cancel_scope.cancel()
 
+    @property
+    def seal_key_id(self) -> str | None:
+        """The id of the key the chats' servers are sealed with (None: disabled); not secret."""
+        return self._sealer.key_id if self._sealer is not None else None
+
+    def _storage(self, session: ChatSession, scope: str) -> ServerStorage:
+        """Where the chat's servers are kept for ``scope``: the host's database, or the sealed file."""
+        assert self._sealer is not None
+        if session.storage is not None:
+            return RowServers(session.storage.servers, scope, self._sealer, self._rows)
+        return FileServers(ServerStore(session.workspace, scope, self._sealer, state_dir=session.state_dir))
+
     def chat(self, session: ChatSession) -> ChatServers:
         """The servers of a chat, set up on first use."""
         chat = self._chats.get(session.scope)
         if chat is None:
             if self._tg is None:
                 raise RuntimeError("the mcp-remote extension is used outside the host's lifespan")
-            store = (
-                ServerStore(session.workspace, session.scope, self._sealer, state_dir=session.state_dir)
-                if self._sealer
-                else None
-            )
+            store = self._storage(session, session.scope) if self._sealer else None
             chat = self._chats[session.scope] = ChatServers(
                 session,
                 store,
@@ -168,13 +190,16 @@ class RemoteMcpExtension(Extension):
         """
         if self._sealer is None:
             return
-        # One file, read as the old scope's and written as the new one's; the private record
-        # and copy (rollback detection) moved along with it and go on describing it.
-        old = ServerStore(session.workspace, old_scope, self._sealer, state_dir=session.state_dir)
-        new = ServerStore(session.workspace, session.scope, self._sealer, state_dir=session.state_dir)
-        loaded = await anyio.to_thread.run_sync(old.load)
+        # With files: one file, read as the old scope's and written as the new one's; the private
+        # record and copy (rollback detection) moved along with it and go on describing it. With a
+        # database: the old scope's rows are copied, then emptied when every one was moved.
+        old = self._storage(session, old_scope)
+        new = self._storage(session, session.scope)
+        loaded = await old.load()
         for entry in loaded.entries:
-            await anyio.to_thread.run_sync(new.put, entry)
+            await new.put(entry)
+        if isinstance(old, RowServers) and loaded.entries and not loaded.rejected and loaded.warning is None:
+            await old.save(())
         if self._audit_key is not None and session.state_dir is not None:
             # The audit log moved too: its chain goes on under the new scope, saying so.
             folder = audit_folder(session.state_dir)
