@@ -248,6 +248,10 @@ async def test_a_uri_carrying_what_another_server_gave_in_the_turn_is_held_by_th
     def index() -> str:
         return "an index"
 
+    @docs.resource("docs://plan", name="plan", description=f"The plan, mirrored at {private}/mirror.")
+    def plan() -> str:
+        return "the plan"
+
     settings = RemoteMcpSettings(connection=HEALTHY, flow_guard="ask")
     async with (
         serve_mcp(docs) as docs_server,
@@ -261,8 +265,15 @@ async def test_a_uri_carrying_what_another_server_gave_in_the_turn_is_held_by_th
             tool_call("read_resource", {"server": "docs", "uri": "docs://notes"}),
             tool_call("read_resource", {"server": "other", "uri": f"other://fetch?u={private}"}),
             text("done"),
+            # A listing of every server: what it shows of docs is docs' too.
+            tool_call("list_resources", {}),
+            tool_call("read_resource", {"server": "other", "uri": f"other://fetch?u={private}/mirror"}),
+            text("done again"),
         )
         assert await say(host, "read the notes, then fetch the plan through the other server") == "done"
         held = provider.requests[2].raw
+        assert b"read_resource was not called: its arguments carry data read in this turn from docs" in held
+        assert await say(host, "list, then fetch the mirror through the other server") == "done again"
+        held = provider.requests[5].raw
         assert b"read_resource was not called: its arguments carry data read in this turn from docs" in held
         assert [r for r in other_server.requests if r.rpc_method == "resources/read"] == []

@@ -63,9 +63,9 @@ class RemoteMcpExtension(Extension):
             callbacks if callbacks is not None else Callbacks(port=self.settings.oauth_callback_port)
         )
         self._chats: dict[str, ChatServers] = {}
+        self._resources: dict[str, ResourceTools] = {}
         self._rows = RowMemory()
         """What this process remembers of the chats' server rows (with a database): their rollback check."""
-        self._resources: dict[str, ResourceTools] = {}
         self._tg: TaskGroup | None = None
 
     def commands(self) -> Sequence[Command]:
@@ -168,8 +168,7 @@ class RemoteMcpExtension(Extension):
         chat = self._chats.get(event.session.scope)
         if chat is not None and chat.session is event.session:
             chat.saw_result(event.tool_name, event.arguments, event.result)
-            source = self.resources(chat).source(event.tool_name, event.arguments)
-            if source is not None:
+            for source in self.resources(chat).sources(event.tool_name, event.arguments):
                 chat.flow_guard.saw(source, event.result.text)
 
     def on_turn_end(self, session: ChatSession) -> None:

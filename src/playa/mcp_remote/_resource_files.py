@@ -32,6 +32,8 @@ RESOURCE_FOLDER: Final = "resources"
 """The workspace folder binary resources are saved in, one folder per server."""
 
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9._-]+")
+_DOTS: Final = re.compile(r"\.{2,}")
+_EXTENSION: Final = re.compile(r"[A-Za-z0-9]{1,10}")
 _STEM_LENGTH: Final = 60
 
 
@@ -42,13 +44,14 @@ def safe_name(uri: str, mime_type: str | None) -> str:
     except ValueError:
         path = uri
     last = unquote(path.rstrip("/").rsplit("/", 1)[-1])
-    stem = _UNSAFE.sub("-", last).strip(".-_")[:_STEM_LENGTH].strip(".-_") or "resource"
+    stem = _DOTS.sub(".", _UNSAFE.sub("-", last))
     base, dot, extension = stem.rpartition(".")
-    if not dot or not base:
+    if not dot or not _EXTENSION.fullmatch(extension):
         base, extension = stem, ""
+    base = base.strip(".-_")[:_STEM_LENGTH].strip(".-_") or "resource"
     if not extension:
         guessed = mimetypes.guess_extension(mime_type.split(";")[0].strip()) if mime_type else None
-        extension = guessed.lstrip(".") if guessed else "bin"
+        extension = guessed[1:] if guessed and _EXTENSION.fullmatch(guessed[1:]) else "bin"
     digest = hashlib.sha256(uri.encode("utf-8", "surrogatepass")).hexdigest()[:10]
     return f"{base}-{digest}.{extension}"
 
@@ -60,14 +63,15 @@ def save_blob(workspace: Path, server: str, uri: str, mime_type: str | None, dat
     workspace or into its host folder) or ``OSError``.
     """
     folder_path = f"{RESOURCE_FOLDER}/{server}"
-    relative = f"{folder_path}/{safe_name(uri, mime_type)}"
-    folder = resolve_in_workspace(workspace, folder_path)
-    folder.mkdir(parents=True, exist_ok=True)
+    name = safe_name(uri, mime_type)
+    resolve_in_workspace(workspace, folder_path).mkdir(parents=True, exist_ok=True)
     # Judged again after the folders exist: a link put in their place meanwhile is caught here.
-    target = resolve_in_workspace(workspace, relative)
-    if target.parent != resolve_in_workspace(workspace, folder_path) or not target.parent.is_dir():
+    folder = resolve_in_workspace(workspace, folder_path)
+    if not folder.is_dir():
         raise WorkspaceError(f"{folder_path!r} is not a folder of the workspace")
-    descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=".part-")
+    # The file's own name is not resolved: whatever is there (a link, a hard link) is replaced.
+    target = folder / name
+    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".part-")
     try:
         with os.fdopen(descriptor, "wb") as file:
             file.write(data)
@@ -75,4 +79,4 @@ def save_blob(workspace: Path, server: str, uri: str, mime_type: str | None, dat
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    return relative
+    return f"{folder_path}/{name}"

@@ -162,12 +162,20 @@ class ResourceTools:
             else:
                 self._session.tools.deactivate(tool.name)
 
-    def source(self, tool: str, arguments: Mapping[str, Any]) -> FlowSource | None:
-        """The source of a result of ``tool`` for the flow guard: the server it read from, if one of these."""
+    def sources(self, tool: str, arguments: Mapping[str, Any]) -> tuple[FlowSource, ...]:
+        """The sources of a result of ``tool`` for the flow guard: the server it read from, or for a
+        listing of all, every server with resources (none: not one of these tools)."""
+        if tool not in (LIST_TOOL, READ_TOOL):
+            return ()
         server = arguments.get("server")
-        if tool in (LIST_TOOL, READ_TOOL) and isinstance(server, str) and server in self._servers:
-            return FlowSource.of_server(server)
-        return None
+        if isinstance(server, str):
+            return (FlowSource.of_server(server),) if server in self._servers else ()
+        if tool == LIST_TOOL and server is None:
+            names = sorted(
+                name for name, state in self._servers.items() if self._connected(state) is not None
+            )
+            return tuple(FlowSource.of_server(name) for name in names)
+        return ()
 
     @staticmethod
     def _connected(server: RemoteServer) -> Connection | None:
