@@ -51,7 +51,8 @@ AUTH_SCENARIOS = [
     "auth/iss-normalized",
     "auth/metadata-issuer-mismatch",
 ]
-# The auth extensions Playa does not implement: they run, and expected-failures.txt says why.
+# The auth extensions: client credentials (secret and private_key_jwt) and DPoP (with and without
+# nonces) pass; expected-failures.txt says why the other two do not.
 AUTH_EXTENSION_SCENARIOS = [
     "auth/client-credentials-jwt",
     "auth/client-credentials-basic",

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from ..core import ChatSession, Redactor, ToolResult
@@ -33,7 +34,7 @@ from .store import (
     Rejected,
     Saved,
     ServerEntry,
-    ServerStorage,
+    ServerStore,
     audit_folder,
     resource_of,
 )
@@ -58,7 +59,7 @@ class ChatServers:
     def __init__(
         self,
         session: ChatSession,
-        store: ServerStorage | None,
+        store: ServerStore | None,
         *,
         connector: Connector,
         settings: RemoteMcpSettings,
@@ -123,9 +124,10 @@ class ChatServers:
 
     async def reconcile(self) -> None:
         """Bring servers in line with the file; costs one ``lstat`` when it did not change."""
-        if self.store is None or not await self.store.changed():
+        if self.store is None or not self.store.changed():
             return
-        self._apply(await self.store.load())
+        # The load reads, verifies and may wait on another process's lock: off the event loop.
+        self._apply(await anyio.to_thread.run_sync(self.store.load))
 
     def _apply(self, result: LoadResult) -> None:
         # Every entry the store verified has a name the binder takes (``server_name_problem``).
@@ -208,7 +210,7 @@ class ChatServers:
             started.start()
         elif self.store is not None:
             # Something else changed too (another writer, a file set aside): the file as a whole.
-            self._apply(await self.store.load())
+            self._apply(await anyio.to_thread.run_sync(self.store.load))
         server = self.servers.get(entry.name)
         if server is None:
             raise ToolError(f"{entry.name} was saved but cannot be read back; see /mcp_list")
@@ -233,7 +235,7 @@ class ChatServers:
         superseded = self.logins.held_grant(entry.name)
         if superseded is None or not superseded.authorized:
             superseded = previous.login.superseded if previous is not None else None
-        saved = await self._file().put(entry)
+        saved = await anyio.to_thread.run_sync(self._file().put, entry)
         self.audit.record(
             "server_replaced" if saved.changed else "server_added",
             server=entry.name,
@@ -257,7 +259,7 @@ class ChatServers:
         server = self.servers.get(name)
         tools = len(server.tools) if server is not None else None
         grant = self.logins.held_grant(name)
-        saved = await self._file().remove(name)
+        saved = await anyio.to_thread.run_sync(self._file().remove, name)
         await self.reconcile()
         self._write_section()
         revoked = Revocation("nothing")
@@ -275,7 +277,7 @@ class ChatServers:
 
         Raises ``StoreError`` when there is none to trust; nothing changed then.
         """
-        saved = await self._file().restore()
+        saved = await anyio.to_thread.run_sync(self._file().restore)
         self.audit.record("servers_restored", changed=saved.changed)
         await self.reconcile()
         self._write_section()
@@ -286,7 +288,7 @@ class ChatServers:
         with whether it verifies; None when the chat keeps none (no private folder)."""
         return await self.audit.latest(count) if self.audit.enabled else None
 
-    def _file(self) -> ServerStorage:
+    def _file(self) -> ServerStore:
         if self.store is None:
             raise UsageError("Remote MCP is disabled: this host has no secret to seal servers with.")
         return self.store

@@ -14,6 +14,7 @@ from functools import partial
 from typing import Any, Literal, Protocol
 
 import anyio
+import anyio.to_thread
 import mcp_types
 from anyio.abc import TaskGroup
 from mcp.client.caching import InMemoryResponseCacheStore
@@ -28,7 +29,7 @@ from ._server_review import ServerReview
 from ._settings import RemoteMcpSettings
 from ._shared import Asker, ChatSecrets, Revoker
 from ._tool import Binding, ToolSlots
-from .store import AuditLog, OAuthGrant, Pins, Policy, ServerEntry, ServerStorage, without_format
+from .store import AuditLog, OAuthGrant, Pins, Policy, ServerEntry, ServerStore, without_format
 from .transport import Connection, Connector, Endpoint, GrantStorage, ServerAuth
 
 __all__ = [
@@ -73,7 +74,7 @@ class ChatContext:
     """What one chat's servers and the service's parts work with, made once by ``ChatServers``."""
 
     session: ChatSession
-    store: ServerStorage | None
+    store: ServerStore | None
     settings: RemoteMcpSettings
     connector: Connector
     callbacks: Callbacks
@@ -191,9 +192,10 @@ class RemoteServer:
         # The boundary covers every step, binding included: this runs in the task group every
         # chat of the host shares, and an exception escaping it would end them all.
         try:
-            if self.entry.auth_kind == "oauth" and not self.grant().grant.authorized:
-                # No tokens yet: only the owner's login can help, and a connect would only
-                # register clients with the authorization server for nothing.
+            grant = self.grant().grant if self.entry.auth_kind == "oauth" else None
+            if grant is not None and not grant.authorized and not grant.machine:
+                # No tokens yet: only the owner's login can help (a machine client gets its own),
+                # and a connect would only register clients with the authorization server for nothing.
                 raise NeedsLogin("this server needs a login", server=name)
             endpoint = self._endpoint()
             connection = await context.connector.connect(
@@ -410,13 +412,13 @@ class RemoteServer:
         entry = self.entry = replace(self.entry, pins=pins)
         store = self._context.store
         if store is not None and self.current:
-            await store.put(entry)
+            await anyio.to_thread.run_sync(store.put, entry)
 
     async def seal_policy(self, policy: Policy) -> None:
         """Save the entry with ``policy`` and let it apply at once. Raises ``StoreError``."""
         entry = replace(self.entry, policy=policy)
         if (store := self._context.store) is not None:
-            await store.put(entry)
+            await anyio.to_thread.run_sync(store.put, entry)
         if self.current:
             self.entry = entry
             self.rebind()
@@ -436,10 +438,10 @@ class RemoteServer:
             return False
         return await server._seal_grant(grant, context.store)
 
-    async def _seal_grant(self, grant: OAuthGrant, store: ServerStorage) -> bool:
+    async def _seal_grant(self, grant: OAuthGrant, store: ServerStore) -> bool:
         entry = self.entry = replace(self.entry, oauth=grant)
         try:
-            await store.put(entry)
+            await anyio.to_thread.run_sync(store.put, entry)
         except StoreError as exc:
             # The connection goes on with the tokens held; the next refresh tries again.
             logger.warning(

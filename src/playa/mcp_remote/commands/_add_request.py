@@ -15,6 +15,7 @@ from ...core import MIN_SECRET_LENGTH, auth_credential, holds_key, is_http_token
 from ...exceptions import UsageError, ValidationError
 from ...mcp import server_name_problem
 from ..store import (
+    CLIENT_CREDENTIALS,
     DECISIONS,
     AuthKind,
     Decision,
@@ -22,12 +23,21 @@ from ..store import (
     Policy,
     ServerEntry,
     TransportChoice,
+    client_key_pem,
     decision_of,
     mask_url,
     resource_of,
 )
 
-__all__ = ["RESERVED_HEADERS", "USAGE", "AddRequest", "carries_secret", "check_secret", "parse_add"]
+__all__ = [
+    "RESERVED_HEADERS",
+    "USAGE",
+    "AddRequest",
+    "carries_secret",
+    "check_secret",
+    "client_key_of",
+    "parse_add",
+]
 
 
 RESERVED_HEADERS: Final = frozenset(
@@ -70,10 +80,13 @@ _FLAGS: Final = (
     "--oauth",
     "--client-id",
     "--client-secret",
+    "--client-key",
+    "--grant",
     "--policy",
 )
 # Flags whose value is a credential, and that ask for it in secret when given none.
-_SECRET_FLAGS: Final = ("--bearer", "--client-secret")
+_SECRET_FLAGS: Final = ("--bearer", "--client-secret", "--client-key")
+_GRANTS: Final = ("authorization-code", "client-credentials")
 # An unknown option is quoted back only when it looks like a mistyped option, never like a key.
 _SHOWN_OPTION = re.compile(r"--[a-z][a-z-]{0,14}")
 
@@ -83,7 +96,7 @@ _KEY_SHAPED: Final = (
 )
 
 USAGE: Final = """\
-/mcp_add <name> <url> [--transport auto|http|sse] [--tools a,b] [--bearer [TOKEN]] [--header "Name: value" | --header Name]… [--secret-url] [--oauth] [--client-id ID [--client-secret [SECRET]]] [--policy allow|ask|deny]
+/mcp_add <name> <url> [--transport auto|http|sse] [--tools a,b] [--bearer [TOKEN]] [--header "Name: value" | --header Name]… [--secret-url] [--oauth] [--client-id ID [--client-secret [SECRET] | --client-key [PEM]] [--grant client-credentials]] [--policy allow|ask|deny]
   name       1-32 characters: a lowercase letter, then lowercase letters, digits or '-'
   url        http:// or https://; a key in it is kept sealed and shown as [redacted]
   --bearer   sends Authorization: Bearer TOKEN; without TOKEN I ask for it in secret
@@ -94,6 +107,10 @@ USAGE: Final = """\
   --oauth    logs in with OAuth (also chosen by itself when the server asks for a login)
   --client-id, --client-secret   a client the authorization server knows already; without
              SECRET I ask for it in secret
+  --grant client-credentials   the server serves machines: the client gets its own tokens
+             with its secret, or with --client-key, no login needed
+  --client-key   the client's private key (PEM) that signs its requests (private_key_jwt);
+             without PEM I ask for it in secret (whole, or on one line)
   --policy   whether the agent may call its tools: allow, ask (you decide each call) or deny;
              /mcp_policy sets it per tool later
 Adding a name that exists replaces it. A message that holds a credential is deleted."""
@@ -116,6 +133,10 @@ class AddRequest:
     client_id: str | None = None
     client_secret: str | None = None
     ask_client_secret: bool = False
+    client_key: str | None = None
+    ask_client_key: bool = False
+    machine: bool = False
+    """``--grant client-credentials``: a machine client, which needs no person's login."""
     policy: Decision | None = None
 
     def __repr__(self) -> str:
@@ -125,7 +146,9 @@ class AddRequest:
         """The entry this request saves, its credentials included (raises ``ValidationError`` like
         any entry): an OAuth login, the headers (one bearer token alone is ``bearer``), or none."""
         if self.oauth:
-            grant = OAuthGrant(resource=resource_of(self.url), client=_preregistered(self))
+            grant = OAuthGrant(
+                resource=resource_of(self.url), client=_preregistered(self), client_key=self.client_key
+            )
             return _entry(self, "oauth", oauth=grant)
         if self.headers:
             kind: AuthKind = "bearer" if self.bearer and len(self.headers) == 1 else "headers"
@@ -156,6 +179,14 @@ def _preregistered(request: AddRequest) -> OAuthClientInformationFull | None:
     """The client the owner registered with the authorization server themselves, if any."""
     if request.client_id is None:
         return None
+    if request.machine:
+        return OAuthClientInformationFull(
+            client_id=request.client_id,
+            client_secret=request.client_secret,
+            redirect_uris=None,
+            grant_types=[CLIENT_CREDENTIALS],
+            token_endpoint_auth_method="private_key_jwt" if request.client_key else "client_secret_basic",
+        )
     method = "client_secret_basic" if request.client_secret else "none"
     return OAuthClientInformationFull(
         client_id=request.client_id,
@@ -181,12 +212,12 @@ def carries_secret(args: str) -> bool:
         words = shlex.split(args)
     except ValueError:
         # Unreadable: it may still hold a key, so treat it as if it did.
-        return any(flag in args for flag in ("--bearer", "--header", "--client-secret")) or any(
-            map(looks_like_credential, args.split())
-        )
+        return any(
+            flag in args for flag in ("--bearer", "--header", "--client-secret", "--client-key")
+        ) or any(map(looks_like_credential, args.split()))
     for i, word in enumerate(words):
         following = words[i + 1] if i + 1 < len(words) else None
-        if word.startswith(("--bearer=", "--client-secret=")) or (
+        if word.startswith(("--bearer=", "--client-secret=", "--client-key=")) or (
             word.startswith("--header=") and _header_holds_value(word[9:])
         ):
             return True
@@ -201,8 +232,9 @@ def carries_secret(args: str) -> bool:
             return True
     # A flag inside another word (after an escaped space, in quotes) is no flag to the parser,
     # but what follows it may still be a key.
-    flags = sum(word.partition("=")[0] in ("--bearer", "--header", "--client-secret") for word in words)
-    return args.count("--bearer") + args.count("--header") + args.count("--client-secret") > flags
+    secret_flags = ("--bearer", "--header", "--client-secret", "--client-key")
+    flags = sum(word.partition("=")[0] in secret_flags for word in words)
+    return sum(args.count(flag) for flag in secret_flags) > flags
 
 
 def _url_holds_secret(word: str) -> bool:
@@ -283,6 +315,7 @@ def parse_add(args: str) -> AddRequest:
         _apply(request, flag, value, position)
     if (request.client_secret is not None or request.ask_client_secret) and request.client_id is None:
         raise ValidationError("oauth", "--client-secret goes with --client-id")
+    _check_machine(request)
     if request.client_id is not None:
         request.oauth = True
     if request.oauth and (request.headers or request.ask):
@@ -323,6 +356,17 @@ def _apply(request: AddRequest, flag: str, value: str | None, position: int) -> 
         else:
             check_secret("the client secret", value)
             request.client_secret = value
+    elif flag == "--client-key":
+        if request.client_key is not None or request.ask_client_key:
+            raise ValidationError("oauth", "--client-key is given twice")
+        if value is None:
+            request.ask_client_key = True
+        else:
+            request.client_key = client_key_of(value)
+    elif flag == "--grant":
+        if value not in _GRANTS:
+            raise ValidationError("oauth", f"--grant takes {' or '.join(_GRANTS)}")
+        request.machine = value == "client-credentials"
     elif flag == "--policy":
         decision = decision_of(value or "")
         if decision is None:
@@ -352,6 +396,31 @@ def _apply(request: AddRequest, flag: str, value: str | None, position: int) -> 
             _set(request, "Authorization", f"Bearer {value}")
     elif flag == "--header":
         _apply_header(request, value, f"the --header at word {position}")
+
+
+def _check_machine(request: AddRequest) -> None:
+    """A machine client (``--grant client-credentials``) has an id and one credential: a secret or a key."""
+    has_secret = request.client_secret is not None or request.ask_client_secret
+    has_key = request.client_key is not None or request.ask_client_key
+    if has_key and not request.machine:
+        raise ValidationError(
+            "oauth", "--client-key signs a machine client's requests: add --grant client-credentials"
+        )
+    if not request.machine:
+        return
+    if request.client_id is None or has_secret == has_key:
+        raise ValidationError(
+            "oauth",
+            "--grant client-credentials takes --client-id with either --client-secret or --client-key",
+        )
+
+
+def client_key_of(text: str) -> str:
+    """The owner's private key as PEM, or a ``ValidationError`` that never quotes it."""
+    try:
+        return client_key_pem(text)
+    except ValueError as exc:
+        raise ValidationError("oauth", f"the client key is {exc}") from None
 
 
 def _apply_header(request: AddRequest, value: str | None, where: str) -> None:

@@ -1,10 +1,10 @@
 """Asking the owner, in secret, for the credentials an ``/mcp_add`` left out (``--bearer`` alone,
-``--header Name``, ``--client-secret`` alone): the last step of parsing the request."""
+``--header Name``, ``--client-secret`` or ``--client-key`` alone): the last step of parsing the request."""
 
 from __future__ import annotations
 
 from ...core import UI
-from ._add_request import AddRequest, check_secret
+from ._add_request import AddRequest, check_secret, client_key_of
 
 __all__ = ["ask_secrets"]
 
@@ -38,6 +38,15 @@ async def ask_secrets(request: AddRequest, ui: UI) -> str | None:
         if len(answer.split()) != 1:
             return "That is not a client secret (it has spaces), so nothing was saved. Try /mcp_add again."
         request.client_secret, request.ask_client_secret = answer, False
+    if request.ask_client_key:
+        answer = await _ask(
+            ui,
+            f"Send the private key (PEM) of the client for {request.name}: the whole key in one "
+            "message, or on one line (tr -d '\\n' < key.pem).",
+        )
+        if not answer:
+            return _NO_ANSWER
+        request.client_key, request.ask_client_key = client_key_of(answer), False
     return None
 
 

@@ -3,16 +3,14 @@ and the chat's audit log.
 
 The leaf of ``mcp_remote``: imports nothing from ``transport`` or the lifecycle modules. What
 the rest of ``mcp_remote`` needs of it is named by protocols (``ServerStorage``, ``EntryWriter``,
-``AuditTrail``); ``FileServers`` (over ``ServerStore``, the sealed file), ``RowServers`` (over
-a database's rows) and ``AuditLog`` are the backends that fill them.
+``AuditTrail``); ``ServerStore`` and ``AuditLog`` are the backends that fill them.
 """
 
 from ._audit import AuditLog, move_log
 from ._audit_chain import AuditKey, AuditRecord, FieldValue
 from ._audit_file import Break, Verification, audit_folder, read_records, verify_log
 from ._entry import AuthKind, ServerEntry, TransportChoice
-from ._file_servers import FileServers
-from ._grant import OAuthGrant, resource_of
+from ._grant import CLIENT_CREDENTIALS, OAuthGrant, client_key_pem, resource_of, signing_algorithm
 from ._pin_views import (
     HIDDEN_NOTE,
     SAME_NOTE,
@@ -27,7 +25,6 @@ from ._pin_views import (
 )
 from ._pins import INSTRUCTIONS_KEPT, Pins, digest_of, field_digests, pending_digest
 from ._policy import DECISIONS, READ_ONLY_MARKS, Decision, Policy, decision_of, read_only_of
-from ._row_servers import RowMemory, RowServers
 from ._seal import (
     Envelope,
     MalformedSeal,
@@ -45,6 +42,7 @@ from ._store import LoadResult, Rejected, Saved, ServerStore
 from ._url import mask_url
 
 __all__ = [
+    "CLIENT_CREDENTIALS",
     "DECISIONS",
     "HIDDEN_NOTE",
     "INSTRUCTIONS_KEPT",
@@ -62,7 +60,6 @@ __all__ = [
     "EntryWriter",
     "Envelope",
     "FieldValue",
-    "FileServers",
     "HostSecret",
     "LoadResult",
     "MalformedSeal",
@@ -71,8 +68,6 @@ __all__ = [
     "Pins",
     "Policy",
     "Rejected",
-    "RowMemory",
-    "RowServers",
     "Saved",
     "SealBroken",
     "SealError",
@@ -88,6 +83,7 @@ __all__ = [
     "audit_folder",
     "canonical_json",
     "change_of",
+    "client_key_pem",
     "decision_of",
     "digest_of",
     "field_digests",
@@ -102,6 +98,7 @@ __all__ = [
     "same_definitions",
     "shown_name",
     "shown_names",
+    "signing_algorithm",
     "store_path",
     "verify_log",
     "view_digest",

@@ -1,7 +1,9 @@
 """What a chat holds of one server's OAuth authorization: sealed in the entry, never shown.
 
-An ``OAuthGrant`` is the client registration (pre-registered or dynamic), the tokens, the
-issuer that granted them and the resource they were granted for. The store seals it with the
+An ``OAuthGrant`` is the client registration (pre-registered, metadata document or dynamic),
+the tokens, the issuer that granted them and the resource they were granted for; with DPoP,
+the private key the tokens are bound to; for a machine client (the client-credentials grant
+with ``private_key_jwt``), the owner's private key that signs its assertions. The store seals it with the
 entry's headers under the key ``:oauth``, which can never be a header name (an HTTP token has
 no ``:``); the seal's associated data binds the entry's scope and URL, and opening checks that
 the sealed resource is that URL's, so a grant copied onto another entry does not open.
@@ -11,19 +13,68 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, replace
 from typing import Final
 
 import pydantic
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
 from mcp.shared.auth_utils import resource_url_from_server_url
 
 from ...exceptions import ValidationError
 
-__all__ = ["GRANT_VERSION", "OAuthGrant", "resource_of"]
+__all__ = [
+    "CLIENT_CREDENTIALS",
+    "GRANT_VERSION",
+    "OAuthGrant",
+    "client_key_pem",
+    "resource_of",
+    "signing_algorithm",
+]
 
-GRANT_VERSION: Final = 1
-_FIELDS: Final = frozenset({"v", "resource", "issuer", "client", "tokens", "expires_at", "metadata"})
+GRANT_VERSION: Final = 2
+_FIELDS_V1: Final = frozenset({"v", "resource", "issuer", "client", "tokens", "expires_at", "metadata"})
+_FIELDS: Final = _FIELDS_V1 | {"dpop_key", "dpop_bound", "client_key"}
+CLIENT_CREDENTIALS: Final = "client_credentials"
+_CURVES: Final = {"secp256r1": "ES256", "secp384r1": "ES384", "secp521r1": "ES512"}
+_PEM = re.compile(r"-----BEGIN ([A-Z ]{1,40})-----(.*?)-----END \1-----", re.DOTALL)
+_MAX_KEY: Final = 16_384
+
+
+def client_key_pem(text: str) -> str:
+    """A private key as the owner sent it, as PEM: whole, or on one line (its line breaks left out
+    or turned into spaces, as a console line or ``tr -d '\\n' < key.pem`` gives it).
+
+    Raises ``ValueError``, never quoting it, when it is no unencrypted private key that signs.
+    """
+    match = _PEM.search(text.strip()) if len(text) <= _MAX_KEY else None
+    if match is None:
+        raise ValueError("not a PEM private key (-----BEGIN PRIVATE KEY----- … -----END PRIVATE KEY-----)")
+    label, body = match.group(1), "".join(match.group(2).split())
+    lines = [body[i : i + 64] for i in range(0, len(body), 64)]
+    pem = "\n".join([f"-----BEGIN {label}-----", *lines, f"-----END {label}-----", ""])
+    signing_algorithm(pem)
+    return pem
+
+
+def signing_algorithm(pem: str) -> str:
+    """The JWS algorithm a PEM private key signs with; ``ValueError`` (never quoting it) if none."""
+    try:
+        key = serialization.load_pem_private_key(pem.encode(), password=None)
+    except (ValueError, TypeError):
+        # TypeError: a key protected by a passphrase, which the host cannot type in.
+        raise ValueError("not an unencrypted PEM private key") from None
+    if isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name in _CURVES:
+        return _CURVES[key.curve.name]
+    if isinstance(key, rsa.RSAPrivateKey):
+        if key.key_size < 2048:
+            raise ValueError("an RSA key shorter than 2048 bits")
+        return "RS256"
+    if isinstance(key, ed25519.Ed25519PrivateKey):
+        return "EdDSA"
+    raise ValueError("a key of a kind the host does not sign with (EC P-256/384/521, RSA or Ed25519)")
 
 
 def resource_of(url: str) -> str:
@@ -44,10 +95,17 @@ class OAuthGrant:
     metadata: OAuthMetadata | None = None
     """The authorization server's metadata as discovered at the login (public): its token
     endpoint is where a refresh goes before any request has been refused."""
+    dpop_key: str | None = None
+    """The private scalar of the DPoP key this grant's token requests prove (base64url)."""
+    dpop_bound: bool = False
+    """Whether the tokens are DPoP-bound (the authorization server said ``token_type`` DPoP)."""
+    client_key: str | None = None
+    """A machine client's private key (PEM), which signs its ``private_key_jwt`` assertions."""
 
     @property
     def secrets(self) -> frozenset[str]:
-        """Every credential in the grant: the tokens and the client secret."""
+        """Every credential in the grant: the tokens, the client secret, and its private keys
+        (a PEM key also line by line: a record may quote one line of it)."""
         values: set[str] = set()
         if self.tokens is not None:
             values.add(self.tokens.access_token)
@@ -55,18 +113,33 @@ class OAuthGrant:
                 values.add(self.tokens.refresh_token)
         if self.client is not None and self.client.client_secret:
             values.add(self.client.client_secret)
+        if self.dpop_key:
+            values.add(self.dpop_key)
+        if self.client_key:
+            values.add(self.client_key.strip())
+            values.update(
+                line.strip() for line in self.client_key.splitlines() if not line.startswith("-----")
+            )
         return frozenset(v for v in values if v)
+
+    @property
+    def machine(self) -> bool:
+        """Whether the client is a machine's: it gets its tokens by the client-credentials grant,
+        with no person's login (``/mcp_add … --grant client-credentials``)."""
+        return self.client is not None and self.client.grant_types == [CLIENT_CREDENTIALS]
 
     @property
     def authorized(self) -> bool:
         """Whether the grant holds tokens (they may have expired)."""
         return self.tokens is not None
 
-    def with_tokens(self, tokens: OAuthToken | None, *, now: float) -> OAuthGrant:
+    def with_tokens(self, tokens: OAuthToken | None, *, now: float, dpop_bound: bool = False) -> OAuthGrant:
         expires_at = None
         if tokens is not None and tokens.expires_in is not None:
             expires_at = now + int(tokens.expires_in)
-        return replace(self, tokens=tokens, expires_at=expires_at)
+        return replace(
+            self, tokens=tokens, expires_at=expires_at, dpop_bound=tokens is not None and dpop_bound
+        )
 
     def with_client(self, client: OAuthClientInformationFull | None) -> OAuthGrant:
         issuer = client.issuer if client is not None and client.issuer else self.issuer
@@ -75,7 +148,8 @@ class OAuthGrant:
     def __repr__(self) -> str:
         return (
             f"OAuthGrant(resource={self.resource!r}, issuer={self.issuer!r}, "
-            f"client={'yes' if self.client else 'no'}, tokens={'yes' if self.tokens else 'no'})"
+            f"client={'yes' if self.client else 'no'}, tokens={'yes' if self.tokens else 'no'}, "
+            f"dpop={'yes' if self.dpop_key else 'no'}, client_key={'yes' if self.client_key else 'no'})"
         )
 
     def encode(self) -> str:
@@ -95,6 +169,9 @@ class OAuthGrant:
                 "metadata": None
                 if self.metadata is None
                 else self.metadata.model_dump(mode="json", exclude_none=True),
+                "dpop_key": self.dpop_key,
+                "dpop_bound": self.dpop_bound,
+                "client_key": self.client_key,
             },
             sort_keys=True,
             separators=(",", ":"),
@@ -107,10 +184,20 @@ class OAuthGrant:
             raw = json.loads(text)
         except ValueError:
             raise ValidationError("oauth", "the sealed authorization is not JSON") from None
-        if not isinstance(raw, dict) or set(raw) != _FIELDS or raw["v"] != GRANT_VERSION:
+        if not isinstance(raw, dict) or (raw.get("v"), frozenset(raw)) not in {(1, _FIELDS_V1), (2, _FIELDS)}:
+            # Version 1 (before DPoP and machine clients) still opens: its new fields are unset.
             raise ValidationError("oauth", "the sealed authorization has an unknown format")
         resource, issuer, expires_at = raw["resource"], raw["issuer"], raw["expires_at"]
-        if not isinstance(resource, str) or not (issuer is None or isinstance(issuer, str)):
+        dpop_key, dpop_bound, client_key = (
+            raw.get("dpop_key"),
+            raw.get("dpop_bound", False),
+            raw.get("client_key"),
+        )
+        if (
+            not isinstance(resource, str)
+            or not all(value is None or isinstance(value, str) for value in (issuer, dpop_key, client_key))
+            or not isinstance(dpop_bound, bool)
+        ):
             raise ValidationError("oauth", "the sealed authorization has an unknown format")
         if expires_at is not None and (
             not isinstance(expires_at, int | float)
@@ -128,5 +215,13 @@ class OAuthGrant:
             # Not chained: pydantic's message quotes the input, which holds the tokens.
             raise ValidationError("oauth", "the sealed authorization has an unknown format") from None
         return cls(
-            resource, issuer, client, tokens, None if expires_at is None else float(expires_at), metadata
+            resource,
+            issuer,
+            client,
+            tokens,
+            None if expires_at is None else float(expires_at),
+            metadata,
+            dpop_key,
+            dpop_bound,
+            client_key,
         )

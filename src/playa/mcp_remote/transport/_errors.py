@@ -178,7 +178,7 @@ class HttpTrace:
         self.status: int | None = None
         self.redirect: str | None = None
         self.login_challenge = False
-        """A 401 came with a Bearer challenge (RFC 6750): an OAuth login can get the token, its
+        """A 401 came with a Bearer or DPoP challenge (RFC 6750, 9449): an OAuth login can get the token, its
         authorization server found from the metadata the challenge names or the well-known
         paths (RFC 9728, RFC 8414), or at the 2025-03-26 default endpoints. It stays set: a
         client that falls back to another request after it (``server/discover`` refused, then
@@ -198,8 +198,9 @@ class HttpTrace:
             self.description = challenge_description(response)
             self.body = await error_body(response)
             if response.status_code == 401:
-                challenge = response.headers.get("www-authenticate", "")
-                if challenge.strip()[:7].lower() in ("bearer", "bearer "):
+                words = response.headers.get("www-authenticate", "").split(None, 1)
+                # RFC 6750's Bearer, or RFC 9449's DPoP: both are OAuth access tokens.
+                if words and words[0].rstrip(",").lower() in ("bearer", "dpop"):
                     self.login_challenge = True
         elif response.is_redirect and (location := response.headers.get("location")):
             try:

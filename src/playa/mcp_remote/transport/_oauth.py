@@ -1,8 +1,11 @@
 """OAuth 2.1 for a chat's remote servers, on the ``mcp`` SDK's client (``mcp.client.auth``).
 
 The SDK speaks the protocol: discovery (RFC 9728, RFC 8414 and OpenID), registration
-(pre-registered, metadata document, dynamic), PKCE, ``state``, resource indicators, ``iss``
-(RFC 9207), refresh. Playa supplies three things here:
+(pre-registered, metadata document first, dynamic as the fallback, with ``application_type``),
+PKCE, ``state``, resource indicators, ``iss`` (RFC 9207), refresh, and credentials bound to the
+issuer that registered them (SEP-2352). Playa adds DPoP (``_dpop``), the client-credentials
+grant of machine clients (``_client_credentials``), and the binding of a client the owner
+registered themselves to the first issuer it is used with, and supplies three things here:
 
 - ``GrantStorage``: the SDK's ``TokenStorage`` over the chat's sealed entry. Every token and
   client secret is registered with the outbound gate before it is stored or used.
@@ -17,10 +20,10 @@ The SDK speaks the protocol: discovery (RFC 9728, RFC 8414 and OpenID), registra
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-import weakref
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import replace
 from typing import Final, Protocol
 from urllib.parse import urljoin
@@ -31,19 +34,20 @@ from mcp.client.auth.utils import (
     create_client_registration_request,
     extract_field_from_www_auth,
     extract_scope_from_www_auth,
+    issuers_match,
     union_scopes,
 )
 from mcp.shared.auth import (
     AuthorizationCodeResult,
-    OAuthClientInformationFull,
     OAuthClientMetadata,
-    OAuthToken,
 )
 
 from ... import __version__
-from ...core import outbound_secrets
 from ..store import OAuthGrant
+from ._client_credentials import client_credentials_request
+from ._dpop import DPoPProofs
 from ._errors import needs_scope, refused_although_granted
+from ._grant_storage import GrantStorage, register_secrets
 
 __all__ = [
     "CALLBACK_PATH",
@@ -67,13 +71,6 @@ REFRESH_MARGIN: Final = 60.0
 CALLBACK_PATH: Final = "/oauth/callback"
 
 Clock = Callable[[], float]
-
-
-def register_secrets(values: Iterable[str | None]) -> None:
-    """Tell the outbound gate (every log record) about credentials the moment they are known."""
-    known = {value for value in values if value}
-    if known:
-        outbound_secrets().add(known)
 
 
 def client_metadata(redirect_uri: str, *, scope: str | None = None) -> OAuthClientMetadata:
@@ -119,52 +116,6 @@ def token_auth_method(registered: str | None, supported: list[str] | None) -> st
     if registered in offered:
         return registered
     return next((m for m in ("client_secret_basic", "client_secret_post") if m in offered), registered)
-
-
-class GrantStorage:
-    """The SDK's ``TokenStorage`` for one server of one chat: the grant in the sealed entry.
-
-    ``persist`` writes the grant (sealed) and is awaited before the SDK goes on, so a token the
-    server accepted is never one the store lost.
-    """
-
-    def __init__(
-        self,
-        grant: OAuthGrant,
-        persist: Callable[[OAuthGrant], Awaitable[object]],
-        *,
-        clock: Clock = time.time,
-    ) -> None:
-        self.grant = grant
-        self._persist = persist
-        self._clock = clock
-        # The log gate holds the grant's credentials and the ones they replaced (a late record
-        # may quote a token just refreshed away), no older ones: a bot refreshes for ever, and
-        # each token kept would cost the gate its pieces for ever. Let go with this object.
-        self._holder = object()
-        outbound_secrets().hold(self._holder, grant.secrets)
-        weakref.finalize(self, outbound_secrets().release, self._holder)
-
-    def _hold(self, grant: OAuthGrant) -> None:
-        outbound_secrets().hold(self._holder, grant.secrets | self.grant.secrets)
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.grant.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        grant = self.grant.with_tokens(tokens, now=self._clock())
-        self._hold(grant)
-        self.grant = grant
-        await self._persist(self.grant)
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.grant.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        grant = self.grant.with_client(client_info)
-        self._hold(grant)
-        self.grant = grant
-        await self._persist(self.grant)
 
 
 OAUTH_ERROR_CODES: Final = frozenset(
@@ -280,7 +231,9 @@ class ServerAuth(OAuthClientProvider):
         self.needs_login: str | None = None
         """Why the last connect failed for want of a person's login; None if it did not."""
         self.refused: str | None = None
-        """Why the server refused a request (403) for scopes the token holds; None if it did not."""
+        """Why the server refused a request (403) for scopes the token holds, or the authorization
+        server a machine client's credentials; None if neither did."""
+        self._dpop = DPoPProofs(storage.grant.dpop_key, clock=clock)
 
     @property
     def found_no_metadata(self) -> bool:
@@ -313,6 +266,11 @@ class ServerAuth(OAuthClientProvider):
         try:
             outgoing = await flow.__anext__()
             while True:
+                if self._storage.grant.machine and self._is_registration(outgoing):
+                    # The SDK dropped the owner's client for another issuer: a machine cannot log
+                    # in anew, and its credentials are not for that authorization server.
+                    self.refused = _MOVED
+                    raise _Refused(self.refused)
                 if self.scope and self._login is not None and self._is_registration(outgoing):
                     # An authorization server may hold a client to the scopes it registered
                     # with (oidc-provider does): a step-up's scopes must be among them.
@@ -321,6 +279,10 @@ class ServerAuth(OAuthClientProvider):
                     base = self.context.get_authorization_base_url(self.context.server_url)
                     outgoing = create_client_registration_request(self.context.oauth_metadata, metadata, base)
                 response = yield outgoing
+                await self._dpop.saw(outgoing, response, resource=outgoing is request)
+                if await self._dpop.nonce_asked(outgoing, response):
+                    self._dpop.prove(outgoing)  # a fresh proof, with the server's nonce (RFC 9449 8, 9)
+                    response = yield outgoing
                 if outgoing is request:
                     self._insufficient_scope = (
                         response.status_code == 403
@@ -345,6 +307,9 @@ class ServerAuth(OAuthClientProvider):
         return outgoing.method == "POST" and str(outgoing.url) == endpoint
 
     async def _perform_authorization(self) -> httpx2.Request:
+        if self._storage.grant.machine:
+            # A machine client needs nobody: a new token for the scopes now wanted.
+            return await self._client_credentials()
         if self._login is not None:
             # What the server names now, with the scopes a request was refused for (SEP-2350).
             self.context.client_metadata.scope = union_scopes(self.context.client_metadata.scope, self.scope)
@@ -384,10 +349,17 @@ class ServerAuth(OAuthClientProvider):
                 return
             self.needs_login = "authorization expired"
             raise _NeedsLogin(self.needs_login)
-        await super()._handle_token_response(response)
+        if self._storage.grant.machine and response.status_code in (400, 401):
+            # The credentials themselves were refused: neither a timer nor a login helps. Only
+            # an RFC 6749 error code is repeated, never the authorization server's own words.
+            self.refused = "the authorization server refused the client's credentials" + _error_code(
+                await response.aread()
+            )
+            raise _Refused(self.refused)
+        await super()._handle_token_response(await self._dpop_token_response(response))
 
     async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
-        ok = await super()._handle_refresh_response(response)
+        ok = await super()._handle_refresh_response(await self._dpop_token_response(response))
         if not ok:
             logger.info(
                 "refreshing a token for %s failed: HTTP %s", self.context.server_url, response.status_code
@@ -406,14 +378,82 @@ class ServerAuth(OAuthClientProvider):
             register_secrets((auth_code, code_verifier))
         self._remember_metadata()
         self._fit_token_auth()
-        return await super()._exchange_token_authorization_code(auth_code, code_verifier)
+        return self._prove_token_request(
+            await super()._exchange_token_authorization_code(auth_code, code_verifier)
+        )
 
     async def _refresh_token(self) -> httpx2.Request:
         self._fit_token_auth()
-        return await super()._refresh_token()
+        return self._prove_token_request(await super()._refresh_token())
+
+    async def _client_credentials(self) -> httpx2.Request:
+        self._remember_metadata()
+        self._fit_token_auth()
+        grant = self._storage.grant
+        request, assertion = await client_credentials_request(
+            self.context, self._get_token_endpoint(), grant.client_key
+        )
+        if assertion is not None:
+            self._storage.update(grant, assertion)
+        return self._prove_token_request(request)
+
+    def _select_authorization_server(self, advertised: list[str]) -> str:
+        # The issuer the client is bound to, when the server still names it among others.
+        client = self.context.client_info
+        if client is not None and client.issuer:
+            return next(
+                (server for server in advertised if issuers_match(server, client.issuer)), advertised[0]
+            )
+        return super()._select_authorization_server(advertised)
+
+    def _bind_issuer(self) -> None:
+        """Bind a client that holds a credential to the first issuer it is used with (SEP-2352).
+
+        A dynamic registration is bound by the SDK; a client the owner registered themselves is
+        bound here, at its first token request. A server that names another authorization server
+        later (hostile, or taken over) then gets no secret or signed assertion of the owner's.
+        """
+        client, metadata, grant = self.context.client_info, self.context.oauth_metadata, self._storage.grant
+        if client is None or metadata is None or not (client.client_secret or grant.client_key):
+            return
+        issuer = str(metadata.issuer)
+        if client.issuer is None:
+            client.issuer = issuer
+            self._storage.update(grant.with_client(client))
+        elif not issuers_match(client.issuer, issuer):
+            self.refused = _MOVED
+            raise _Refused(self.refused)
+
+    def _prove_token_request(self, request: httpx2.Request) -> httpx2.Request:
+        """A token request carries a DPoP proof when both servers take DPoP tokens, or when the
+        grant's tokens are bound (a refresh must prove the key they are bound to)."""
+        metadata = self.context.oauth_metadata
+        if (
+            self._dpop.wanted(None if metadata is None else str(metadata.issuer))
+            or self._storage.grant.dpop_bound
+        ):
+            if (secret := self._dpop.ensure_key()) is not None:
+                self._storage.update(replace(self._storage.grant, dpop_key=secret))
+            self._dpop.prove(request)
+        return request
+
+    def _add_auth_header(self, request: httpx2.Request) -> None:
+        tokens = self.context.current_tokens
+        if tokens is not None and self._storage.grant.dpop_bound and self._dpop.key is not None:
+            # A DPoP-bound token goes with the DPoP scheme and a proof of its key (RFC 9449 7.1).
+            request.headers["Authorization"] = f"DPoP {tokens.access_token}"
+            self._dpop.prove(request)
+            return
+        super()._add_auth_header(request)
+
+    async def _dpop_token_response(self, response: httpx2.Response) -> httpx2.Response:
+        response, self._storage.dpop_bound = await self._dpop.token_response(response)
+        return response
 
     def _fit_token_auth(self) -> None:
-        """Send the client secret the way the authorization server's metadata says it takes it."""
+        """Send the client secret the way the authorization server's metadata says it takes it,
+        to the issuer the client is bound to."""
+        self._bind_issuer()
         client, metadata = self.context.client_info, self.context.oauth_metadata
         if client is not None and client.client_secret and metadata is not None:
             client.token_endpoint_auth_method = token_auth_method(
@@ -429,3 +469,21 @@ class ServerAuth(OAuthClientProvider):
 
 class _NeedsLogin(LoginEnded):
     """Raised inside the SDK's auth flow to end a connect that only a person can unblock."""
+
+
+class _Refused(LoginEnded):
+    """Raised inside the SDK's auth flow to end a connect that only the owner's new credentials can unblock."""
+
+
+_MOVED: Final = (
+    "the server now names another authorization server than the one its client was registered with"
+)
+
+
+def _error_code(body: bytes) -> str:
+    """`` (code)`` for an RFC 6749 error code in a token endpoint's JSON answer; else nothing."""
+    try:
+        error = json.loads(body).get("error")
+    except (ValueError, AttributeError):
+        return ""
+    return f" ({error})" if error in OAUTH_ERROR_CODES else ""
