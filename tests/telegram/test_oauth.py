@@ -39,7 +39,8 @@ TOKEN = "123456789:AAHfakeTokenForTestsOnly0123456789abcd"
 OWNER_ID, GROUP_ID = 7, -1007
 OWNER, GROUP = user(OWNER_ID), group_chat(GROUP_ID)
 TEST_TIMEOUT = 240.0
-WAIT = 30.0
+WAIT = 90.0
+"""A healthy peer on a busy machine: a `playa telegram` process starting under load takes tens of seconds."""
 
 
 def stored_grant(data_dir: Path) -> OAuthGrant:

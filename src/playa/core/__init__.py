@@ -44,6 +44,7 @@ from ._registry import ToolRegistry
 from ._schemas import ToolRules, Withheld, repair_schema
 from ._scope import scope_folder, session_state_dir
 from ._session import ChatSession, LateResult
+from ._storage import HistoryRows, ServerRow, ServerRows, Storage, StoredServers
 from ._tools import Media, Tool, ToolResult
 from ._ui import UI, IncomingMessage, MessageRef, Sender
 from ._workspace_tools import resolve_in_workspace, workspace_tools
@@ -81,6 +82,7 @@ __all__ = [
     "Extension",
     "Field",
     "FieldValue",
+    "HistoryRows",
     "Inbound",
     "IncomingMessage",
     "LateResult",
@@ -93,6 +95,10 @@ __all__ = [
     "Question",
     "Redactor",
     "Sender",
+    "ServerRow",
+    "ServerRows",
+    "Storage",
+    "StoredServers",
     "Tool",
     "ToolChange",
     "ToolRegistry",

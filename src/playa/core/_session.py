@@ -12,6 +12,7 @@ import anyio
 from ._prompt import PromptSections
 from ._registry import ToolRegistry
 from ._schemas import ToolRules
+from ._storage import Storage
 from ._tools import ToolResult
 from ._ui import UI, Sender
 
@@ -55,6 +56,9 @@ class ChatSession:
     state_dir: Path | None = None
     """The chat's private folder outside the workspace (``<data_dir>/sessions/<scope folder>``),
     where the host and extensions keep what the agent must not reach; None when the host has none."""
+    storage: Storage | None = None
+    """Where the chat's servers and history are kept instead of the data dir (``PLAYA_DATABASE_URL``);
+    None: the data dir. Chosen by the host at start, the same for every chat."""
     tools: ToolRegistry = field(default_factory=ToolRegistry)
     prompt: PromptSections = field(default_factory=PromptSections)
     core_tools: frozenset[str] = frozenset()

@@ -12,7 +12,9 @@ package needs the ``postgres`` extra (asyncpg).
 from ._admin import upgrade_database
 from ._host_key import claim_host_key
 from ._migrations import LOCK_KEY, Migration, Upgrade, latest_version, migrations, schema_version, upgrade
+from ._open import open_storage
 from ._pool import Connection, Database, PoolOptions
+from ._storage import DatabaseStorage, HistoryTable, ServerTable
 from ._url import DEFAULT_PORT, ENV_DATABASE_URL, SSL_MODES, ConnectArguments, DatabaseUrl, database_url
 
 __all__ = [
@@ -23,14 +25,18 @@ __all__ = [
     "ConnectArguments",
     "Connection",
     "Database",
+    "DatabaseStorage",
     "DatabaseUrl",
+    "HistoryTable",
     "Migration",
     "PoolOptions",
+    "ServerTable",
     "Upgrade",
     "claim_host_key",
     "database_url",
     "latest_version",
     "migrations",
+    "open_storage",
     "schema_version",
     "upgrade",
     "upgrade_database",

@@ -17,6 +17,7 @@ from ._flow import FlowGuard
 from ._login import Logins
 from ._policies import Permit, Policies
 from ._progress import ProgressFeed
+from ._resources import resource_link_hint
 from ._review import Review
 from ._server import ChatContext, RemoteServer
 from .transport import Connection, PendingTask
@@ -155,7 +156,7 @@ class Calls:
         if isinstance(result, PendingTask):
             return self._follow_later(connection, exposed, arguments, result, ui)
         # Not cut here: the host's model-bound gate redacts first, then cuts.
-        return map_result(result)
+        return map_result(result, link_hint=resource_link_hint(state.entry.name))
 
     def _follow_later(
         self,
@@ -189,7 +190,10 @@ class Calls:
         async with anyio.create_task_group() as tg:
             tg.start_soon(feed.run)
             try:
-                result = map_result(await connection.finish_task(pending, on_progress=feed.report))
+                result = map_result(
+                    await connection.finish_task(pending, on_progress=feed.report),
+                    link_hint=resource_link_hint(connection.endpoint.server),
+                )
                 note += " has finished."
             except RemoteError as exc:
                 result = ToolResult.error(f"{exposed} failed: {exc.explained}")

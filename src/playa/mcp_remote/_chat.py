@@ -8,7 +8,6 @@ from dataclasses import replace
 from typing import Any
 
 import anyio
-import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from ..core import ChatSession, Redactor, ToolResult
@@ -34,7 +33,7 @@ from .store import (
     Rejected,
     Saved,
     ServerEntry,
-    ServerStore,
+    ServerStorage,
     audit_folder,
     resource_of,
 )
@@ -59,7 +58,7 @@ class ChatServers:
     def __init__(
         self,
         session: ChatSession,
-        store: ServerStore | None,
+        store: ServerStorage | None,
         *,
         connector: Connector,
         settings: RemoteMcpSettings,
@@ -124,10 +123,9 @@ class ChatServers:
 
     async def reconcile(self) -> None:
         """Bring servers in line with the file; costs one ``lstat`` when it did not change."""
-        if self.store is None or not self.store.changed():
+        if self.store is None or not await self.store.changed():
             return
-        # The load reads, verifies and may wait on another process's lock: off the event loop.
-        self._apply(await anyio.to_thread.run_sync(self.store.load))
+        self._apply(await self.store.load())
 
     def _apply(self, result: LoadResult) -> None:
         # Every entry the store verified has a name the binder takes (``server_name_problem``).
@@ -210,7 +208,7 @@ class ChatServers:
             started.start()
         elif self.store is not None:
             # Something else changed too (another writer, a file set aside): the file as a whole.
-            self._apply(await anyio.to_thread.run_sync(self.store.load))
+            self._apply(await self.store.load())
         server = self.servers.get(entry.name)
         if server is None:
             raise ToolError(f"{entry.name} was saved but cannot be read back; see /mcp_list")
@@ -235,7 +233,7 @@ class ChatServers:
         superseded = self.logins.held_grant(entry.name)
         if superseded is None or not superseded.authorized:
             superseded = previous.login.superseded if previous is not None else None
-        saved = await anyio.to_thread.run_sync(self._file().put, entry)
+        saved = await self._file().put(entry)
         self.audit.record(
             "server_replaced" if saved.changed else "server_added",
             server=entry.name,
@@ -259,7 +257,7 @@ class ChatServers:
         server = self.servers.get(name)
         tools = len(server.tools) if server is not None else None
         grant = self.logins.held_grant(name)
-        saved = await anyio.to_thread.run_sync(self._file().remove, name)
+        saved = await self._file().remove(name)
         await self.reconcile()
         self._write_section()
         revoked = Revocation("nothing")
@@ -277,7 +275,7 @@ class ChatServers:
 
         Raises ``StoreError`` when there is none to trust; nothing changed then.
         """
-        saved = await anyio.to_thread.run_sync(self._file().restore)
+        saved = await self._file().restore()
         self.audit.record("servers_restored", changed=saved.changed)
         await self.reconcile()
         self._write_section()
@@ -288,7 +286,7 @@ class ChatServers:
         with whether it verifies; None when the chat keeps none (no private folder)."""
         return await self.audit.latest(count) if self.audit.enabled else None
 
-    def _file(self) -> ServerStore:
+    def _file(self) -> ServerStorage:
         if self.store is None:
             raise UsageError("Remote MCP is disabled: this host has no secret to seal servers with.")
         return self.store

@@ -14,7 +14,6 @@ from functools import partial
 from typing import Any, Literal, Protocol
 
 import anyio
-import anyio.to_thread
 import mcp_types
 from anyio.abc import TaskGroup
 from mcp.client.caching import InMemoryResponseCacheStore
@@ -29,7 +28,7 @@ from ._server_review import ServerReview
 from ._settings import RemoteMcpSettings
 from ._shared import Asker, ChatSecrets, Revoker
 from ._tool import Binding, ToolSlots
-from .store import AuditLog, OAuthGrant, Pins, Policy, ServerEntry, ServerStore, without_format
+from .store import AuditLog, OAuthGrant, Pins, Policy, ServerEntry, ServerStorage, without_format
 from .transport import Connection, Connector, Endpoint, GrantStorage, ServerAuth
 
 __all__ = [
@@ -74,7 +73,7 @@ class ChatContext:
     """What one chat's servers and the service's parts work with, made once by ``ChatServers``."""
 
     session: ChatSession
-    store: ServerStore | None
+    store: ServerStorage | None
     settings: RemoteMcpSettings
     connector: Connector
     callbacks: Callbacks
@@ -412,13 +411,13 @@ class RemoteServer:
         entry = self.entry = replace(self.entry, pins=pins)
         store = self._context.store
         if store is not None and self.current:
-            await anyio.to_thread.run_sync(store.put, entry)
+            await store.put(entry)
 
     async def seal_policy(self, policy: Policy) -> None:
         """Save the entry with ``policy`` and let it apply at once. Raises ``StoreError``."""
         entry = replace(self.entry, policy=policy)
         if (store := self._context.store) is not None:
-            await anyio.to_thread.run_sync(store.put, entry)
+            await store.put(entry)
         if self.current:
             self.entry = entry
             self.rebind()
@@ -438,10 +437,10 @@ class RemoteServer:
             return False
         return await server._seal_grant(grant, context.store)
 
-    async def _seal_grant(self, grant: OAuthGrant, store: ServerStore) -> bool:
+    async def _seal_grant(self, grant: OAuthGrant, store: ServerStorage) -> bool:
         entry = self.entry = replace(self.entry, oauth=grant)
         try:
-            await anyio.to_thread.run_sync(store.put, entry)
+            await store.put(entry)
         except StoreError as exc:
             # The connection goes on with the tokens held; the next refresh tries again.
             logger.warning(

@@ -3,13 +3,15 @@ and the chat's audit log.
 
 The leaf of ``mcp_remote``: imports nothing from ``transport`` or the lifecycle modules. What
 the rest of ``mcp_remote`` needs of it is named by protocols (``ServerStorage``, ``EntryWriter``,
-``AuditTrail``); ``ServerStore`` and ``AuditLog`` are the backends that fill them.
+``AuditTrail``); ``FileServers`` (over ``ServerStore``, the sealed file), ``RowServers`` (over
+a database's rows) and ``AuditLog`` are the backends that fill them.
 """
 
 from ._audit import AuditLog, move_log
 from ._audit_chain import AuditKey, AuditRecord, FieldValue
 from ._audit_file import Break, Verification, audit_folder, read_records, verify_log
 from ._entry import AuthKind, ServerEntry, TransportChoice
+from ._file_servers import FileServers
 from ._grant import CLIENT_CREDENTIALS, OAuthGrant, client_key_pem, resource_of, signing_algorithm
 from ._pin_views import (
     HIDDEN_NOTE,
@@ -25,6 +27,7 @@ from ._pin_views import (
 )
 from ._pins import INSTRUCTIONS_KEPT, Pins, digest_of, field_digests, pending_digest
 from ._policy import DECISIONS, READ_ONLY_MARKS, Decision, Policy, decision_of, read_only_of
+from ._row_servers import RowMemory, RowServers
 from ._seal import (
     Envelope,
     MalformedSeal,
@@ -60,6 +63,7 @@ __all__ = [
     "EntryWriter",
     "Envelope",
     "FieldValue",
+    "FileServers",
     "HostSecret",
     "LoadResult",
     "MalformedSeal",
@@ -68,6 +72,8 @@ __all__ = [
     "Pins",
     "Policy",
     "Rejected",
+    "RowMemory",
+    "RowServers",
     "Saved",
     "SealBroken",
     "SealError",

@@ -1,13 +1,19 @@
-"""What the rest of ``mcp_remote`` needs of the store, as protocols a second backend could implement.
+"""What the rest of ``mcp_remote`` needs of the store, as protocols each backend fills.
 
-``ServerStore`` (a sealed file in the workspace) and ``AuditLog`` (a chained file in the
-chat's private folder) are the only backends; these name the seams they fill.
+A chat's servers are kept in one of two places, chosen once by the host: the sealed file in
+the workspace (``FileServers``, over ``ServerStore``) or rows of a database (``RowServers``,
+over the core's ``ServerRows``). Both seal each entry alike, so what one wrote the other opens.
+
+The seam is async. The database is reached over the network, so its backend must be awaited on
+the event loop; the file backend's work is blocking (a lock, reads, an fsync) and runs in a
+worker thread, as it did before there was a seam. The rejected alternative, a synchronous seam
+with the database's backend calling back into the event loop from a worker thread, would hop
+threads twice for every read and keep a thread waiting on the network.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ._audit_chain import AuditRecord, FieldValue
@@ -16,7 +22,8 @@ from ._store import LoadResult, Saved
 
 if TYPE_CHECKING:
     from ._audit import AuditLog
-    from ._store import ServerStore
+    from ._file_servers import FileServers
+    from ._row_servers import RowServers
 
 __all__ = ["AuditTrail", "EntryWriter", "ServerStorage"]
 
@@ -24,7 +31,7 @@ __all__ = ["AuditTrail", "EntryWriter", "ServerStorage"]
 class EntryWriter(Protocol):
     """Where one server's changed entry is sealed: a login's new grant, a review's pins, a policy."""
 
-    def put(self, entry: ServerEntry) -> Saved:
+    async def put(self, entry: ServerEntry) -> Saved:
         """Add ``entry``, replacing every entry of that name."""
         ...
 
@@ -35,28 +42,23 @@ class ServerStorage(EntryWriter, Protocol):
     @property
     def scope(self) -> str: ...
 
-    @property
-    def path(self) -> Path:
-        """Where the owner can find the servers (what replies name)."""
-        ...
-
-    def changed(self) -> bool:
+    async def changed(self) -> bool:
         """Whether the servers may differ from what the last ``load`` read (cheap)."""
         ...
 
-    def load(self) -> LoadResult:
+    async def load(self) -> LoadResult:
         """The usable entries and the ignored ones; never raises for what is stored."""
         ...
 
-    def save(self, entries: Sequence[ServerEntry]) -> Saved: ...
+    async def save(self, entries: Sequence[ServerEntry]) -> Saved: ...
 
     def taken(self, saved: Saved) -> None:
         """The caller's view holds what ``saved`` wrote: no need to read it back (``Saved.follows``)."""
         ...
 
-    def remove(self, name: str) -> Saved: ...
+    async def remove(self, name: str) -> Saved: ...
 
-    def restore(self) -> Saved:
+    async def restore(self) -> Saved:
         """Put back what this storage wrote last (after a rollback or deletion)."""
         ...
 
@@ -82,6 +84,8 @@ class AuditTrail(Protocol):
 
 if TYPE_CHECKING:
 
-    def _filled(store: ServerStore, log: AuditLog) -> tuple[ServerStorage, EntryWriter, AuditTrail]:
+    def _filled(
+        files: FileServers, rows: RowServers, log: AuditLog
+    ) -> tuple[ServerStorage, ServerStorage, EntryWriter, AuditTrail]:
         """Never called: mypy checks here that the backends fill their seams."""
-        return store, store, log
+        return files, rows, files, log

@@ -93,11 +93,12 @@ class Saved:
     notes: tuple[str, ...] = ()
     entry: ServerEntry | None = field(default=None, compare=False)
     """The entry ``put`` sealed, as written: the caller picks it up from this value."""
-    follows: FileSignature | None = field(default=None, compare=False)
-    """The file's signature after a write that changed nothing but what it was asked to, in the
-    file as the last ``load`` read it (no other writer since, nothing set aside, no entry that
-    failed verification): the caller that takes the change into its view tells the store so
-    (``taken``), and the file is not read again. None otherwise."""
+    follows: object | None = field(default=None, compare=False)
+    """The backend's token of its state (the file's signature, the rows' generation) after a
+    write that changed nothing but what it was asked to, in the state as the last ``load`` read
+    it (no other writer since, nothing set aside, no entry that failed verification): the caller
+    that takes the change into its view tells the store so (``taken``), and the state is not
+    read again. None otherwise."""
 
 
 class ServerStore:
@@ -222,7 +223,7 @@ class ServerStore:
     def taken(self, saved: Saved) -> None:
         """The caller's view now holds what ``saved`` wrote: the file counts as read, unless it
         changed since (``Saved.follows``); a later ``changed`` is False until it changes."""
-        if saved.follows is not None and self.signature() == saved.follows:
+        if isinstance(saved.follows, FileSignature) and self.signature() == saved.follows:
             self._loaded = saved.follows
 
     def remove(self, name: str) -> Saved:

@@ -54,6 +54,16 @@ from ._oauth import (
     register_secrets,
     token_auth_method,
 )
+from ._resource_updates import ResourceUpdates
+from ._resources import (
+    MAX_SUBSCRIPTIONS,
+    ResourceListing,
+    list_resources,
+    offers_resources,
+    offers_subscriptions,
+    read_resource,
+    subscribe_resource,
+)
 from ._result_type import complete_by_default
 from ._revoke import Revocation, revoke
 from ._skills import (
@@ -83,6 +93,7 @@ __all__ = [
     "CALLBACK_PATH",
     "HANDSHAKE",
     "MAX_REASON",
+    "MAX_SUBSCRIPTIONS",
     "OAUTH_ERROR_CODES",
     "SKILLS_EXTENSION",
     "SSE_TRANSPORT_EVENT_LIMIT",
@@ -109,6 +120,8 @@ __all__ = [
     "Progress",
     "ProgressReport",
     "Resolver",
+    "ResourceListing",
+    "ResourceUpdates",
     "ResultBudget",
     "ResultTooLarge",
     "Revocation",
@@ -129,18 +142,23 @@ __all__ = [
     "format_size",
     "get_task",
     "guarded_transport",
+    "list_resources",
     "list_skills",
     "missing_scope",
     "needs_scope",
+    "offers_resources",
     "offers_skills",
+    "offers_subscriptions",
     "oversized_event",
     "poll_seconds",
     "read_file",
+    "read_resource",
     "redacted",
     "redactor_of",
     "refused_although_granted",
     "register_secrets",
     "revoke",
+    "subscribe_resource",
     "system_resolver",
     "task_required",
     "task_result",

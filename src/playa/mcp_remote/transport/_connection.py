@@ -1,3 +1,4 @@
+# Long: one connection's life in the task that owns its session: connect, calls, tasks, and what the server tells it.
 """A connection to one remote MCP server: connect (Streamable HTTP or SSE), list tools, call, close.
 
 ``Connector.connect`` (``_connector``) makes a ``Connection`` whose tools are already listed. Each
@@ -54,6 +55,7 @@ from ._clock import CallClock, CallClocks, Progress, ProgressReport
 from ._egress import Resolver
 from ._endpoint import ConnectionSettings, Endpoint, TransportName, redacted, safe_cause
 from ._errors import ConnectFailure, call_error, connect_error, timed_out
+from ._resource_updates import ResourceUpdates
 from ._result_type import complete_by_default
 from ._tasks import (
     TERMINAL,
@@ -145,6 +147,8 @@ class Connection:
         self._done = anyio.Event()
         self._changes = ChangeFollower(server=endpoint.server, relist=self._relist, stopped=self._stop)
         self._relisting: anyio.CancelScope | None = None
+        self.resource_updates = ResourceUpdates()
+        """The resources this connection subscribed to, and which of them the server said changed."""
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"broken: {self._broken_reason}" if self.broken else "open"
@@ -356,6 +360,8 @@ class Connection:
         """The SDK's message handler: a change of the tool list (2025-11-25) is listed again."""
         if isinstance(message, mcp_types.ToolListChangedNotification):
             self._changes.changed()
+        elif isinstance(message, mcp_types.ResourceUpdatedNotification):
+            self.resource_updates.heard(message.params.uri)
 
     async def _relist(self, client: Client, cache_mode: CacheMode, always: bool) -> None:
         """List the tools again and tell the owner (``always``, or when they differ); a stop gives it up."""

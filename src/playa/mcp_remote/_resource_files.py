@@ -1,0 +1,82 @@
+"""Where a binary resource the agent read is put: a file of the chat's workspace, under a safe name.
+
+A blob would cost the model many tokens as base64 and tell it nothing, so it goes to
+``resources/<server>/<name>`` in the workspace, and the agent is told the path. The name is made
+here, never taken as the server gives it: the last segment of the URI, reduced to letters,
+digits, ``.``, ``-`` and ``_``, without leading dots, cut, and followed by a digest of the whole
+URI (two URIs never share a file; one URI read again replaces its file). So ``../`` or a name
+like ``.volcanic`` leads nowhere, and the path is judged again by the workspace's own rule
+(``resolve_in_workspace``: no link out of the workspace, never its host folder). The file is
+written whole (a temporary file in the same folder, then renamed): a link planted where the file
+goes is replaced, never written through. Its size is bounded by the result budget, which the
+answer that carried it already passed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mimetypes
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Final
+from urllib.parse import unquote, urlsplit
+
+from ..core import resolve_in_workspace
+from ..exceptions import WorkspaceError
+
+__all__ = ["RESOURCE_FOLDER", "safe_name", "save_blob"]
+
+RESOURCE_FOLDER: Final = "resources"
+"""The workspace folder binary resources are saved in, one folder per server."""
+
+_UNSAFE: Final = re.compile(r"[^A-Za-z0-9._-]+")
+_DOTS: Final = re.compile(r"\.{2,}")
+_EXTENSION: Final = re.compile(r"[A-Za-z0-9]{1,10}")
+_STEM_LENGTH: Final = 60
+
+
+def safe_name(uri: str, mime_type: str | None) -> str:
+    """A file name for the resource ``uri``: safe on any file system, and the same for the same URI."""
+    try:
+        path = urlsplit(uri).path or uri
+    except ValueError:
+        path = uri
+    last = unquote(path.rstrip("/").rsplit("/", 1)[-1])
+    stem = _DOTS.sub(".", _UNSAFE.sub("-", last))
+    base, dot, extension = stem.rpartition(".")
+    if not dot or not _EXTENSION.fullmatch(extension):
+        base, extension = stem, ""
+    base = base.strip(".-_")[:_STEM_LENGTH].strip(".-_") or "resource"
+    if not extension:
+        guessed = mimetypes.guess_extension(mime_type.split(";")[0].strip()) if mime_type else None
+        extension = guessed[1:] if guessed and _EXTENSION.fullmatch(guessed[1:]) else "bin"
+    digest = hashlib.sha256(uri.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{base}-{digest}.{extension}"
+
+
+def save_blob(workspace: Path, server: str, uri: str, mime_type: str | None, data: bytes) -> str:
+    """Write ``data`` as the file of ``uri`` read from ``server``; its path relative to the workspace.
+
+    Blocking: run it in a worker thread. Raises ``WorkspaceError`` (a path that leads outside the
+    workspace or into its host folder) or ``OSError``.
+    """
+    folder_path = f"{RESOURCE_FOLDER}/{server}"
+    name = safe_name(uri, mime_type)
+    resolve_in_workspace(workspace, folder_path).mkdir(parents=True, exist_ok=True)
+    # Judged again after the folders exist: a link put in their place meanwhile is caught here.
+    folder = resolve_in_workspace(workspace, folder_path)
+    if not folder.is_dir():
+        raise WorkspaceError(f"{folder_path!r} is not a folder of the workspace")
+    # The file's own name is not resolved: whatever is there (a link, a hard link) is replaced.
+    target = folder / name
+    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".part-")
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return f"{folder_path}/{name}"
