@@ -277,3 +277,18 @@ async def test_a_uri_carrying_what_another_server_gave_in_the_turn_is_held_by_th
         held = provider.requests[5].raw
         assert b"read_resource was not called: its arguments carry data read in this turn from docs" in held
         assert [r for r in other_server.requests if r.rpc_method == "resources/read"] == []
+
+
+async def test_the_tools_are_offered_only_while_a_server_of_the_chat_has_resources(
+    tmp_path: Path, host_secret: HostSecret
+) -> None:
+    async with serve_mcp(resource_server()) as server, remote_host(tmp_path, host_secret) as host:
+        session = await host.session(SCOPE, owner="owner")
+        await say(host, "hello")
+        assert not session.tools.is_active("read_resource") and not session.tools.is_active("list_resources")
+        await say(host, f"/mcp_add docs {server.url}")
+        await say(host, "hello")
+        assert session.tools.is_active("read_resource") and session.tools.is_active("list_resources")
+        await say(host, "/mcp_remove docs")
+        withdrawn = await say(host, call("read_resource", server="docs", uri="docs://readme"))
+        assert not session.tools.is_active("read_resource") and README not in withdrawn

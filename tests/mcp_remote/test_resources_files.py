@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from playa.exceptions import WorkspaceError
-from playa.mcp_remote._resource_files import safe_name, save_blob
+from playa.mcp_remote._resource_files import MAX_FILES, safe_name, save_blob
 
 
 @pytest.mark.parametrize(
@@ -84,3 +84,14 @@ def test_a_link_where_the_file_goes_is_replaced_not_written_through(tmp_path: Pa
     save_blob(workspace, "docs", "docs://b.bin", None, b"new b")
     assert not planted.is_symlink() and planted.read_bytes() == b"new a"
     assert hard.read_bytes() == b"new b" and outside.read_bytes() == b"keep"
+
+
+def test_a_servers_folder_takes_a_bounded_number_of_files_and_a_known_one_is_still_replaced(
+    tmp_path: Path,
+) -> None:
+    for number in range(MAX_FILES):
+        save_blob(tmp_path, "docs", f"docs://page/{number}", None, b"x")
+    with pytest.raises(WorkspaceError, match=f"resources/docs/ already holds {MAX_FILES} files"):
+        save_blob(tmp_path, "docs", "docs://page/one-more", None, b"x")
+    assert (tmp_path / save_blob(tmp_path, "docs", "docs://page/0", None, b"new")).read_bytes() == b"new"
+    assert save_blob(tmp_path, "other", "docs://page/one-more", None, b"x").startswith("resources/other/")

@@ -9,7 +9,8 @@ like ``.volcanic`` leads nowhere, and the path is judged again by the workspace'
 (``resolve_in_workspace``: no link out of the workspace, never its host folder). The file is
 written whole (a temporary file in the same folder, then renamed): a link planted where the file
 goes is replaced, never written through. Its size is bounded by the result budget, which the
-answer that carried it already passed.
+answer that carried it already passed, and one server's folder by ``MAX_FILES`` files: a model
+reading URI after URI of a template cannot fill the disk.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from urllib.parse import unquote, urlsplit
 from ..core import resolve_in_workspace
 from ..exceptions import WorkspaceError
 
-__all__ = ["RESOURCE_FOLDER", "safe_name", "save_blob"]
+__all__ = ["MAX_FILES", "RESOURCE_FOLDER", "safe_name", "save_blob"]
 
 RESOURCE_FOLDER: Final = "resources"
 """The workspace folder binary resources are saved in, one folder per server."""
@@ -35,6 +36,8 @@ _UNSAFE: Final = re.compile(r"[^A-Za-z0-9._-]+")
 _DOTS: Final = re.compile(r"\.{2,}")
 _EXTENSION: Final = re.compile(r"[A-Za-z0-9]{1,10}")
 _STEM_LENGTH: Final = 60
+MAX_FILES: Final = 200
+"""Files one server's folder may hold: a new one beyond them is refused until the agent deletes some."""
 
 
 def safe_name(uri: str, mime_type: str | None) -> str:
@@ -71,6 +74,10 @@ def save_blob(workspace: Path, server: str, uri: str, mime_type: str | None, dat
         raise WorkspaceError(f"{folder_path!r} is not a folder of the workspace")
     # The file's own name is not resolved: whatever is there (a link, a hard link) is replaced.
     target = folder / name
+    if not target.exists() and _count(folder) >= MAX_FILES:
+        raise WorkspaceError(
+            f"{folder_path}/ already holds {MAX_FILES} files, the most it may; delete some to save more"
+        )
     descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".part-")
     try:
         with os.fdopen(descriptor, "wb") as file:
@@ -80,3 +87,9 @@ def save_blob(workspace: Path, server: str, uri: str, mime_type: str | None, dat
         Path(temporary).unlink(missing_ok=True)
         raise
     return f"{folder_path}/{name}"
+
+
+def _count(folder: Path) -> int:
+    """The entries of ``folder``, counted up to one past the bound (a huge folder is not walked whole)."""
+    with os.scandir(folder) as entries:
+        return sum(1 for _, _ in zip(range(MAX_FILES + 1), entries, strict=False))
