@@ -4,12 +4,14 @@ and ``oauth-client-metadata``."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -19,7 +21,7 @@ import anyio.abc
 from . import __version__
 from ._environ import default_data_dir, env_seconds, host_config_from_env, oauth_client_metadata, remote_mcp
 from ._runtime import tune_runtime
-from .agent import Host
+from .agent import Host, HostConfig
 from .core import (
     EnvPolicy,
     Extension,
@@ -33,6 +35,7 @@ from .mcp_remote import (
     KEY_FILE_NAME,
     AuditKey,
     HostSecret,
+    RemoteMcpExtension,
     audit_folder,
     resolve_host_secret,
     verify_log,
@@ -231,9 +234,14 @@ async def _chat(args: argparse.Namespace) -> None:
 
     config = host_config_from_env(args, os.environ)
     config.data_dir.mkdir(parents=True, exist_ok=True)
-    extensions: list[Extension] = [remote_mcp(config, os.environ, console=True)]
+    remote = remote_mcp(config, os.environ, console=True)
+    extensions: list[Extension] = [remote]
     banner = f"Playa {__version__} — console chat '{args.scope}'. /help lists commands; Ctrl-D quits."
-    async with Host(config, extensions) as host, anyio.create_task_group() as tg:
+    async with (
+        _state(config, remote) as config,
+        Host(config, extensions) as host,
+        anyio.create_task_group() as tg,
+    ):
         if args.demo:
             banner = await _start_demo(tg) + "\n\n" + banner
             print(banner, flush=True)
@@ -260,7 +268,11 @@ async def _telegram(args: argparse.Namespace) -> None:
         # With long polling, on a listener of its own (``options.listen``); else the webhook's.
         redirect = RedirectRoute(path=path, complete=remote.callbacks.complete, listen=options.listen)
     stop = anyio.Event()
-    async with Host(config, extensions) as host, anyio.create_task_group() as tg:
+    async with (
+        _state(config, remote) as config,
+        Host(config, extensions) as host,
+        anyio.create_task_group() as tg,
+    ):
         tg.start_soon(_stop_on_signals, stop, tg.cancel_scope)
         await run_telegram(
             host,
@@ -272,6 +284,24 @@ async def _telegram(args: argparse.Namespace) -> None:
             redirect=redirect,
         )
         tg.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
+async def _state(config: HostConfig, remote: RemoteMcpExtension) -> AsyncIterator[HostConfig]:
+    """``config`` with where the chats' servers and history live: the database
+    ``PLAYA_DATABASE_URL`` names, chosen once for the process, or the data dir."""
+    if not os.environ.get("PLAYA_DATABASE_URL", "").strip():
+        yield config
+        return
+    try:
+        from .db import open_storage  # imported here: asyncpg is in the postgres extra
+    except ImportError:
+        raise ConfigError("PLAYA_DATABASE_URL needs asyncpg: pip install 'playa[postgres]'") from None
+    async with open_storage(os.environ) as storage:
+        if storage is not None and remote.seal_key_id is not None:
+            # Another host secret would fail every row the others sealed: refused at start.
+            await storage.claim_key("servers", remote.seal_key_id)
+        yield replace(config, storage=storage)
 
 
 async def _stop_on_signals(stop: anyio.Event, scope: anyio.CancelScope) -> None:
@@ -340,6 +370,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"playa: {exc}", file=sys.stderr)
         return 2
+    except DatabaseError as exc:
+        print(f"playa: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(file=sys.stderr)
         return 130

@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.models import Model, infer_model
 
-from ..core import EnvPolicy
+from ..core import EnvPolicy, Storage
 from ..exceptions import ConfigError
 from ._context import ContextBudget
 from ._gate import GateLimits
@@ -50,6 +50,8 @@ class HostConfig:
     session_idle: float = 1800.0
     """Seconds without a message after which a chat's session is closed, letting go of its
     history and connections; the chat's next message reopens it. ``math.inf``: never."""
+    storage: Storage | None = None
+    """Where the chats' servers and history are kept (``PLAYA_DATABASE_URL``); None: the data dir."""
 
     def __post_init__(self) -> None:
         for name in ("hook_timeout", "session_idle"):

@@ -1,4 +1,4 @@
-"""A chat's conversation history, persisted as pydantic-ai messages, one per line."""
+"""A chat's conversation history, persisted as pydantic-ai messages, one per line (or row)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -14,6 +15,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from .._files import append_durably, atomic_write
+from ..core import HistoryRows
 from ._context import message_bytes
 
 __all__ = ["HISTORY_FILE", "History"]
@@ -35,13 +37,21 @@ class History:
     costs the same after three thousand turns as after ten, and never blocks the event loop
     (every other chat of a bot runs on it). A crash can tear the last line; it is dropped on
     load. A file that cannot be read otherwise is moved aside (never deleted) and the chat
-    starts afresh. Use ``await History.open(folder)``.
+    starts afresh. Use ``await History.open(folder)``; with a database (``Storage``), each message
+    is a row instead: ``await History.open_rows(rows, scope)``.
     """
 
     def __init__(
-        self, path: Path, messages: Sequence[ModelMessage] = (), sizes: Sequence[int] | None = None
+        self,
+        path: Path | None,
+        messages: Sequence[ModelMessage] = (),
+        sizes: Sequence[int] | None = None,
+        *,
+        rows: _Rows | None = None,
     ) -> None:
         self.path = path
+        """The history file; None when the history is kept in rows."""
+        self._rows = rows
         self._messages: list[ModelMessage] = list(messages)
         self._sizes: list[int] = (
             list(sizes) if sizes is not None else [len(line) for line in _encode(messages)]
@@ -56,6 +66,17 @@ class History:
         path = folder / HISTORY_FILE
         messages, sizes = await anyio.to_thread.run_sync(_load, path)
         return cls(path, messages, sizes)
+
+    @classmethod
+    async def open_rows(cls, rows: HistoryRows, scope: str) -> History:
+        """The history of the chat ``scope`` kept in ``rows``; a row that does not read is skipped."""
+        messages: list[ModelMessage] = []
+        for line in await rows.load(scope):
+            try:
+                messages.append(_MESSAGE.validate_json(line))
+            except ValidationError:
+                logger.warning("a message of the history of %s is unreadable; it is skipped", scope)
+        return cls(None, messages, [message_bytes(m) for m in messages], rows=_Rows(rows, scope))
 
     @property
     def messages(self) -> list[ModelMessage]:
@@ -84,14 +105,28 @@ class History:
         async with self._lock:
             self._messages.extend(new)
             self._sizes.extend(message_bytes(message) for message in new)
-            await anyio.to_thread.run_sync(_append, self.path, new)
+            if self._rows is not None:
+                await self._rows.rows.append(self._rows.scope, _encode(new))
+            elif self.path is not None:
+                await anyio.to_thread.run_sync(_append, self.path, new)
 
     async def clear(self) -> None:
         """Forget every message; the file is replaced by an empty one atomically."""
         async with self._lock:
             self._messages = []
             self._sizes = []
-            await anyio.to_thread.run_sync(_truncate, self.path)
+            if self._rows is not None:
+                await self._rows.rows.clear(self._rows.scope)
+            elif self.path is not None:
+                await anyio.to_thread.run_sync(_truncate, self.path)
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """Where a history kept in rows goes: the rows and the chat's scope."""
+
+    rows: HistoryRows
+    scope: str
 
 
 def _encode(messages: Sequence[ModelMessage]) -> list[bytes]:

@@ -192,13 +192,17 @@ class Host:
         workspace = self.config.data_dir / "workspaces" / folder
         await anyio.to_thread.run_sync(lambda: workspace.mkdir(parents=True, exist_ok=True))
         state_dir = session_state_dir(self.config.data_dir, scope)
-        history = await History.open(state_dir)
+        storage = self.config.storage
+        history = await (
+            History.open(state_dir) if storage is None else History.open_rows(storage.history, scope)
+        )
         core = workspace_tools(workspace)
         session = ChatSession(
             scope=scope,
             owner=owner,
             workspace=workspace,
             state_dir=state_dir,
+            storage=storage,
             core_tools=frozenset(tool.name for tool in core),
             tool_rules=ToolRules.for_model(self._model),
         )
