@@ -35,6 +35,9 @@ async def auth(access: ChatAccess, ctx: CommandContext) -> str:
     state = chat.servers.get(name)
     if state is None:
         return no_such_server(request.server)
+    if (grant := state.login.held(state.entry)) is not None and grant.machine:
+        # A machine client (--grant client-credentials) gets its tokens itself, at each connect.
+        return f"{name} needs no login: it gets its own tokens with its client's credentials. /mcp_list shows its state."
     if state.entry.auth_kind != "oauth":
         if state.entry.auth_kind != "none":
             return f"{name} uses headers, not a login. Add it again with /mcp_add to change that."
