@@ -14,7 +14,14 @@ from weakref import WeakKeyDictionary
 
 import anyio
 from pydantic_ai.exceptions import ModelAuthenticationError, ModelRequestTimeout
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    ToolReturnPart,
+    UserContent,
+)
 
 from ..core import (
     UI,
@@ -39,6 +46,7 @@ from ..core import (
 )
 from ..exceptions import ToolError, UsageError
 from ._agent import SessionToolset, build_agent, model_content
+from ._command_turn import command_turn
 from ._config import HostConfig, resolve_model
 from ._context import ContextBudget, definition_tokens, estimate_tokens, latest_turns
 from ._extensions import ChatRedactors, Extensions
@@ -283,6 +291,7 @@ class Host:
                 ctx = CommandContext(
                     session, message.sender, parsed.args, ui, args_hold_key=inbound.args_hold_key
                 )
+                ctx.turn = command_turn(partial(self._turn, session, ui=ui, sender=message.sender))
                 text = await self._run_command(session, command, ctx)
         return Reply(self.redact(session, "\n\n".join([text, *notes])), "command")
 
@@ -313,17 +322,26 @@ class Host:
             return f"Sorry, /{command.name} failed: {type(exc).__name__}: {exc}"
 
     async def _turn(
-        self, session: ChatSession, text: str, ui: UI, sender: Sender, live: LiveReply | None = None
+        self,
+        session: ChatSession,
+        text: str,
+        ui: UI,
+        sender: Sender,
+        live: LiveReply | None = None,
+        *,
+        prompt: str | list[UserContent] | None = None,
     ) -> Reply:
         async with session.turn_lock:
             session.turn_ui, session.turn_sender = ui, sender
             try:
-                return await self._run_turn(session, text, live)
+                return await self._run_turn(session, text, live, text if prompt is None else prompt)
             finally:
                 session.turn_ui, session.turn_sender = None, None
                 self._extensions.turn_ended(session)
 
-    async def _run_turn(self, session: ChatSession, text: str, live: LiveReply | None) -> Reply:
+    async def _run_turn(
+        self, session: ChatSession, text: str, live: LiveReply | None, prompt: str | list[UserContent]
+    ) -> Reply:
         await self._extensions.before_agent_start(session)
         toolset = SessionToolset(
             session,
@@ -347,7 +365,7 @@ class Host:
         try:
             with self._running.run(session.scope) as running:
                 result = await self._agent.run(
-                    text,
+                    prompt,
                     model=model,
                     message_history=history,
                     instructions=instructions,
