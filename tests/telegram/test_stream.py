@@ -97,6 +97,26 @@ async def test_a_private_chat_sees_drafts_and_no_draft_holds_any_head_of_a_split
     assert len([call for call in fake.find("sendMessage") if AFTER.strip(", ") in call.text]) == 5
 
 
+async def test_a_key_that_markup_splits_shows_in_no_draft_and_the_reply_is_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sk-live-8**f3…**``: the final reply's text, once its markup is rendered, holds the key;
+    a draft, whose emphasis is not closed yet, must not show its head either."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    first, rest = f"Key: {KEY[:9]}**{KEY[9:20]}", f"{KEY[20:]}** end"
+    with anyio.fail_after(120):
+        async with streaming_bot(tmp_path, _openai) as (fake, provider):
+            mark = fake.mark()
+            provider.script(pieces([first, rest], between=_draft_after(fake, lambda: mark)))
+            fake.send(private_chat(CHAT), "the key?", sender=user(CHAT))
+            reply = await fake.wait_reply(CHAT, "end", after=mark, timeout=30)
+    drafts = fake.find("sendMessageDraft", after=mark)
+    assert drafts
+    for call in fake.calls[mark:]:
+        assert KEY[:3] not in call.text and KEY[9:14] not in call.text, call
+    assert reply.text == f"Key: {REDACTED} end"
+
+
 async def _paced(_: int) -> None:
     # The provider writes a piece every tenth of a second, as a model does: the bot's edits
     # must keep their own rate whatever the pace.

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -42,6 +43,8 @@ __all__ = ["LiveMessage", "LiveSettings", "Place"]
 logger = logging.getLogger(__name__)
 
 _RUNNING: Final = "⚙ {name}…"
+_MARKERS: Final = re.compile(r"[*_~`\\]")
+"""What Markdown may put inside a word: emphasis, code and escape markers."""
 _FINAL_ATTEMPTS: Final = 3
 """Tries of the edit that puts the reply in place (flood control waited out between them)."""
 _MAX_SLOWDOWN: Final = 8.0
@@ -155,14 +158,20 @@ class LiveMessage:
         return Part(joined, part.entities) if utf16_len(joined) <= MESSAGE_LIMIT else part
 
     def _formatted(self, text: str) -> Part:
-        """``text`` formatted as the reply will be, unless the formatting makes what could be a secret;
-        its first message's worth."""
+        """``text`` formatted as the reply will be, unless its text without markup could hold a
+        secret or end in the head of one; its first message's worth.
+
+        The final reply is checked once its markup is rendered (``render``); a version may end
+        inside an emphasis not yet closed, whose marker is still in the text, so the check here
+        leaves every marker out: ``sk-ab**cd`` is the head of ``sk-abcd…``.
+        """
         plain, spans = render_markdown(text)
+        bare = _MARKERS.sub("", plain)
         try:
             redactor = self._redactor()
-            held = redactor.held_from(plain)
-            if held < len(plain) or redactor.contains(plain):
-                plain, spans = redactor.redact(plain[:held]), []
+            held = redactor.held_from(bare)
+            if held < len(bare) or redactor.contains(bare):
+                plain, spans = redactor.redact(bare[:held]), []
         except Exception as exc:  # boundary: a failing filter shows nothing of the text
             logger.error("the live message's filter failed: %s", type(exc).__name__)
             return Part("")
