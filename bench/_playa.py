@@ -20,6 +20,7 @@ from playa.core import (
     ChatSession,
     IncomingMessage,
     MessageRef,
+    Panel,
     Question,
     Sender,
     scope_folder,
@@ -58,6 +59,9 @@ class QuietUI:
         return Answer("cancel")
 
     async def approval(self, approval: Approval) -> MessageRef | None:
+        return None
+
+    async def panel(self, panel: Panel) -> MessageRef | None:
         return None
 
     async def delete(self, ref: MessageRef) -> bool:

@@ -11,7 +11,16 @@ from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from playa.agent import offline_model
-from playa.core import Answer, Approval, IncomingMessage, MessageRef, Question, Sender, answer_from_text
+from playa.core import (
+    Answer,
+    Approval,
+    IncomingMessage,
+    MessageRef,
+    Panel,
+    Question,
+    Sender,
+    answer_from_text,
+)
 
 OWNER = Sender(id="owner", name="Owner", is_owner=True)
 GUEST = Sender(id="guest", name="Guest", is_owner=False)
@@ -32,6 +41,7 @@ class ScriptedUI:
     """Answer lines to the servers' questions (``/accept a=1``), in order; none left: cancel."""
     questions: list[Question] = field(default_factory=list)
     approvals: list[Approval] = field(default_factory=list)
+    panels: list[Panel] = field(default_factory=list)
     progress_shown: list[tuple[str, str]] = field(default_factory=list)
     """Each ``progress(key, text)``, in order."""
     private_place: str = "above"
@@ -76,6 +86,11 @@ class ScriptedUI:
         """The ``count``-th approval, once it was shown (bound it with ``fail_after``)."""
         await self.until(lambda seen: len(seen.approvals) >= count)
         return self.approvals[count - 1]
+
+    async def panel(self, panel: Panel) -> MessageRef | None:
+        self.panels.append(panel)
+        self._changed_now()
+        return len(self.panels)
 
     async def delete(self, ref: MessageRef) -> bool:
         self.deleted.append(ref)

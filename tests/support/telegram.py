@@ -81,6 +81,7 @@ async def running_bot(
     listening: Any = None,
     model: Model | str = "offline",
     environ: dict[str, str] | None = None,
+    settings: TelegramSettings = FAST,
 ) -> AsyncIterator[Running]:
     """The bot running against a fake Bot API, with a demo MCP server to connect to.
 
@@ -92,7 +93,7 @@ async def running_bot(
         serve_asgi(fake.app()) as api,
         demo_server(DEMO_TOKEN) as demo,
         cli_host(tmp_path, environ, console=False, model=model) as host,
-        bot_running(fake, host, api.url, webhook=webhook, listening=listening),
+        bot_running(fake, host, api.url, webhook=webhook, listening=listening, settings=settings),
     ):
         try:
             yield Running(fake, demo.url, host)

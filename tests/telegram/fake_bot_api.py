@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ import anyio
 import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 __all__ = ["ANONYMOUS_ADMIN", "ApiCall", "FakeBotApi", "group_chat", "private_chat", "user"]
@@ -110,9 +109,8 @@ class FakeBotApi:
     """Users who never started a private chat with the bot: a message to them is refused (403)."""
     privacy_mode: bool = False
     """Telegram's default for bots: in groups, only commands and replies to the bot's messages reach it."""
-    edit_every: float = 0.0
-    """Seconds Telegram wants between two edits (``editMessageText``), or two drafts
-    (``sendMessageDraft``), in one chat: one sooner is answered 429 with the wait left, rounded up."""
+    files: dict[str, bytes] = field(default_factory=dict)
+    """File id → bytes: what ``getFile`` and the file download serve (``send_file`` adds to it)."""
     _updates: list[dict[str, Any]] = field(default_factory=list)
     _update_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _message_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
@@ -190,6 +188,56 @@ class FakeBotApi:
         )
         if seen:
             self.push({kind: message})
+        return message_id
+
+    def send_file(
+        self,
+        chat: dict[str, Any],
+        data: bytes,
+        *,
+        sender: dict[str, Any],
+        name: str | None = None,
+        mime_type: str | None = None,
+        caption: str | None = None,
+        photo: bool = False,
+        size: int | None = None,
+    ) -> int:
+        """A user's photo (``photo``) or document in ``chat``, its bytes served by ``getFile`` and the
+        file download; returns its message id. ``size`` is the size Telegram states (default: the real one)."""
+        file_id = f"file{len(self.files) + 1}"
+        self.files[file_id] = data
+        stated = len(data) if size is None else size
+        extra: dict[str, Any] = {}
+        if photo:
+            small = {
+                "file_id": f"{file_id}s",
+                "file_unique_id": "s",
+                "width": 90,
+                "height": 90,
+                "file_size": 10,
+            }
+            big = {
+                "file_id": file_id,
+                "file_unique_id": "b",
+                "width": 800,
+                "height": 600,
+                "file_size": stated,
+            }
+            extra["photo"] = [small, big]
+        else:
+            document: dict[str, Any] = {"file_id": file_id, "file_unique_id": file_id, "file_size": stated}
+            if name is not None:
+                document["file_name"] = name
+            if mime_type is not None:
+                document["mime_type"] = mime_type
+            extra["document"] = document
+        if caption is not None:
+            extra["caption"] = caption
+        message_id = self.send(chat, "", sender=sender, extra=extra)
+        # A photo or document has no text: only the caption.
+        message = self._updates[-1]["message"] if self._updates else {}
+        if message.get("message_id") == message_id:
+            message.pop("text", None)
         return message_id
 
     def press(self, message: ApiCall, label: str, *, sender: dict[str, Any]) -> int:
@@ -298,38 +346,41 @@ class FakeBotApi:
     # Serving
 
     def app(self) -> Starlette:
-        return Starlette(routes=[Route("/bot{token}/{method}", self._endpoint, methods=["GET", "POST"])])
+        return Starlette(
+            routes=[
+                Route("/bot{token}/{method}", self._endpoint, methods=["GET", "POST"]),
+                Route("/file/bot{token}/{path:path}", self._download, methods=["GET"]),
+            ]
+        )
+
+    async def _download(self, request: Request) -> Response:
+        """A file's bytes, as Telegram serves them at ``/file/bot<token>/<file_path>``."""
+        path = request.path_params["path"]
+        self._record("download", {"path": path}, 200)
+        data = self.files.get(path.rpartition("/")[2])
+        if request.path_params["token"] != self.token or data is None:
+            return Response(status_code=404)
+        return Response(data, media_type="application/octet-stream")
+
+    def _get_file(self, params: dict[str, Any]) -> dict[str, Any]:
+        file_id = str(params["file_id"])
+        return {
+            "file_id": file_id,
+            "file_unique_id": file_id,
+            "file_size": len(self.files.get(file_id, b"")),
+            "file_path": f"documents/{file_id}",
+        }
 
     def _record(self, method: str, params: dict[str, Any], status: int, result_id: int | None = None) -> None:
         self.calls.append(ApiCall(method, params, status, time.monotonic(), result_id))
         self._recorded.set()
         self._recorded = anyio.Event()
 
-    def _too_soon(self, method: str, params: dict[str, Any]) -> tuple[int, str, dict[str, Any]] | None:
-        """429 for an edit or draft sooner than ``edit_every`` after the last one in its chat."""
-        if not self.edit_every or method not in ("editMessageText", "sendMessageDraft"):
-            return None
-        chat_id = params.get("chat_id")
-        last = next(
-            (
-                c.at
-                for c in reversed(self.calls)
-                if c.method == method and c.status == 200 and c.chat_id == chat_id
-            ),
-            None,
-        )
-        if last is None or (wait := last + self.edit_every - time.monotonic()) <= 0:
-            return None
-        seconds = max(1, math.ceil(wait))
-        return 429, f"Too Many Requests: retry after {seconds}", {"retry_after": seconds}
-
     def _failure(self, method: str, params: dict[str, Any]) -> tuple[int, str, dict[str, Any] | None] | None:
         """The error this call is to fail with, as the test set it up: status, description, parameters."""
         if method in self.retry_after:
             seconds = self.retry_after.pop(method)
             return 429, f"Too Many Requests: retry after {seconds}", {"retry_after": seconds}
-        if (limited := self._too_soon(method, params)) is not None:
-            return limited
         if self.server_errors.get(method):
             self.server_errors[method] -= 1
             return 502, "Bad Gateway", None
@@ -448,7 +499,7 @@ _RESULTS: dict[str, Callable[[FakeBotApi, dict[str, Any]], Any]] = {
     "answerCallbackQuery": lambda fake, _: True,
     "editMessageReplyMarkup": lambda fake, _: True,
     "editMessageText": FakeBotApi._edited,
-    "sendMessageDraft": lambda fake, _: True,
+    "getFile": FakeBotApi._get_file,
 }
 
 

@@ -23,6 +23,7 @@ from playa.telegram._approval_messages import ApprovalMessages
 from playa.telegram._buttons import Buttons
 from playa.telegram._deletions import Deletions
 from playa.telegram._outbox import Outbox
+from playa.telegram._panel import PanelMessages
 from playa.telegram._parts import BotParts
 from playa.telegram._ui import TelegramUI
 from servers.node import server_everything
@@ -182,6 +183,7 @@ async def direct_ui(fake: FakeBotApi, *, chat_id: int, user_id: int, owner_id: i
                 buttons,
                 ApprovalMessages(outbox, buttons, lambda _: None),
                 Deletions(outbox),
+                PanelMessages(outbox, buttons, lambda _: None),
             )
             ui = TelegramUI(
                 parts,

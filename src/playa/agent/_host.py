@@ -14,14 +14,7 @@ from weakref import WeakKeyDictionary
 
 import anyio
 from pydantic_ai.exceptions import ModelAuthenticationError, ModelRequestTimeout
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    ToolCallPart,
-    ToolReturnPart,
-    UserContent,
-)
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 
 from ..core import (
     UI,
@@ -46,7 +39,7 @@ from ..core import (
 )
 from ..exceptions import ToolError, UsageError
 from ._agent import SessionToolset, build_agent, model_content
-from ._command_turn import command_turn
+from ._attachments import Prompt, turn_prompt
 from ._config import HostConfig, resolve_model
 from ._context import ContextBudget, definition_tokens, estimate_tokens, latest_turns
 from ._extensions import ChatRedactors, Extensions
@@ -232,7 +225,7 @@ class Host:
         the reply returned is the whole one, as without.
         """
         inbound = classify(message.text, self.commands)
-        if not inbound.text.strip():
+        if not inbound.text.strip() and not message.attachments:
             return None
         if not self._sessions.is_current(session):
             # Closed while idle (or being closed, or moved): the chat goes on in a reopened session.
@@ -273,7 +266,8 @@ class Host:
                 # The key stays out of the model's request and the history; the person is told.
                 masked = _KEY_MASKED.format(deleted=", and I deleted your message" if deleted else "")
                 await ui.send(self.redact(session, "\n\n".join([masked, *notes])))
-            return await self._turn(session, inbound.model_text, ui, message.sender, live)
+            text, prompt = turn_prompt(inbound.model_text, message.attachments, self._model)
+            return await self._turn(session, text, ui, message.sender, prompt, live)
         command = self.commands.get(parsed.name)
         if command is None:
             # Never quoted back nor logged: a mistyped command may hold a key
@@ -291,7 +285,6 @@ class Host:
                 ctx = CommandContext(
                     session, message.sender, parsed.args, ui, args_hold_key=inbound.args_hold_key
                 )
-                ctx.turn = command_turn(partial(self._turn, session, ui=ui, sender=message.sender))
                 text = await self._run_command(session, command, ctx)
         return Reply(self.redact(session, "\n\n".join([text, *notes])), "command")
 
@@ -327,20 +320,19 @@ class Host:
         text: str,
         ui: UI,
         sender: Sender,
+        prompt: Prompt,
         live: LiveReply | None = None,
-        *,
-        prompt: str | list[UserContent] | None = None,
     ) -> Reply:
         async with session.turn_lock:
             session.turn_ui, session.turn_sender = ui, sender
             try:
-                return await self._run_turn(session, text, live, text if prompt is None else prompt)
+                return await self._run_turn(session, text, prompt, live)
             finally:
                 session.turn_ui, session.turn_sender = None, None
                 self._extensions.turn_ended(session)
 
     async def _run_turn(
-        self, session: ChatSession, text: str, live: LiveReply | None, prompt: str | list[UserContent]
+        self, session: ChatSession, text: str, prompt: Prompt, live: LiveReply | None
     ) -> Reply:
         await self._extensions.before_agent_start(session)
         toolset = SessionToolset(

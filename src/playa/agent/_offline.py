@@ -55,6 +55,8 @@ def _reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         prompt = next((p for p in reversed(last.parts) if isinstance(p, UserPromptPart)), None)
         if prompt is not None and isinstance(prompt.content, str):
             return _answer(prompt.content, info)
+        if prompt is not None:  # text with images the person sent: the text is the answer's
+            return _answer("\n".join(c for c in prompt.content if isinstance(c, str)), info)
     return ModelResponse(parts=[TextPart(f"{LABEL} I have nothing to answer.")])
 
 

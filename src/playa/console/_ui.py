@@ -26,10 +26,12 @@ from ..core import (
     Approval,
     CommandRouter,
     MessageRef,
+    Panel,
     Question,
     answer_from_text,
     check_link,
     render_approval,
+    render_panel,
     render_question,
 )
 from ._input import Beside, LineRouter
@@ -75,8 +77,6 @@ class ConsoleUI:
         self._status: dict[str, str] = {}
         """The progress of the calls running now, by key: the status line shows the newest."""
         self._printed: dict[str, float] = {}
-        self.streaming = False
-        """A reply is being written on the current line: the status line waits for it to end."""
 
     async def send(self, text: str) -> MessageRef | None:
         # What servers and the model wrote reaches the terminal: ANSI sequences could clear the
@@ -192,6 +192,10 @@ class ConsoleUI:
         # The console's one person is the owner: the text form, answered with a typed command.
         return await self.send(render_approval(approval))
 
+    async def panel(self, panel: Panel) -> MessageRef | None:
+        # The console's one person is the owner: the text form, each action a command to type.
+        return await self.send(render_panel(panel))
+
     async def delete(self, ref: MessageRef) -> bool:
         # Nothing the console shows can be taken back; in a terminal the line is the user's own.
         return True
@@ -255,9 +259,6 @@ class ConsoleUI:
         for frame in itertools.cycle("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"):
             await self._answered.wait()
             await anyio.lowlevel.checkpoint_if_cancelled()  # the turn may have ended meanwhile
-            if self.streaming:
-                await anyio.sleep(0.1)
-                continue
             status = next(reversed(self._status.values()), "working…")
             width = max(10, shutil.get_terminal_size().columns - 3)
             status = status if len(status) <= width else status[: width - 1] + "…"

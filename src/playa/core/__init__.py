@@ -10,6 +10,14 @@ drives a model (``playa.agent``) stands on them too.
 from __future__ import annotations
 
 from ._approvals import Approval, ToolChange, render_approval
+from ._attachments import (
+    ATTACHMENT_FOLDER,
+    MAX_ATTACHMENT,
+    attachment_note,
+    attachment_secret,
+    safe_file_name,
+    save_attachment,
+)
 from ._commands import (
     Command,
     CommandContext,
@@ -23,6 +31,7 @@ from ._extension import Extension, ToolResultEvent
 from ._inbound import Inbound, classify, oauth_redirect
 from ._links import LinkCheck, check_link
 from ._normalize import normalize, one_line
+from ._panel import Panel, PanelAction, PanelRow, render_panel
 from ._prompt import PromptSections
 from ._questions import (
     ALWAYS,
@@ -44,19 +53,10 @@ from ._registry import ToolRegistry
 from ._schemas import ToolRules, Withheld, repair_schema
 from ._scope import scope_folder, session_state_dir
 from ._session import ChatSession, LateResult
-from ._storage import (
-    HistoryRows,
-    PendingLogins,
-    ServerRow,
-    ServerRows,
-    Storage,
-    StoredServers,
-    WorkspaceRows,
-)
+from ._storage import HistoryRows, ServerRow, ServerRows, Storage, StoredServers
 from ._tools import Media, Tool, ToolResult
-from ._ui import UI, IncomingMessage, MessageRef, Sender
-from ._workspace_rows import workspace_row_tools
-from ._workspace_tools import over_quota, resolve_in_workspace, workspace_path, workspace_tools
+from ._ui import UI, Attachment, IncomingMessage, MessageRef, Sender
+from ._workspace_tools import resolve_in_workspace, workspace_tools
 from .secrets import (
     MIN_SECRET_LENGTH,
     REDACTED,
@@ -74,7 +74,9 @@ from .secrets import (
 
 __all__ = [
     "ALWAYS",
+    "ATTACHMENT_FOLDER",
     "DEFAULT_DENIED",
+    "MAX_ATTACHMENT",
     "MIN_SECRET_LENGTH",
     "NOTHING_TO_ANSWER",
     "NOTHING_TO_CANCEL",
@@ -83,6 +85,7 @@ __all__ = [
     "UI",
     "Answer",
     "Approval",
+    "Attachment",
     "ChatSession",
     "Command",
     "CommandContext",
@@ -99,7 +102,9 @@ __all__ = [
     "Media",
     "MessageRef",
     "OutboundSecrets",
-    "PendingLogins",
+    "Panel",
+    "PanelAction",
+    "PanelRow",
     "ParsedCommand",
     "PromptSections",
     "Question",
@@ -116,9 +121,10 @@ __all__ = [
     "ToolResultEvent",
     "ToolRules",
     "Withheld",
-    "WorkspaceRows",
     "accepted",
     "answer_from_text",
+    "attachment_note",
+    "attachment_secret",
     "auth_credential",
     "beside_a_question",
     "cancelled_for",
@@ -135,16 +141,16 @@ __all__ = [
     "oauth_redirect",
     "one_line",
     "outbound_secrets",
-    "over_quota",
     "parse_command",
     "render_approval",
+    "render_panel",
     "render_question",
     "repair_schema",
     "resolve_in_workspace",
+    "safe_file_name",
+    "save_attachment",
     "scope_folder",
     "session_state_dir",
     "shown",
-    "workspace_path",
-    "workspace_row_tools",
     "workspace_tools",
 ]

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     # Only for annotations: _questions reads commands, whose context holds a UI.
     from ._approvals import Approval
+    from ._panel import Panel
     from ._questions import Answer, Question
 
-__all__ = ["UI", "IncomingMessage", "MessageRef", "Sender"]
+__all__ = ["UI", "Attachment", "IncomingMessage", "MessageRef", "Sender"]
 
 MessageRef = Hashable
 """A front end's handle on a message it showed or received (a Telegram message id, say)."""
@@ -27,16 +28,30 @@ class Sender:
 
 
 @dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file a person sent with a message, kept in the chat's workspace at ``path``."""
+
+    path: str
+    """Where it is in the workspace (``received/report.pdf``): what the agent is told."""
+    media_type: str
+    size: int
+    image: bytes | None = field(default=None, repr=False)
+    """The bytes of an image the model may be shown; None for any other file."""
+
+
+@dataclass(frozen=True, slots=True)
 class IncomingMessage:
     """One message from the chat, as the front end received it."""
 
     text: str
     sender: Sender
     ref: MessageRef | None = None
+    attachments: tuple[Attachment, ...] = ()
+    """Files that came with it (a photo, a document), already kept in the chat's workspace."""
 
     def __repr__(self) -> str:
         # The text may carry a credential (`/mcp_add … --bearer X`): never show it.
-        return f"IncomingMessage(sender={self.sender.id!r}, {len(self.text)} chars)"
+        return f"IncomingMessage(sender={self.sender.id!r}, {len(self.text)} chars, {len(self.attachments)} files)"
 
 
 class UI(Protocol):
@@ -95,6 +110,15 @@ class UI(Protocol):
         owner's private chat with the bot. ``render_approval`` is the text form; a front end with
         buttons offers ``approval.approve`` and ``approval.reject`` as two buttons that run
         those commands as the owner. ``None`` if it could not be shown.
+        """
+        ...
+
+    async def panel(self, panel: Panel) -> MessageRef | None:
+        """Show the owner a panel (``/mcp``: the servers, their state, what may be done about each).
+
+        Shown to the owner only, as an approval is: the console shows ``render_panel``; a Telegram
+        front end sends one message to the owner's private chat with the bot (also for a group),
+        with a button per action that runs its command as the owner. ``None`` if it could not be shown.
         """
         ...
 

@@ -13,7 +13,6 @@ from typing import Final
 from ..core import ServerRow, StoredServers
 from ._host_key import claim_host_key
 from ._pool import Connection, Database
-from ._workspace import LoginTable, WorkspaceTable
 
 __all__ = ["DatabaseStorage", "HistoryTable", "ServerTable"]
 
@@ -125,8 +124,6 @@ class DatabaseStorage:
         self.database = database
         self._servers = ServerTable(database)
         self._history = HistoryTable(database)
-        self._workspace = WorkspaceTable(database)
-        self._logins = LoginTable(database)
 
     def __repr__(self) -> str:
         return f"DatabaseStorage({self.where})"
@@ -138,14 +135,6 @@ class DatabaseStorage:
     @property
     def history(self) -> HistoryTable:
         return self._history
-
-    @property
-    def workspace(self) -> WorkspaceTable:
-        return self._workspace
-
-    @property
-    def logins(self) -> LoginTable:
-        return self._logins
 
     @property
     def where(self) -> str:

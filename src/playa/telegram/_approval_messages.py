@@ -11,13 +11,14 @@ not across a restart (a press then does nothing, and the owner is shown the chan
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from ..core import Approval
+from ..core import Approval, render_approval
 from ._buttons import Buttons, Keyboard
 from ._outbox import Outbox
+from ._render import render
 from ._split import Part
 
 __all__ = [
@@ -80,19 +81,20 @@ class ApprovalMessages:
     async def show(
         self,
         approval: Approval,
-        text: Sequence[Part],
-        *,
+        redact: Callable[[str], str],
         chat_id: int,
         thread_id: int | None,
+        *,
         group: bool,
         owner_id: int,
     ) -> int | None:
-        """Send ``text`` (the approval, redacted, in as many messages as it takes) with the buttons
-        under its last message; that message's id, or ``None``.
+        """Send the approval (redacted) with the buttons under its last message; that message's id, or ``None``.
 
         It goes to the owner's private chat with the bot, else to the chat itself. An older
         message of the same source loses its buttons and says it is superseded.
         """
+        # Whole, over as many messages as it takes: what is cut away could not be approved.
+        text = render(render_approval(approval), markdown=False, redact=redact)
         waiting = WaitingApproval(
             chat_id,
             thread_id,

@@ -27,12 +27,14 @@ from ._answers import AnswerMessage, PendingAnswers
 from ._approval_messages import ApprovalMessages, ApprovalPress
 from ._buttons import Buttons
 from ._deletions import Deletions
+from ._files import file_of
 from ._handler import MessageHandler
 from ._journal import Journal
 from ._logs import quiet_raw_traffic
 from ._notices import DESCRIPTION, INTERRUPTED, SHORT_DESCRIPTION
 from ._outbox import Outbox, retry_seconds
 from ._owner import Owners
+from ._panel import PanelMessages, PanelPress
 from ._parts import BotParts
 from ._render import plain
 from ._settings import TelegramSettings, build_bot
@@ -76,11 +78,17 @@ class TelegramBot:
         self.buttons = Buttons(self.outbox)
         self.approvals = ApprovalMessages(self.outbox, self.buttons, self._decided)
         self.deletions = Deletions(self.outbox)
-        parts = BotParts(self.outbox, self.answers, self.buttons, self.approvals, self.deletions)
+        self.panels = PanelMessages(self.outbox, self.buttons, self._decided)
+        parts = BotParts(self.outbox, self.answers, self.buttons, self.approvals, self.deletions, self.panels)
         self.handler = MessageHandler(
-            host, parts, inbox=self.inbox, owners=self.owners, typing_interval=self.settings.typing_interval
+            host,
+            parts,
+            inbox=self.inbox,
+            owners=self.owners,
+            typing_interval=self.settings.typing_interval,
+            max_file=self.settings.max_file,
         )
-        self._queues: dict[int, deque[Queued | ApprovalPress]] = {}
+        self._queues: dict[int, deque[Queued | ApprovalPress | PanelPress]] = {}
         self._idle = anyio.Event()
         self._stopping = False
         self._tg: TaskGroup | None = None
@@ -253,22 +261,25 @@ class TelegramBot:
             # turn that asks holds the move back until it ends.
             self.answers.move(*move)
             self.approvals.move(*move)
+            self.panels.move(*move)
             # Queued in the new chat, ahead of its first messages; the second notice finds nothing to move.
             name = f"{update.update_id:020d}"
             await anyio.to_thread.run_sync(self.inbox.put, name, {"update": update.to_dict()})
             self._enqueue(move[1], Queued(message, name, classify("", self.host.commands), move))
             return
         text = text_of(message)
-        if text is None:
+        sent = file_of(message)
+        if text is None and sent is None:
             return
         chat_id = message.chat.id
         user = message.from_user
-        inbound = classify(text, self.host.commands)
+        # A caption is classified as a message is; the file itself, once it is taken (the handler).
+        inbound = classify(text or "", self.host.commands)
         if inbound.carries_secret:
             # Deleted at once, not when the chat's queue reaches the message.
             self.deletions.start(tg, chat_id, message.message_id)
         asker = user.id if user is not None and message.sender_chat is None else None
-        if asker is not None and self._answered(message, asker, inbound):
+        if asker is not None and sent is None and self._answered(message, asker, inbound):
             return
         if inbound.command is not None and self._for_another_bot(inbound.text):
             return
@@ -321,14 +332,16 @@ class TelegramBot:
             return True
         return False
 
-    def _decided(self, press: ApprovalPress) -> None:
-        """The owner pressed an approval's button: its command waits its turn in the chat, like a typed one.
+    def _decided(self, press: ApprovalPress | PanelPress) -> None:
+        """The owner pressed an approval's or a panel's button: its command waits its turn in the
+        chat, like a typed one.
 
         Not kept in the inbox: its buttons do not survive a restart either.
         """
-        self._enqueue(press.waiting.chat_id, press)
+        chat_id = press.waiting.chat_id if isinstance(press, ApprovalPress) else press.shown.chat_id
+        self._enqueue(chat_id, press)
 
-    def _enqueue(self, chat_id: int, queued: Queued | ApprovalPress) -> None:
+    def _enqueue(self, chat_id: int, queued: Queued | ApprovalPress | PanelPress) -> None:
         tg = self._tg
         assert tg is not None
         queue = self._queues.get(chat_id)  # again: the chat's worker may have ended meanwhile
@@ -361,6 +374,8 @@ class TelegramBot:
                 try:
                     if isinstance(queued, ApprovalPress):
                         await self.handler.decide(queued)
+                    elif isinstance(queued, PanelPress):
+                        await self.handler.act(queued)
                     else:
                         await self.handler.handle(queued)
                 finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import secrets
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -112,4 +113,6 @@ class Buttons:
             await self._outbox.answer_button(query.id, EXPIRED)
             return
         await self._outbox.answer_button(query.id)
-        keyboard.on_press(keyboard.keys[position])
+        # A press may redraw its message (a panel's question) before the next update is taken.
+        if inspect.isawaitable(done := keyboard.on_press(keyboard.keys[position])):
+            await done

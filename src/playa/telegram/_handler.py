@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, nullcontext
+from dataclasses import replace
 from functools import partial
 
 import anyio
 from telegram import Message
 
 from ..agent import Host
-from ..core import NOTHING_TO_CANCEL, ChatSession, IncomingMessage, Sender
+from ..core import MAX_ATTACHMENT, NOTHING_TO_CANCEL, ChatSession, IncomingMessage, Sender
 from ._approval_messages import ApprovalPress
+from ._files import FILE_SECRET, FILE_SECRET_KEPT, Received, file_of, receive
 from ._journal import Journal
-from ._live import LiveMessage, Place
 from ._notices import (
     EDITED_SECRET,
     EDITED_SECRET_KEPT,
@@ -34,8 +35,9 @@ from ._notices import (
     WELCOME_GROUP,
 )
 from ._owner import Owners
+from ._panel import PanelPress
 from ._parts import BotParts
-from ._render import one_part, plain
+from ._render import one_part, plain, render
 from ._ui import TelegramUI
 from ._updates import Queued, note, text_of, thread_of
 
@@ -48,8 +50,16 @@ class MessageHandler:
     """Runs a chat's queued messages and approval presses as the host's turns and commands."""
 
     def __init__(
-        self, host: Host, parts: BotParts, *, inbox: Journal, owners: Owners, typing_interval: float
+        self,
+        host: Host,
+        parts: BotParts,
+        *,
+        inbox: Journal,
+        owners: Owners,
+        typing_interval: float,
+        max_file: int = MAX_ATTACHMENT,
     ) -> None:
+        self._max_file = max_file
         self._host = host
         self._parts = parts
         self._inbox = inbox
@@ -148,8 +158,11 @@ class MessageHandler:
                 sender=info.sender,
             )
             text = text_of(message) or ""
-            incoming = IncomingMessage(text=text, sender=info.sender, ref=message.message_id)
             parsed = queued.inbound.command
+            # A file captioned with a command is the command's: it is not kept.
+            received = await self._received(message, session) if parsed is None else None
+            attachments = (received.attachment,) if received and received.attachment else ()
+            incoming = IncomingMessage(text, info.sender, message.message_id, attachments)
             if parsed is not None and parsed.name == "start" and self._host.commands.get("start") is None:
                 # Telegram sends /start when a user opens a chat with the bot.
                 welcome = WELCOME if chat.type == chat.PRIVATE else WELCOME_GROUP
@@ -157,16 +170,13 @@ class MessageHandler:
                 delivery = await ui.post(welcome + help_text, markdown=False)
             elif parsed is not None and parsed.name == "cancel" and self._host.commands.get("cancel") is None:
                 delivery = await ui.post(NOTHING_TO_CANCEL, markdown=False)
+            elif received is not None and received.attachment is None:
+                delivery = await ui.post(received.refusal, markdown=False)
             else:
-                live = self._live(ui, session, message) if parsed is None else None
-                async with (
-                    self._typing(ui, chat.id) if parsed is None else nullcontext(),
-                    live.running() if live is not None else nullcontext(),
-                ):
-                    reply = await self._host.handle(session, incoming, ui, live=live)
-                markdown = reply is not None and reply.kind == "agent"
-                if reply is not None and not (live and await live.finish(reply.text, markdown=markdown)):
-                    delivery = await ui.post(reply.text, markdown=markdown)
+                async with self._typing(ui, chat.id) if parsed is None else nullcontext():
+                    reply = await self._host.handle(session, incoming, ui)
+                if reply is not None:
+                    delivery = await ui.post(reply.text, markdown=reply.kind == "agent")
         except Exception as exc:  # boundary: one message's failure is answered; the bot goes on
             detail = "".join(traceback.format_exception(exc))
             redacted = self._host.redact(session, detail)
@@ -180,6 +190,28 @@ class MessageHandler:
         if delivery is not None:
             await self._parts.outbox.deliver(delivery)
 
+    async def _received(self, message: Message, session: ChatSession) -> Received | None:
+        """The photo or document of ``message`` kept in the chat's workspace, or why not; None: it has none.
+
+        One that holds a credential is withheld as a message holding a key is: deleted, and recorded.
+        """
+        sent = file_of(message)
+        if sent is None:
+            return None
+        received = await receive(
+            self._parts.outbox.bot,
+            sent,
+            cap=self._max_file,
+            workspace=session.workspace,
+            commands=self._host.commands,
+            known=self._host.redactor(session),
+        )
+        if received.outcome != "secret":
+            return received
+        deleted = await self._parts.deletions.delete(message.chat.id, message.message_id)
+        await self.secret_deleted(message, deleted)
+        return replace(received, refusal=FILE_SECRET if deleted else FILE_SECRET_KEPT)
+
     async def decide(self, press: ApprovalPress) -> None:
         """Run a pressed approval's command as the owner, in the chat the servers belong to.
 
@@ -189,32 +221,66 @@ class MessageHandler:
         waiting = press.waiting
         if waiting.superseded:
             return  # a newer approval came meanwhile; this message says so already
-        chat_id = waiting.chat_id
+        text, redact = await self._as_owner(
+            press.command,
+            waiting.chat_id,
+            thread_id=waiting.thread_id,
+            group=waiting.group,
+            presser=waiting.owner_id,
+        )
+        await self._parts.approvals.close(waiting, one_part(text, redact=redact))
+
+    async def act(self, press: PanelPress) -> None:
+        """Run a panel's action as the owner, in the chat the servers belong to, as ``decide`` does.
+
+        The action's command checks that the server is still the one the panel showed. Its reply
+        replaces the panel (an action that changed something) or comes beside it.
+        """
+        shown = press.shown
+        text, redact = await self._as_owner(
+            press.action.command,
+            shown.chat_id,
+            thread_id=shown.thread_id,
+            group=shown.group,
+            presser=shown.owner_id,
+        )
+        if press.action.changes:
+            await self._parts.panels.close(shown, one_part(text, redact=redact))
+        else:
+            await self._parts.panels.answer(shown, render(text, markdown=False, redact=redact))
+
+    async def _as_owner(
+        self, command: str, chat_id: int, *, thread_id: int | None, group: bool, presser: int
+    ) -> tuple[str, Callable[[str], str]]:
+        """Run ``command`` in ``chat_id`` as ``presser``, who pressed a button meant for the owner;
+        its reply (or why it failed), and the chat's redaction for it."""
         session: ChatSession | None = None
         text = SORRY
         try:
-            owner_id = await self._owners.owner_of(chat_id, private=not waiting.group)
+            owner_id = await self._owners.owner_of(chat_id, private=not group)
             session = await self._host.session(
                 f"telegram:{chat_id}", owner=str(owner_id) if owner_id is not None else "unknown"
             )
-            session.group = waiting.group
-            sender = Sender(str(waiting.owner_id), "owner", is_owner=waiting.owner_id == owner_id)
+            session.group = group
+            sender = Sender(str(presser), "owner", is_owner=presser == owner_id)
             ui = self._ui(
                 session,
                 chat_id,
-                thread_id=waiting.thread_id,
-                user_id=waiting.owner_id,
+                thread_id=thread_id,
+                user_id=presser,
                 message_id=None,
-                group=waiting.group,
+                group=group,
                 owner_id=owner_id,
                 sender=sender,
             )
-            reply = await self._host.handle(session, IncomingMessage(press.command, sender), ui)
+            reply = await self._host.handle(session, IncomingMessage(command, sender), ui)
             text = reply.text if reply is not None else SORRY
-        except Exception as exc:  # boundary: a failed decision is logged and shown; the bot goes on
+        except Exception as exc:  # boundary: a failed action is logged and shown; the bot goes on
             detail = "".join(traceback.format_exception(exc))
-            logger.error("an approval in chat %s failed:\n%s", chat_id, self._host.redact(session, detail))
-        await self._parts.approvals.close(waiting, one_part(text, redact=partial(self._host.redact, session)))
+            logger.error(
+                "a button's command in chat %s failed:\n%s", chat_id, self._host.redact(session, detail)
+            )
+        return text, partial(self._host.redact, session)
 
     def _ui(
         self,
@@ -241,24 +307,6 @@ class MessageHandler:
             owner_id=owner_id,
             secret_deleted=partial(self._host.secret_deleted, session, sender),
         )
-
-    def _live(self, ui: TelegramUI, session: ChatSession, message: Message) -> LiveMessage:
-        """A turn's live message, which also shows its calls' progress: a draft in a private chat,
-        a message edited as the reply grows elsewhere."""
-        chat = message.chat
-        place = Place(
-            chat_id=chat.id,
-            thread_id=thread_of(message),
-            message_id=message.message_id,
-            private=chat.type == chat.PRIVATE,
-        )
-        ui.live = LiveMessage(
-            self._parts.outbox,
-            place,
-            redactor=partial(self._host.redactor, session),
-            redact=partial(self._host.redact, session),
-        )
-        return ui.live
 
     @asynccontextmanager
     async def _typing(self, ui: TelegramUI, chat_id: int) -> AsyncIterator[None]:

@@ -9,6 +9,7 @@ from ._approval_messages import ApprovalMessages
 from ._buttons import Buttons
 from ._deletions import Deletions
 from ._outbox import Outbox
+from ._panel import PanelMessages
 
 __all__ = ["BotParts"]
 
@@ -22,3 +23,4 @@ class BotParts:
     buttons: Buttons
     approvals: ApprovalMessages
     deletions: Deletions
+    panels: PanelMessages

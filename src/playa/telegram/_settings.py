@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from telegram import Bot
 from telegram.request import HTTPXRequest
 
+from ..core import MAX_ATTACHMENT
 from ..exceptions import ConfigError
 from ._outbox import RetryPolicy, check_seconds
 from ._owner import OWNER_TTL
@@ -29,6 +30,8 @@ class TelegramSettings:
     """Messages that may wait in one chat's queue; more are refused with a note."""
     stop_grace: float = 30.0
     """On a stop, how long running turns may go on; those still running are reported after the restart."""
+    max_file: int = MAX_ATTACHMENT
+    """Bytes of a photo or document a person sends that the bot takes into the chat's workspace."""
 
     def __post_init__(self) -> None:
         for name in ("poll_timeout", "owner_ttl", "stop_grace"):
@@ -37,6 +40,15 @@ class TelegramSettings:
         if not isinstance(self.max_queued, int) or isinstance(self.max_queued, bool) or self.max_queued < 1:
             raise ConfigError(
                 f"TelegramSettings.max_queued must be a whole number >= 1, got {self.max_queued!r}"
+            )
+        if (
+            not isinstance(self.max_file, int)
+            or isinstance(self.max_file, bool)
+            or not 0 < self.max_file <= MAX_ATTACHMENT
+        ):
+            raise ConfigError(
+                f"TelegramSettings.max_file must be a whole number of bytes from 1 to {MAX_ATTACHMENT}, "
+                f"got {self.max_file!r}"
             )
         if not isinstance(self.retry, RetryPolicy):
             raise ConfigError(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Final
 
 import anyio
@@ -16,6 +17,7 @@ from ..core import (
     Answer,
     Approval,
     MessageRef,
+    Panel,
     Question,
     check_link,
     render_approval,
@@ -23,7 +25,6 @@ from ..core import (
 from ._answers import AnswerMessage, Listener, Moved, Pressed
 from ._buttons import Keyboard
 from ._form import ACCEPT, CANCEL, DECLINE, Form, Prompt, url_text
-from ._live import LiveMessage
 from ._notices import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,
@@ -43,7 +44,6 @@ from ._notices import (
 from ._outbox import Delivery
 from ._parts import BotParts
 from ._render import one_part, render
-from ._split import Part
 
 __all__ = ["CANCEL", "PROGRESS_EVERY", "TelegramUI"]
 
@@ -80,20 +80,19 @@ class TelegramUI:
         secret_deleted: Callable[[bool], None] | None = None,
     ) -> None:
         self._outbox, self._deletions, self._answers = parts.outbox, parts.deletions, parts.answers
-        self._buttons, self._approvals = parts.buttons, parts.approvals
+        self._buttons, self._approvals, self._panels = parts.buttons, parts.approvals, parts.panels
         self._chat_id = chat_id
         self._thread_id = thread_id
         self._user_id = user_id
         self._message_id: int | None = message_id
         self._redact = redact
+        self._part = partial(one_part, redact=redact)
         self._group = group
         self._owner_id = owner_id
         """A group has members besides the owner: replies quote the message they answer, notices go out."""
         self._secret_deleted = secret_deleted
         """Told whether a secret answer of the sender's (or a key they sent as a form's value) was deleted."""
         self._progress: dict[str, _ProgressMessage] = {}
-        self.live: LiveMessage | None = None
-        """The turn's live message, which shows its calls' progress under the reply."""
 
     @property
     def thread_id(self) -> int | None:
@@ -220,19 +219,20 @@ class TelegramUI:
         reached, since a group's members need not read what a server changed. A press runs the
         command as the owner typing it here would (``TelegramBot``); the turn never waits for it.
         """
-        text = render_approval(approval)
         if self._owner_id is None:
             # Nobody can be told apart as the owner, so no button could be honoured: the text
             # says which command to type.
-            return await self.send(text)
+            return await self.send(render_approval(approval))
         return await self._approvals.show(
-            approval,
-            # Whole, over as many messages as it takes: what is cut away could not be approved.
-            render(text, markdown=False, redact=self._redact),
-            chat_id=self._chat_id,
-            thread_id=self._thread_id,
-            group=self._group,
-            owner_id=self._owner_id,
+            approval, self._redact, self._chat_id, self._thread_id, group=self._group, owner_id=self._owner_id
+        )
+
+    async def panel(self, panel: Panel) -> MessageRef | None:
+        """The servers' panel, with the owner's buttons, in their private chat only (``PanelMessages``)."""
+        if self._owner_id is None:
+            return None  # nobody can be told apart as the owner: no button could be honoured
+        return await self._panels.show(
+            panel, self._redact, self._chat_id, self._thread_id, group=self._group, owner_id=self._owner_id
         )
 
     async def notify(self, text: str) -> None:
@@ -463,18 +463,12 @@ class TelegramUI:
                     await self._outbox.edit(owner_id, shown_id, self._part(f"{parts[-1].text}\n\n{outcome}"))
         return answer or Answer("cancel")
 
-    def _part(self, text: str) -> Part:
-        return one_part(text, redact=self._redact)
-
     async def progress(self, key: str, text: str) -> None:
         """One message per call, sent at its first progress and edited in place at most every 2 s.
 
         The caller passes the newest text each time this returns, so waiting here drops nothing.
         Not kept across restarts: the call it shows does not survive one either.
         """
-        if self.live is not None and self.live.active:
-            self.live.progress(key, self._redact(text))
-            return
         part = render(text, markdown=False, redact=self._redact)[0]
         shown = self._progress.get(key)
         if shown is None:

@@ -120,6 +120,7 @@ def test_every_command_is_the_owners_and_has_a_usage() -> None:
     for command in commands().values():
         assert command.owner_only and command.usage, command.name
     assert sorted(commands()) == [
+        "mcp",
         "mcp_add",
         "mcp_approve",
         "mcp_audit",
