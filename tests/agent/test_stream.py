@@ -7,21 +7,23 @@ server-sent events; what the live reply was given is the oracle for what a perso
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import pytest
 from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
 
-from playa.agent import ReplyStream
+from playa.agent import ModelLimits, ReplyStream
 from playa.core import REDACTED, EnvPolicy, Redactor
 from support.chat import ScriptedUI, msg
 from support.host import new_host
 from support.provider_wire import pieces
-from support.providers import PROTOCOLS, Protocol, serve_provider, tool_call
+from support.providers import PROTOCOLS, Protocol, hang, serve_provider, tool_call
 
 pytestmark = pytest.mark.anyio
 
@@ -90,13 +92,20 @@ async def test_a_key_written_a_character_at_a_time_never_shows() -> None:
     assert BEFORE.rstrip() in live.versions
 
 
+def _wrapped(encoded: str, width: int = 16) -> str:
+    return "\n".join(encoded[at : at + width] for at in range(0, len(encoded), width))
+
+
 @pytest.mark.parametrize(
     "form",
     [
         pytest.param(lambda k: k, id="plain"),
-        pytest.param(lambda k: __import__("base64").b64encode(k.encode()).decode(), id="base64"),
-        pytest.param(lambda k: __import__("urllib.parse").parse.quote(k, safe=""), id="percent"),
+        pytest.param(lambda k: base64.b64encode(k.encode()).decode(), id="base64"),
+        pytest.param(lambda k: quote(k, safe=""), id="percent"),
         pytest.param(lambda k: "Bearer " + k, id="bearer"),
+        pytest.param(lambda k: _wrapped(base64.b64encode(k.encode()).decode()), id="base64-wrapped"),
+        pytest.param(lambda k: " ".join(f"{byte:02x}" for byte in k.encode()), id="hex-spaced"),
+        pytest.param(lambda k: k.encode().hex(), id="hex"),
     ],
 )
 async def test_no_encoded_form_of_a_key_shows_while_it_is_written(form: Callable[[str], str]) -> None:
@@ -176,3 +185,20 @@ async def test_without_a_live_reply_the_turn_is_not_streamed(data_dir: Path) -> 
             reply = await host.handle(session, msg("hi"), ScriptedUI())
     assert reply is not None and reply.text == "one reply"
     assert not provider.requests[0].body.get("stream")
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_a_provider_that_hangs_while_streaming_ends_the_turn_within_the_model_timeout(
+    data_dir: Path, protocol: Protocol
+) -> None:
+    limits = ModelLimits(timeout=0.5, retries=0)
+    async with (
+        serve_provider() as provider,
+        new_host(data_dir, provider.model(protocol), model_limits=limits) as host,
+    ):
+        provider.script(hang())
+        session = await host.session("console:stream", owner="owner")
+        with anyio.fail_after(30):
+            reply = await host.handle(session, msg("hello?"), ScriptedUI(), live=Shown())
+    assert reply is not None and reply.kind == "error"
+    assert "did not answer within 0.5 s" in reply.text
