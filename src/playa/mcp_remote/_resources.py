@@ -36,6 +36,7 @@ from ..core import ChatSession, Redactor, ToolResult, one_line
 from ..exceptions import CallFailed, RemoteError, RemoteTimeout, ToolError, WorkspaceError
 from ..mcp import LinkHint, decode_base64
 from ._flow import FlowGuard, FlowSource
+from ._policies import Policies
 from ._resource_files import save_blob
 from ._server import RemoteServer
 from .store import AuditLog
@@ -49,12 +50,14 @@ from .transport import (
     subscribe_resource,
 )
 
-__all__ = ["LIST_TOOL", "READ_TOOL", "ResourceTools", "resource_link_hint"]
+__all__ = ["LIST_TOOL", "READ_METHOD", "READ_TOOL", "ResourceTools", "resource_link_hint"]
 
 logger = logging.getLogger(__name__)
 
 LIST_TOOL: Final = "list_resources"
 READ_TOOL: Final = "read_resource"
+READ_METHOD: Final = "resources/read"
+"""The name the owner's policies know reads by (``/mcp_policy <server> resources/read ask``)."""
 MAX_URI: Final = 8192
 """The longest URI the agent may ask for: a URI is an address, not a payload."""
 
@@ -118,6 +121,7 @@ class ResourceTools:
         servers: Mapping[str, RemoteServer],
         *,
         flows: FlowGuard,
+        policies: Policies,
         audit: AuditLog,
         redactor: Callable[[], Redactor],
         timeout: float,
@@ -129,6 +133,7 @@ class ResourceTools:
         self._redactor = redactor
         self._servers = self.servers = servers
         self._flows = flows
+        self._policies = policies
         self._audit = audit
         self._timeout = timeout
         self._max_pages = max_pages
@@ -210,6 +215,9 @@ class ResourceTools:
 
     async def _list_one(self, server: RemoteServer) -> tuple[str, bool]:
         name = server.entry.name
+        if self._policies.of(server, READ_METHOD) == "deny":
+            # A listing carries nothing of the turn, so only a denial keeps it from the server.
+            return f"{name}: the owner's policy does not allow reading its resources.", False
         try:
             connection = await server.connection_for_call()
         except ToolError as exc:
@@ -239,10 +247,17 @@ class ResourceTools:
             return ToolResult.error(
                 f"that URI is not an address: longer than {MAX_URI} characters or holding control characters"
             )
-        held = self._flows.held(server_name, "resources/read", {"uri": uri})
-        if held:
-            return ToolResult.error(self._flows.refusal(READ_TOOL, held))
         server = self._servers[server_name]
+        # A read is a call like any other: the owner's policy for the server (or for
+        # ``resources/read`` itself) applies, and a URI carrying another source's data of the
+        # turn is put to the owner as a call's arguments would be.
+        read_only = self._policies.read_only(server, READ_METHOD)
+        held = self._flows.held(server_name, READ_METHOD, {"uri": uri}, read_only=read_only)
+        permit = await self._policies.permit(
+            server, READ_TOOL, READ_METHOD, {"uri": uri}, flows=[flow.describe() for flow in held]
+        )
+        if permit.refusal is not None:
+            return ToolResult.error(permit.refusal)
         result: ToolResult | None = None
         try:
             result = await self._read_from(server, uri)
@@ -265,7 +280,9 @@ class ResourceTools:
             return ToolResult.error(str(exc))
         if not offers_resources(connection):
             return ToolResult.error(f"{name} offers no resources. {self._with_resources()}")
-        changed = connection.resource_updates.take(uri)
+        # Taken before the read: an update that comes while it runs marks the resource again.
+        updates = connection.resource_updates
+        changed = updates.take(uri)
         try:
             answer = await read_resource(connection, uri, timeout=self._timeout)
         except (CallFailed, RemoteTimeout) as exc:
@@ -274,6 +291,8 @@ class ResourceTools:
                 f"reading it from {name} failed: {exc.explained}. The next read reconnects."
             )
         except RemoteError as exc:
+            if changed:
+                updates.heard(uri)  # not read after all: still changed since the agent read it
             return ToolResult.error(f"reading it from {name} failed: {exc.explained}")
         parts = [f"Resource {uri} of {name}" + (" (it changed since you last read it):" if changed else ":")]
         for item in answer.contents:
