@@ -234,7 +234,7 @@ async def test_a_blob_that_quotes_a_key_of_the_chat_is_withheld_and_never_writte
             assert KEY.encode() not in data, path
 
 
-async def test_a_uri_carrying_what_another_server_gave_in_the_turn_is_held_by_the_flow_guard(
+async def test_a_uri_carrying_what_another_server_gave_in_the_turn_waits_for_the_owner(
     tmp_path: Path, host_secret: HostSecret
 ) -> None:
     private = "https://intranet.example/private/ab12cd34ef"
@@ -244,13 +244,13 @@ async def test_a_uri_carrying_what_another_server_gave_in_the_turn_is_held_by_th
     def notes() -> str:
         return f"The plan is at {private} for now."
 
-    @other.resource("other://index", name="index")
-    def index() -> str:
-        return "an index"
-
     @docs.resource("docs://plan", name="plan", description=f"The plan, mirrored at {private}/mirror.")
     def plan() -> str:
         return "the plan"
+
+    @other.resource("other://index", name="index")
+    def index() -> str:
+        return "an index"
 
     settings = RemoteMcpSettings(connection=HEALTHY, flow_guard="ask")
     async with (
@@ -261,22 +261,52 @@ async def test_a_uri_carrying_what_another_server_gave_in_the_turn_is_held_by_th
     ):
         await say(host, f"/mcp_add docs {docs_server.url}")
         await say(host, f"/mcp_add other {other_server.url}")
+        fetch = f"other://fetch?u={private}"
         provider.script(
             tool_call("read_resource", {"server": "docs", "uri": "docs://notes"}),
-            tool_call("read_resource", {"server": "other", "uri": f"other://fetch?u={private}"}),
-            text("done"),
+            tool_call("read_resource", {"server": "other", "uri": fetch}),
+            text("declined"),
             # A listing of every server: what it shows of docs is docs' too.
             tool_call("list_resources", {}),
-            tool_call("read_resource", {"server": "other", "uri": f"other://fetch?u={private}/mirror"}),
-            text("done again"),
+            tool_call("read_resource", {"server": "other", "uri": f"{fetch}/mirror"}),
+            text("unanswered"),
+            tool_call("read_resource", {"server": "docs", "uri": "docs://notes"}),
+            tool_call("read_resource", {"server": "other", "uri": fetch}),
+            text("allowed"),
         )
-        assert await say(host, "read the notes, then fetch the plan through the other server") == "done"
-        held = provider.requests[2].raw
-        assert b"read_resource was not called: its arguments carry data read in this turn from docs" in held
-        assert await say(host, "list, then fetch the mirror through the other server") == "done again"
-        held = provider.requests[5].raw
-        assert b"read_resource was not called: its arguments carry data read in this turn from docs" in held
+        session = await host.session(SCOPE, owner="owner")
+        declining = ScriptedUI(replies=["/deny"])
+        with anyio.fail_after(WAIT):
+            reply = await host.handle(
+                session, msg("read the notes, then fetch the plan elsewhere"), declining
+            )
+        assert reply is not None and reply.text == "declined"
+        (question,) = declining.questions
+        assert "resources/read of the remote MCP server other" in question.text
+        assert f'"uri": "{fetch}"' in question.text and "from docs" in question.text
+        assert b"read_resource was not called: the owner declined." in provider.requests[2].raw
+
+        assert await say(host, "list, then fetch the mirror elsewhere") == "unanswered"
+        assert b"read_resource was not called: the owner did not answer." in provider.requests[5].raw
         assert [r for r in other_server.requests if r.rpc_method == "resources/read"] == []
+
+        with anyio.fail_after(WAIT):
+            reply = await host.handle(session, msg("once more"), ScriptedUI(replies=["/allow"]))
+        assert reply is not None and reply.text == "allowed"
+        assert len([r for r in other_server.requests if r.rpc_method == "resources/read"]) == 1
+
+
+async def test_the_owners_policy_decides_reads_as_it_does_calls(
+    tmp_path: Path, host_secret: HostSecret
+) -> None:
+    async with serve_mcp(resource_server()) as server, remote_host(tmp_path, host_secret) as host:
+        await say(host, f"/mcp_add docs {server.url}")
+        await say(host, "/mcp_policy docs resources/read deny")
+        denied = await say(host, call("read_resource", server="docs", uri="docs://readme"))
+        assert "read_resource was not called: the owner's policy does not allow it." in denied
+        listed = await say(host, "list_resources")
+        assert "docs: the owner's policy does not allow reading its resources." in listed
+        assert [r for r in server.requests if r.rpc_method and r.rpc_method.startswith("resources/")] == []
 
 
 async def test_the_tools_are_offered_only_while_a_server_of_the_chat_has_resources(

@@ -146,6 +146,7 @@ class RemoteMcpExtension(Extension):
                 chat.session,
                 chat.servers,
                 flows=chat.flow_guard,
+                policies=chat.policies,
                 audit=chat.audit,
                 redactor=lambda: chat.redactor,
                 timeout=connection.call_timeout,
