@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "audit": ("bench.bench_audit", "run"),
     "flow": ("bench.bench_flow", "run"),
     "db": ("bench.bench_db", "run"),
+    "stream": ("bench.bench_stream", "run"),
 }
 
 

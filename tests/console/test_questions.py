@@ -14,7 +14,7 @@ import os
 import pty
 import re
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Literal
@@ -127,9 +127,16 @@ class Chat:
             self._grew = anyio.Event()
 
     @asynccontextmanager
-    async def running(self, data_dir: Path, stderr: Path) -> AsyncIterator[Chat]:
+    async def running(
+        self, data_dir: Path, stderr: Path, extra: Mapping[str, str] | None = None
+    ) -> AsyncIterator[Chat]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PLAYA_", "MCP_"))}
-        env |= {"PLAYA_LOG_LEVEL": "WARNING", "PLAYA_CONNECT_TIMEOUT": "30", "COLUMNS": "200"}
+        env |= {
+            "PLAYA_LOG_LEVEL": "WARNING",
+            "PLAYA_CONNECT_TIMEOUT": "30",
+            "COLUMNS": "200",
+            **(extra or {}),
+        }
         command = [sys.executable, "-m", "playa", "chat", "--data-dir", str(data_dir)]
         if self.mode == "pty":
             parent, child = pty.openpty()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -109,6 +110,9 @@ class FakeBotApi:
     """Users who never started a private chat with the bot: a message to them is refused (403)."""
     privacy_mode: bool = False
     """Telegram's default for bots: in groups, only commands and replies to the bot's messages reach it."""
+    edit_every: float = 0.0
+    """Seconds Telegram wants between two edits (``editMessageText``), or two drafts
+    (``sendMessageDraft``), in one chat: one sooner is answered 429 with the wait left, rounded up."""
     files: dict[str, bytes] = field(default_factory=dict)
     """File id → bytes: what ``getFile`` and the file download serve (``send_file`` adds to it)."""
     _updates: list[dict[str, Any]] = field(default_factory=list)
@@ -376,11 +380,31 @@ class FakeBotApi:
         self._recorded.set()
         self._recorded = anyio.Event()
 
+    def _too_soon(self, method: str, params: dict[str, Any]) -> tuple[int, str, dict[str, Any]] | None:
+        """429 for an edit or draft sooner than ``edit_every`` after the last one in its chat."""
+        if not self.edit_every or method not in ("editMessageText", "sendMessageDraft"):
+            return None
+        chat_id = params.get("chat_id")
+        last = next(
+            (
+                c.at
+                for c in reversed(self.calls)
+                if c.method == method and c.status == 200 and c.chat_id == chat_id
+            ),
+            None,
+        )
+        if last is None or (wait := last + self.edit_every - time.monotonic()) <= 0:
+            return None
+        seconds = max(1, math.ceil(wait))
+        return 429, f"Too Many Requests: retry after {seconds}", {"retry_after": seconds}
+
     def _failure(self, method: str, params: dict[str, Any]) -> tuple[int, str, dict[str, Any] | None] | None:
         """The error this call is to fail with, as the test set it up: status, description, parameters."""
         if method in self.retry_after:
             seconds = self.retry_after.pop(method)
             return 429, f"Too Many Requests: retry after {seconds}", {"retry_after": seconds}
+        if (limited := self._too_soon(method, params)) is not None:
+            return limited
         if self.server_errors.get(method):
             self.server_errors[method] -= 1
             return 502, "Bad Gateway", None
@@ -499,6 +523,7 @@ _RESULTS: dict[str, Callable[[FakeBotApi, dict[str, Any]], Any]] = {
     "answerCallbackQuery": lambda fake, _: True,
     "editMessageReplyMarkup": lambda fake, _: True,
     "editMessageText": FakeBotApi._edited,
+    "sendMessageDraft": lambda fake, _: True,
     "getFile": FakeBotApi._get_file,
 }
 

@@ -1,4 +1,4 @@
-"""Long calls in Telegram: one progress message edited in place at most every 2 s; late task results (npm)."""
+"""Long calls in Telegram: progress in the turn's live message, within its rate; late task results (npm)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from playa.telegram._ui import PROGRESS_EVERY
+from playa.telegram._live import LiveSettings
 from servers.node import server_everything
 from servers.python_servers import serve_asgi
 from support.cli_host import cli_host
@@ -46,26 +46,23 @@ async def bot_with_everything(tmp_path: Path, env: dict[str, str]) -> AsyncItera
             fake.close()
 
 
-async def test_progress_is_one_message_edited_at_most_every_two_seconds(tmp_path: Path) -> None:
+async def test_a_calls_progress_shows_in_the_turns_draft_within_its_rate(tmp_path: Path) -> None:
     with anyio.fail_after(90):
         async with bot_with_everything(tmp_path, {"PLAYA_CALL_TIMEOUT": "30"}) as fake:
             mark = fake.mark()
             fake.send(private_chat(CHAT), f'{OPERATION} {{"duration": 6, "steps": 12}}', sender=user(CHAT))
             await fake.wait_reply(CHAT, "Long running operation completed", after=mark, timeout=30)
-            final = await fake.wait_call(
-                "editMessageText", after=mark, where=lambda call: call.text == f"{OPERATION}: done"
-            )
-    [shown] = [
+    # The turn's live message shows it (a private chat's draft): no message of its own.
+    assert not [
         call for call in fake.find("sendMessage", after=mark) if call.text.startswith(f"{OPERATION}: ")
     ]
-    edits = fake.find("editMessageText", after=mark)
-    assert {call.params["message_id"] for call in edits} == {shown.result_id}
-    assert edits[-1] is final  # nothing after the final text
-    # Twelve reports in six seconds, each edit at least 2 s after the one before (or the message).
-    times = [shown.at, *(call.at for call in edits)]
-    assert all(later - earlier >= PROGRESS_EVERY - 0.1 for earlier, later in itertools.pairwise(times))
-    assert 2 <= len(edits) <= 6
-    assert any(call.text.startswith(f"{OPERATION}: ") and call.text.endswith("/12") for call in edits)
+    drafts = fake.find("sendMessageDraft", after=mark, chat_id=CHAT)
+    assert any(call.text.startswith(f"{OPERATION}: ") and call.text.endswith("/12") for call in drafts)
+    # Twelve reports in six seconds, each draft at least the draft rate after the one before.
+    times = [call.at for call in drafts]
+    every = LiveSettings().draft_every
+    assert all(later - earlier >= every - 0.05 for earlier, later in itertools.pairwise(times))
+    assert 2 <= len(drafts) <= 6 / every + 2
 
 
 async def test_a_task_that_outlives_the_turn_is_posted_to_the_chat_when_done(tmp_path: Path) -> None:

@@ -201,10 +201,10 @@ async def test_a_failing_message_is_answered_politely_logged_without_the_token_a
         fake, chat = bot.fake, private_chat(1301)
         handle = bot.host.handle
 
-        async def failing(session: Any, message: Any, ui: Any) -> Any:
+        async def failing(session: Any, message: Any, ui: Any, **live: Any) -> Any:
             if message.text == "boom":
                 raise RuntimeError(f"broken while calling /bot{TOKEN}/sendMessage")
-            return await handle(session, message, ui)
+            return await handle(session, message, ui, **live)
 
         monkeypatch.setattr(bot.host, "handle", failing)
         fake.send(chat, "boom", sender=user(1301))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import sys
+from contextlib import nullcontext
 from typing import TextIO
 
 import anyio
@@ -17,6 +18,7 @@ from ..core import (
     classify,
 )
 from ._input import ANSWER_WORDS
+from ._live import ConsoleLive
 from ._ui import ConsoleUI
 
 __all__ = ["run_console"]
@@ -66,10 +68,14 @@ async def run_console(
                     ):
                         await ui.send(NOTHING_TO_CANCEL if parsed.name == "cancel" else NOTHING_TO_ANSWER)
                         continue
-                    async with ui.working():
-                        reply = await host.handle(session, IncomingMessage(text, sender, None), ui)
+                    # A turn's reply streams in a terminal; a command's reply comes whole.
+                    live = ConsoleLive(ui, stdout) if ui.interactive and parsed is None else None
+                    async with ui.working(), live.running() if live is not None else nullcontext():
+                        reply = await host.handle(session, IncomingMessage(text, sender, None), ui, live=live)
+                        # Inside: the status line is cleared after the reply's line is ended.
+                        shown = reply is not None and live is not None and live.finish(reply.text)
                 finally:
                     ui.done_with_message()
-                if reply is not None:
+                if reply is not None and not shown:
                     await ui.send(reply.text)
                 ui.prompt_again()

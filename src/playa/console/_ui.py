@@ -77,6 +77,8 @@ class ConsoleUI:
         self._status: dict[str, str] = {}
         """The progress of the calls running now, by key: the status line shows the newest."""
         self._printed: dict[str, float] = {}
+        self.streaming = False
+        """A reply is being written on the current line: the status line waits for it to end."""
 
     async def send(self, text: str) -> MessageRef | None:
         # What servers and the model wrote reaches the terminal: ANSI sequences could clear the
@@ -259,6 +261,9 @@ class ConsoleUI:
         for frame in itertools.cycle("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"):
             await self._answered.wait()
             await anyio.lowlevel.checkpoint_if_cancelled()  # the turn may have ended meanwhile
+            if self.streaming:
+                await anyio.sleep(0.1)
+                continue
             status = next(reversed(self._status.values()), "working…")
             width = max(10, shutil.get_terminal_size().columns - 3)
             status = status if len(status) <= width else status[: width - 1] + "…"

@@ -22,6 +22,7 @@ from ..core import MAX_ATTACHMENT, NOTHING_TO_CANCEL, ChatSession, IncomingMessa
 from ._approval_messages import ApprovalPress
 from ._files import FILE_SECRET, FILE_SECRET_KEPT, Received, file_of, receive
 from ._journal import Journal
+from ._live import LiveMessage, Place
 from ._notices import (
     EDITED_SECRET,
     EDITED_SECRET_KEPT,
@@ -173,10 +174,15 @@ class MessageHandler:
             elif received is not None and received.attachment is None:
                 delivery = await ui.post(received.refusal, markdown=False)
             else:
-                async with self._typing(ui, chat.id) if parsed is None else nullcontext():
-                    reply = await self._host.handle(session, incoming, ui)
-                if reply is not None:
-                    delivery = await ui.post(reply.text, markdown=reply.kind == "agent")
+                live = self._live(ui, session, message) if parsed is None else None
+                async with (
+                    self._typing(ui, chat.id) if parsed is None else nullcontext(),
+                    live.running() if live is not None else nullcontext(),
+                ):
+                    reply = await self._host.handle(session, incoming, ui, live=live)
+                markdown = reply is not None and reply.kind == "agent"
+                if reply is not None and not (live and await live.finish(reply.text, markdown=markdown)):
+                    delivery = await ui.post(reply.text, markdown=markdown)
         except Exception as exc:  # boundary: one message's failure is answered; the bot goes on
             detail = "".join(traceback.format_exception(exc))
             redacted = self._host.redact(session, detail)
@@ -307,6 +313,24 @@ class MessageHandler:
             owner_id=owner_id,
             secret_deleted=partial(self._host.secret_deleted, session, sender),
         )
+
+    def _live(self, ui: TelegramUI, session: ChatSession, message: Message) -> LiveMessage:
+        """A turn's live message, which also shows its calls' progress: a draft in a private chat,
+        a message edited as the reply grows elsewhere."""
+        chat = message.chat
+        place = Place(
+            chat_id=chat.id,
+            thread_id=thread_of(message),
+            message_id=message.message_id,
+            private=chat.type == chat.PRIVATE,
+        )
+        ui.live = LiveMessage(
+            self._parts.outbox,
+            place,
+            redactor=partial(self._host.redactor, session),
+            redact=partial(self._host.redact, session),
+        )
+        return ui.live
 
     @asynccontextmanager
     async def _typing(self, ui: TelegramUI, chat_id: int) -> AsyncIterator[None]:

@@ -42,7 +42,7 @@ from ..exceptions import ConfigError
 from ._journal import Journal
 from ._split import Part
 
-__all__ = ["Delivery", "Outbox", "RetryPolicy", "check_seconds", "retry_seconds"]
+__all__ = ["Delivery", "Outbox", "RetryPolicy", "check_seconds", "entities_of", "retry_seconds"]
 
 logger = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ class Delivery:
         )
 
 
-def _entities(part: Part) -> list[MessageEntity] | None:
+def entities_of(part: Part) -> list[MessageEntity] | None:
     if not part.entities:
         return None
     return [
@@ -279,7 +279,7 @@ class Outbox:
         """Send one part until it is delivered or its deadline passes; its message id, or ``None``."""
         part = delivery.parts[index]
         last = index == len(delivery.parts) - 1
-        entities = _entities(part)
+        entities = entities_of(part)
         failures = 0
         while True:
             reply = (
@@ -394,7 +394,7 @@ class Outbox:
                     part.text,
                     chat_id=chat_id,
                     message_id=message_id,
-                    entities=_entities(part),
+                    entities=entities_of(part),
                     reply_markup=markup,
                     link_preview_options=LinkPreviewOptions(is_disabled=True),
                 ),

@@ -25,6 +25,7 @@ from ..core import (
 from ._answers import AnswerMessage, Listener, Moved, Pressed
 from ._buttons import Keyboard
 from ._form import ACCEPT, CANCEL, DECLINE, Form, Prompt, url_text
+from ._live import LiveMessage
 from ._notices import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,
@@ -93,6 +94,8 @@ class TelegramUI:
         self._secret_deleted = secret_deleted
         """Told whether a secret answer of the sender's (or a key they sent as a form's value) was deleted."""
         self._progress: dict[str, _ProgressMessage] = {}
+        self.live: LiveMessage | None = None
+        """The turn's live message, which shows its calls' progress under the reply."""
 
     @property
     def thread_id(self) -> int | None:
@@ -469,6 +472,9 @@ class TelegramUI:
         The caller passes the newest text each time this returns, so waiting here drops nothing.
         Not kept across restarts: the call it shows does not survive one either.
         """
+        if self.live is not None and self.live.active:
+            self.live.progress(key, self._redact(text))
+            return
         part = render(text, markdown=False, redact=self._redact)[0]
         shown = self._progress.get(key)
         if shown is None:

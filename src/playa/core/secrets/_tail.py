@@ -9,8 +9,8 @@ secret (then redacted whole) or shows that none starts there.
 Held back from the earliest of:
 
 - a suffix of the text that is a proper prefix of one of the redactor's forms;
-- with decoders (secrets looked for in base64 and hex runs), the run of base64 or hex
-  characters the text ends in, since it may grow into a run that holds a secret;
+- with decoders (secrets looked for in base64 and hex runs), the run of hex the text ends
+  in, or of base64 cut by line breaks, since it may grow into a run that holds a secret;
 - and never after the start of a complete match the cut would split (a match of a longer form
   that shares its head with a shorter one).
 
@@ -46,9 +46,19 @@ def _open_prefix(window: str, form: str) -> int:
 
 
 def _run_start(window: str) -> int:
-    """Where the run of base64 or hex characters ``window`` ends in starts."""
-    found = [pattern.search(window) for pattern in (_BASE64_TAIL, _HEX_TAIL)]
-    return min(match.start() for match in found if match is not None)
+    """Where a run that a decoder could still read, at the end of ``window``, starts.
+
+    Any run of hex; a run of base64 only once it holds a line break or a backslash: without
+    one, a decoder finds nothing the literal forms (whose heads are held already) do not.
+    """
+    held = len(window)
+    hex_run = _HEX_TAIL.search(window)
+    if hex_run is not None:
+        held = hex_run.start()
+    base64_run = _BASE64_TAIL.search(window)
+    if base64_run is not None and any(mark in base64_run.group() for mark in "\r\n\\"):
+        held = min(held, base64_run.start())
+    return held
 
 
 def held_from(
