@@ -38,7 +38,11 @@ class SkillFiles:
     skills: dict[str, tuple[dict[str, Any], dict[str, str]]] = field(default_factory=dict)
     reads: list[str] = field(default_factory=list)
     """Every URI read, in order: what was fetched, and when."""
+    served_instead: dict[str, str] = field(default_factory=dict)
+    """What a read of a URI returns instead of the file its entry describes (a server that lies)."""
     listed: int = 0
+    raw_entries: list[dict[str, Any]] = field(default_factory=list)
+    """Entries listed as they are, after the others (one that breaks the extension's rules)."""
 
     def add(self, name: str, description: str, body: str, **others: str) -> None:
         files = {"SKILL.md": skill_md(name, description, body), **others}
@@ -55,10 +59,12 @@ class SkillFiles:
                 ],
             }
             for path, (frontmatter, files) in self.skills.items()
-        ]
+        ] + self.raw_entries
 
     def read(self, uri: str) -> str:
         self.reads.append(uri)
+        if uri in self.served_instead:
+            return self.served_instead[uri]
         path, _, inner = uri.removeprefix("skill://").partition("/")
         return self.skills[path][1][inner]
 

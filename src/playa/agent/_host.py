@@ -40,6 +40,7 @@ from ..core import (
 from ..exceptions import ToolError, UsageError
 from ._agent import SessionToolset, build_agent, model_content
 from ._attachments import Prompt, turn_prompt
+from ._command_turn import command_turn
 from ._config import HostConfig, resolve_model
 from ._context import ContextBudget, definition_tokens, estimate_tokens, latest_turns
 from ._extensions import ChatRedactors, Extensions
@@ -285,6 +286,7 @@ class Host:
                 ctx = CommandContext(
                     session, message.sender, parsed.args, ui, args_hold_key=inbound.args_hold_key
                 )
+                ctx.turn = command_turn(partial(self._turn, session, ui=ui, sender=message.sender))
                 text = await self._run_command(session, command, ctx)
         return Reply(self.redact(session, "\n\n".join([text, *notes])), "command")
 

@@ -53,10 +53,19 @@ from ._registry import ToolRegistry
 from ._schemas import ToolRules, Withheld, repair_schema
 from ._scope import scope_folder, session_state_dir
 from ._session import ChatSession, LateResult
-from ._storage import HistoryRows, ServerRow, ServerRows, Storage, StoredServers
+from ._storage import (
+    HistoryRows,
+    PendingLogins,
+    ServerRow,
+    ServerRows,
+    Storage,
+    StoredServers,
+    WorkspaceRows,
+)
 from ._tools import Media, Tool, ToolResult
 from ._ui import UI, Attachment, IncomingMessage, MessageRef, Sender
-from ._workspace_tools import resolve_in_workspace, workspace_tools
+from ._workspace_rows import workspace_row_tools
+from ._workspace_tools import over_quota, resolve_in_workspace, workspace_path, workspace_tools
 from .secrets import (
     MIN_SECRET_LENGTH,
     REDACTED,
@@ -106,6 +115,7 @@ __all__ = [
     "PanelAction",
     "PanelRow",
     "ParsedCommand",
+    "PendingLogins",
     "PromptSections",
     "Question",
     "Redactor",
@@ -121,6 +131,7 @@ __all__ = [
     "ToolResultEvent",
     "ToolRules",
     "Withheld",
+    "WorkspaceRows",
     "accepted",
     "answer_from_text",
     "attachment_note",
@@ -141,6 +152,7 @@ __all__ = [
     "oauth_redirect",
     "one_line",
     "outbound_secrets",
+    "over_quota",
     "parse_command",
     "render_approval",
     "render_panel",
@@ -152,5 +164,7 @@ __all__ = [
     "scope_folder",
     "session_state_dir",
     "shown",
+    "workspace_path",
+    "workspace_row_tools",
     "workspace_tools",
 ]

@@ -29,6 +29,8 @@ class ToolChange:
     kind: Literal["new", "changed"]
     diff: tuple[str, ...] = ()
     """Lines saying what differs (``description: "…" → "…"``), each value whole, or all a new tool says."""
+    what: Literal["tool", "prompt"] = "tool"
+    """What kind of definition it is: a tool the model calls, or a prompt a person runs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,16 +56,21 @@ class Approval:
 
 def render_approval(approval: Approval) -> str:
     """The text form, for a front end without buttons (and the buttons' message text)."""
-    count = len(approval.changes)
-    what = "1 tool" if count == 1 else f"{count} tools"
+    counts = [
+        f"{count} {kind}" if count == 1 else f"{count} {kind}s"
+        for kind in ("tool", "prompt")
+        if (count := sum(change.what == kind for change in approval.changes))
+    ]
     if approval.instructions:
-        what = f"{what} and its instructions" if count else "its instructions"
+        counts.append("its instructions")
+    what = " and ".join(counts)
     lines = [f"{approval.source} changed {what}; the agent cannot use them until you decide:"]
     if approval.instructions:
         lines.append("- its instructions to the agent (changed)")
         lines += [f"    {line}" for line in approval.instructions]
     for change in approval.changes:
-        lines.append(f"- {change.tool} ({change.kind})")
+        label = "" if change.what == "tool" else f"{change.what} "
+        lines.append(f"- {label}{change.tool} ({change.kind})")
         lines += [f"    {line}" for line in change.diff]
     if approval.note:
         lines.append(approval.note)

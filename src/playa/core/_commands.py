@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ._tools import Media
 from ._ui import UI, Sender
 
 if TYPE_CHECKING:
@@ -75,6 +76,9 @@ class CommandContext:
     args_hold_key: bool = field(kw_only=True)
     """Whether a word of ``args`` looks like a key: the classifier's finding (``Inbound``), so a
     handler never quotes it, and need not ask again."""
+    turn: Callable[[str, tuple[Media, ...]], Awaitable[str]] | None = field(default=None, kw_only=True)
+    """Runs an agent turn of this text (and media) as the sender's message, and returns the text of
+    its reply; set by the host (None where no agent answers)."""
 
     @property
     def is_owner(self) -> bool:

@@ -17,7 +17,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-__all__ = ["HistoryRows", "ServerRow", "ServerRows", "Storage", "StoredServers"]
+__all__ = [
+    "HistoryRows",
+    "PendingLogins",
+    "ServerRow",
+    "ServerRows",
+    "Storage",
+    "StoredServers",
+    "WorkspaceRows",
+]
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,49 @@ class HistoryRows(Protocol):
         ...
 
 
+class WorkspaceRows(Protocol):
+    """A chat's workspace as rows: one file a row, by its path relative to the workspace.
+
+    Paths come checked (``workspace_path``: relative, no ``..``, never the host's folder); the
+    quota is the most bytes the chat's files may hold together.
+    """
+
+    async def paths(self, scope: str, prefix: str) -> list[str]:
+        """The paths of the chat's files that start with ``prefix`` (``""``: every one), sorted."""
+        ...
+
+    async def read(self, scope: str, path: str) -> bytes | None:
+        """The file's bytes; None when there is none."""
+        ...
+
+    async def write(self, scope: str, path: str, data: bytes, *, quota: int | None) -> None:
+        """Create or replace the file; raises ``WorkspaceError`` (``over_quota``), writing nothing,
+        when the chat's files would hold more than ``quota`` bytes."""
+        ...
+
+    async def delete(self, scope: str, path: str) -> bool:
+        """Remove the file; whether there was one."""
+        ...
+
+
+class PendingLogins(Protocol):
+    """OAuth logins begun and waiting for their redirect, which any process may receive.
+
+    A login is found by the SHA-256 of its ``state`` parameter (the state itself, a bearer of the
+    login, is never stored) and taken once: of two processes that receive the same redirect, one
+    gets the login and the other nothing.
+    """
+
+    async def put(self, state_hash: bytes, scope: str, server: str, sealed: bytes, expires_at: float) -> None:
+        """Keep a login (its sealed bytes) until ``expires_at`` (seconds since the epoch)."""
+        ...
+
+    async def take(self, state_hash: bytes, now: float) -> tuple[str, str, bytes] | None:
+        """The login's scope, server and sealed bytes, removed as they are returned; None when
+        there is none (never begun, taken already, or expired at ``now``)."""
+        ...
+
+
 class Storage(Protocol):
     """The chats' state kept outside the data dir (``PLAYA_DATABASE_URL``), chosen once at start."""
 
@@ -86,6 +137,12 @@ class Storage(Protocol):
 
     @property
     def history(self) -> HistoryRows: ...
+
+    @property
+    def workspace(self) -> WorkspaceRows: ...
+
+    @property
+    def logins(self) -> PendingLogins: ...
 
     @property
     def where(self) -> str:

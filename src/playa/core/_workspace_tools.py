@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import stat
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -15,7 +17,14 @@ import anyio.to_thread
 from ..exceptions import WorkspaceError
 from ._tools import Tool, ToolResult
 
-__all__ = ["HOST_FOLDER", "resolve_in_workspace", "workspace_tools"]
+__all__ = [
+    "HOST_FOLDER",
+    "file_tools",
+    "over_quota",
+    "resolve_in_workspace",
+    "workspace_path",
+    "workspace_tools",
+]
 
 MAX_READ = 1024 * 1024
 MAX_LIST = 1000
@@ -29,11 +38,11 @@ an older copy. The store verifies what it reads anyway; the fence keeps the agen
 """
 
 
-def resolve_in_workspace(workspace: Path, path: str) -> Path:
-    """The real path of ``path`` inside ``workspace``, or a clear refusal.
+def workspace_path(path: str) -> PurePosixPath:
+    """``path`` as a path relative to a workspace (``.`` is its top), or a clear refusal.
 
-    Relative paths only, no ``..`` step, and after resolving symlinks the result must still be
-    inside the workspace: a link planted in the workspace cannot lead the agent out of it.
+    Relative paths only, no ``..`` step, never the host's folder: the rules of every workspace,
+    on disk or in a database's rows; no file system is looked at.
     """
     if not isinstance(path, str) or "\x00" in path:
         raise WorkspaceError("the path must be text without NUL characters")
@@ -42,15 +51,51 @@ def resolve_in_workspace(workspace: Path, path: str) -> Path:
         raise WorkspaceError(f"{path!r} is absolute; give a path relative to the workspace")
     if ".." in posix.parts:
         raise WorkspaceError(f"{path!r} contains '..'; paths must stay inside the workspace")
+    if any(_is_host_folder(part) for part in posix.parts):
+        raise WorkspaceError(_FENCED)
+    return posix
+
+
+def resolve_in_workspace(workspace: Path, path: str) -> Path:
+    """The real path of ``path`` inside ``workspace``, or a clear refusal.
+
+    ``workspace_path``'s rules, and after resolving symlinks the result must still be inside the
+    workspace: a link planted in the workspace cannot lead the agent out of it.
+    """
+    posix = workspace_path(path)
     root = workspace.resolve()
     target = (root / Path(*posix.parts)).resolve() if posix.parts else root
     if target != root and not target.is_relative_to(root):
         raise WorkspaceError(f"{path!r} leads outside the workspace")
     # Judged on the resolved path, so a link to the folder (or into it) is refused too, and
     # case-folded, so ".VOLCANIC" on a case-insensitive file system is the same folder.
-    if _fenced(root, target) or any(_is_host_folder(part) for part in posix.parts):
-        raise WorkspaceError(f"{HOST_FOLDER}/ holds the host's own files; the workspace tools cannot use it")
+    if _fenced(root, target):
+        raise WorkspaceError(_FENCED)
     return target
+
+
+def over_quota(written: int, total: int, quota: int) -> WorkspaceError:
+    """The refusal of a write that would take a workspace over its quota (``PLAYA_WORKSPACE_QUOTA``)."""
+    return WorkspaceError(
+        f"the workspace is full: writing {written} bytes would take it to {total} bytes, over its "
+        f"quota of {quota} bytes; delete files first"
+    )
+
+
+def _usage(root: Path, without: Path) -> int:
+    """The bytes of the workspace's regular files but ``without``, links not followed."""
+    total = 0
+    for folder, _dirs, names in os.walk(root):
+        for name in names:
+            path = Path(folder, name)
+            if path != without:
+                with contextlib.suppress(OSError):
+                    status = path.lstat()
+                    total += status.st_size if stat.S_ISREG(status.st_mode) else 0
+    return total
+
+
+_FENCED = f"{HOST_FOLDER}/ holds the host's own files; the workspace tools cannot use it"
 
 
 def _is_host_folder(name: str) -> bool:
@@ -120,9 +165,11 @@ def _str_arg(arguments: dict[str, Any], name: str, default: str | None = None) -
     return value
 
 
-def workspace_tools(workspace: Path) -> list[Tool]:
-    """The list, read, write and delete tools over one workspace."""
+def workspace_tools(workspace: Path, *, quota: int | None = None) -> list[Tool]:
+    """The list, read, write and delete tools over one workspace folder; ``quota``: the most bytes
+    its files may hold (a write past it is refused; the folder is walked on each write)."""
     root = workspace
+    writing = threading.Lock()  # the quota's check and the write, one write at a time
 
     def _list(arguments: dict[str, Any]) -> str:
         target = resolve_in_workspace(root, _str_arg(arguments, "path", "."))
@@ -152,12 +199,17 @@ def workspace_tools(workspace: Path) -> list[Tool]:
         content = _str_arg(arguments, "content")
         if target == root.resolve():
             raise WorkspaceError("cannot write to the workspace folder itself")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        # Not truncated on open: a file that is refused (another link to it) is left as it was.
-        fd = _open_file(target, path, os.O_WRONLY | os.O_CREAT)
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.truncate()
-            file.write(content)
+        with writing:
+            if quota is not None:
+                size = len(content.encode())
+                if (total := _usage(root.resolve(), target) + size) > quota:
+                    raise over_quota(size, total, quota)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            # Not truncated on open: a file that is refused (another link to it) is left as it was.
+            fd = _open_file(target, path, os.O_WRONLY | os.O_CREAT)
+            with os.fdopen(fd, "w", encoding="utf-8") as file:
+                file.truncate()
+                file.write(content)
         return f"wrote {len(content.encode())} bytes to {_display(root.resolve(), target)}"
 
     def _delete(arguments: dict[str, Any]) -> str:
@@ -173,6 +225,16 @@ def workspace_tools(workspace: Path) -> list[Tool]:
 
         return run
 
+    return file_tools(threaded(_list), threaded(_read), threaded(_write), threaded(_delete))
+
+
+ToolRun = Callable[[dict[str, Any]], Awaitable[str]]
+
+
+def file_tools(
+    list_files: ToolRun, read_file: ToolRun, write_file: ToolRun, delete_file: ToolRun
+) -> list[Tool]:
+    """The four workspace tools as the model sees them, whichever backend runs them."""
     path_only = {
         "type": "object",
         "properties": {"path": {"type": "string", "description": "Path relative to the workspace."}},
@@ -183,9 +245,9 @@ def workspace_tools(workspace: Path) -> list[Tool]:
             "list_files",
             "List the files and folders at a path in your workspace ('.' for its top).",
             {"type": "object", "properties": {"path": {"type": "string", "default": "."}}},
-            threaded(_list),
+            list_files,
         ),
-        _FileTool("read_file", "Read a text file from your workspace.", path_only, threaded(_read)),
+        _FileTool("read_file", "Read a text file from your workspace.", path_only, read_file),
         _FileTool(
             "write_file",
             "Create or overwrite a text file in your workspace.",
@@ -194,7 +256,7 @@ def workspace_tools(workspace: Path) -> list[Tool]:
                 "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
                 "required": ["path", "content"],
             },
-            threaded(_write),
+            write_file,
         ),
-        _FileTool("delete_file", "Delete a file from your workspace.", path_only, threaded(_delete)),
+        _FileTool("delete_file", "Delete a file from your workspace.", path_only, delete_file),
     ]

@@ -16,6 +16,7 @@ from ._open import open_storage
 from ._pool import Connection, Database, PoolOptions
 from ._storage import DatabaseStorage, HistoryTable, ServerTable
 from ._url import DEFAULT_PORT, ENV_DATABASE_URL, SSL_MODES, ConnectArguments, DatabaseUrl, database_url
+from ._workspace import LoginTable, WorkspaceTable
 
 __all__ = [
     "DEFAULT_PORT",
@@ -28,10 +29,12 @@ __all__ = [
     "DatabaseStorage",
     "DatabaseUrl",
     "HistoryTable",
+    "LoginTable",
     "Migration",
     "PoolOptions",
     "ServerTable",
     "Upgrade",
+    "WorkspaceTable",
     "claim_host_key",
     "database_url",
     "latest_version",

@@ -13,6 +13,7 @@ from typing import Final
 from ..core import ServerRow, StoredServers
 from ._host_key import claim_host_key
 from ._pool import Connection, Database
+from ._workspace import LoginTable, WorkspaceTable
 
 __all__ = ["DatabaseStorage", "HistoryTable", "ServerTable"]
 
@@ -124,6 +125,8 @@ class DatabaseStorage:
         self.database = database
         self._servers = ServerTable(database)
         self._history = HistoryTable(database)
+        self._workspace = WorkspaceTable(database)
+        self._logins = LoginTable(database)
 
     def __repr__(self) -> str:
         return f"DatabaseStorage({self.where})"
@@ -135,6 +138,14 @@ class DatabaseStorage:
     @property
     def history(self) -> HistoryTable:
         return self._history
+
+    @property
+    def workspace(self) -> WorkspaceTable:
+        return self._workspace
+
+    @property
+    def logins(self) -> LoginTable:
+        return self._logins
 
     @property
     def where(self) -> str:

@@ -8,6 +8,7 @@ from ._callback_listener import Callbacks, PendingLogin
 from ._chat import ChatServers
 from ._elicit import MAX_LINK_SHOWN, MAX_TEXT, Ask, asking, credential_field
 from ._extension import RemoteMcpExtension
+from ._frontmatter import FrontmatterError, frontmatter_of, same_frontmatter
 from ._review import APPROVAL_LIMIT
 from ._server import RemoteServer
 from ._settings import FLOW_GUARD_MODES, FlowGuardMode, RemoteMcpSettings
@@ -67,6 +68,7 @@ __all__ = [
     "EgressPolicy",
     "Endpoint",
     "FlowGuardMode",
+    "FrontmatterError",
     "HostSecret",
     "LoadResult",
     "LoadedSkill",
@@ -90,11 +92,13 @@ __all__ = [
     "client_metadata_document",
     "credential_field",
     "decision_of",
+    "frontmatter_of",
     "list_skills",
     "load_skill",
     "offers_skills",
     "read_skill_file",
     "resolve_host_secret",
+    "same_frontmatter",
     "skill_digest",
     "skills_of",
     "system_resolver",

@@ -17,6 +17,7 @@ from ._calls import Calls
 from ._flow import FlowGuard, FlowSource
 from ._login import Logins
 from ._policies import Policies
+from ._prompts import ChatPrompts
 from ._review import Review
 from ._server import ChatContext, RemoteServer, wait_for_connects
 from ._settings import RemoteMcpSettings
@@ -111,6 +112,8 @@ class ChatServers:
         self._context = context
         self.review = Review(context)
         """The servers' new and changed tools and instructions, held until the owner decides."""
+        self.prompts = ChatPrompts(context, self.review)
+        """The servers' prompts: listed, held until the owner approves them, rendered for a person."""
         self.logins = Logins(context)
         """The owner's OAuth logins (``/mcp_auth``)."""
         self.policies = Policies(context)
@@ -167,6 +170,7 @@ class ChatServers:
     async def bound(self, server: RemoteServer, adopted: Pins | None) -> None:
         """A server bound a tool list: an adopted one is saved, and what waits is shown to the owner."""
         await self.review.settle(server, adopted)
+        self.prompts.connected(server)
 
     def changed(self) -> None:
         """A server's state changed: the prompt section says it as it is now."""
@@ -188,6 +192,9 @@ class ChatServers:
                 server.start()
         await self.wait_for_connects()
         self._write_section()
+        if (rendered := self.prompts.take_rendered()) is not None:
+            # The turn a person's /prompt starts: its text is the server's, for the flow guard too.
+            self.flow_guard.saw(FlowSource.of_server(rendered[0]), rendered[1])
 
     async def _pick_up(self, saved: Saved, *, superseded: OAuthGrant | None = None) -> RemoteServer:
         """After ``add`` saved an entry: pick it up from what was written, and wait for its connect.

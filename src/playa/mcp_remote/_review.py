@@ -13,6 +13,7 @@ shown of them.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Final
 
 import mcp_types
@@ -22,6 +23,7 @@ from ..exceptions import StoreError
 from ._server import ChatContext, RemoteServer, wait_for_connects
 from .store import (
     Pins,
+    PromptPins,
     same_definitions,
     shown_names,
 )
@@ -37,7 +39,31 @@ What waits from a server is shown whole or not at all; a change too large to rea
 rejected rather than approved on a part (a server could hide its instruction at the end)."""
 
 
-def _decided(name: str, tools: list[mcp_types.Tool], instructions: bool, *, approve: bool) -> str:
+def _decided(
+    name: str,
+    tools: list[mcp_types.Tool],
+    instructions: bool,
+    prompts: list[mcp_types.Prompt],
+    *,
+    approve: bool,
+) -> str:
+    """The reply to the owner's decision on a server's held tools, instructions and prompts."""
+    text = _decided_tools(name, tools, instructions, approve=approve) if tools or instructions else ""
+    if prompts:
+        names = ", ".join(sorted(prompt.name for prompt in prompts))
+        text += (
+            f"{' ' if text else ''}{'Approved' if approve else 'Rejected'} {len(prompts)} prompt(s) of "
+            f"{name}: {names}. "
+            + (
+                "They can be run now (/prompts)."
+                if approve
+                else "They stay held until the server changes them again."
+            )
+        )
+    return text
+
+
+def _decided_tools(name: str, tools: list[mcp_types.Tool], instructions: bool, *, approve: bool) -> str:
     """The reply to the owner's decision on a server's held tools and instructions."""
     names = ", ".join(sorted(tool.name for tool in tools))
     if approve:
@@ -95,6 +121,11 @@ class Review:
         if self._untold_change(server):
             await self._announce(server)
 
+    async def announce_waiting(self, server: RemoteServer) -> None:
+        """Tell the owner of what of the server waits for them, unless they were shown it as it is."""
+        if self._untold_change(server):
+            await self._announce(server)
+
     async def _tell_adopted(self, name: str, pins: Pins, *, tools_too: bool) -> None:
         """Tell the owner that an entry from before pins took what its server offers now as approved."""
         instructions = pins.instructions_text is not None
@@ -132,13 +163,14 @@ class Review:
         if size <= APPROVAL_LIMIT:
             return None
         name = server.entry.name
-        tools, instructions = await self._conclude(server, approve=False)
+        tools, instructions, prompts = await self._conclude(server, approve=False)
         what = (
             [f"{len(tools)} tool(s) ({shown_names((tool.name for tool in tools), self._redact)})"]
             if tools
             else []
         )
         what += ["its instructions"] if instructions is not None else []
+        what += [f"{len(prompts)} prompt(s)"] if prompts else []
         logger.info("%s: a change of %s too large to show was rejected", self._session.scope, name)
         return (
             f"{name} changed {' and '.join(what)}, but the change is too large to show you in full "
@@ -258,22 +290,26 @@ class Review:
                 )
             server.review.saw(approval.digest)
             return f"The tools of {name} {what} you were shown them. Now:\n{render_approval(approval)}"
-        held, instructions = await self._conclude(server, approve=approve)
+        held, instructions, prompts = await self._conclude(server, approve=approve)
         self._audit.record(
             "approved" if approve else "rejected",
             server=name,
             tools=len(held),
             instructions=instructions is not None,
+            prompts=len(prompts),
         )
-        return self._redact(_decided(name, held, instructions is not None, approve=approve))
+        return self._redact(_decided(name, held, instructions is not None, prompts, approve=approve))
 
     async def _conclude(
         self, server: RemoteServer, *, approve: bool
-    ) -> tuple[list[mcp_types.Tool], str | None]:
-        """Approve or reject everything of the server that waits; the tools and instructions decided."""
+    ) -> tuple[list[mcp_types.Tool], str | None, list[mcp_types.Prompt]]:
+        """Approve or reject everything of the server that waits; the tools, instructions and prompts decided."""
         held = list(server.review.held.values())
         instructions = server.review.held_instructions
         pins = server.entry.pins or Pins()
+        if prompts := list(server.review.prompts.held.values()):
+            pinned = pins.prompts or PromptPins()
+            pins = replace(pins, prompts=pinned.approve(prompts) if approve else pinned.reject(prompts))
         pins = pins.approve(held) if approve else pins.reject(held)
         if instructions is not None:
             if approve:
@@ -285,4 +321,5 @@ class Review:
             # Pins of tools the server dropped go: they would only grow with every change.
             pins = pins.only(tool.name for tool in connection.tools)
         await server.decided(pins)
-        return held, instructions
+        server.review.prompts.decided(approve=approve)
+        return held, instructions, prompts

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import mcp_types
 
 from ..core import Approval, Redactor
+from ._prompt_review import PromptHold
 from .store import Pins, ServerEntry, approval_digest, change_of, field_digests, instructions_change
 
 __all__ = ["ServerReview"]
@@ -38,6 +39,8 @@ class ServerReview:
     connection when the owner approved them, else the approved ones (or none)."""
     held_instructions: str | None = None
     """The server's new instructions, held back from the model until the owner decides."""
+    prompts: PromptHold = field(default_factory=PromptHold)
+    """The server's prompts: which can run, and which wait with its tools for the owner's decision."""
     quiet: bool = False
     """Adopting the tool list needs no word to the owner (an ``/mcp_add``, whose reply lists it)."""
     _prompt: tuple[str | None, Redactor, str] | None = field(default=None, init=False, repr=False)
@@ -45,8 +48,8 @@ class ServerReview:
 
     @property
     def waiting(self) -> bool:
-        """Whether changed tools or instructions wait for the owner's decision."""
-        return bool(self.held) or self.held_instructions is not None
+        """Whether changed tools, instructions or prompts wait for the owner's decision."""
+        return bool(self.held) or bool(self.prompts.held) or self.held_instructions is not None
 
     # Holding back
 
@@ -116,7 +119,7 @@ class ServerReview:
         changes = tuple(
             change_of(tool, pins.tools.get(remote), self.approved.get(remote), redact)
             for remote, tool in sorted(self.held.items())
-        )
+        ) + self.prompts.changes(pins, redact)
         instructions: tuple[str, ...] = ()
         note = f"Meanwhile the agent uses its other tools; /mcp_review {name} shows this again."
         if self.held_instructions is not None:
@@ -130,7 +133,9 @@ class ServerReview:
             reject=f"/mcp_reject {name}",
             note=note,
             instructions=instructions,
-            digest=approval_digest(self.held.values(), self.held_instructions, changes, instructions),
+            digest=approval_digest(
+                self.held.values(), self.held_instructions, changes, instructions, self.prompts.held.values()
+            ),
         )
 
     def saw(self, digest: str) -> None:

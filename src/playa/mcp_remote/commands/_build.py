@@ -17,6 +17,7 @@ from ._audit_records import audit
 from ._auth import auth
 from ._call_policy import policy
 from ._panel import PANEL_USAGE, PanelTags, panel, panel_carries_secret
+from ._prompts import PROMPT_USAGE, PROMPTS_USAGE, list_prompts, run_prompt
 from ._requests import AUDIT_SHOWN, AUTH_USAGE, POLICY_USAGE, auth_carries_secret, not_a_count, not_a_name
 from ._servers import add, list_servers, list_tools, remove, restore
 from ._tool_changes import decide, review
@@ -110,6 +111,22 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             partial(policy, access),
             usage=POLICY_USAGE,
             read_only=lambda args: not args.strip(),  # the list only shows; a setting changes the chat
+        ),
+        Command(
+            "prompts",
+            "the prompts of the chat's remote MCP servers, which anyone here can run",
+            partial(list_prompts, access),
+            usage=PROMPTS_USAGE,
+            owner_only=False,
+            carries_secret=not_a_name,
+            read_only=True,
+        ),
+        Command(
+            "prompt",
+            "run a prompt of a remote MCP server: its text becomes your message to the agent, marked as the server's",
+            partial(run_prompt, access),
+            usage=PROMPT_USAGE,
+            owner_only=False,
         ),
         Command(
             "mcp_tools",

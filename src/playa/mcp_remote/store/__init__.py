@@ -27,6 +27,8 @@ from ._pin_views import (
 )
 from ._pins import INSTRUCTIONS_KEPT, Pins, digest_of, field_digests, pending_digest
 from ._policy import DECISIONS, READ_ONLY_MARKS, Decision, Policy, decision_of, read_only_of
+from ._prompt_digest import PromptPins, prompt_definition, prompt_digest
+from ._prompt_views import prompt_change
 from ._row_servers import RowMemory, RowServers
 from ._seal import (
     Envelope,
@@ -71,6 +73,7 @@ __all__ = [
     "OAuthGrant",
     "Pins",
     "Policy",
+    "PromptPins",
     "Rejected",
     "RowMemory",
     "RowServers",
@@ -97,6 +100,9 @@ __all__ = [
     "mask_url",
     "move_log",
     "pending_digest",
+    "prompt_change",
+    "prompt_definition",
+    "prompt_digest",
     "read_only_of",
     "read_records",
     "resolve_host_secret",

@@ -266,6 +266,7 @@ def approval_digest(
     instructions: str | None,
     changes: Iterable[ToolChange],
     shown_instructions: Sequence[str],
+    prompts: Iterable[mcp_types.Prompt] = (),
 ) -> str:
     """What an approval decides: the held definitions as they are, and exactly how they were shown.
 
@@ -273,7 +274,7 @@ def approval_digest(
     A view that omitted or showed otherwise anything of the change names another digest, so it
     cannot approve it. ``same_definitions`` tells the halves apart.
     """
-    return pending_digest(tools, instructions) + view_digest(changes, shown_instructions)
+    return pending_digest(tools, instructions, prompts) + view_digest(changes, shown_instructions)
 
 
 def same_definitions(digest: str, other: str) -> bool:

@@ -23,17 +23,17 @@ How a held change is shown to the owner, and the digest of that view: ``_pin_vie
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import mcp_types
 
 from ...exceptions import ValidationError
+from ._digests import DIGEST_CHARS, NULL_DIGEST, Verdict, canonical, digest_of, is_digest
+from ._prompt_digest import PromptPins, prompt_digest
 
 __all__ = [
     "DIGEST_CHARS",
@@ -51,38 +51,21 @@ __all__ = [
 
 PIN_FIELDS: Final = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
 _VERSION: Final = 2
-_VERSIONS: Final = {1: {"v", "tools", "rejected"}, 2: {"v", "tools", "rejected", "instructions"}}
-"""What each version holds: 1 is from before instructions were pinned (an entry adopts them once)."""
+_VERSIONS: Final = {
+    1: {"v", "tools", "rejected"},
+    2: {"v", "tools", "rejected", "instructions"},
+    3: {"v", "tools", "rejected", "instructions", "prompts"},
+}
+"""What each version holds: 1 is from before instructions were pinned, 2 from before prompts were
+(an entry adopts what it lacks once, at its server's first listing of it)."""
 INSTRUCTIONS_KEPT: Final = 16_000
 """Characters of the approved instructions kept with the pins (redacted): far more than the prompt shows."""
-_DIGEST_BYTES: Final = 16
-DIGEST_CHARS: Final = 22  # base64url of 16 bytes, unpadded
-_DIGEST_ALPHABET: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
-
-Verdict = Literal["live", "held", "rejected"]
-
-
-def canonical(value: object) -> bytes:
-    """A JSON value's one encoding: what its digest is of."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
 
 
 def definition(tool: mcp_types.Tool) -> dict[str, Any]:
     """The pinned fields of a tool's definition, as JSON."""
     raw = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
     return {name: raw.get(name) for name in PIN_FIELDS}
-
-
-def _hash(data: bytes) -> str:
-    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()[:_DIGEST_BYTES]).decode("ascii").rstrip("=")
-
-
-_NULL: Final = _hash(b"null")
-
-
-def digest_of(value: object) -> str:
-    """The digest of a JSON value (of its canonical encoding)."""
-    return _hash(canonical(value))
 
 
 def field_digests(tool: mcp_types.Tool) -> tuple[str, ...]:
@@ -102,7 +85,7 @@ def field_digests(tool: mcp_types.Tool) -> tuple[str, ...]:
         if annotations is None
         else annotations.model_dump(by_alias=True, mode="json", exclude_none=True),
     )
-    return tuple(_NULL if value is None else digest_of(value) for value in values)
+    return tuple(NULL_DIGEST if value is None else digest_of(value) for value in values)
 
 
 def _digest(fields: Iterable[str]) -> str:
@@ -111,13 +94,18 @@ def _digest(fields: Iterable[str]) -> str:
 
 def instructions_digest(text: str | None) -> str:
     """The digest of a server's instructions (of none: the digest of null)."""
-    return _NULL if text is None else digest_of(text)
+    return NULL_DIGEST if text is None else digest_of(text)
 
 
-def pending_digest(tools: Iterable[mcp_types.Tool], instructions: str | None = None) -> str:
+def pending_digest(
+    tools: Iterable[mcp_types.Tool], instructions: str | None = None, prompts: Iterable[mcp_types.Prompt] = ()
+) -> str:
     """One digest of held definitions and held instructions: what the owner was shown must be what they approve."""
     held = sorted([tool.name, _digest(field_digests(tool))] for tool in tools)
-    return digest_of([held, None if instructions is None else instructions_digest(instructions)])
+    pending: list[object] = [held, None if instructions is None else instructions_digest(instructions)]
+    if held_prompts := sorted([prompt.name, prompt_digest(prompt)] for prompt in prompts):
+        pending.append(held_prompts)
+    return digest_of(pending)
 
 
 @dataclass(frozen=True)
@@ -132,6 +120,8 @@ class Pins:
     instructions_text: str | None = None
     """The approved instructions (their first ``INSTRUCTIONS_KEPT`` characters); None: none approved."""
     rejected_instructions: frozenset[str] = frozenset()
+    prompts: PromptPins | None = None
+    """The approved and rejected prompt definitions; None until they are pinned (an entry from before)."""
 
     def __post_init__(self) -> None:
         tools = {name: tuple(fields) for name, fields in self.tools.items()}
@@ -207,6 +197,8 @@ class Pins:
                 "text": self.instructions_text,
                 "rejected": sorted(self.rejected_instructions),
             }
+            if self.prompts is not None:
+                raw["v"], raw["prompts"] = 3, self.prompts.encode()
         return json.dumps(raw, sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -227,10 +219,10 @@ class Pins:
         for fields in tools.values():
             if not isinstance(fields, list) or len(fields) != len(PIN_FIELDS):
                 raise problem
-            if not all(_is_digest(value) for value in fields):
+            if not all(is_digest(value) for value in fields):
                 raise problem
         for digests in rejected.values():
-            if not isinstance(digests, list) or not all(_is_digest(value) for value in digests):
+            if not isinstance(digests, list) or not all(is_digest(value) for value in digests):
                 raise problem
         pins = cls(tools, {name: frozenset(digests) for name, digests in rejected.items()})
         if "instructions" not in raw:
@@ -239,16 +231,19 @@ class Pins:
         if not isinstance(instructions, dict) or set(instructions) != {"digest", "text", "rejected"}:
             raise problem
         digest, kept, refused = instructions["digest"], instructions["text"], instructions["rejected"]
-        if not _is_digest(digest) or not (kept is None or isinstance(kept, str)):
+        if not is_digest(digest) or not (kept is None or isinstance(kept, str)):
             raise problem
         if kept is not None and len(kept) > INSTRUCTIONS_KEPT:
             raise problem
-        if not isinstance(refused, list) or not all(_is_digest(value) for value in refused):
+        if not isinstance(refused, list) or not all(is_digest(value) for value in refused):
+            raise problem
+        prompts = None
+        if "prompts" in raw and (prompts := PromptPins.decode(raw["prompts"])) is None:
             raise problem
         return replace(
-            pins, instructions=digest, instructions_text=kept, rejected_instructions=frozenset(refused)
+            pins,
+            instructions=digest,
+            instructions_text=kept,
+            rejected_instructions=frozenset(refused),
+            prompts=prompts,
         )
-
-
-def _is_digest(value: object) -> bool:
-    return isinstance(value, str) and len(value) == DIGEST_CHARS and set(value) <= _DIGEST_ALPHABET

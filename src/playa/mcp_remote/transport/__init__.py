@@ -54,6 +54,7 @@ from ._oauth import (
     register_secrets,
     token_auth_method,
 )
+from ._prompts import complete_argument, get_prompt, list_prompts, offers_completions, offers_prompts
 from ._resource_updates import ResourceUpdates
 from ._resources import (
     MAX_SUBSCRIPTIONS,
@@ -134,18 +135,23 @@ __all__ = [
     "challenge_description",
     "client_metadata",
     "client_metadata_document",
+    "complete_argument",
     "complete_by_default",
     "connect_error",
     "create_task",
     "exception_tree",
     "find_refusal",
     "format_size",
+    "get_prompt",
     "get_task",
     "guarded_transport",
+    "list_prompts",
     "list_resources",
     "list_skills",
     "missing_scope",
     "needs_scope",
+    "offers_completions",
+    "offers_prompts",
     "offers_resources",
     "offers_skills",
     "offers_subscriptions",

@@ -17,7 +17,7 @@ import anyio
 import mcp_types
 from mcp.client import Client
 from mcp.client.caching import CacheMode
-from mcp.client.subscriptions import SubscriptionLost
+from mcp.client.subscriptions import PromptsListChanged, SubscriptionLost
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 __all__ = ["ChangeFollower", "list_tools", "listen_for_changes", "offers_changes"]
@@ -65,19 +65,33 @@ def offers_changes(client: Client) -> bool:
 
 
 async def listen_for_changes(
-    client: Client, *, server: str, changed: Callable[[], None], opened: Callable[[], None]
+    client: Client,
+    *,
+    server: str,
+    changed: Callable[[], None],
+    opened: Callable[[], None],
+    prompts: Callable[[], None] | None = None,
 ) -> None:
     """Hear tool-list changes on a ``subscriptions/listen`` stream, opened again when it drops.
 
     ``opened`` hears each time the stream is open (changes made while none was open were never
-    sent: the tools are to be looked at again), ``changed`` each change the server announces.
+    sent: the tools are to be looked at again), ``changed`` each change the server announces;
+    ``prompts``, when given and the server offers it, each change of its prompts.
     """
+    offered = client.server_capabilities.prompts
+    prompts_too = prompts is not None and offered is not None and bool(offered.list_changed)
     while True:
         try:
-            async with client.listen(tools_list_changed=True) as subscription:
+            async with client.listen(
+                tools_list_changed=True, prompts_list_changed=prompts_too
+            ) as subscription:
                 opened()
-                async for _event in subscription:
-                    changed()
+                async for event in subscription:
+                    if isinstance(event, PromptsListChanged):
+                        if prompts is not None:
+                            prompts()
+                    else:
+                        changed()
             return  # the server closed the subscription itself
         except SubscriptionLost:
             logger.info("%s: the tool-change subscription dropped; opening it again", server)
@@ -127,6 +141,13 @@ class ChangeFollower:
         """The change stream opened (or could not be) and the tools were looked at again (made
         when the first call asks for the stream: an idle connection holds one event less)."""
         self._listed_at = -math.inf
+        self.on_prompts: Callable[[], None] | None = None
+        """Hears that the server said its prompts changed (on either channel); it must not wait."""
+
+    def prompts_changed(self) -> None:
+        """The server said its prompts changed."""
+        if self.on_prompts is not None:
+            self.on_prompts()
 
     def listed(self) -> None:
         """The tools were just listed."""
@@ -163,7 +184,13 @@ class ChangeFollower:
 
     async def _listen(self, client: Client) -> None:
         try:
-            await listen_for_changes(client, server=self._server, changed=self.changed, opened=self._opened)
+            await listen_for_changes(
+                client,
+                server=self._server,
+                changed=self.changed,
+                opened=self._opened,
+                prompts=self.prompts_changed,
+            )
         finally:
             self._caught_up.set()  # no stream (refused, or ended): nothing to wait for
 

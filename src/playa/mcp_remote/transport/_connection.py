@@ -357,11 +357,17 @@ class Connection:
             self._relisting.cancel()
 
     async def _on_message(self, message: object) -> None:
-        """The SDK's message handler: a change of the tool list (2025-11-25) is listed again."""
+        """The SDK's message handler: a change of the tools (2025-11-25) is listed again, of the prompts told."""
         if isinstance(message, mcp_types.ToolListChangedNotification):
             self._changes.changed()
         elif isinstance(message, mcp_types.ResourceUpdatedNotification):
             self.resource_updates.heard(message.params.uri)
+        elif isinstance(message, mcp_types.PromptListChangedNotification):
+            self._changes.prompts_changed()
+
+    def follow_prompts(self, heard: Callable[[], None]) -> None:
+        """``heard`` hears each change of the server's prompts it announces (it must not wait)."""
+        self._changes.on_prompts = heard
 
     async def _relist(self, client: Client, cache_mode: CacheMode, always: bool) -> None:
         """List the tools again and tell the owner (``always``, or when they differ); a stop gives it up."""

@@ -1,0 +1,92 @@
+"""The chats' workspaces (``WorkspaceRows``) and pending OAuth logins (``PendingLogins``) in PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from ..core import over_quota
+from ._pool import Database
+
+__all__ = ["LoginTable", "WorkspaceTable"]
+
+
+class WorkspaceTable:
+    """The chats' files: one row each; ``workspace_usage`` (kept by a trigger) is what the quota sees."""
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+
+    async def paths(self, scope: str, prefix: str) -> list[str]:
+        async with self._database.connection() as connection:
+            rows = await connection.fetch(
+                "SELECT path FROM workspace_files WHERE chat = $1 AND starts_with(path, $2) ORDER BY path",
+                scope,
+                prefix,
+            )
+        return [row["path"] for row in rows]
+
+    async def read(self, scope: str, path: str) -> bytes | None:
+        async with self._database.connection() as connection:
+            data: bytes | None = await connection.fetchval(
+                "SELECT content FROM workspace_files WHERE chat = $1 AND path = $2", scope, path
+            )
+        return data
+
+    async def write(self, scope: str, path: str, data: bytes, *, quota: int | None) -> None:
+        async with self._database.transaction() as connection:
+            await connection.execute(
+                "INSERT INTO workspace_files (chat, path, content) VALUES ($1, $2, $3) "
+                "ON CONFLICT (chat, path) DO UPDATE SET content = EXCLUDED.content, updated_at = now()",
+                scope,
+                path,
+                data,
+            )
+            if quota is not None:
+                # The usage row, updated by the trigger in this transaction and locked by it: two
+                # writes of one chat cannot both pass the check against the old total.
+                total: int = await connection.fetchval(
+                    "SELECT bytes FROM workspace_usage WHERE chat = $1", scope
+                )
+                if total > quota:
+                    raise over_quota(len(data), total, quota)  # rolls the write back
+
+    async def delete(self, scope: str, path: str) -> bool:
+        async with self._database.connection() as connection:
+            done: str = await connection.execute(
+                "DELETE FROM workspace_files WHERE chat = $1 AND path = $2", scope, path
+            )
+        return done != "DELETE 0"
+
+
+class LoginTable:
+    """Pending logins by the SHA-256 of their state: taken once (``DELETE … RETURNING``)."""
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+
+    async def put(self, state_hash: bytes, scope: str, server: str, sealed: bytes, expires_at: float) -> None:
+        async with self._database.connection() as connection:
+            await connection.execute(
+                "INSERT INTO oauth_pending (state_hash, chat, server, sealed, expires_at) "
+                "VALUES ($1, $2, $3, $4, $5)",
+                state_hash,
+                scope,
+                server,
+                sealed,
+                datetime.fromtimestamp(expires_at, UTC),
+            )
+
+    async def take(self, state_hash: bytes, now: float) -> tuple[str, str, bytes] | None:
+        async with self._database.transaction() as connection:
+            # One statement: of two takers the second finds the row gone (or waits, then finds it
+            # gone), so one login is completed once. Expired logins go with it.
+            row = await connection.fetchrow(
+                "DELETE FROM oauth_pending WHERE state_hash = $1 RETURNING chat, server, sealed, expires_at",
+                state_hash,
+            )
+            await connection.execute(
+                "DELETE FROM oauth_pending WHERE expires_at <= $1", datetime.fromtimestamp(now, UTC)
+            )
+        if row is None or row["expires_at"].timestamp() <= now:
+            return None
+        return row["chat"], row["server"], row["sealed"]
