@@ -95,16 +95,17 @@ class ChatPrompts:
         server.review.prompts.forget()
         if offers_prompts(connection):
             connection.follow_prompts(partial(self._heard, server, connection))
-            self._context.task_group.start_soon(self._refresh, server)
+            self._context.task_group.start_soon(self._refresh, server, connection)
 
     def _heard(self, server: RemoteServer, connection: Connection) -> None:
         """The server said its prompts changed: list them again, and tell the owner of what waits."""
         if server.current and server.connection is connection:
-            self._context.task_group.start_soon(self._refresh, server)
+            self._context.task_group.start_soon(self._refresh, server, connection)
 
-    async def _refresh(self, server: RemoteServer) -> None:
+    async def _refresh(self, server: RemoteServer, connection: Connection) -> None:
+        """List the prompts on ``connection`` in the background; never connects (a dropped one is let be)."""
         try:
-            await self.listing(server)
+            await self.listing(server, connection)
         except (RemoteError, ToolError) as exc:
             logger.info(
                 "%s: listing the prompts of %s failed: %s",
@@ -120,15 +121,21 @@ class ChatPrompts:
                 type(exc).__name__,
             )
 
-    async def listing(self, server: RemoteServer) -> PromptHold:
+    async def listing(self, server: RemoteServer, on: Connection | None = None) -> PromptHold:
         """List the server's prompts now and hold them against the pins: what can run, and what waits.
 
         A first listing is adopted and saved; a new or changed prompt is shown to the owner.
+        ``on``: only on this connection, if it is still the server's (else nothing is listed).
         Raises ``ToolError`` when the server is unavailable, ``RemoteError`` when it failed.
         """
         lock = self._locks.setdefault(server.entry.name, anyio.Lock())
         async with lock:
-            connection = await server.connection_for_call()
+            if on is None:
+                connection = await server.connection_for_call()
+            elif server.current and server.connection is on and not on.broken:
+                connection = on
+            else:
+                return server.review.prompts
             hold = server.review.prompts
             if not offers_prompts(connection):
                 hold.hold(server.entry.pins, ())

@@ -59,6 +59,10 @@ def _redactor(ctx: CommandContext, chat: ChatServers) -> _Redact:
 
 async def _server_prompts(chat: ChatServers, server: RemoteServer, redact: _Redact) -> str:
     name = server.entry.name
+    if server.status == "unavailable" and server.connection is None:
+        # Not connected again for a listing: a server in backoff (or waiting for a login) would
+        # hold the reply up for a connect; /mcp_list says why it is unavailable.
+        return f"{name}: unavailable ({redact(server.reason or 'not connected')})."
     try:
         hold = await chat.prompts.listing(server)
     except (RemoteError, ToolError) as exc:
