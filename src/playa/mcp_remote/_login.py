@@ -303,6 +303,7 @@ class Logins:
                 resource=previous.resource,
                 issuer=previous.issuer,
                 client=_reusable_client(previous, redirect_uri, state.login.scope),
+                elsewhere=previous.elsewhere,  # registrations with other issuers stay (SEP-2352)
             ),
             partial(self._persist, attempt),
             clock=self._clock,

@@ -20,6 +20,7 @@ from typing import Final
 import pydantic
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from mcp.client.auth.utils import issuers_match
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
 from mcp.shared.auth_utils import resource_url_from_server_url
 
@@ -36,7 +37,9 @@ __all__ = [
 
 GRANT_VERSION: Final = 2
 _FIELDS_V1: Final = frozenset({"v", "resource", "issuer", "client", "tokens", "expires_at", "metadata"})
-_FIELDS: Final = _FIELDS_V1 | {"dpop_key", "dpop_bound", "client_key"}
+_FIELDS_V2_FIRST: Final = _FIELDS_V1 | {"dpop_key", "dpop_bound", "client_key"}
+_FIELDS: Final = _FIELDS_V2_FIRST | {"elsewhere"}
+_MAX_ELSEWHERE: Final = 8
 CLIENT_CREDENTIALS: Final = "client_credentials"
 _CURVES: Final = {"secp256r1": "ES256", "secp384r1": "ES384", "secp521r1": "ES512"}
 _PEM = re.compile(r"-----BEGIN ([A-Z ]{1,40})-----(.*?)-----END \1-----", re.DOTALL)
@@ -77,6 +80,12 @@ def signing_algorithm(pem: str) -> str:
     raise ValueError("a key of a kind the host does not sign with (EC P-256/384/521, RSA or Ed25519)")
 
 
+def _same_issuer(a: str | None, b: str | None) -> bool:
+    """Whether two issuer identifiers name one server (RFC 8414 3.3: as strings; a root issuer
+    with and without its trailing slash alike, as the SDK compares them)."""
+    return a is not None and b is not None and issuers_match(a, b)
+
+
 def resource_of(url: str) -> str:
     """The canonical resource URI of a server URL (RFC 8707): what its tokens are bound to."""
     return resource_url_from_server_url(url)
@@ -101,6 +110,9 @@ class OAuthGrant:
     """Whether the tokens are DPoP-bound (the authorization server said ``token_type`` DPoP)."""
     client_key: str | None = None
     """A machine client's private key (PEM), which signs its ``private_key_jwt`` assertions."""
+    elsewhere: tuple[OAuthClientInformationFull, ...] = ()
+    """The client's registrations with other authorization servers, each bound to its issuer
+    (SEP-2352): a server that moves back to one uses it again instead of registering anew."""
 
     @property
     def secrets(self) -> frozenset[str]:
@@ -111,8 +123,9 @@ class OAuthGrant:
             values.add(self.tokens.access_token)
             if self.tokens.refresh_token:
                 values.add(self.tokens.refresh_token)
-        if self.client is not None and self.client.client_secret:
-            values.add(self.client.client_secret)
+        for client in (self.client, *self.elsewhere):
+            if client is not None and client.client_secret:
+                values.add(client.client_secret)
         if self.dpop_key:
             values.add(self.dpop_key)
         if self.client_key:
@@ -142,8 +155,27 @@ class OAuthGrant:
         )
 
     def with_client(self, client: OAuthClientInformationFull | None) -> OAuthGrant:
+        """The grant with ``client`` as its registration; the one it replaces, if it was bound to
+        another issuer, is kept for that issuer (credentials are kept per issuer, SEP-2352)."""
         issuer = client.issuer if client is not None and client.issuer else self.issuer
-        return replace(self, client=client, issuer=issuer)
+        kept = [c for c in self.elsewhere if client is None or not _same_issuer(c.issuer, client.issuer)]
+        previous = self.client
+        if (
+            previous is not None
+            and previous.issuer
+            and client is not None
+            and client.issuer
+            and not _same_issuer(previous.issuer, client.issuer)
+        ):
+            kept = [c for c in kept if not _same_issuer(c.issuer, previous.issuer)] + [previous]
+        return replace(self, client=client, issuer=issuer, elsewhere=tuple(kept[-_MAX_ELSEWHERE:]))
+
+    def client_for(self, issuer: str) -> OAuthClientInformationFull | None:
+        """The registration bound to ``issuer``, if the grant holds one."""
+        for client in (self.client, *self.elsewhere):
+            if client is not None and client.issuer and _same_issuer(client.issuer, issuer):
+                return client
+        return None
 
     def __repr__(self) -> str:
         return (
@@ -172,6 +204,7 @@ class OAuthGrant:
                 "dpop_key": self.dpop_key,
                 "dpop_bound": self.dpop_bound,
                 "client_key": self.client_key,
+                "elsewhere": [c.model_dump(mode="json", exclude_none=True) for c in self.elsewhere],
             },
             sort_keys=True,
             separators=(",", ":"),
@@ -184,8 +217,10 @@ class OAuthGrant:
             raw = json.loads(text)
         except ValueError:
             raise ValidationError("oauth", "the sealed authorization is not JSON") from None
-        if not isinstance(raw, dict) or (raw.get("v"), frozenset(raw)) not in {(1, _FIELDS_V1), (2, _FIELDS)}:
-            # Version 1 (before DPoP and machine clients) still opens: its new fields are unset.
+        known = {(1, _FIELDS_V1), (2, _FIELDS_V2_FIRST), (2, _FIELDS)}
+        if not isinstance(raw, dict) or (raw.get("v"), frozenset(raw)) not in known:
+            # Older grants (before DPoP, machine clients, other issuers' registrations) still
+            # open: their new fields are unset.
             raise ValidationError("oauth", "the sealed authorization has an unknown format")
         resource, issuer, expires_at = raw["resource"], raw["issuer"], raw["expires_at"]
         dpop_key, dpop_bound, client_key = (
@@ -211,6 +246,10 @@ class OAuthGrant:
             )
             tokens = None if raw["tokens"] is None else OAuthToken.model_validate(raw["tokens"])
             metadata = None if raw["metadata"] is None else OAuthMetadata.model_validate(raw["metadata"])
+            elsewhere = raw.get("elsewhere", [])
+            if not isinstance(elsewhere, list) or len(elsewhere) > _MAX_ELSEWHERE:
+                raise ValidationError("oauth", "the sealed authorization has an unknown format")
+            others = tuple(OAuthClientInformationFull.model_validate(c) for c in elsewhere)
         except pydantic.ValidationError:
             # Not chained: pydantic's message quotes the input, which holds the tokens.
             raise ValidationError("oauth", "the sealed authorization has an unknown format") from None
@@ -224,4 +263,5 @@ class OAuthGrant:
             dpop_key,
             dpop_bound,
             client_key,
+            others,
         )

@@ -401,10 +401,18 @@ class ServerAuth(OAuthClientProvider):
         # The issuer the client is bound to, when the server still names it among others.
         client = self.context.client_info
         if client is not None and client.issuer:
-            return next(
+            chosen = next(
                 (server for server in advertised if issuers_match(server, client.issuer)), advertised[0]
             )
-        return super()._select_authorization_server(advertised)
+        else:
+            chosen = super()._select_authorization_server(advertised)
+        # Credentials are kept per issuer (SEP-2352): a server that names an authorization server
+        # the client registered with before gets that registration again, not a new one.
+        grant = self._storage.grant
+        if (kept := grant.client_for(chosen)) is not None and kept is not client:
+            self.context.client_info = kept
+            self._storage.update(grant.with_client(kept))
+        return chosen
 
     def _bind_issuer(self) -> None:
         """Bind a client that holds a credential to the first issuer it is used with (SEP-2352).
