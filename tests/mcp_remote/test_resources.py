@@ -16,10 +16,10 @@ from typing import Literal
 import anyio
 import mcp_types
 import pytest
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 from playa.agent import Host
-from playa.mcp_remote import HostSecret, RemoteMcpSettings
+from playa.mcp_remote import HostSecret, RemoteMcpExtension, RemoteMcpSettings
 from servers.python_servers import serve_mcp
 from support import canary
 from support.chat import ScriptedUI, msg
@@ -322,3 +322,35 @@ async def test_the_tools_are_offered_only_while_a_server_of_the_chat_has_resourc
         await say(host, "/mcp_remove docs")
         withdrawn = await say(host, call("read_resource", server="docs", uri="docs://readme"))
         assert not session.tools.is_active("read_resource") and README not in withdrawn
+
+
+async def test_a_2026_server_tells_of_an_update_on_its_listen_stream_and_the_read_resource_is_marked(
+    tmp_path: Path, host_secret: HostSecret
+) -> None:
+    server = resource_server()
+
+    @server.tool()
+    async def touch(ctx: Context) -> str:
+        """Change the readme, and say so."""
+        await ctx.notify_resource_updated("docs://readme")
+        return "touched"
+
+    async with serve_mcp(server, protocols="modern") as served, remote_host(tmp_path, host_secret) as host:
+        await say(host, f"/mcp_add docs {served.url}")
+        read = await say(host, call("read_resource", server="docs", uri="docs://readme"))
+        assert "(subscribed: list_resources marks it if docs says it changed)" in read
+        session = await host.session(SCOPE, owner="owner")
+        (extension,) = host.extensions
+        assert isinstance(extension, RemoteMcpExtension)
+        connection = extension.chat(session).servers["docs"].connection
+        assert connection is not None and connection.protocol == "2026-07-28"
+        with anyio.fail_after(WAIT):
+            # The stream opens in the background: touch until the update is heard on it.
+            while "docs://readme" not in connection.resource_updates.changed:
+                assert await say(host, "docs__touch") == "[offline model] docs__touch returned:\ntouched"
+                with anyio.move_on_after(1.0):
+                    await connection.resource_updates.wait()
+        listed = await say(host, "list_resources")
+        assert "- docs://readme (changed since you read it) — readme" in listed
+        again = await say(host, call("read_resource", server="docs", uri="docs://readme"))
+        assert "Resource docs://readme of docs (it changed since you last read it):" in again

@@ -141,6 +141,8 @@ class RemoteMcpExtension(Extension):
         """The agent's resource tools of a chat's servers, set up on first use."""
         tools = self._resources.get(chat.session.scope)
         if tools is None or tools.servers is not chat.servers:
+            if self._tg is None:
+                raise RuntimeError("the mcp-remote extension is used outside the host's lifespan")
             connection = self.settings.connection
             tools = self._resources[chat.session.scope] = ResourceTools(
                 chat.session,
@@ -149,6 +151,7 @@ class RemoteMcpExtension(Extension):
                 policies=chat.policies,
                 audit=chat.audit,
                 redactor=lambda: chat.redactor,
+                task_group=self._tg,
                 timeout=connection.call_timeout,
                 max_pages=connection.max_tool_pages,
             )
@@ -222,5 +225,6 @@ class RemoteMcpExtension(Extension):
         chat = self._chats.get(session.scope)
         if chat is not None and chat.session is session:
             del self._chats[session.scope]
-            self._resources.pop(session.scope, None)
+            if (resources := self._resources.pop(session.scope, None)) is not None:
+                resources.close()
             await chat.close()

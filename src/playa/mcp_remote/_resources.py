@@ -14,11 +14,12 @@ Playa never opens a URI itself (no ``file://`` from the host's disk, no HTTP fet
 the server's to interpret. A URI that carries data read in the turn from another source is a
 flow like a tool call's arguments (``FlowGuard.held``): under ``ask`` the read is refused.
 
-Subscriptions: where a 2025-era server offers ``resources/subscribe``, a resource the agent
-read is subscribed on that connection (``transport.subscribe_resource``). A read always asks
-the server, so it always returns the content as it is then; an update the server sends marks
-the resource, and the listing and the next read say that it changed since the agent read it.
-A reconnect starts without subscriptions: the next read subscribes again.
+Subscriptions: where a server offers them, a resource the agent read is subscribed on that
+connection (``transport.subscribe_resource``; for a 2026-07-28 session, a ``subscriptions/listen``
+stream naming the URIs read, opened again in the chat's task group when one is added). A read
+always asks the server, so it always returns the content as it is then; an update the server
+sends marks the resource, and the listing and the next read say that it changed since the agent
+read it. A reconnect starts without subscriptions: the next read subscribes again.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+import anyio
 import anyio.to_thread
 import mcp_types
+from anyio.abc import TaskGroup
 
 from ..core import ChatSession, Redactor, ToolResult, one_line
 from ..exceptions import CallFailed, RemoteError, RemoteTimeout, ToolError, WorkspaceError
@@ -43,8 +46,10 @@ from .store import AuditLog
 from .transport import (
     Connection,
     ResourceListing,
+    follow_resource_updates,
     format_size,
     list_resources,
+    listens_for_updates,
     offers_resources,
     read_resource,
     subscribe_resource,
@@ -124,6 +129,7 @@ class ResourceTools:
         policies: Policies,
         audit: AuditLog,
         redactor: Callable[[], Redactor],
+        task_group: TaskGroup,
         timeout: float,
         max_pages: int,
     ) -> None:
@@ -137,6 +143,9 @@ class ResourceTools:
         self._audit = audit
         self._timeout = timeout
         self._max_pages = max_pages
+        self._task_group = task_group
+        self._listeners: dict[str, anyio.CancelScope] = {}
+        """Each server's stream of resource updates (2026-07-28), by name."""
         self._tools = (
             self._take(LIST_TOOL, _LIST_DESCRIPTION, _LIST_SCHEMA, self._list),
             self._take(READ_TOOL, _READ_DESCRIPTION, _READ_SCHEMA, self._read),
@@ -303,6 +312,34 @@ class ResourceTools:
             parts.append(f"(subscribed: {LIST_TOOL} marks it if {name} says it changed)")
         return ToolResult("\n".join(parts))
 
+    def _listen(self, server: str, connection: Connection) -> None:
+        """Open the connection's update stream again for what it subscribes to now (2026-07-28):
+        the old stream's filter lacks the new URI. One stream per server, in the chat's task group."""
+        before = self._listeners.pop(server, None)
+        if before is not None:
+            before.cancel()
+        scope = self._listeners[server] = anyio.CancelScope()
+        self._task_group.start_soon(
+            self._follow, server, connection, sorted(connection.resource_updates.subscribed), scope
+        )
+
+    async def _follow(
+        self, server: str, connection: Connection, uris: list[str], scope: anyio.CancelScope
+    ) -> None:
+        with scope:
+            try:
+                await follow_resource_updates(connection, uris)
+            except Exception as exc:  # boundary: without the stream only the change marks are lost
+                logger.info("%s: no stream of resource updates: %s", server, type(exc).__name__)
+        if self._listeners.get(server) is scope:
+            del self._listeners[server]
+
+    def close(self) -> None:
+        """The chat closes: its update streams end."""
+        for scope in self._listeners.values():
+            scope.cancel()
+        self._listeners.clear()
+
     async def _content(
         self, server: str, item: mcp_types.TextResourceContents | mcp_types.BlobResourceContents
     ) -> str:
@@ -328,7 +365,11 @@ class ResourceTools:
 
     async def _subscribe(self, server: RemoteServer, connection: Connection, uri: str) -> bool:
         try:
-            return await subscribe_resource(connection, uri, timeout=self._timeout)
+            known = uri in connection.resource_updates.subscribed
+            subscribed = await subscribe_resource(connection, uri, timeout=self._timeout)
+            if subscribed and not known and listens_for_updates(connection):
+                self._listen(server.entry.name, connection)
+            return subscribed
         except (CallFailed, RemoteTimeout) as exc:
             server.call_failed(connection, exc)
         except RemoteError as exc:

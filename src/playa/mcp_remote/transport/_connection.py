@@ -47,6 +47,7 @@ from anyio.abc import TaskStatus
 from mcp.client import Client
 from mcp.client.caching import CacheConfig, CacheMode, ResponseCacheStore
 from mcp.client.session import ClientRequestContext
+from mcp.client.subscriptions import Subscription
 
 from ... import __version__
 from ...exceptions import CallFailed, RemoteTimeout
@@ -258,6 +259,11 @@ class Connection:
                 )
         except Exception as exc:  # boundary: every SDK and httpx2 failure is translated at this seam
             self._call_failed(exc, cuts_before, errors_before, timeout)
+
+    def listen_resources(self, uris: Sequence[str]) -> contextlib.AbstractAsyncContextManager[Subscription]:
+        """A 2026-07-28 ``subscriptions/listen`` stream of updates of ``uris`` (the SDK's, untranslated:
+        its one reader, ``transport.follow_resource_updates``, only logs what it raises)."""
+        return self._live_client().listen(resource_subscriptions=uris)
 
     def _live_client(self) -> Client:
         """The session's client, for a call; a broken or closed connection fails it at once."""

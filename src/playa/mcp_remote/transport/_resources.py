@@ -4,18 +4,21 @@ Every request goes through ``Connection.send``: the call timeout, the result bud
 one error seam apply as they do to a tool call. A read always asks the server (the response
 cache is not used for it), so it returns what the resource holds now.
 
-Subscriptions (``resources/subscribe``) are the 2025-era protocol's: a 2026-07-28 server moves
-them to a ``subscriptions/listen`` stream, and a session speaking that version subscribes to
-nothing (its reads ask the server anyway). What a connection subscribed to, and which of those
-the server said changed (``notifications/resources/updated``), is its ``ResourceUpdates``.
+Subscriptions: a 2025-era session sends ``resources/subscribe`` once per URI and hears
+``notifications/resources/updated`` through the connection's message handler; a 2026-07-28
+session names its URIs in the filter of a ``subscriptions/listen`` stream, which its owner opens
+again whenever the set grows (``follow_resource_updates``). What a connection subscribed to, and
+which of those the server said changed, is its ``ResourceUpdates``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
 import mcp_types
+from mcp.client.subscriptions import ResourceUpdated
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ...exceptions import CallFailed, RemoteError, RemoteTimeout
@@ -24,7 +27,9 @@ from ._connection import Connection
 __all__ = [
     "MAX_SUBSCRIPTIONS",
     "ResourceListing",
+    "follow_resource_updates",
     "list_resources",
+    "listens_for_updates",
     "offers_resources",
     "offers_subscriptions",
     "read_resource",
@@ -52,14 +57,32 @@ def offers_resources(connection: Connection) -> bool:
 
 
 def offers_subscriptions(connection: Connection) -> bool:
-    """Whether ``resources/subscribe`` may be sent: the server offers it and the session is 2025-era."""
+    """Whether the server offers subscriptions to its resources (``resources.subscribe``)."""
     capabilities = connection.capabilities
     return (
         capabilities is not None
         and capabilities.resources is not None
         and bool(capabilities.resources.subscribe)
-        and connection.protocol not in MODERN_PROTOCOL_VERSIONS
     )
+
+
+def listens_for_updates(connection: Connection) -> bool:
+    """Whether the session hears updates on a ``subscriptions/listen`` stream (2026-07-28), not
+    by ``resources/subscribe``."""
+    return connection.protocol in MODERN_PROTOCOL_VERSIONS
+
+
+async def follow_resource_updates(connection: Connection, uris: Sequence[str]) -> None:
+    """Hear updates of ``uris`` on a ``subscriptions/listen`` stream until it ends or is cancelled.
+
+    Raises what the SDK raises when the stream cannot open or drops (``SubscriptionLost``,
+    ``MCPError``, a transport error): the caller's boundary logs it; the reads go on as before.
+    """
+    updates = connection.resource_updates
+    async with connection.listen_resources(uris) as subscription:
+        async for event in subscription:
+            if isinstance(event, ResourceUpdated):
+                updates.heard(event.uri)
 
 
 async def list_resources(connection: Connection, *, timeout: float, max_pages: int) -> ResourceListing:
@@ -140,6 +163,10 @@ async def subscribe_resource(connection: Connection, uri: str, *, timeout: float
         return True
     if not offers_subscriptions(connection) or len(updates.subscribed) >= MAX_SUBSCRIPTIONS:
         return False
+    if listens_for_updates(connection):
+        # The stream's filter names the URIs: its follower opens it again with this one.
+        updates.subscribed.add(uri)
+        return True
     await connection.send(
         mcp_types.SubscribeRequest(params=mcp_types.SubscribeRequestParams(uri=uri)),
         mcp_types.EmptyResult,
