@@ -6,6 +6,10 @@ and drops every token it accepted, so the client must get a new one. Each author
 keeps every token request it received, headers and body, for the test to read: ``elsewhere``
 must receive nothing of the owner's client.
 
+With ``dpop``, ``home`` offers DPoP and binds its tokens to the proof's key, and the MCP server
+challenges with ``DPoP`` and takes a bound token only with a proof of that key (RFC 9449); with
+``nonce`` too, both demand a nonce of their own first. Their ``Proofs`` say what they saw.
+
 ``home`` authenticates the client by its secret (``client_secret_basic``) or by a JWT assertion
 signed with its key (``private_key_jwt``), checked with the public key: audience the issuer,
 issuer and subject the client id. With ``refuse`` it refuses the credentials with a description
@@ -22,6 +26,7 @@ import secrets
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import parse_qs
 
 import jwt
@@ -34,6 +39,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from playa._asgi import bind
+from servers.dpop_checks import Proofs
 from servers.python_servers import LOOPBACK, serve_asgi
 
 __all__ = ["INSTRUCTION", "Issuer", "MachineServer", "machine_oauth_server"]
@@ -58,6 +64,18 @@ class MachineServer:
     names: Issuer
     """The authorization server the protected resource metadata names now."""
     tokens: set[str] = field(default_factory=set)
+    dpop: bool = False
+    """Its authorization server offers DPoP and binds the tokens of a request with a proof."""
+    resource_dpop: bool = False
+    """Its MCP server challenges with DPoP and takes bound tokens (else it speaks Bearer only)."""
+    token_proofs: Proofs = field(default_factory=Proofs)
+    """What the token endpoint saw of DPoP proofs."""
+    resource_proofs: Proofs = field(default_factory=Proofs)
+    """What the MCP server saw of DPoP proofs."""
+    bound: dict[str, str] = field(default_factory=dict)
+    """Each DPoP-bound token's key thumbprint."""
+    bearer_refused: int = 0
+    """Requests that presented a bound token without its proof (as a thief would)."""
 
     def move_to_elsewhere(self) -> None:
         self.names = self.elsewhere
@@ -100,6 +118,7 @@ def _authorization_app(state: MachineServer, issuer: Issuer, client: _Client) ->
                     "grant_types_supported": ["client_credentials"],
                     "token_endpoint_auth_methods_supported": ["client_secret_basic", "private_key_jwt"],
                     "token_endpoint_auth_signing_alg_values_supported": ["ES256", "RS256"],
+                    **({"dpop_signing_alg_values_supported": ["ES256"]} if state.dpop else {}),
                 }
             )
         else:
@@ -119,8 +138,17 @@ async def _token(state: MachineServer, issuer: Issuer, client: _Client, request:
         description = f"refused {request.headers.get('authorization', '')} {body}. {INSTRUCTION}"
         return JSONResponse({"error": "invalid_client", "error_description": description}, status_code=401)
     token = "mt-" + secrets.token_urlsafe(24)
+    token_type = "Bearer"
+    if state.dpop and (proof := request.headers.get("dpop")) is not None:
+        jkt, wanting = state.token_proofs.check(proof, "POST", f"{issuer.issuer}/token")
+        if jkt is None:
+            return JSONResponse({"error": "invalid_dpop_proof"}, status_code=400)
+        if wanting:
+            nonce = {"DPoP-Nonce": state.token_proofs.nonce or ""}
+            return JSONResponse({"error": "use_dpop_nonce"}, status_code=400, headers=nonce)
+        state.bound[token], token_type = jkt, "DPoP"
     state.tokens.add(token)
-    return JSONResponse({"access_token": token, "token_type": "Bearer", "expires_in": 3600, "scope": "mcp"})
+    return JSONResponse({"access_token": token, "token_type": token_type, "expires_in": 3600, "scope": "mcp"})
 
 
 def _authenticated(issuer: Issuer, client: _Client, request: Request, form: dict[str, str]) -> bool:
@@ -141,6 +169,50 @@ def _authenticated(issuer: Issuer, client: _Client, request: Request, form: dict
     return request.headers.get("authorization") == f"Basic {expected}"
 
 
+async def _dpop_resource(
+    state: MachineServer, mcp_app: Any, scope: Scope, receive: Receive, send: Send
+) -> None:
+    """The MCP server's DPoP side: a bound token only with a fresh proof of its key (and the
+    server's nonce), handed on as the bearer token the SDK's server checks."""
+    headers = {name.decode().lower(): value.decode() for name, value in scope["headers"]}
+    metadata = f'resource_metadata="{state.url.rsplit("/", 1)[0]}/.well-known/oauth-protected-resource/mcp"'
+    scheme, _, token = headers.get("authorization", "").partition(" ")
+    if not token:
+        await JSONResponse({"error": "unauthorized"}, 401, {"WWW-Authenticate": f"DPoP {metadata}"})(
+            scope, receive, send
+        )
+        return
+    if scheme != "DPoP" and token in state.bound:
+        state.bearer_refused += 1
+        await JSONResponse({"error": "invalid_token"}, 401, {"WWW-Authenticate": f"DPoP {metadata}"})(
+            scope, receive, send
+        )
+        return
+    if scheme == "DPoP":
+        jkt, wanting = state.resource_proofs.check(
+            headers.get("dpop"), scope["method"], state.url, access_token=token
+        )
+        if jkt is None or state.bound.get(token) != jkt:
+            challenge = {"WWW-Authenticate": f'DPoP error="invalid_token", {metadata}'}
+            await JSONResponse({"error": "invalid_token"}, 401, challenge)(scope, receive, send)
+            return
+        if wanting:
+            challenge = {
+                "WWW-Authenticate": f'DPoP error="use_dpop_nonce", {metadata}',
+                "DPoP-Nonce": state.resource_proofs.nonce or "",
+            }
+            await JSONResponse({"error": "use_dpop_nonce"}, 401, challenge)(scope, receive, send)
+            return
+        scope = {
+            **scope,
+            "headers": [
+                (name, f"Bearer {token}".encode() if name.lower() == b"authorization" else value)
+                for name, value in scope["headers"]
+            ],
+        }
+    await mcp_app(scope, receive, send)
+
+
 @asynccontextmanager
 async def machine_oauth_server(
     *,
@@ -148,12 +220,18 @@ async def machine_oauth_server(
     secret: str | None = None,
     public_key: PublicKeyTypes | None = None,
     refuse: bool = False,
+    dpop: bool = False,
+    resource_dpop: bool | None = None,
+    nonce: bool = False,
 ) -> AsyncIterator[MachineServer]:
     """The MCP server and its two authorization servers, on loopback."""
     sockets = [bind(LOOPBACK, 0) for _ in range(3)]
     origins = [f"http://{LOOPBACK}:{sock.getsockname()[1]}" for sock in sockets]
     home, elsewhere = Issuer(origins[1]), Issuer(origins[2])
-    state = MachineServer(url=f"{origins[0]}/mcp", home=home, elsewhere=elsewhere, names=home)
+    state = MachineServer(url=f"{origins[0]}/mcp", home=home, elsewhere=elsewhere, names=home, dpop=dpop)
+    state.resource_dpop = dpop if resource_dpop is None else resource_dpop
+    if nonce:
+        state.token_proofs.nonce, state.resource_proofs.nonce = "as-nonce-1", "rs-nonce-1"
     server = MCPServer(
         "machine",
         token_verifier=_Verifier(state),
@@ -183,6 +261,8 @@ async def machine_oauth_server(
                 "scopes_supported": ["mcp"],
             }
             await JSONResponse(metadata)(scope, receive, send)
+        elif scope["type"] == "http" and state.resource_dpop:
+            await _dpop_resource(state, mcp_app, scope, receive, send)
         else:
             await mcp_app(scope, receive, send)
 
