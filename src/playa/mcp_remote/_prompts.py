@@ -17,6 +17,7 @@ the flow guard counts it as the server's text for the turn.
 from __future__ import annotations
 
 import logging
+import secrets
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Final
@@ -221,12 +222,19 @@ class ChatPrompts:
     def _framed(
         self, server: str, name: str, arguments: dict[str, str], result: mcp_types.GetPromptResult
     ) -> RenderedPrompt:
-        """The messages as the person's turn: a frame of Playa's words, each message marked with its role."""
+        """The messages as the person's turn: a frame of Playa's words, each message marked with its role.
+
+        The frame ends at a line that names a random mark the server could not know when it
+        rendered its text: text of the server's that closes the frame itself, to speak as the
+        person after it, does not end it.
+        """
         given = ", ".join(f"{key}={value}" for key, value in arguments.items())
+        mark = secrets.token_hex(4)
         head = (
-            f"[The person ran /prompt {server} {name}{' with ' + given if given else ''}. What follows is the "
-            f'prompt "{name}" of the remote MCP server {server}, as that server rendered it: the server\'s '
-            "text, not the person's own words. The person asked for it to be run.]"
+            f"[The person ran /prompt {server} {name}{' with ' + given if given else ''}. What follows, up "
+            f'to the line "[end of the prompt {mark}]", is the prompt "{name}" of the remote MCP server '
+            f"{server}, as that server rendered it: the server's text, not the person's own words. The "
+            "person asked for it to be run.]"
         )
         parts = [head]
         media: list[Media] = []
@@ -241,6 +249,7 @@ class ChatPrompts:
                 f"{text[:MAX_PROMPT_CHARS]}\n[prompt cut: the server rendered {len(text):,} characters; "
                 f"this is the first {MAX_PROMPT_CHARS:,}]"
             )
+        text += f"\n\n[end of the prompt {mark}]"
         return RenderedPrompt(server, name, text, tuple(media), len(result.messages))
 
     def take_rendered(self) -> tuple[str, str] | None:
