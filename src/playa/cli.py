@@ -40,6 +40,7 @@ from .mcp_remote import (
     resolve_host_secret,
     verify_log,
 )
+from .mcp_remote.store import Sealer
 
 __all__ = ["main"]
 
@@ -167,6 +168,24 @@ def _db_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Bring the database's schema to this Playa's version, in one transaction. Safe to "
         "run again (nothing to do) and from several processes at once (one waits for the other).",
     )
+    for action, help_text, description in (
+        (
+            "import",
+            "move a data dir's chats (servers, history) into the database",
+            "Copy every chat's servers and history from the data dir into the database, replacing "
+            "what the database held for that chat. Safe to run again. A server or file that does not "
+            "verify is reported and the rest goes on (exit status 1).",
+        ),
+        (
+            "export",
+            "write the database's chats (servers, history) into a data dir",
+            "Copy every chat's servers and history from the database into the data dir, replacing "
+            "what the data dir held for that chat. Safe to run again. A server that does not verify "
+            "is reported and the rest goes on (exit status 1).",
+        ),
+    ):
+        sub = actions.add_parser(action, help=help_text, description=description)
+        sub.add_argument("--data-dir", type=Path, help="the data dir (default: $PLAYA_DATA_DIR)")
 
 
 def _db(args: argparse.Namespace) -> int:
@@ -177,6 +196,8 @@ def _db(args: argparse.Namespace) -> int:
             raise
         raise ConfigError("the database needs asyncpg: pip install 'playa[postgres]'") from None
     try:
+        if args.action != "upgrade":
+            return anyio.run(_db_transfer, args)
         done = anyio.run(upgrade_database, os.environ)
     except DatabaseError as exc:
         print(f"playa: {exc}", file=sys.stderr)
@@ -187,6 +208,34 @@ def _db(args: argparse.Namespace) -> int:
     else:
         print(f"the database's schema is at version {done.after}: nothing to do")
     return 0
+
+
+async def _db_transfer(args: argparse.Namespace) -> int:
+    """``playa db import`` and ``playa db export``: 0 when everything moved, else 1."""
+    from ._db_transfer import export_data_dir, import_data_dir
+    from .db import open_storage
+
+    data_dir: Path = args.data_dir or default_data_dir(os.environ)
+    # The console's key file is read when it exists, never created: a new key opens nothing.
+    secret = resolve_host_secret(
+        os.environ, data_dir=data_dir, allow_generate=(data_dir / KEY_FILE_NAME).is_file()
+    )
+    if not isinstance(secret, HostSecret):
+        raise ConfigError(secret.reason)
+    sealer = Sealer(secret.value)
+    async with open_storage(os.environ) as storage:
+        if storage is None:
+            raise ConfigError(
+                "PLAYA_DATABASE_URL is not set: set it to postgresql://user:password@host:5432/database"
+            )
+        await storage.claim_key("servers", sealer.key_id)
+        move = import_data_dir if args.action == "import" else export_data_dir
+        done = await move(data_dir, storage, sealer)
+    verb = "imported into the database" if args.action == "import" else f"exported into {data_dir}"
+    print(f"{verb}: {done.chats} chats, {done.servers} servers, {done.messages} messages of history")
+    for problem in done.problems:
+        print(f"not moved: {problem}", file=sys.stderr)
+    return 1 if done.problems else 0
 
 
 def _audit(args: argparse.Namespace, environ: Mapping[str, str]) -> int:

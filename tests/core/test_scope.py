@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from playa.core import scope_folder
+from playa.core import folder_scope, scope_folder
 
 SAFE = re.compile(r"[A-Za-z0-9_~-]+")
 
@@ -40,3 +40,14 @@ def test_a_readable_scope_stays_readable() -> None:
 def test_an_empty_scope_is_refused() -> None:
     with pytest.raises(ValueError, match="empty"):
         scope_folder("")
+
+
+@given(st.text(min_size=1, max_size=40))
+def test_a_scopes_folder_names_it_back_unless_it_was_cut(scope: str) -> None:
+    folder = scope_folder(scope)
+    assert folder_scope(folder) == (None if "~" in folder else scope)
+
+
+@pytest.mark.parametrize("folder", ["", "a_zz", "a_4", "_41", "a.b", "x~" + "0" * 64, "_ff"])
+def test_a_folder_no_scope_maps_to_names_none(folder: str) -> None:
+    assert folder_scope(folder) is None

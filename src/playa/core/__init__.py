@@ -51,7 +51,7 @@ from ._questions import (
 )
 from ._registry import ToolRegistry
 from ._schemas import ToolRules, Withheld, repair_schema
-from ._scope import scope_folder, session_state_dir
+from ._scope import folder_scope, scope_folder, session_state_dir
 from ._session import ChatSession, LateResult
 from ._storage import (
     HistoryRows,
@@ -143,6 +143,7 @@ __all__ = [
     "classify",
     "encoded_forms",
     "field_value",
+    "folder_scope",
     "holds_key",
     "install_outbound_gate",
     "is_http_token",

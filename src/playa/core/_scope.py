@@ -6,7 +6,7 @@ import hashlib
 import re
 from pathlib import Path
 
-__all__ = ["scope_folder", "session_state_dir"]
+__all__ = ["folder_scope", "scope_folder", "session_state_dir"]
 
 _KEEP = re.compile(r"[A-Za-z0-9-]")
 _MAX_PLAIN = 120
@@ -30,6 +30,33 @@ def scope_folder(scope: str) -> str:
         return escaped
     digest = hashlib.sha256(scope.encode()).hexdigest()
     return f"{escaped[:48]}~{digest}"
+
+
+def folder_scope(folder: str) -> str | None:
+    """The scope ``scope_folder`` made ``folder`` from; None when it is not one of its names, or a
+    long scope's (cut and hashed: its scope cannot be read back)."""
+    if "~" in folder:
+        return None
+    data = bytearray()
+    at = 0
+    while at < len(folder):
+        char = folder[at]
+        if char == "_":
+            try:
+                data.append(int(folder[at + 1 : at + 3], 16))
+            except ValueError:
+                return None
+            at += 3
+        elif _KEEP.fullmatch(char):
+            data.extend(char.encode())
+            at += 1
+        else:
+            return None
+    try:
+        scope = data.decode()
+    except UnicodeDecodeError:
+        return None
+    return scope if scope and scope_folder(scope) == folder else None
 
 
 def session_state_dir(data_dir: Path, scope: str) -> Path:

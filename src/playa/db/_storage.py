@@ -151,5 +151,13 @@ class DatabaseStorage:
     def where(self) -> str:
         return f"PostgreSQL at {self.database.url.where}"
 
+    async def scopes(self) -> list[str]:
+        """Every chat that has servers or history here, sorted (for ``playa db export``)."""
+        async with self.database.connection() as connection:
+            rows = await connection.fetch(
+                "SELECT chat FROM server_stores WHERE generation > 0 UNION SELECT chat FROM history ORDER BY chat"
+            )
+        return [row["chat"] for row in rows]
+
     async def claim_key(self, purpose: str, key_id: str) -> None:
         await claim_host_key(self.database, purpose=purpose, key_id=key_id)
