@@ -48,7 +48,10 @@ plain: goes on
 
 
 def test_a_byte_order_mark_and_crlf_lines_are_read() -> None:
-    assert frontmatter_of("\ufeff---\r\nname: a\r\ndescription: b\r\n---\r\nbody") == {"name": "a", "description": "b"}
+    assert frontmatter_of("\ufeff---\r\nname: a\r\ndescription: b\r\n---\r\nbody") == {
+        "name": "a",
+        "description": "b",
+    }
 
 
 @pytest.mark.parametrize(

@@ -29,8 +29,9 @@ class ToolChange:
     kind: Literal["new", "changed"]
     diff: tuple[str, ...] = ()
     """Lines saying what differs (``description: "…" → "…"``), each value whole, or all a new tool says."""
-    what: Literal["tool", "prompt"] = "tool"
-    """What kind of definition it is: a tool the model calls, or a prompt a person runs."""
+    what: Literal["tool", "prompt", "skill"] = "tool"
+    """What kind of definition it is: a tool the model calls, a prompt a person runs, or a skill
+    (instructions with files) the agent may load."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +59,7 @@ def render_approval(approval: Approval) -> str:
     """The text form, for a front end without buttons (and the buttons' message text)."""
     counts = [
         f"{count} {kind}" if count == 1 else f"{count} {kind}s"
-        for kind in ("tool", "prompt")
+        for kind in ("tool", "prompt", "skill")
         if (count := sum(change.what == kind for change in approval.changes))
     ]
     if approval.instructions:

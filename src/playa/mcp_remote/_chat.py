@@ -22,6 +22,7 @@ from ._review import Review
 from ._server import ChatContext, RemoteServer, wait_for_connects
 from ._settings import RemoteMcpSettings
 from ._shared import Asker, ChatSecrets, Revoker
+from ._skill_tools import SKILLS_SECTION, ChatSkills
 from ._tool import RemoteMcpTool, ToolSlots
 from ._views import SECTION_TITLE, section
 from .store import (
@@ -114,6 +115,8 @@ class ChatServers:
         """The servers' new and changed tools and instructions, held until the owner decides."""
         self.prompts = ChatPrompts(context, self.review)
         """The servers' prompts: listed, held until the owner approves them, rendered for a person."""
+        self.skills = ChatSkills(context, self.review)
+        """The servers' skills: listed, held until the owner approves them, loaded by the agent."""
         self.logins = Logins(context)
         """The owner's OAuth logins (``/mcp_auth``)."""
         self.policies = Policies(context)
@@ -171,6 +174,7 @@ class ChatServers:
         """A server bound a tool list: an adopted one is saved, and what waits is shown to the owner."""
         await self.review.settle(server, adopted)
         self.prompts.connected(server)
+        await self.skills.connected(server)
 
     def changed(self) -> None:
         """A server's state changed: the prompt section says it as it is now."""
@@ -326,6 +330,8 @@ class ChatServers:
         tool = self._tools.get(name)
         if tool is not None and tool.binding is not None:
             source = FlowSource.of_server(tool.binding.server)
+        elif (server := self.skills.source(name, arguments)) is not None:
+            source = FlowSource.of_server(server)  # a skill's text is its server's
         elif name in self.session.core_tools:
             path = arguments.get("path")
             source = FlowSource.of_file(path if isinstance(path, str) else ".")
@@ -335,6 +341,8 @@ class ChatServers:
 
     def _write_section(self) -> None:
         self.session.prompt.set(SECTION_TITLE, section(self))
+        self.session.prompt.set(SKILLS_SECTION, self.skills.section())
+        self.skills.offer()
 
     async def close(self) -> None:
         """Close every connection at once; each close is bounded by the close timeout."""

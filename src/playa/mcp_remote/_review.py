@@ -163,6 +163,7 @@ class Review:
         if size <= APPROVAL_LIMIT:
             return None
         name = server.entry.name
+        skills = len(server.review.skills.held)
         tools, instructions, prompts = await self._conclude(server, approve=False)
         what = (
             [f"{len(tools)} tool(s) ({shown_names((tool.name for tool in tools), self._redact)})"]
@@ -171,6 +172,7 @@ class Review:
         )
         what += ["its instructions"] if instructions is not None else []
         what += [f"{len(prompts)} prompt(s)"] if prompts else []
+        what += [f"{skills} skill(s)"] if skills else []
         logger.info("%s: a change of %s too large to show was rejected", self._session.scope, name)
         return (
             f"{name} changed {' and '.join(what)}, but the change is too large to show you in full "
@@ -290,6 +292,7 @@ class Review:
                 )
             server.review.saw(approval.digest)
             return f"The tools of {name} {what} you were shown them. Now:\n{render_approval(approval)}"
+        skills = sorted(server.review.skills.held)
         held, instructions, prompts = await self._conclude(server, approve=approve)
         self._audit.record(
             "approved" if approve else "rejected",
@@ -297,8 +300,20 @@ class Review:
             tools=len(held),
             instructions=instructions is not None,
             prompts=len(prompts),
+            skills=len(skills),
         )
-        return self._redact(_decided(name, held, instructions is not None, prompts, approve=approve))
+        text = _decided(name, held, instructions is not None, prompts, approve=approve)
+        if skills:
+            text += (
+                f"{' ' if text else ''}{'Approved' if approve else 'Rejected'} {len(skills)} skill(s) of "
+                f"{name}: {', '.join(skills)}. "
+                + (
+                    "The agent can load them now."
+                    if approve
+                    else "They stay held until the server changes them again."
+                )
+            )
+        return self._redact(text)
 
     async def _conclude(
         self, server: RemoteServer, *, approve: bool
@@ -310,6 +325,8 @@ class Review:
         if prompts := list(server.review.prompts.held.values()):
             pinned = pins.prompts or PromptPins()
             pins = replace(pins, prompts=pinned.approve(prompts) if approve else pinned.reject(prompts))
+        if server.review.skills.held:
+            pins = replace(pins, skills=server.review.skills.pins_decided(pins, approve=approve))
         pins = pins.approve(held) if approve else pins.reject(held)
         if instructions is not None:
             if approve:
@@ -322,4 +339,5 @@ class Review:
             pins = pins.only(tool.name for tool in connection.tools)
         await server.decided(pins)
         server.review.prompts.decided(approve=approve)
+        server.review.skills.decided(approve=approve)
         return held, instructions, prompts

@@ -14,6 +14,7 @@ import mcp_types
 
 from ..core import Approval, Redactor
 from ._prompt_review import PromptHold
+from ._skill_review import SkillHold
 from .store import Pins, ServerEntry, approval_digest, change_of, field_digests, instructions_change
 
 __all__ = ["ServerReview"]
@@ -41,6 +42,8 @@ class ServerReview:
     """The server's new instructions, held back from the model until the owner decides."""
     prompts: PromptHold = field(default_factory=PromptHold)
     """The server's prompts: which can run, and which wait with its tools for the owner's decision."""
+    skills: SkillHold = field(default_factory=SkillHold)
+    """The server's skills: which the agent is offered, and which wait with its tools for the owner."""
     quiet: bool = False
     """Adopting the tool list needs no word to the owner (an ``/mcp_add``, whose reply lists it)."""
     _prompt: tuple[str | None, Redactor, str] | None = field(default=None, init=False, repr=False)
@@ -49,7 +52,8 @@ class ServerReview:
     @property
     def waiting(self) -> bool:
         """Whether changed tools, instructions or prompts wait for the owner's decision."""
-        return bool(self.held) or bool(self.prompts.held) or self.held_instructions is not None
+        held = bool(self.held) or bool(self.prompts.held) or bool(self.skills.held)
+        return held or self.held_instructions is not None
 
     # Holding back
 
@@ -116,10 +120,14 @@ class ServerReview:
             return None
         name = entry.name
         pins = entry.pins or Pins()
-        changes = tuple(
-            change_of(tool, pins.tools.get(remote), self.approved.get(remote), redact)
-            for remote, tool in sorted(self.held.items())
-        ) + self.prompts.changes(pins, redact)
+        changes = (
+            tuple(
+                change_of(tool, pins.tools.get(remote), self.approved.get(remote), redact)
+                for remote, tool in sorted(self.held.items())
+            )
+            + self.prompts.changes(pins, redact)
+            + self.skills.changes(pins, redact)
+        )
         instructions: tuple[str, ...] = ()
         note = f"Meanwhile the agent uses its other tools; /mcp_review {name} shows this again."
         if self.held_instructions is not None:

@@ -43,6 +43,8 @@ from ._seal import (
 from ._seams import AuditTrail, EntryWriter, ServerStorage
 from ._secret import KEY_FILE_NAME, HostSecret, NoHostSecret, resolve_host_secret
 from ._server_file import MAX_FILE_BYTES, store_path
+from ._skill_pins import SkillPins
+from ._skill_views import skill_change, skill_definition
 from ._store import LoadResult, Rejected, Saved, ServerStore
 from ._url import mask_url
 
@@ -84,6 +86,7 @@ __all__ = [
     "ServerEntry",
     "ServerStorage",
     "ServerStore",
+    "SkillPins",
     "TransportChoice",
     "UnknownSealVersion",
     "Verification",
@@ -111,6 +114,8 @@ __all__ = [
     "shown_name",
     "shown_names",
     "signing_algorithm",
+    "skill_change",
+    "skill_definition",
     "store_path",
     "verify_log",
     "view_digest",

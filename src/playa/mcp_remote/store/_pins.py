@@ -34,6 +34,7 @@ import mcp_types
 from ...exceptions import ValidationError
 from ._digests import DIGEST_CHARS, NULL_DIGEST, Verdict, canonical, digest_of, is_digest
 from ._prompt_digest import PromptPins, prompt_digest
+from ._skill_pins import SkillPins
 
 __all__ = [
     "DIGEST_CHARS",
@@ -57,7 +58,8 @@ _VERSIONS: Final = {
     3: {"v", "tools", "rejected", "instructions", "prompts"},
 }
 """What each version holds: 1 is from before instructions were pinned, 2 from before prompts were
-(an entry adopts what it lacks once, at its server's first listing of it)."""
+(an entry adopts what it lacks once, at its server's first listing of it). Pinned instructions may
+come with the server's skills (``skills``), a key of their own: pins without it adopt them too."""
 INSTRUCTIONS_KEPT: Final = 16_000
 """Characters of the approved instructions kept with the pins (redacted): far more than the prompt shows."""
 
@@ -122,6 +124,8 @@ class Pins:
     rejected_instructions: frozenset[str] = frozenset()
     prompts: PromptPins | None = None
     """The approved and rejected prompt definitions; None until they are pinned (an entry from before)."""
+    skills: SkillPins | None = None
+    """The approved and rejected skill entries; None until they are pinned (an entry from before)."""
 
     def __post_init__(self) -> None:
         tools = {name: tuple(fields) for name, fields in self.tools.items()}
@@ -199,6 +203,8 @@ class Pins:
             }
             if self.prompts is not None:
                 raw["v"], raw["prompts"] = 3, self.prompts.encode()
+            if self.skills is not None:
+                raw["skills"] = self.skills.encode()
         return json.dumps(raw, sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -211,7 +217,7 @@ class Pins:
             raise problem from None
         if not isinstance(raw, dict) or type(version := raw.get("v")) is not int:
             raise problem
-        if _VERSIONS.get(version) != set(raw):
+        if _VERSIONS.get(version) != set(raw) - ({"skills"} if "instructions" in raw else set()):
             raise problem
         tools, rejected = raw["tools"], raw["rejected"]
         if not isinstance(tools, dict) or not isinstance(rejected, dict):
@@ -240,10 +246,14 @@ class Pins:
         prompts = None
         if "prompts" in raw and (prompts := PromptPins.decode(raw["prompts"])) is None:
             raise problem
+        skills = None
+        if "skills" in raw and (skills := SkillPins.decode(raw["skills"])) is None:
+            raise problem
         return replace(
             pins,
             instructions=digest,
             instructions_text=kept,
             rejected_instructions=frozenset(refused),
             prompts=prompts,
+            skills=skills,
         )
