@@ -116,9 +116,11 @@ def test_plain_arguments_are_not_deleted(text: str) -> None:
     assert not classify(text, router()).carries_secret
 
 
-def test_every_command_is_the_owners_and_has_a_usage() -> None:
+def test_every_command_but_the_prompts_is_the_owners_and_each_has_a_usage() -> None:
     for command in commands().values():
-        assert command.owner_only and command.usage, command.name
+        assert command.usage, command.name
+        # A server's prompts are run by anyone in the chat, as anyone may talk to the agent.
+        assert command.owner_only == (command.name not in ("prompts", "prompt")), command.name
     assert sorted(commands()) == [
         "mcp",
         "mcp_add",
@@ -132,6 +134,8 @@ def test_every_command_is_the_owners_and_has_a_usage() -> None:
         "mcp_restore",
         "mcp_review",
         "mcp_tools",
+        "prompt",
+        "prompts",
     ]
 
 
