@@ -137,6 +137,14 @@ async def test_a_record_holds_only_short_scalar_fields_with_known_secrets_redact
         with pytest.raises(ValueError, match="short lower-case name"):
             log.record("Tool Call")
         log.record("tool_call", server=f"named {HEADER_CANARY}", tool="t" * 500)
+        # Names once checked are not checked again; a new one beside them still is.
+        bad: list[tuple[str, dict[str, str | int]]] = [
+            ("Tool Call", {"server": "a"}),
+            ("tool_call", {"server": "a", "Bad": 1}),
+        ]
+        for kind, fields in bad:
+            with pytest.raises(ValueError, match="short lower-case name"):
+                log.record(kind, **fields)
         await log.flush()
     (record,) = read_records(folder)
     assert record.fields["server"] == "named [redacted]"

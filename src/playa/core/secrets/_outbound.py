@@ -50,6 +50,20 @@ def _count(counts: dict[str, int], keys: Iterable[str], step: int) -> None:
             del counts[key]
 
 
+def _maximal(parts: Iterable[str]) -> list[str]:
+    """The distinct ``parts`` that no other part contains: a contained part's windows are the
+    container's. A secret's forms repeat each other (its base64 cores lie inside its base64,
+    ``Bearer x`` holds ``x``), so this halves the windows a new secret makes."""
+    kept: list[str] = []
+    joined = ""
+    for part in sorted(set(parts), key=len, reverse=True):
+        # Parts hold no whitespace, so a part found in the joined text lies inside one kept part.
+        if part not in joined:
+            kept.append(part)
+            joined = " ".join(kept)
+    return kept
+
+
 class _Pieces:
     """Every :data:`PIECE`-character window of every form of the values held, and the forms
     shorter than a window; ``redact`` replaces each run of matching windows with REDACTED.
@@ -97,6 +111,7 @@ class _Pieces:
                     parts.append(part)
                 elif len(part) >= MIN_SECRET_LENGTH:
                     short.add(part)
+        parts = _maximal(parts)
         windows = {part[i : i + PIECE] for part in parts for i in range(len(part) - PIECE + 1)}
         self._of[value] = (tuple(windows), tuple(short))
         if common := windows & self._windows:

@@ -22,10 +22,11 @@ a ``chat_moved`` record sealed for the new scope names the old one (``move_log``
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -61,17 +62,35 @@ logger = logging.getLogger(__name__)
 
 
 def _timestamp(now: float) -> str:
-    whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
-    return f"{whole}.{int(now % 1 * 1000):03d}Z"
+    return f"{_second(int(now))}.{int(now % 1 * 1000):03d}Z"
+
+
+@functools.lru_cache(maxsize=4)
+def _second(whole: int) -> str:
+    """A second's text: the records of a batch mostly share it."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+
+
+_NAMES_KEPT: Final = 1024
+_good_names: set[str] = set()
+"""Kinds and field names that passed ``_NAME_RE``: the code's own few dozen, each checked once
+rather than five to ten times a call (bounded all the same)."""
+
+
+def _check_names(kind: str, names: Iterable[str]) -> None:
+    for name, what in [(kind, "kind"), *((name, "field") for name in names)]:
+        if name not in _good_names:
+            if not _NAME_RE.fullmatch(name):
+                raise ValueError(f"an audit {what} is a short lower-case name, not {name!r}")
+            if len(_good_names) < _NAMES_KEPT:
+                _good_names.add(name)
 
 
 def _checked(kind: str, fields: Mapping[str, object], redact: Callable[[str], str]) -> dict[str, FieldValue]:
-    if not _NAME_RE.fullmatch(kind):
-        raise ValueError(f"an audit kind is a short lower-case name, not {kind!r}")
+    if kind not in _good_names or not _good_names.issuperset(fields):
+        _check_names(kind, fields)
     checked: dict[str, FieldValue] = {}
     for name, value in fields.items():
-        if not _NAME_RE.fullmatch(name):
-            raise ValueError(f"an audit field is a short lower-case name, not {name!r}")
         if isinstance(value, str):
             value = redact(value)
             checked[name] = value if len(value) <= _MAX_TEXT else value[: _MAX_TEXT - 1] + "…"
@@ -124,7 +143,6 @@ class _Writer:
 
     def append(self, batch: list[tuple[float, str, dict[str, FieldValue]]]) -> None:
         """Chain, seal and write ``batch`` (one write, one fsync), then replace the head."""
-        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         if self._last is None:
             self._last = self._resume()
         seq, prev = self._last
@@ -136,7 +154,12 @@ class _Writer:
             lines.append(record.line())
             prev = record.hash
         log, head_path = audit_paths(self.folder)
-        append_durably(log, b"".join(lines))
+        try:
+            append_durably(log, b"".join(lines))
+        except FileNotFoundError:
+            # The folder is made when first written (or again, if it went): not looked for at every batch.
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            append_durably(log, b"".join(lines))
         self._last, self._torn, self._resumed = (seq, prev), False, []
         write_head(head_path, sealed_head(Head(seq, prev), self.scope, self.key))
 

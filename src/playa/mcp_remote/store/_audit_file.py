@@ -139,10 +139,12 @@ def write_head(path: Path, data: bytes) -> None:
         raise ValueError("the head record does not fit its block")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise OSError(f"{path} is not a regular file")
         os.pwrite(fd, block, 0)
-        os.ftruncate(fd, HEAD_BYTES)  # a no-op, unless someone made the file longer
+        if info.st_size > HEAD_BYTES:
+            os.ftruncate(fd, HEAD_BYTES)  # someone made the file longer
     finally:
         os.close(fd)
 
