@@ -352,3 +352,18 @@ def test_the_flow_guard_comes_from_the_environment_and_a_bad_value_says_how_to_f
         assert remote_mcp(config, {"PLAYA_FLOW_GUARD": text}, console=True).settings.flow_guard == mode
     with pytest.raises(ConfigError, match="PLAYA_FLOW_GUARD must be ask, log or off"):
         remote_mcp(config, {"PLAYA_FLOW_GUARD": "sometimes"}, console=True)
+
+
+def test_the_workspace_quota_comes_from_the_environment_and_bad_values_are_clear_errors(
+    tmp_path: Path,
+) -> None:
+    assert host_config_from_env(_args(tmp_path), {}).workspace_quota is None
+    assert (
+        host_config_from_env(_args(tmp_path), {"PLAYA_WORKSPACE_QUOTA": "64M"}).workspace_quota == 64 * 2**20
+    )
+    assert (
+        host_config_from_env(_args(tmp_path), {"PLAYA_WORKSPACE_QUOTA": "500000"}).workspace_quota == 500000
+    )
+    for bad in ("0", "1.5M", "lots", "5 M"):
+        with pytest.raises(ConfigError, match="PLAYA_WORKSPACE_QUOTA must be a whole number of bytes"):
+            host_config_from_env(_args(tmp_path), {"PLAYA_WORKSPACE_QUOTA": bad})

@@ -55,7 +55,27 @@ def host_config_from_env(args: argparse.Namespace, environ: Mapping[str, str]) -
         session_idle=env_seconds(environ, "PLAYA_SESSION_IDLE", 1800.0, never="never"),
         model_limits=ModelLimits(timeout=env_seconds(environ, "PLAYA_MODEL_TIMEOUT", 120.0)),
         context_tokens=env_tokens(environ, "PLAYA_CONTEXT_TOKENS"),
+        workspace_quota=env_bytes(environ, "PLAYA_WORKSPACE_QUOTA"),
     )
+
+
+_BYTE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+def env_bytes(environ: Mapping[str, str], name: str) -> int | None:
+    """A number of bytes from the environment (``500000``, ``64M``: K, M and G are 1024-based);
+    None when unset."""
+    text = environ.get(name, "").strip()
+    if not text:
+        return None
+    unit = text[-1].upper() if text[-1].upper() in _BYTE_UNITS else ""
+    digits = (text[:-1] if unit else text).replace("_", "")
+    if not digits.isascii() or not digits.isdigit() or int(digits) < 1:
+        raise ConfigError(
+            f"{name} must be a whole number of bytes, optionally with K, M or G (64M), got {text!r}: "
+            "fix or unset it"
+        )
+    return int(digits) * _BYTE_UNITS[unit]
 
 
 def env_tokens(environ: Mapping[str, str], name: str) -> int | None:

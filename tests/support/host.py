@@ -53,6 +53,7 @@ class ConfigOverrides(TypedDict, total=False):
     tool_search: ToolSearchLimits
     context_tokens: int | None
     session_idle: float
+    workspace_quota: int | None
 
 
 def host_config(

@@ -50,6 +50,9 @@ class HostConfig:
     session_idle: float = 1800.0
     """Seconds without a message after which a chat's session is closed, letting go of its
     history and connections; the chat's next message reopens it. ``math.inf``: never."""
+    workspace_quota: int | None = None
+    """The most bytes each chat's workspace files may hold together (``PLAYA_WORKSPACE_QUOTA``);
+    None: no limit. A write past it is refused, with a message the model can act on."""
     storage: Storage | None = None
     """Where the chats' servers and history are kept (``PLAYA_DATABASE_URL``); None: the data dir."""
 
@@ -60,6 +63,10 @@ class HostConfig:
                 raise ConfigError(f"HostConfig.{name} must be a positive number of seconds, got {value!r}")
         if self.context_tokens is not None:
             ContextBudget(self.context_tokens)  # raises ConfigError when it is too small
+        if self.workspace_quota is not None and self.workspace_quota < 1:
+            raise ConfigError(
+                f"HostConfig.workspace_quota must be a positive number of bytes, got {self.workspace_quota!r}"
+            )
         if not self.base_prompt.strip():
             raise ConfigError("HostConfig.base_prompt is empty: give the agent a prompt, or keep the default")
 

@@ -198,7 +198,7 @@ class Host:
         history = await (
             History.open(state_dir) if storage is None else History.open_rows(storage.history, scope)
         )
-        core = workspace_tools(workspace)
+        core = workspace_tools(workspace, quota=self.config.workspace_quota)
         session = ChatSession(
             scope=scope,
             owner=owner,
