@@ -17,6 +17,7 @@ from ..core import (
     Sender,
     classify,
 )
+from ._attach import ATTACH, attached
 from ._input import ANSWER_WORDS
 from ._live import ConsoleLive
 from ._ui import ConsoleUI
@@ -68,14 +69,21 @@ async def run_console(
                     ):
                         await ui.send(NOTHING_TO_CANCEL if parsed.name == "cancel" else NOTHING_TO_ANSWER)
                         continue
+                    incoming = IncomingMessage(text, sender, None)
+                    if parsed is not None and parsed.name == ATTACH and host.commands.get(ATTACH) is None:
+                        found = await attached(host, session, sender, parsed.args)
+                        if isinstance(found, str):
+                            await ui.send(found)
+                            continue
+                        incoming = found
                     # A turn's reply streams in a terminal; a command's reply comes whole.
                     live = ConsoleLive(ui, stdout) if ui.interactive and parsed is None else None
                     async with ui.working(), live.running() if live is not None else nullcontext():
-                        reply = await host.handle(session, IncomingMessage(text, sender, None), ui, live=live)
+                        reply = await host.handle(session, incoming, ui, live=live)
                         # Inside: the status line is cleared after the reply's line is ended.
                         shown = reply is not None and live is not None and live.finish(reply.text)
                 finally:
                     ui.done_with_message()
-                if reply is not None and not shown:
+                if reply is not None and reply.text and not shown:  # /mcp's panel is its reply
                     await ui.send(reply.text)
                 ui.prompt_again()
