@@ -26,7 +26,7 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import replace
 from typing import Final, Protocol
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 import httpx2
 from mcp.client.auth import OAuthClientProvider
@@ -71,10 +71,13 @@ REFRESH_MARGIN: Final = 60.0
 CALLBACK_PATH: Final = "/oauth/callback"
 
 Clock = Callable[[], float]
+_LOOPBACK: Final = ("127.0.0.1", "localhost", "::1")
 
 
 def client_metadata(redirect_uri: str, *, scope: str | None = None) -> OAuthClientMetadata:
-    """What Playa registers as (dynamic registration): a native client with a loopback redirect."""
+    """What Playa registers as (dynamic registration): a native client with a loopback redirect,
+    a web client with the front end's public https one (SEP-837; OpenID Connect Registration 2)."""
+    public = redirect_uri.startswith("https:") and urlsplit(redirect_uri).hostname not in _LOOPBACK
     return OAuthClientMetadata.model_validate(
         {
             "redirect_uris": [redirect_uri],
@@ -84,7 +87,7 @@ def client_metadata(redirect_uri: str, *, scope: str | None = None) -> OAuthClie
             "grant_types": ["authorization_code", "refresh_token"],
             "response_types": ["code"],
             "token_endpoint_auth_method": "none",
-            "application_type": "native",
+            "application_type": "web" if public else "native",
             "scope": scope,
         }
     )
