@@ -11,7 +11,7 @@ from typing import TypedDict, Unpack
 from pydantic_ai.models import Model
 
 from playa.agent import GateLimits, Host, HostConfig, ModelLimits, ToolSearchLimits
-from playa.core import EnvPolicy, Extension
+from playa.core import EnvPolicy, Extension, Storage
 from playa.mcp_remote import (
     ConnectionSettings,
     Connector,
@@ -54,6 +54,7 @@ class ConfigOverrides(TypedDict, total=False):
     context_tokens: int | None
     session_idle: float
     workspace_quota: int | None
+    storage: Storage | None
 
 
 def host_config(

@@ -115,7 +115,9 @@ class Host:
         outbound_secrets().add(env_secrets)
         self._redactors = ChatRedactors(self.extensions, env_secrets)
         self._extensions = Extensions(self.extensions, config.hook_timeout, self._redactors)
-        self._sessions = ChatSessions(config.data_dir, self._new_session, self._extensions, self._redactors)
+        self._sessions = ChatSessions(
+            config.data_dir, self._new_session, self._extensions, self._redactors, config.storage
+        )
         self._conversations: WeakKeyDictionary[ChatSession, _Conversation] = WeakKeyDictionary()
         """The agent's side of each session, for as long as the session object lives."""
         self._stack: AsyncExitStack | None = None

@@ -11,7 +11,7 @@ from typing import Literal
 
 import anyio
 
-from ..core import ChatSession, outbound_secrets, scope_folder
+from ..core import ChatSession, Storage, outbound_secrets, scope_folder
 from ._extensions import ChatRedactors, Extensions
 
 __all__ = ["COLLECT_AFTER", "ChatSessions", "ScopeMove"]
@@ -40,8 +40,10 @@ class ChatSessions:
         make: Callable[[str, str], Awaitable[ChatSession]],
         extensions: Extensions,
         redactors: ChatRedactors,
+        storage: Storage | None = None,
     ) -> None:
         self._data_dir = data_dir
+        self._storage = storage
         self._make = make
         self._extensions = extensions
         self._redactors = redactors
@@ -112,6 +114,10 @@ class ChatSessions:
                 outcome = await anyio.to_thread.run_sync(self._move_folders, old_scope, new_scope)
                 if outcome != "moved":
                     return outcome
+                if self._storage is not None and not await self._storage.history.move(old_scope, new_scope):
+                    logger.warning(
+                        "the history of %s was not moved to %s: that chat has one", old_scope, new_scope
+                    )
                 session = await self._make(new_scope, owner)
                 await self._extensions.scope_moved(old_scope, session)
                 async with self._lock:

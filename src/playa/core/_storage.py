@@ -85,6 +85,11 @@ class HistoryRows(Protocol):
         """Forget every message of the chat."""
         ...
 
+    async def move(self, old_scope: str, new_scope: str) -> bool:
+        """Make ``old_scope``'s messages ``new_scope``'s (a chat that got a new scope); nothing is
+        moved, and False returned, when ``new_scope`` has messages of its own."""
+        ...
+
 
 class WorkspaceRows(Protocol):
     """A chat's workspace as rows: one file a row, by its path relative to the workspace.

@@ -117,6 +117,13 @@ class HistoryTable:
         async with self._database.connection() as connection:
             await connection.execute("DELETE FROM history WHERE chat = $1", scope)
 
+    async def move(self, old_scope: str, new_scope: str) -> bool:
+        async with self._database.transaction() as connection:
+            if await connection.fetchval("SELECT EXISTS (SELECT 1 FROM history WHERE chat = $1)", new_scope):
+                return False
+            await connection.execute("UPDATE history SET chat = $2 WHERE chat = $1", old_scope, new_scope)
+        return True
+
 
 class DatabaseStorage:
     """The chats' state in one database (the core's ``Storage``), over the process's pool."""
