@@ -136,10 +136,11 @@ class ChatSkills:
         A first listing is adopted and saved; a new or changed skill is shown to the owner.
         Raises ``ToolError`` when the server is unavailable, ``RemoteError`` when it failed.
         """
+        if connection is None:
+            # Before the lock: a connect in flight lists under it before it is over (``connected``).
+            connection = await server.connection_for_call()
         lock = self._locks.setdefault(server.entry.name, anyio.Lock())
         async with lock:
-            if connection is None:
-                connection = await server.connection_for_call()
             hold = server.review.skills
             if not offers_skills(connection):
                 hold.hold(server.entry.pins, {})
