@@ -26,6 +26,9 @@ __all__ = ["Calls"]
 
 logger = logging.getLogger(__name__)
 
+_ARGUMENTS_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+"""What ``json.dumps`` with these options uses, made once rather than at every call's audit record."""
+
 
 @dataclass
 class _Seen:
@@ -106,9 +109,7 @@ class Calls:
                 policy=permit.policy if permit is not None else None,
                 decision=permit.outcome if permit is not None else None,
                 duration_us=round((time.perf_counter() - started) * 1e6),
-                arguments_bytes=len(
-                    json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str).encode()
-                ),
+                arguments_bytes=len(_ARGUMENTS_JSON.encode(arguments).encode()),
                 result_bytes=len(result.text.encode()) if result is not None else 0,
             )
 

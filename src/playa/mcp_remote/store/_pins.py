@@ -23,6 +23,7 @@ How a held change is shown to the owner, and the digest of that view: ``_pin_vie
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -70,12 +71,31 @@ def definition(tool: mcp_types.Tool) -> dict[str, Any]:
     return {name: raw.get(name) for name in PIN_FIELDS}
 
 
+_DIGESTS_KEPT: Final = 4096
+_digests: dict[bytes, tuple[str, ...]] = {}
+"""Field digests by the SHA-256 of the whole definition's JSON: every chat of a bot that uses one
+server binds the same definitions (after a restart, all at once), and a dump and its hash cost a
+fifth of the six canonical encodings. Digests in, digests out: no definition text is kept."""
+
+
 def field_digests(tool: mcp_types.Tool) -> tuple[str, ...]:
     """One digest per pinned field of the tool's definition, in ``PIN_FIELDS`` order (absent: null).
 
     Read from the fields themselves rather than a dump of the whole tool: a server of ten
-    thousand tools is pinned at every listing, and most fields are absent.
+    thousand tools is pinned at every listing, and most fields are absent. Kept by content
+    (``_digests``): the same definition is digested once.
     """
+    key = hashlib.sha256(tool.model_dump_json(by_alias=True).encode()).digest()
+    if (known := _digests.get(key)) is not None:
+        return known
+    digests = _field_digests(tool)
+    if len(_digests) >= _DIGESTS_KEPT:
+        del _digests[next(iter(_digests))]  # the oldest
+    _digests[key] = digests
+    return digests
+
+
+def _field_digests(tool: mcp_types.Tool) -> tuple[str, ...]:
     annotations = tool.annotations
     values = (
         tool.name,
