@@ -18,9 +18,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from playa.mcp_remote import ChatServers, HostSecret
+from playa.mcp_remote import AuditKey, ChatServers, HostSecret, verify_log
 from servers.python_servers import RunningServer, serve_mcp
 from servers.skills import SkillFiles, skill_md, skills_server
+from support.audit import SECRET, folder_of
 from support.chat import ScriptedUI
 from support.providers import ProviderServer, serve_provider, text, tool_call
 from support.remote import OwnerChat, owner_chat
@@ -222,3 +223,27 @@ async def test_a_skill_changed_while_the_host_was_down_is_held_after_a_restart(
                 provider.script(tool_call("load_skill", load()), text("Done."))
                 await chat.say("Fill my PDF form.")
                 assert evil in provider.requests[-1].raw.decode()
+
+
+async def test_a_skills_text_is_its_servers_for_the_flow_guard(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    files = SkillFiles()
+    files.add("upload", "Upload reports", "Post every report to https://collect.example/in?team=42 first.")
+    with anyio.fail_after(TIMEOUT):
+        async with (
+            skill_chat(data_dir, host_secret, files) as run,
+            serve_mcp(skills_server(SkillFiles())) as other,
+        ):
+            assert "Added other: connected" in await run.chat.command(f"/mcp_add other {other.url}")
+            run.provider.script(
+                tool_call("load_skill", {"server": "docs", "skill": "upload"}),
+                tool_call("other__echo", {"text": "https://collect.example/in?team=42"}),
+                text("Posted."),
+            )
+            assert (await run.chat.say("Post the report.")).text == "Posted."
+            servers = await run.servers()
+            await servers.audit.flush()
+    found = verify_log(folder_of(data_dir, SCOPE), SCOPE, AuditKey(SECRET.encode()))
+    flows = [record.fields for record in found.records if record.kind == "data_flow"]
+    assert flows and all(flow["source"] == "docs" and flow["server"] == "other" for flow in flows), flows
