@@ -259,8 +259,8 @@ async def test_approvals_and_rejections_are_recorded(data_dir: Path, host_secret
             records = await audit_of(chat)
     decided = [(r.kind, r.fields) for r in records if r.kind in ("approved", "rejected")]
     assert decided == [
-        ("approved", {"server": "changing", "tools": 1, "instructions": False}),
-        ("rejected", {"server": "changing", "tools": 1, "instructions": False}),
+        ("approved", {"server": "changing", "tools": 1, "instructions": False, "prompts": 0, "skills": 0}),
+        ("rejected", {"server": "changing", "tools": 1, "instructions": False, "prompts": 0, "skills": 0}),
     ]
 
 

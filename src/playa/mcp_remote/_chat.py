@@ -172,8 +172,8 @@ class ChatServers:
 
     async def bound(self, server: RemoteServer, adopted: Pins | None) -> None:
         """A server bound a tool list: an adopted one is saved, and what waits is shown to the owner."""
+        adopted = await self.prompts.connected(server, adopted)
         await self.review.settle(server, adopted)
-        self.prompts.connected(server)
         await self.skills.connected(server)
 
     def changed(self) -> None:

@@ -26,12 +26,12 @@ import anyio
 import mcp_types
 
 from ..core import Media, looks_like_credential, one_line
-from ..exceptions import CallFailed, RemoteError, RemoteTimeout, ToolError, UsageError
+from ..exceptions import CallFailed, RemoteError, RemoteTimeout, StoreError, ToolError, UsageError
 from ..mcp import map_result
 from ._prompt_review import PromptHold
 from ._review import Review
 from ._server import ChatContext, RemoteServer
-from .store import prompt_digest
+from .store import Pins, prompt_digest
 from .transport import (
     Connection,
     complete_argument,
@@ -85,18 +85,42 @@ class ChatPrompts:
 
     # Listing
 
-    def connected(self, server: RemoteServer) -> None:
-        """A server bound its connection: its prompt changes are followed, and its prompts listed
-        (in the background: nothing waits for it), so a first list is adopted at once."""
+    async def connected(self, server: RemoteServer, adopted: Pins | None) -> Pins | None:
+        """A server bound its connection: its prompt changes are followed from now on; the pins to save.
+
+        Pins without prompts (a server just added, or an entry from before prompts were pinned)
+        take the prompts listed now, saved with the tool pins an add adopts (returned), or on
+        their own: the owner added the server as it is. Otherwise nothing is listed here: a run
+        lists them (and checks them) anyway, and a change the server announces is listed then.
+        """
         connection = server.connection
         name = server.entry.name
         if connection is None or self._followed.get(name) is connection:
-            return  # bound again on the same connection (a tools change): already followed
+            return adopted  # bound again on the same connection (a tools change): already followed
         self._followed[name] = connection
         server.review.prompts.forget()
-        if offers_prompts(connection):
-            connection.follow_prompts(partial(self._heard, server, connection))
-            self._context.task_group.start_soon(self._refresh, server, connection)
+        if not offers_prompts(connection):
+            return adopted
+        connection.follow_prompts(partial(self._heard, server, connection))
+        pins = adopted if adopted is not None else server.entry.pins
+        if pins is None or pins.prompts is not None or pins.instructions is None:
+            return adopted
+        try:
+            offered = await list_prompts(connection, timeout=self._timeout)
+        except RemoteError as exc:
+            # Adopted at the next listing instead (a run, or a change the server announces).
+            logger.info("%s: listing the prompts of %s failed: %s", self._context.session.scope, name, exc)
+            return adopted
+        pins = replace(pins, prompts=server.review.prompts.hold(pins, offered))
+        if adopted is not None:
+            return pins
+        try:
+            await server.save_pins(pins)
+        except StoreError as exc:
+            logger.warning(
+                "could not save the prompt pins of %s in %s: %s", name, self._context.session.scope, exc
+            )
+        return None
 
     def _heard(self, server: RemoteServer, connection: Connection) -> None:
         """The server said its prompts changed: list them again, and tell the owner of what waits."""
