@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "audit": ("bench.bench_audit", "run"),
     "flow": ("bench.bench_flow", "run"),
     "db": ("bench.bench_db", "run"),
+    "db-turn": ("bench.bench_db_turn", "run"),
     "stream": ("bench.bench_stream", "run"),
 }
 
