@@ -254,6 +254,9 @@ class RemoteServer:
         if refused and self.login.refused >= 2:
             # A login in answer to the refusal did not help: suggesting another would be a loop.
             reason += ", and again after a new login: the account needs access at the server itself"
+        elif refused and (grant := self.login.held(self.entry)) is not None and grant.machine:
+            # A machine client logs in to nothing: its owner gives it new credentials, or a new URL.
+            reason += f" — the owner can give it new credentials with /mcp_add {self.entry.name}"
         elif refused:
             # The account's access may have changed since the token was issued: one new login may help.
             reason = f"{login_hint(reason, self.entry.name)} to log in again"

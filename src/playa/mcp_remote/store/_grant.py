@@ -24,6 +24,7 @@ from mcp.client.auth.utils import issuers_match
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
 from mcp.shared.auth_utils import resource_url_from_server_url
 
+from ...core import MIN_SECRET_LENGTH
 from ...exceptions import ValidationError
 
 __all__ = [
@@ -130,9 +131,9 @@ class OAuthGrant:
             values.add(self.dpop_key)
         if self.client_key:
             values.add(self.client_key.strip())
-            values.update(
-                line.strip() for line in self.client_key.splitlines() if not line.startswith("-----")
-            )
+            # Its lines too, but a short last line is no secret of its own (the whole key is).
+            lines = (line.strip() for line in self.client_key.splitlines() if not line.startswith("-----"))
+            values.update(line for line in lines if len(line) >= MIN_SECRET_LENGTH)
         return frozenset(v for v in values if v)
 
     @property
