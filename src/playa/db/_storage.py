@@ -18,6 +18,11 @@ from ._workspace import LoginTable, WorkspaceTable
 __all__ = ["DatabaseStorage", "HistoryTable", "ServerTable"]
 
 
+_APPEND_HISTORY: Final = """
+INSERT INTO history (chat, seq, message)
+SELECT $1, coalesce((SELECT max(seq) FROM history WHERE chat = $1), 0) + t.n, t.message
+FROM unnest($2::bytea[]) WITH ORDINALITY AS t(message, n)
+"""
 _HEAD: Final = "SELECT generation, record FROM server_stores WHERE chat = $1"
 _HEAD_LOCKED: Final = _HEAD + " FOR UPDATE"
 
@@ -104,14 +109,10 @@ class HistoryTable:
     async def append(self, scope: str, messages: Sequence[bytes]) -> None:
         if not messages:
             return
-        async with self._database.transaction() as connection:
-            last: int = await connection.fetchval(
-                "SELECT coalesce(max(seq), 0) FROM history WHERE chat = $1", scope
-            )
-            await connection.executemany(
-                "INSERT INTO history (chat, seq, message) VALUES ($1, $2, $3)",
-                [(scope, last + n, message) for n, message in enumerate(messages, start=1)],
-            )
+        # One statement, one round trip: the turn's rows numbered after the chat's last, in order.
+        # A turn's append costs this and the commit's flush, whatever the history's length.
+        async with self._database.connection() as connection:
+            await connection.execute(_APPEND_HISTORY, scope, list(messages))
 
     async def clear(self, scope: str) -> None:
         async with self._database.connection() as connection:
