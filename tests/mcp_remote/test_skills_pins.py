@@ -7,7 +7,14 @@ import json
 import pytest
 
 from playa.exceptions import ValidationError
-from playa.mcp_remote.store import Pins, SkillPins, digest_of
+from playa.mcp_remote.store import (
+    Pins,
+    SkillPins,
+    approval_digest,
+    digest_of,
+    pending_digest,
+    same_definitions,
+)
 
 A = digest_of("entry a")
 B = digest_of("entry b")
@@ -60,3 +67,14 @@ def test_skills_without_pinned_instructions_are_refused() -> None:
     raw["skills"] = SkillPins({"pdf": A}).encode()
     with pytest.raises(ValidationError, match="unknown format"):
         Pins.decode(json.dumps(raw))
+
+
+def test_a_held_skill_is_part_of_the_definitions_an_approval_names() -> None:
+    """Held skills are in the definitions half of an approval's digest, as held tools and prompts are."""
+    none = approval_digest([], None, (), ())
+    held_a = approval_digest([], None, (), (), skills=[("pdf", A)])
+    held_b = approval_digest([], None, (), (), skills=[("pdf", B)])
+    assert len({none, held_a, held_b}) == 3
+    assert not same_definitions(held_a, held_b)
+    assert same_definitions(held_a, approval_digest([], None, (), (), skills=[("pdf", A)]))
+    assert pending_digest([], None, skills=[("pdf", A)]) != pending_digest([])

@@ -142,7 +142,12 @@ class ServerReview:
             note=note,
             instructions=instructions,
             digest=approval_digest(
-                self.held.values(), self.held_instructions, changes, instructions, self.prompts.held.values()
+                self.held.values(),
+                self.held_instructions,
+                changes,
+                instructions,
+                self.prompts.held.values(),
+                [(path, skill.digest) for path, skill in self.skills.held.items()],
             ),
         )
 

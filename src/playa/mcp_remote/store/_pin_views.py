@@ -267,6 +267,7 @@ def approval_digest(
     changes: Iterable[ToolChange],
     shown_instructions: Sequence[str],
     prompts: Iterable[mcp_types.Prompt] = (),
+    skills: Iterable[tuple[str, str]] = (),
 ) -> str:
     """What an approval decides: the held definitions as they are, and exactly how they were shown.
 
@@ -274,7 +275,7 @@ def approval_digest(
     A view that omitted or showed otherwise anything of the change names another digest, so it
     cannot approve it. ``same_definitions`` tells the halves apart.
     """
-    return pending_digest(tools, instructions, prompts) + view_digest(changes, shown_instructions)
+    return pending_digest(tools, instructions, prompts, skills) + view_digest(changes, shown_instructions)
 
 
 def same_definitions(digest: str, other: str) -> bool:

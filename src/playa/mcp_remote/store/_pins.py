@@ -120,13 +120,23 @@ def instructions_digest(text: str | None) -> str:
 
 
 def pending_digest(
-    tools: Iterable[mcp_types.Tool], instructions: str | None = None, prompts: Iterable[mcp_types.Prompt] = ()
+    tools: Iterable[mcp_types.Tool],
+    instructions: str | None = None,
+    prompts: Iterable[mcp_types.Prompt] = (),
+    skills: Iterable[tuple[str, str]] = (),
 ) -> str:
-    """One digest of held definitions and held instructions: what the owner was shown must be what they approve."""
+    """One digest of held definitions and held instructions: what the owner was shown must be what they approve.
+
+    ``skills`` are the held skills as (path, the digest of their entry).
+    """
     held = sorted([tool.name, _digest(field_digests(tool))] for tool in tools)
     pending: list[object] = [held, None if instructions is None else instructions_digest(instructions)]
-    if held_prompts := sorted([prompt.name, prompt_digest(prompt)] for prompt in prompts):
+    held_prompts = sorted([prompt.name, prompt_digest(prompt)] for prompt in prompts)
+    held_skills = sorted([path, digest] for path, digest in skills)
+    if held_prompts or held_skills:
         pending.append(held_prompts)
+    if held_skills:
+        pending.append(held_skills)
     return digest_of(pending)
 
 
