@@ -37,9 +37,10 @@ class ChatSecrets:
         secrets = self.values | values
         if secrets != self.values:
             self.values = frozenset(secrets)
-            self.redactor = Redactor(self.values)
-            # Before anything can log them: a connect error may quote them at once.
+            # Before anything can log them: a connect error may quote them at once. And before
+            # the redactor: held, their forms are derived once for both.
             outbound_secrets().hold(self, self.values)
+            self.redactor = Redactor(self.values)
 
     def release(self) -> None:
         """Nothing of this chat's is left to log its credentials."""

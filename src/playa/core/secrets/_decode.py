@@ -15,7 +15,6 @@ directly is decoded whatever the depth).
 
 from __future__ import annotations
 
-import functools
 import re
 import sys
 from collections.abc import Iterable
@@ -119,9 +118,8 @@ def _decoders_of(value: str, whole_value: str | None = None) -> list[_Decoder]:
     return decoders
 
 
-@functools.lru_cache(maxsize=256)
 def _decoders(secret: str) -> tuple[_Decoder, ...]:
-    """The decoders of ``secret`` (kept like :func:`_plain_forms`).
+    """The decoders of ``secret`` (kept while it is held: ``_held.decoders_of``).
 
     A value with a credential (``Bearer x``) is decoded as its credential: the base64 of the
     value holds the credential's at one of its alignments, and its hex holds the credential's.

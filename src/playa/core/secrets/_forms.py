@@ -26,7 +26,6 @@ be fast. What it removes, for each header value of at least :data:`MIN_SECRET_LE
 from __future__ import annotations
 
 import base64
-import functools
 import json
 import re
 from typing import Final
@@ -118,10 +117,8 @@ def _forms_of(secret: str) -> set[str]:
     return forms
 
 
-@functools.lru_cache(maxsize=256)
 def _plain_forms(secret: str) -> frozenset[str]:
-    """The literal forms of ``secret``; kept for the latest secrets, as a chat's
-    redactor and the log gate both learn its credentials when it opens."""
+    """The literal forms of ``secret`` (kept while it is held: ``_held.forms_of``)."""
     if len(secret) < MIN_SECRET_LENGTH:
         return frozenset()
     forms = _forms_of(secret)

@@ -29,7 +29,8 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, Final
 
 from ._credentials import looks_like_credential
-from ._forms import MIN_SECRET_LENGTH, REDACTED, _plain_forms
+from ._forms import MIN_SECRET_LENGTH, REDACTED
+from ._held import forget, forms_of, keep
 from ._redact import _kept
 
 __all__ = ["OutboundSecrets", "install_outbound_gate", "outbound_secrets"]
@@ -103,9 +104,10 @@ class _Pieces:
     def add(self, value: str) -> None:
         if value in self._of:
             return
+        keep(value)  # for the chat's redactor too, until ``remove``
         parts: list[str] = []
         short: set[str] = set()
-        for form in _plain_forms(value):
+        for form in forms_of(value):
             for part in form.split():
                 if len(part) >= PIECE:
                     parts.append(part)
@@ -128,7 +130,10 @@ class _Pieces:
 
     def remove(self, value: str) -> None:
         """Undo ``add(value)``; what other values held share stays."""
-        windows, short = self._of.pop(value, ((), ()))
+        if value not in self._of:
+            return
+        windows, short = self._of.pop(value)
+        forget(value)
         shared = self._shared
         if shared and not shared.keys().isdisjoint(windows):
             gone: list[str] = []
@@ -162,6 +167,7 @@ class _Pieces:
             return
         for value in values:
             del self._of[value]
+            forget(value)
         windows: Counter[str] = Counter()
         short: Counter[str] = Counter()
         for own, own_short in self._of.values():

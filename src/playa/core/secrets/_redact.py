@@ -45,8 +45,9 @@ from collections.abc import Iterable, Iterator
 from typing import ClassVar, Final
 
 from ._blocks import _Tables, scan
-from ._decode import _decoded_in, _Decoder, _decoders
-from ._forms import MIN_SECRET_LENGTH, REDACTED, _plain_forms, _utf8
+from ._decode import _decoded_in, _Decoder
+from ._forms import MIN_SECRET_LENGTH, REDACTED, _utf8
+from ._held import decoders_of, forms_of
 from ._tail import held_from
 
 __all__ = ["Redactor"]
@@ -140,8 +141,8 @@ class Redactor:
         forms: set[str] = {piece for piece in literal if len(piece) >= MIN_SECRET_LENGTH}
         decoders: dict[_Decoder, None] = {}
         for value in kept:
-            forms |= _plain_forms(value)
-            decoders.update(dict.fromkeys(_decoders(value)))
+            forms |= forms_of(value)
+            decoders.update(dict.fromkeys(decoders_of(value)))
         # Sorted so that two redactors over the same secrets behave identically.
         self._forms: tuple[str, ...] = tuple(sorted(forms))
         self._decoders: tuple[_Decoder, ...] = tuple(decoders)

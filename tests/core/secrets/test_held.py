@@ -1,0 +1,66 @@
+"""What is derived from a secret (its forms, its decoders) is kept only while the secret is held:
+once the chats that held it let go, nothing of it is left in any cache."""
+
+from __future__ import annotations
+
+import gc
+import secrets
+
+from playa.core import OutboundSecrets, Redactor, encoded_forms
+
+
+def holders_of(values: set[str], *, besides: tuple[object, ...]) -> list[object]:
+    """Every object the collector tracks that holds one of ``values`` (but ``besides``)."""
+    gc.collect()
+    skip = {id(values), *map(id, besides)}
+    found: list[object] = []
+    for thing in gc.get_objects():
+        if id(thing) in skip:
+            continue
+        if isinstance(thing, dict):
+            items: object = [*thing.keys(), *thing.values()]
+        elif isinstance(thing, (tuple, list, set, frozenset)):
+            items = thing
+        else:
+            continue
+        try:
+            if any(isinstance(item, str) and item in values for item in items):  # type: ignore[attr-defined]
+                found.append(thing)
+        except RuntimeError:  # another thread changed it meanwhile
+            continue
+    return found
+
+
+def test_a_released_secret_and_its_forms_are_in_no_cache() -> None:
+    value = "Bearer " + secrets.token_urlsafe(32)
+    forms = encoded_forms(value)
+    registry = OutboundSecrets()
+    first, second = object(), object()
+    registry.hold(first, [value])
+    registry.hold(second, [value])
+    redactor = Redactor([value])
+    assert redactor.redact(f"x {value} y") == "x [redacted] y"
+    # While held, the registry's tables hold it: the scan below finds what it must.
+    assert holders_of(forms, besides=(forms,))
+    registry.release(first)
+    assert value in registry
+    registry.release(second)
+    del redactor
+    assert value not in registry
+    held = holders_of(forms, besides=(forms,))
+    assert held == [], [type(thing).__name__ for thing in held]
+
+
+def test_a_secret_released_together_with_others_is_in_no_cache_once_the_block_ends() -> None:
+    values = {f"sk-{secrets.token_hex(20)}" for _ in range(3)}
+    registry = OutboundSecrets()
+    owners = [object() for _ in values]
+    for owner, value in zip(owners, sorted(values), strict=True):
+        registry.hold(owner, [value])
+    Redactor(values).redact("nothing")
+    with registry.releasing_together():
+        for owner in owners:
+            registry.release(owner)
+    forms = {form for value in values for form in encoded_forms(value)}
+    held = holders_of(forms, besides=(forms, values))
+    assert held == [], [type(thing).__name__ for thing in held]
