@@ -94,6 +94,8 @@ class RemoteServer:
 
     def __init__(self, entry: ServerEntry, context: ChatContext, caller: ToolCaller) -> None:
         self.entry = entry
+        self._built_from = entry
+        """The entry as this server last read or wrote it: its writes land only over that server."""
         self._context = context
         self._caller = caller
         self.status: Literal["connecting", "connected", "unavailable"] = "connecting"
@@ -411,16 +413,15 @@ class RemoteServer:
 
     async def save_pins(self, pins: Pins) -> None:
         """Seal new pins into the entry (an owner's decision, or an adopted list)."""
-        entry = self.entry = replace(self.entry, pins=pins)
-        store = self._context.store
-        if store is not None and self.current:
-            await store.put(entry)
+        self.entry = replace(self.entry, pins=pins)
+        await self._rewrite(self.entry)
 
     async def seal_policy(self, policy: Policy) -> None:
-        """Save the entry with ``policy`` and let it apply at once. Raises ``StoreError``."""
+        """Save the entry with ``policy`` and let it apply at once. Raises ``StoreError``, also when
+        the owner replaced or removed the server meanwhile (nothing changed then)."""
         entry = replace(self.entry, policy=policy)
-        if (store := self._context.store) is not None:
-            await store.put(entry)
+        if self._context.store is not None and not await self._rewrite(entry):
+            raise StoreError(f"{entry.name} was replaced or removed meanwhile")
         if self.current:
             self.entry = entry
             self.rebind()
@@ -431,28 +432,36 @@ class RemoteServer:
         self.rebind()
 
     async def save_grant(self, grant: OAuthGrant) -> bool:
-        """Seal a changed grant (new tokens, a registration) into the entry of the chat's server of
-        this name before it is used; whether it was sealed into the file."""
+        """Seal a changed grant (new tokens, a registration) into this server's entry before it is
+        used; whether it was sealed. A server replaced or removed meanwhile seals nothing: its
+        tokens are not the new entry's."""
         context = self._context
         context.secrets.remember(grant.secrets)
-        server = context.servers.get(self.entry.name)
-        if context.store is None or server is None:
-            return False
-        return await server._seal_grant(grant, context.store)
-
-    async def _seal_grant(self, grant: OAuthGrant, store: ServerStorage) -> bool:
         entry = self.entry = replace(self.entry, oauth=grant)
         try:
-            await store.put(entry)
+            return await self._rewrite(entry)
         except StoreError as exc:
             # The connection goes on with the tokens held; the next refresh tries again.
             logger.warning(
-                "could not save the authorization of %s in %s: %s",
-                entry.name,
-                self._context.session.scope,
-                exc,
+                "could not save the authorization of %s in %s: %s", entry.name, context.session.scope, exc
             )
             return False
+
+    async def _rewrite(self, entry: ServerEntry) -> bool:
+        """Seal ``entry``, this server's own, over the stored one while that is still the entry this
+        server was built from; whether it was written. Raises ``StoreError``.
+
+        ``current`` alone is no guard: the owner's ``/mcp_add`` writes the new entry before the
+        chat holds its server, and the store's write runs after an await; the store compares the
+        stored entry under its own lock, so a late write of a replaced server is dropped there
+        (and one of another process of this host, too).
+        """
+        store = self._context.store
+        if store is None or not self.current:
+            return False
+        if await store.rewrite(entry, built_from=self._built_from) is None:
+            return False
+        self._built_from = entry
         return True
 
 

@@ -8,22 +8,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
 import pytest
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from playa.db import Database, DatabaseStorage, DatabaseUrl, upgrade
 from playa.exceptions import StoreError
 from playa.mcp_remote.store import (
     FileServers,
     LoadResult,
+    OAuthGrant,
+    Pins,
+    Policy,
     RowMemory,
     RowServers,
+    ServerEntry,
     ServerStorage,
     ServerStore,
+    resource_of,
     store_path,
 )
 from support.postgres import database_url, postgres
@@ -321,3 +327,108 @@ async def test_two_writers_at_once_lose_no_entry(backend: Backend) -> None:
             for entry in entries:
                 tg.start_soon(backend.store().put, entry)
     assert names(await backend.store().load()) == sorted(e.name for e in entries)
+
+
+# --- a server's own write: only over the entry it was built from ----------------------------------
+
+NEW_KEY = "canary-8b3f2c19-new-key"
+
+
+def _rekeyed(entry: ServerEntry) -> ServerEntry:
+    """``entry`` as the owner adds it again with a new key (``/mcp_add`` with its name)."""
+    return replace(entry, headers={"Authorization": f"Bearer {NEW_KEY}"}, pins=None)
+
+
+async def test_a_servers_own_write_lands_over_the_entry_it_was_built_from(backend: Backend) -> None:
+    store = backend.store()
+    await store.save(ALL)
+    pinned = replace(DOCS, pins=Pins({}), policy=Policy(server="ask"))
+    saved = await store.rewrite(pinned, built_from=DOCS)
+    assert saved is not None and saved.entry is pinned
+    again = await store.rewrite(replace(pinned, policy=Policy(server="deny")), built_from=pinned)
+    assert again is not None
+    docs = (await backend.store().load()).entry("docs")
+    assert docs is not None and docs.pins == Pins({}) and docs.policy == Policy(server="deny")
+
+
+async def test_a_late_write_of_a_replaced_entry_is_dropped_and_the_new_key_stays(backend: Backend) -> None:
+    old_server, owner = backend.store(), backend.store()
+    await owner.save(ALL)
+    await owner.put(_rekeyed(DOCS))  # the owner's replacement lands first
+    late = replace(DOCS, pins=Pins({}))
+    assert await old_server.rewrite(late, built_from=DOCS) is None
+    docs = (await backend.store().load()).entry("docs")
+    assert docs is not None and dict(docs.headers) == {"Authorization": f"Bearer {NEW_KEY}"}
+    assert docs.pins is None
+    assert CANARY.encode() not in await backend.stored_bytes()
+
+
+async def test_a_late_write_of_a_removed_entry_does_not_bring_it_back(backend: Backend) -> None:
+    store = backend.store()
+    await store.save(ALL)
+    await backend.store().remove("docs")
+    assert await store.rewrite(replace(DOCS, pins=Pins({})), built_from=DOCS) is None
+    result = await backend.store().load()
+    assert result.warning is None and names(result) == ["open", "wiki"]
+
+
+@pytest.mark.parametrize(
+    "replacement",
+    [
+        pytest.param(replace(DOCS, url="https://docs.example/v2"), id="url"),
+        pytest.param(replace(DOCS, transport="sse"), id="transport"),
+        pytest.param(replace(DOCS, tools=("search",)), id="tools"),
+        pytest.param(replace(DOCS, headers={"X-Key": CANARY}, auth_kind="headers"), id="headers"),
+    ],
+)
+async def test_every_choice_of_the_owner_makes_another_server(
+    backend: Backend, replacement: ServerEntry
+) -> None:
+    store = backend.store()
+    await store.save((DOCS,))
+    await store.put(replacement)
+    assert await store.rewrite(replace(DOCS, pins=Pins({})), built_from=DOCS) is None
+    assert (await backend.store().load()).entry("docs") == replacement
+
+
+async def test_a_machine_clients_new_key_makes_another_server(backend: Backend) -> None:
+    old = _machine("old-client-secret-6a1f9d2e")
+    store = backend.store()
+    await store.save((old,))
+    new = _machine("new-client-secret-0c7b4e81")
+    await store.put(new)
+    refreshed = replace(old, oauth=old.oauth and old.oauth.with_tokens(_TOKENS, now=0))
+    assert await store.rewrite(refreshed, built_from=old) is None
+    stored = (await backend.store().load()).entry("machine")
+    assert stored is not None and stored.oauth is not None
+    assert (
+        stored.oauth.client is not None and stored.oauth.client.client_secret == "new-client-secret-0c7b4e81"
+    )
+    assert stored.oauth.tokens is None
+    # Its own refresh, over the entry it was built from, lands.
+    own = replace(new, oauth=new.oauth and new.oauth.with_tokens(_TOKENS, now=0))
+    assert await store.rewrite(own, built_from=new) is not None
+
+
+async def test_a_servers_write_over_a_tampered_store_starts_from_the_last_write(backend: Backend) -> None:
+    store = backend.store()
+    await store.save((DOCS, OPEN))
+    await backend.edit_url("docs", "https://attacker.example/mcp")
+    saved = await store.rewrite(replace(DOCS, pins=Pins({})), built_from=DOCS)
+    assert saved is not None and any("copy Playa saved last" in note for note in saved.notes)
+    docs = (await backend.store().load()).entry("docs")
+    assert docs is not None and docs.url == DOCS.url and docs.pins == Pins({})
+
+
+_TOKENS = OAuthToken(access_token="access-token-3e9d51c0a7", token_type="Bearer")
+
+
+def _machine(secret: str) -> ServerEntry:
+    url = "https://machine.example/mcp"
+    client = OAuthClientInformationFull(
+        client_id="machine-client",
+        client_secret=secret,
+        redirect_uris=None,
+        grant_types=["client_credentials"],
+    )
+    return ServerEntry("machine", url, auth_kind="oauth", oauth=OAuthGrant(resource_of(url), client=client))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from playa.mcp_remote.store import (
     AuditTrail,
     EntryWriter,
     LoadResult,
+    Pins,
     Saved,
     ServerEntry,
     ServerStorage,
@@ -115,6 +117,19 @@ def test_putting_a_name_again_replaces_its_rejected_entry(store: ServerStore) ->
     result = store.load()
     assert result.rejected == ()
     assert result.entries == (DOCS, OPEN, WIKI)
+
+
+def test_a_servers_own_write_leaves_a_rejected_or_doubled_entry_of_its_name_as_it_is(
+    store: ServerStore,
+) -> None:
+    edit(store, lambda servers: servers[1].update(url="https://attacker.example/"))
+    before = store.path.read_bytes()
+    assert store.rewrite(replace(WIKI, pins=Pins({})), built_from=WIKI) is None
+    assert store.path.read_bytes() == before
+    edit(store, lambda servers: servers.append(dict(servers[0])))  # "docs" twice: an old copy spliced in
+    before = store.path.read_bytes()
+    assert store.rewrite(replace(DOCS, pins=Pins({})), built_from=DOCS) is None
+    assert store.path.read_bytes() == before
 
 
 def test_remove_of_an_unknown_name_changes_nothing(store: ServerStore) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import anyio.to_thread
 
@@ -37,6 +38,9 @@ class FileServers:
 
     async def put(self, entry: ServerEntry) -> Saved:
         return await anyio.to_thread.run_sync(self.file.put, entry)
+
+    async def rewrite(self, entry: ServerEntry, *, built_from: ServerEntry) -> Saved | None:
+        return await anyio.to_thread.run_sync(partial(self.file.rewrite, entry, built_from=built_from))
 
     def taken(self, saved: Saved) -> None:
         self.file.taken(saved)

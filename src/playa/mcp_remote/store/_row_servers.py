@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
@@ -28,11 +29,14 @@ from ...core import ServerRow, ServerRows, StoredServers
 from ...exceptions import StoreError
 from ._entry import ServerEntry
 from ._entry_seal import EntryRejected, open_entry, seal_entry
+from ._same_server import same_server
 from ._seal import JSONValue, Sealer, SealError, canonical_json
 from ._server_file import count
 from ._store import LoadResult, Rejected, Saved
 
 __all__ = ["RowMemory", "RowServers", "encode_row", "record_of", "rows_digest"]
+
+logger = logging.getLogger(__name__)
 
 _RECORD_PURPOSE: Final = "servers-record"
 _RESTORE_HINT: Final = "the owner can put back the servers Playa saved last with /mcp_restore"
@@ -195,6 +199,34 @@ class RowServers:
             return {**rows, entry.name: data}, replaced
 
         return replace(await self._update(change), entry=entry)
+
+    async def rewrite(self, entry: ServerEntry, *, built_from: ServerEntry) -> Saved | None:
+        """Write ``entry`` over its namesake only while that is still ``built_from``'s server
+        (``same_server``, compared in the rows' transaction); None when it is not, nothing written."""
+        data = encode_row(self._sealer, self._scope, entry)
+        dropped = False
+
+        def change(rows: dict[str, ServerRow | bytes]) -> tuple[dict[str, ServerRow | bytes], bool]:
+            nonlocal dropped
+            stored = rows.get(entry.name)
+            dropped = not isinstance(stored, ServerRow) or not self._holds(entry.name, stored, built_from)
+            return (rows, False) if dropped else ({**rows, entry.name: data}, True)
+
+        saved = await self._update(change, always=False)
+        if dropped:
+            logger.debug(
+                "%s in %s is not the entry its writer was built from: not written", entry.name, self._scope
+            )
+            return None
+        return replace(saved, entry=entry)
+
+    def _holds(self, name: str, row: ServerRow, built_from: ServerEntry) -> bool:
+        try:
+            raw = json.loads(row.entry, object_pairs_hook=_strict_object)
+            stored = open_entry(self._sealer, self._scope, raw)
+        except (EntryRejected, ValueError, RecursionError):
+            return False
+        return stored.name == name and same_server(stored, built_from)
 
     def taken(self, saved: Saved) -> None:
         """The caller's view holds what ``saved`` wrote: the rows count as read."""

@@ -29,10 +29,18 @@ __all__ = ["AuditTrail", "EntryWriter", "ServerStorage"]
 
 
 class EntryWriter(Protocol):
-    """Where one server's changed entry is sealed: a login's new grant, a review's pins, a policy."""
+    """Where an entry is sealed: the owner's new one (``put``), or a server's own changed one
+    (``rewrite``: a login's new grant, a review's pins, a policy)."""
 
     async def put(self, entry: ServerEntry) -> Saved:
         """Add ``entry``, replacing every entry of that name."""
+        ...
+
+    async def rewrite(self, entry: ServerEntry, *, built_from: ServerEntry) -> Saved | None:
+        """Write ``entry`` over its namesake only while the stored one is still ``built_from``'s
+        server (``same_server``), compared inside the backend's lock or transaction; None when it
+        is not (replaced or removed meanwhile): nothing is written, and a late write of a server
+        never undoes the owner's replacement of it."""
         ...
 
 

@@ -29,6 +29,8 @@ The owner's call policies for the server and its tools (``_policy.Policy``) are 
 Writes replace only what they touch: ``put`` and ``remove`` keep every other raw entry as it
 is, including entries that fail to verify, so the owner keeps seeing those in ``/mcp_list``
 until they remove them or add the name again. ``save`` writes exactly the entries given.
+``rewrite`` is a server's write of its own entry: it lands only while the file holds the entry
+that server was built from (``_same_server``), so a late write never undoes a replacement.
 
 The parts: ``_entry`` (an entry and its rules), ``_entry_seal`` (an entry as the file holds
 it, sealed), ``_server_file`` (the file, its lock, its copy and rollback record).
@@ -36,6 +38,7 @@ it, sealed), ``_server_file`` (the file, its lock, its copy and rollback record)
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -44,6 +47,7 @@ from pathlib import Path
 from ...exceptions import StoreError
 from ._entry import ServerEntry
 from ._entry_seal import EntryRejected, open_entry, raw_name, seal_entry
+from ._same_server import same_server
 from ._seal import JSONValue, Sealer
 from ._server_file import (
     RESTORE_HINT,
@@ -55,6 +59,8 @@ from ._server_file import (
 )
 
 __all__ = ["LoadResult", "Rejected", "Saved", "ServerStore"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -219,6 +225,33 @@ class ServerStore:
             return [*kept, self._sealed(entry)], len(kept) != len(servers)
 
         return replace(self._update(change), entry=entry)
+
+    def rewrite(self, entry: ServerEntry, *, built_from: ServerEntry) -> Saved | None:
+        """Write ``entry`` over its namesake only while that is still ``built_from``'s server
+        (``same_server``, compared under the file's lock); None when it is not, nothing written."""
+        dropped = False
+
+        def change(servers: list[object]) -> tuple[list[object], bool]:
+            nonlocal dropped
+            namesakes = [raw for raw in servers if raw_name(raw) == entry.name]
+            dropped = len(namesakes) != 1 or not self._holds(namesakes[0], built_from)
+            if dropped:
+                return servers, False
+            return [self._sealed(entry) if raw is namesakes[0] else raw for raw in servers], True
+
+        saved = self._update(change, always=False)
+        if dropped:
+            logger.debug(
+                "%s in %s is not the entry its writer was built from: not written", entry.name, self._scope
+            )
+            return None
+        return replace(saved, entry=entry)
+
+    def _holds(self, raw: object, built_from: ServerEntry) -> bool:
+        try:
+            return same_server(open_entry(self._sealer, self._scope, raw), built_from)
+        except EntryRejected:
+            return False
 
     def taken(self, saved: Saved) -> None:
         """The caller's view now holds what ``saved`` wrote: the file counts as read, unless it

@@ -1,0 +1,149 @@
+"""A server's late write of its own entry never undoes the owner's replacement or removal of it.
+
+The old server's write (the pins its first connect adopts) is held at the store seam after the
+server checked it is still the chat's, until the owner's ``/mcp_add`` with a new key, or their
+``/mcp_remove``, has landed: the write then reaches the store, which drops it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import anyio
+import pytest
+
+from playa.mcp_remote import HostSecret
+from playa.mcp_remote.store import FileServers, Saved, Sealer, ServerEntry, ServerStore
+from support.remote import OwnerChat, demo_server
+
+pytestmark = pytest.mark.anyio
+
+TEST_TIMEOUT = 60.0
+SCOPE = "console:t"
+
+Rewrite = Callable[..., Awaitable[Saved | None]]
+
+
+class HeldWrite:
+    """The store's ``rewrite`` for one chat, holding the first write of an entry ``which`` picks
+    until the test lets it go: the seam where a server's write of its entry is in flight."""
+
+    def __init__(self, real: Rewrite, which: Callable[[ServerEntry], bool]) -> None:
+        self._real, self._which = real, which
+        self.arrived, self.go = anyio.Event(), anyio.Event()
+        self.outcome: list[Saved | None] = []
+
+    async def __call__(self, entry: ServerEntry, *, built_from: ServerEntry) -> Saved | None:
+        held = self._which(entry) and not self.arrived.is_set()
+        if held:
+            self.arrived.set()
+            with anyio.fail_after(TEST_TIMEOUT):
+                await self.go.wait()
+        saved = await self._real(entry, built_from=built_from)
+        if held:
+            self.outcome.append(saved)
+        return saved
+
+
+@asynccontextmanager
+async def held_write(chat: OwnerChat, which: Callable[[ServerEntry], bool]) -> AsyncIterator[HeldWrite]:
+    session = await chat.session()
+    store = (await chat.extension.owner_servers(session)).store
+    assert isinstance(store, FileServers)
+    held = HeldWrite(store.rewrite, which)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(store, "rewrite", held)
+        yield held
+
+
+async def stored(chat: OwnerChat, host_secret: HostSecret) -> tuple[ServerEntry, ...]:
+    """The chat's servers as another process reads them from the sealed file."""
+    session = await chat.session()
+    file = ServerStore(
+        session.workspace, session.scope, Sealer(host_secret.value), state_dir=session.state_dir
+    )
+    result = file.load()
+    assert result.warning is None and result.rejected == ()
+    return result.entries
+
+
+def key() -> str:
+    return "key-" + uuid.uuid4().hex
+
+
+def has_key(entry: ServerEntry, key: str) -> bool:
+    return entry.headers.get("Authorization") == f"Bearer {key}"
+
+
+async def test_a_replacement_with_a_new_key_stays_while_the_old_servers_pins_were_in_flight(
+    chat: OwnerChat, host_secret: HostSecret
+) -> None:
+    old_key, new_key = key(), key()
+    async with demo_server(old_key) as old, demo_server(new_key) as new:
+        with anyio.fail_after(TEST_TIMEOUT):
+            held_pins = held_write(chat, lambda entry: has_key(entry, old_key))
+            async with held_pins as held, anyio.create_task_group() as tg:
+                first: list[str] = []
+
+                async def add_old() -> None:
+                    first.append(await chat.command(f"/mcp_add docs {old.url} --bearer {old_key}"))
+
+                tg.start_soon(add_old)
+                await held.arrived.wait()  # its connect adopted the tools; the pins' write waits
+                replaced = await chat.command(f"/mcp_add docs {new.url} --bearer {new_key}")
+                held.go.set()
+            assert held.outcome == [None]  # the old server's write was dropped by the store
+            assert replaced.startswith("Replaced docs: connected"), replaced
+
+            (docs,) = await stored(chat, host_secret)
+            assert docs.url == new.url and dict(docs.headers) == {"Authorization": f"Bearer {new_key}"}
+            servers = await chat.extension.owner_servers(await chat.session())
+            assert servers.servers["docs"].entry == docs
+
+
+async def test_a_removed_server_does_not_come_back_with_its_pins_in_flight(
+    chat: OwnerChat, host_secret: HostSecret
+) -> None:
+    old_key = key()
+    async with demo_server(old_key) as old:
+        with anyio.fail_after(TEST_TIMEOUT):
+            held_pins = held_write(chat, lambda entry: has_key(entry, old_key))
+            async with held_pins as held, anyio.create_task_group() as tg:
+                tg.start_soon(chat.command, f"/mcp_add docs {old.url} --bearer {old_key}")
+                await held.arrived.wait()
+                removed = await chat.command("/mcp_remove docs")
+                held.go.set()
+            assert removed.startswith("Removed docs"), removed
+            assert held.outcome == [None]
+            assert await stored(chat, host_secret) == ()
+            listed = await chat.command("/mcp_list")
+            assert "docs" not in listed, listed
+
+
+async def test_a_policy_set_on_a_server_replaced_meanwhile_changes_nothing_and_says_so(
+    chat: OwnerChat, host_secret: HostSecret
+) -> None:
+    old_key, new_key = key(), key()
+    async with demo_server(old_key) as old, demo_server(new_key) as new:
+        with anyio.fail_after(TEST_TIMEOUT):
+            await chat.command(f"/mcp_add docs {old.url} --bearer {old_key}")
+            held_policy = held_write(
+                chat, lambda entry: has_key(entry, old_key) and entry.policy.of("echo", "allow") == "deny"
+            )
+            async with held_policy as held, anyio.create_task_group() as tg:
+                answer: list[str] = []
+
+                async def deny() -> None:
+                    answer.append(await chat.command("/mcp_policy docs echo deny"))
+
+                tg.start_soon(deny)
+                await held.arrived.wait()
+                await chat.command(f"/mcp_add docs {new.url} --bearer {new_key}")
+                held.go.set()
+            assert answer == ["Nothing was changed: docs was replaced or removed meanwhile"]
+            (docs,) = await stored(chat, host_secret)
+            assert has_key(docs, new_key) and docs.policy.of("echo", "allow") == "allow"
+            servers = await chat.extension.owner_servers(await chat.session())
+            assert "docs__echo" in servers.servers["docs"].tools
