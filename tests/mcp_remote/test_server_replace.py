@@ -10,13 +10,15 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio
 import pytest
 
 from playa.mcp_remote import HostSecret
 from playa.mcp_remote.store import FileServers, Saved, Sealer, ServerEntry, ServerStore
-from support.remote import OwnerChat, demo_server
+from servers.machine_oauth import machine_oauth_server
+from support.remote import OwnerChat, demo_server, owner_chat
 
 pytestmark = pytest.mark.anyio
 
@@ -147,3 +149,35 @@ async def test_a_policy_set_on_a_server_replaced_meanwhile_changes_nothing_and_s
             assert has_key(docs, new_key) and docs.policy.of("echo", "allow") == "allow"
             servers = await chat.extension.owner_servers(await chat.session())
             assert "docs__echo" in servers.servers["docs"].tools
+
+
+async def test_a_machine_clients_new_secret_stays_while_the_old_ones_tokens_were_in_flight(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    old_secret, new_secret = "cs-" + uuid.uuid4().hex, "cs-" + uuid.uuid4().hex
+
+    def old_tokens(entry: ServerEntry) -> bool:
+        grant = entry.oauth
+        return (
+            grant is not None
+            and grant.tokens is not None
+            and grant.client is not None
+            and grant.client.client_secret == old_secret
+        )
+
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            machine_oauth_server(client_id="svc", secret=old_secret) as server,
+            owner_chat(data_dir, host_secret, SCOPE) as chat,
+        ):
+            add = "/mcp_add bot {} --client-id svc --client-secret {} --grant client-credentials"
+            async with held_write(chat, old_tokens) as held, anyio.create_task_group() as tg:
+                tg.start_soon(chat.command, add.format(server.url, old_secret))
+                await held.arrived.wait()  # the old client got its tokens; their write waits
+                await chat.command(add.format(server.url, new_secret))
+                held.go.set()
+            assert held.outcome == [None]
+            (bot,) = await stored(chat, host_secret)
+            assert bot.oauth is not None and bot.oauth.client is not None
+            assert bot.oauth.client.client_secret == new_secret and bot.oauth.tokens is None
+            assert all(old_secret not in value for value in bot.secrets)
