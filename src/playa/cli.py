@@ -10,7 +10,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -331,6 +331,7 @@ async def _telegram(args: argparse.Namespace) -> None:
             settings=TelegramSettings(stop_grace=env_seconds(os.environ, "PLAYA_TELEGRAM_STOP_GRACE", 30.0)),
             stop=stop,
             redirect=redirect,
+            probe=_database_probe(config),
         )
         tg.cancel_scope.cancel()
 
@@ -351,6 +352,15 @@ async def _state(config: HostConfig, remote: RemoteMcpExtension) -> AsyncIterato
             # Another host secret would fail every row the others sealed: refused at start.
             await storage.claim_key("servers", remote.seal_key_id)
         yield replace(config, storage=storage)
+
+
+def _database_probe(config: HostConfig) -> Callable[[], Awaitable[None]] | None:
+    """The health check's ``SELECT 1`` when the state is in PostgreSQL."""
+    if config.storage is None:
+        return None
+    from .db import DatabaseStorage  # the storage came from there: asyncpg is installed
+
+    return config.storage.database.ping if isinstance(config.storage, DatabaseStorage) else None
 
 
 async def _stop_on_signals(stop: anyio.Event, scope: anyio.CancelScope) -> None:

@@ -10,6 +10,8 @@ import anyio
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
+from ..core import process_metrics
+
 __all__ = ["ModelLimits", "RunningTurns", "key_refused"]
 
 NOT_KEPT = "Your message was not kept in the conversation: send it again to retry."
@@ -66,6 +68,7 @@ class RunningTurns:
             try:
                 yield scope
             finally:
+                process_metrics().turn()
                 if self._scopes.get(chat) is scope:
                     del self._scopes[chat]
 

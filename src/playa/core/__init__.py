@@ -30,6 +30,7 @@ from ._env import DEFAULT_DENIED, EnvPolicy
 from ._extension import Extension, ToolResultEvent
 from ._inbound import Inbound, classify, oauth_redirect
 from ._links import LinkCheck, check_link
+from ._metrics import Gauge, Metrics, exposition, process_metrics
 from ._normalize import normalize, one_line
 from ._panel import Panel, PanelAction, PanelRow, render_panel
 from ._prompt import PromptSections
@@ -103,6 +104,7 @@ __all__ = [
     "Extension",
     "Field",
     "FieldValue",
+    "Gauge",
     "HistoryRows",
     "Inbound",
     "IncomingMessage",
@@ -110,6 +112,7 @@ __all__ = [
     "LinkCheck",
     "Media",
     "MessageRef",
+    "Metrics",
     "OutboundSecrets",
     "Panel",
     "PanelAction",
@@ -142,6 +145,7 @@ __all__ = [
     "check_link",
     "classify",
     "encoded_forms",
+    "exposition",
     "field_value",
     "folder_scope",
     "holds_key",
@@ -155,6 +159,7 @@ __all__ = [
     "outbound_secrets",
     "over_quota",
     "parse_command",
+    "process_metrics",
     "render_approval",
     "render_panel",
     "render_question",

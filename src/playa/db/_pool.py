@@ -111,6 +111,11 @@ class Database:
             async with self._pool.acquire() as connection, connection.transaction(isolation=isolation):
                 yield connection
 
+    async def ping(self) -> None:
+        """One ``SELECT 1`` on a connection of the pool (a health check); raises DatabaseError."""
+        async with self.connection() as connection:
+            await connection.fetchval("SELECT 1")
+
     async def aclose(self) -> None:
         """Close the pool: connections in use get ``CLOSE_TIMEOUT`` seconds, then are terminated."""
         if self._closed:

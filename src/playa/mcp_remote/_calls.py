@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 
-from ..core import UI, LateResult, ToolResult
+from ..core import UI, LateResult, ToolResult, process_metrics
 from ..exceptions import CallFailed, NeedsLogin, RemoteError, RemoteTimeout
 from ..mcp import map_result
 from ._flow import FlowGuard
@@ -93,18 +93,22 @@ class Calls:
             return result
         finally:
             sender = self._session.turn_sender
-            self._audit.record(
-                "tool_call",
-                sender=sender.id if sender is not None else None,
-                server=state.entry.name,
-                tool=remote,
-                outcome="refused"
+            outcome = (
+                "refused"
                 if seen.refused
                 else "timeout"
                 if seen.timed_out
                 else "error"
                 if result is None or result.is_error
-                else "ok",
+                else "ok"
+            )
+            process_metrics().tool_call(state.entry.name, failed=outcome in ("error", "timeout"))
+            self._audit.record(
+                "tool_call",
+                sender=sender.id if sender is not None else None,
+                server=state.entry.name,
+                tool=remote,
+                outcome=outcome,
                 # The policy that applied and what came of it (allowed, always, denied, declined…).
                 policy=permit.policy if permit is not None else None,
                 decision=permit.outcome if permit is not None else None,

@@ -5,6 +5,7 @@ or the creator of a group. Long polling by default, a webhook as an option.
 """
 
 from ._bot import ALLOWED_UPDATES, TelegramBot, run_telegram
+from ._health import HEALTH_PATH, METRICS_PATH, PROBE_TIMEOUT, Operations
 from ._options import TelegramOptions, public_url_from, telegram_options
 from ._outbox import RetryPolicy
 from ._owner import ANONYMOUS_ADMIN_ID
@@ -15,8 +16,12 @@ from ._webhook import SECRET_HEADER, RedirectRoute, WebhookConfig
 __all__ = [
     "ALLOWED_UPDATES",
     "ANONYMOUS_ADMIN_ID",
+    "HEALTH_PATH",
     "MESSAGE_LIMIT",
+    "METRICS_PATH",
+    "PROBE_TIMEOUT",
     "SECRET_HEADER",
+    "Operations",
     "RedirectRoute",
     "RetryPolicy",
     "TelegramBot",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Final
 
 import anyio
@@ -15,6 +16,7 @@ from telegram.error import Conflict, Forbidden, InvalidToken, RetryAfter, Telegr
 
 from ..agent import Host
 from ..core import (
+    Gauge,
     Inbound,
     beside_a_question,
     cancelled_for,
@@ -29,6 +31,7 @@ from ._buttons import Buttons
 from ._deletions import Deletions
 from ._files import file_of
 from ._handler import MessageHandler
+from ._health import Operations
 from ._journal import Journal
 from ._logs import quiet_raw_traffic
 from ._notices import DESCRIPTION, INTERRUPTED, SHORT_DESCRIPTION
@@ -105,11 +108,13 @@ class TelegramBot:
         listening: Callable[[int], None] | None = None,
         stop: anyio.Event | None = None,
         redirect: RedirectRoute | None = None,
+        probe: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """Serve until cancelled, or until ``stop`` is set: then stop gracefully.
 
         ``redirect`` (a login's redirect) is served by the webhook's listener, or with long
-        polling by a listener of its own.
+        polling by a listener of its own; ``/healthz`` and ``/metrics`` beside it, the health
+        check running ``probe`` (the database's ``SELECT 1``).
 
         A graceful stop takes no more updates, lets running turns finish within
         ``settings.stop_grace``, and leaves what is unfinished in the journals for the restart.
@@ -123,9 +128,10 @@ class TelegramBot:
                 async with anyio.create_task_group() as intake:
                     if stop is not None:
                         intake.start_soon(self._stop_when, stop, intake.cancel_scope)
+                    operations = self._operations(probe)
                     if webhook is None:
                         if redirect is not None:
-                            intake.start_soon(serve_redirect, redirect)
+                            intake.start_soon(partial(serve_redirect, redirect, operations=operations))
                         await self._poll()
                     else:
                         await serve_webhook(
@@ -135,6 +141,7 @@ class TelegramBot:
                             allowed_updates=ALLOWED_UPDATES,
                             listening=listening,
                             redirect=redirect,
+                            operations=operations,
                         )
                 # Only a stop ends the intake without cancelling this scope.
                 await self._drain()
@@ -143,6 +150,21 @@ class TelegramBot:
             self._tg = None
             with anyio.move_on_after(_SHUTDOWN_TIMEOUT, shield=True):
                 await self._stop()
+
+    def _operations(self, probe: Callable[[], Awaitable[None]] | None) -> Operations:
+        gauges = (
+            Gauge(
+                "playa_chats_held",
+                "Chats with an open session in this process.",
+                lambda: self.host.open_sessions,
+            ),
+            Gauge(
+                "playa_outbox_depth",
+                "Replies waiting for their delivery to Telegram.",
+                lambda: self.outbox.depth,
+            ),
+        )
+        return Operations(gauges=gauges, probe=probe)
 
     async def _stop_when(self, stop: anyio.Event, intake: anyio.CancelScope) -> None:
         await stop.wait()
@@ -406,6 +428,7 @@ async def run_telegram(
     listening: Callable[[int], None] | None = None,
     stop: anyio.Event | None = None,
     redirect: RedirectRoute | None = None,
+    probe: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Run ``host``'s chats as a Telegram bot until cancelled, or gracefully until ``stop`` is set.
 
@@ -419,5 +442,5 @@ async def run_telegram(
     quiet_raw_traffic()
     bot = build_bot(token, base_url=base_url, poll_timeout=settings.poll_timeout)
     await TelegramBot(host, bot, settings=settings).run(
-        webhook=webhook, listening=listening, stop=stop, redirect=redirect
+        webhook=webhook, listening=listening, stop=stop, redirect=redirect, probe=probe
     )

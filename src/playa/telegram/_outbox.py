@@ -181,6 +181,8 @@ class Outbox:
         self._clock = clock
         self._locks: dict[int, anyio.Lock] = {}
         self._names = itertools.count()
+        self.depth = 0
+        """Replies waiting for their delivery or being delivered (``/metrics``)."""
 
     # Replies
 
@@ -214,8 +216,12 @@ class Outbox:
 
         Cancelled while it waits (the bot stopping), a durable reply stays in the journal.
         """
-        async with self._lock(delivery.chat_id):
-            return await self._deliver(delivery)
+        self.depth += 1
+        try:
+            async with self._lock(delivery.chat_id):
+                return await self._deliver(delivery)
+        finally:
+            self.depth -= 1
 
     async def send(self, chat_id: int, parts: Sequence[Part], **placed: Unpack[Placement]) -> int | None:
         """``post`` and ``deliver`` in one."""
@@ -246,10 +252,17 @@ class Outbox:
     async def _resume_chat(
         self, chat_id: int, deliveries: list[Delivery], *, task_status: TaskStatus[None]
     ) -> None:
-        async with self._lock(chat_id):
-            task_status.started()
-            for delivery in deliveries:
-                await self._deliver(delivery)
+        self.depth += len(deliveries)
+        left = len(deliveries)
+        try:
+            async with self._lock(chat_id):
+                task_status.started()
+                for delivery in deliveries:
+                    await self._deliver(delivery)
+                    left -= 1
+                    self.depth -= 1
+        finally:
+            self.depth -= left
 
     def _lock(self, chat_id: int) -> anyio.Lock:
         lock = self._locks.get(chat_id)

@@ -22,6 +22,7 @@ from telegram.error import TelegramError
 
 from .._asgi import bind, serving
 from ..exceptions import ConfigError
+from ._health import Operations
 
 __all__ = ["SECRET_HEADER", "RedirectRoute", "WebhookConfig", "serve_redirect", "serve_webhook"]
 
@@ -108,6 +109,7 @@ def _app(
     config: WebhookConfig,
     on_update: Callable[[Update], Awaitable[None]],
     redirect: RedirectRoute | None = None,
+    operations: Operations | None = None,
 ) -> Starlette:
     expected = config.secret_token.encode()
 
@@ -132,11 +134,18 @@ def _app(
     routes = [Route(config.route, receive, methods=["POST"])]
     if redirect is not None:
         routes.append(_redirect_route(redirect))
+    if operations is not None:
+        routes += operations.routes()
     return Starlette(routes=routes)
 
 
-async def serve_redirect(redirect: RedirectRoute, *, listening: Callable[[int], None] | None = None) -> None:
-    """Serve a login's redirect alone, on ``redirect.listen``, until cancelled.
+async def serve_redirect(
+    redirect: RedirectRoute,
+    *,
+    listening: Callable[[int], None] | None = None,
+    operations: Operations | None = None,
+) -> None:
+    """Serve a login's redirect (and ``operations``' endpoints), on ``redirect.listen``, until cancelled.
 
     With long polling there is no webhook listener to serve it beside: the operator's proxy
     forwards the public URL here instead.
@@ -145,10 +154,9 @@ async def serve_redirect(redirect: RedirectRoute, *, listening: Callable[[int], 
         raise ConfigError("the login redirect has no address to listen on: set PLAYA_LISTEN")
     host, wanted = redirect.listen
     sock = _bind(host, wanted, "the login redirect")
+    routes = [_redirect_route(redirect), *(operations.routes() if operations is not None else ())]
     try:
-        async with serving(
-            Starlette(routes=[_redirect_route(redirect)]), sock, lifespan="off", grace=2.0
-        ) as stopped:
+        async with serving(Starlette(routes=routes), sock, lifespan="off", grace=2.0) as stopped:
             port: int = sock.getsockname()[1]
             if listening is not None:
                 listening(port)
@@ -166,15 +174,16 @@ async def serve_webhook(
     allowed_updates: Sequence[str],
     listening: Callable[[int], None] | None = None,
     redirect: RedirectRoute | None = None,
+    operations: Operations | None = None,
 ) -> None:
     """Serve the webhook endpoint until cancelled; register it with Telegram once it listens.
 
     ``listening(port)`` is called with the bound port (useful with ``port=0``); ``redirect``
-    is served beside the webhook.
+    and ``operations``' endpoints are served beside the webhook.
     """
     sock = _bind(config.listen, config.port)
     try:
-        app = _app(bot, config, on_update, redirect)
+        app = _app(bot, config, on_update, redirect, operations)
         async with serving(app, sock, lifespan="off", grace=2.0) as stopped:
             port: int = sock.getsockname()[1]
             if listening is not None:
