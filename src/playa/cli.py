@@ -115,8 +115,9 @@ def _telegram_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     tg.add_argument(
         "--listen",
         metavar="HOST:PORT",
-        help="with long polling and $PLAYA_PUBLIC_URL: where the login redirect's listener takes "
-        "requests, forwarded from the public URL (default: $PLAYA_LISTEN or 127.0.0.1:8443)",
+        help="with long polling: where the bot's listener takes requests: /healthz, /metrics, and "
+        "the login redirect forwarded from $PLAYA_PUBLIC_URL (default: $PLAYA_LISTEN; "
+        "127.0.0.1:8443 with $PLAYA_PUBLIC_URL, else none)",
     )
 
 
@@ -315,7 +316,7 @@ async def _telegram(args: argparse.Namespace) -> None:
     if options.public_url is not None:
         path = urlsplit(options.public_url).path.rstrip("/") + CALLBACK_PATH
         # With long polling, on a listener of its own (``options.listen``); else the webhook's.
-        redirect = RedirectRoute(path=path, complete=remote.callbacks.complete, listen=options.listen)
+        redirect = RedirectRoute(path=path, complete=remote.callbacks.complete)
     stop = anyio.Event()
     async with (
         _state(config, remote) as config,
@@ -331,6 +332,7 @@ async def _telegram(args: argparse.Namespace) -> None:
             settings=TelegramSettings(stop_grace=env_seconds(os.environ, "PLAYA_TELEGRAM_STOP_GRACE", 30.0)),
             stop=stop,
             redirect=redirect,
+            listen=options.listen,
             probe=_database_probe(config),
         )
         tg.cancel_scope.cancel()

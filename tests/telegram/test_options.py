@@ -102,7 +102,6 @@ async def test_a_webhook_takes_updates_only_with_the_secret_token(tmp_path: Path
             {"PLAYA_PUBLIC_URL": "https://bot.example.org", "PLAYA_LISTEN": "127.0.0.1:99999"},
             "PLAYA_LISTEN (--listen) must be HOST:PORT",
         ),
-        ({"PLAYA_LISTEN": "127.0.0.1:8080"}, "serves the login redirect of PLAYA_PUBLIC_URL: set that too"),
         (
             {
                 "PLAYA_PUBLIC_URL": "https://bot.example.org",
@@ -145,6 +144,13 @@ def test_a_public_url_without_the_webhook_is_served_on_a_listener_of_its_own() -
     assert options.listen == ("::1", 9000)
     flagged = telegram_options(argparse.Namespace(listen="0.0.0.0:8080"), {**environ, "PLAYA_LISTEN": "x"})
     assert flagged.listen == ("0.0.0.0", 8080)
+
+
+def test_a_listen_address_alone_gives_long_polling_a_listener_for_health_and_metrics() -> None:
+    environ = {"TELEGRAM_BOT_TOKEN": TOKEN, "PLAYA_LISTEN": "127.0.0.1:9100"}
+    options = telegram_options(argparse.Namespace(), environ)
+    assert options.listen == ("127.0.0.1", 9100) and options.public_url is None
+    assert telegram_options(argparse.Namespace(), {"TELEGRAM_BOT_TOKEN": TOKEN}).listen is None
 
 
 def test_a_public_url_with_the_webhook_is_where_logins_redirect() -> None:

@@ -42,7 +42,7 @@ from ._parts import BotParts
 from ._render import plain
 from ._settings import TelegramSettings, build_bot
 from ._updates import Queued, migration_of, note, text_of
-from ._webhook import RedirectRoute, WebhookConfig, serve_redirect, serve_webhook
+from ._webhook import RedirectRoute, WebhookConfig, serve_listener, serve_webhook
 
 __all__ = ["ALLOWED_UPDATES", "TelegramBot", "run_telegram"]
 
@@ -108,17 +108,20 @@ class TelegramBot:
         listening: Callable[[int], None] | None = None,
         stop: anyio.Event | None = None,
         redirect: RedirectRoute | None = None,
+        listen: tuple[str, int] | None = None,
         probe: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """Serve until cancelled, or until ``stop`` is set: then stop gracefully.
 
-        ``redirect`` (a login's redirect) is served by the webhook's listener, or with long
-        polling by a listener of its own; ``/healthz`` and ``/metrics`` beside it, the health
-        check running ``probe`` (the database's ``SELECT 1``).
+        ``redirect`` (a login's redirect), ``/healthz`` and ``/metrics`` are served by the
+        webhook's listener, or with long polling by a listener of its own on ``listen``; the
+        health check runs ``probe`` (the database's ``SELECT 1``).
 
         A graceful stop takes no more updates, lets running turns finish within
         ``settings.stop_grace``, and leaves what is unfinished in the journals for the restart.
         """
+        if webhook is None and redirect is not None and listen is None:
+            raise ConfigError("the login redirect has no address to listen on: set PLAYA_LISTEN")
         try:
             await self._start()
             async with anyio.create_task_group() as tg:
@@ -130,8 +133,9 @@ class TelegramBot:
                         intake.start_soon(self._stop_when, stop, intake.cancel_scope)
                     operations = self._operations(probe)
                     if webhook is None:
-                        if redirect is not None:
-                            intake.start_soon(partial(serve_redirect, redirect, operations=operations))
+                        if listen is not None:
+                            serve = partial(serve_listener, listen, redirect=redirect, operations=operations)
+                            intake.start_soon(serve)
                         await self._poll()
                     else:
                         await serve_webhook(
@@ -428,12 +432,13 @@ async def run_telegram(
     listening: Callable[[int], None] | None = None,
     stop: anyio.Event | None = None,
     redirect: RedirectRoute | None = None,
+    listen: tuple[str, int] | None = None,
     probe: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Run ``host``'s chats as a Telegram bot until cancelled, or gracefully until ``stop`` is set.
 
-    ``redirect`` serves logins' redirects: on the webhook's listener, or with long polling on a
-    listener of its own (``redirect.listen``, ``redirect.port``).
+    ``redirect`` serves logins' redirects, beside ``/healthz`` and ``/metrics``: on the webhook's
+    listener, or with long polling on a listener of its own on ``listen``.
     """
     settings = settings or TelegramSettings()
     # Before the bot is built: every Bot API URL holds the token, and httpx logs each at INFO.
@@ -442,5 +447,5 @@ async def run_telegram(
     quiet_raw_traffic()
     bot = build_bot(token, base_url=base_url, poll_timeout=settings.poll_timeout)
     await TelegramBot(host, bot, settings=settings).run(
-        webhook=webhook, listening=listening, stop=stop, redirect=redirect, probe=probe
+        webhook=webhook, listening=listening, stop=stop, redirect=redirect, listen=listen, probe=probe
     )

@@ -31,8 +31,9 @@ class TelegramOptions:
     """Where the owner's browser reaches this host (``$PLAYA_PUBLIC_URL``): logins redirect to
     ``<public_url>/oauth/callback``, which the webhook's listener serves, or ``listen``."""
     listen: tuple[str, int] | None = None
-    """With ``public_url`` and long polling: the address the login redirect's own listener
-    takes (``--listen`` or ``$PLAYA_LISTEN``), where the operator's proxy forwards the public URL."""
+    """With long polling: the address of the bot's own listener (``--listen`` or ``$PLAYA_LISTEN``;
+    127.0.0.1:8443 with ``public_url``), which serves ``/healthz`` and ``/metrics``, and the login
+    redirect that the operator's proxy forwards from the public URL."""
 
 
 def telegram_options(args: argparse.Namespace, environ: Mapping[str, str]) -> TelegramOptions:
@@ -56,17 +57,15 @@ def telegram_options(args: argparse.Namespace, environ: Mapping[str, str]) -> Te
     public_url = public_url_from(environ)
     listen_text = getattr(args, "listen", None) or environ.get(ENV_LISTEN, "").strip() or None
     listen = None
-    if listen_text is not None and public_url is None:
-        raise ConfigError(
-            f"{ENV_LISTEN} (--listen) serves the login redirect of {ENV_PUBLIC_URL}: set that too, or unset it"
-        )
     if listen_text is not None and webhook is not None:
         raise ConfigError(
             f"{ENV_LISTEN} (--listen) is for long polling: with the webhook, its listener "
-            "(--webhook-listen, --webhook-port) serves the login redirect; unset it"
+            "(--webhook-listen, --webhook-port) serves the login redirect, /healthz and /metrics; unset it"
         )
-    if public_url is not None and webhook is None:
-        listen = _address(listen_text) if listen_text is not None else DEFAULT_LISTEN
+    if listen_text is not None:
+        listen = _address(listen_text)
+    elif public_url is not None and webhook is None:
+        listen = DEFAULT_LISTEN
     return TelegramOptions(
         token=token, base_url=base_url, webhook=webhook, public_url=public_url, listen=listen
     )

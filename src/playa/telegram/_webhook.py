@@ -24,7 +24,7 @@ from .._asgi import bind, serving
 from ..exceptions import ConfigError
 from ._health import Operations
 
-__all__ = ["SECRET_HEADER", "RedirectRoute", "WebhookConfig", "serve_redirect", "serve_webhook"]
+__all__ = ["SECRET_HEADER", "RedirectRoute", "WebhookConfig", "serve_listener", "serve_webhook"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,15 +75,13 @@ class WebhookConfig:
 @dataclass(frozen=True, kw_only=True)
 class RedirectRoute:
     """A login's redirect, served behind the public URL: by the webhook's listener, or with long
-    polling by a listener of its own on ``listen:port``.
+    polling by the bot's own listener (``serve_listener``).
 
     A GET of ``path`` hands its query to ``complete``, whose answer the owner's browser shows.
     """
 
     path: str
     complete: Callable[[str], str] = field(repr=False)
-    listen: tuple[str, int] | None = None
-    """Where it is served on its own (long polling); None when the webhook's listener serves it."""
 
 
 def _bind(host: str, port: int, what: str = "the webhook") -> socket.socket:
@@ -139,28 +137,28 @@ def _app(
     return Starlette(routes=routes)
 
 
-async def serve_redirect(
-    redirect: RedirectRoute,
+async def serve_listener(
+    listen: tuple[str, int],
     *,
-    listening: Callable[[int], None] | None = None,
+    redirect: RedirectRoute | None = None,
     operations: Operations | None = None,
+    listening: Callable[[int], None] | None = None,
 ) -> None:
-    """Serve a login's redirect (and ``operations``' endpoints), on ``redirect.listen``, until cancelled.
+    """Serve a login's redirect and ``operations``' endpoints on ``listen`` until cancelled.
 
-    With long polling there is no webhook listener to serve it beside: the operator's proxy
-    forwards the public URL here instead.
+    With long polling there is no webhook listener to serve them beside: the operator's proxy
+    forwards the public URL's redirect here instead.
     """
-    if redirect.listen is None:
-        raise ConfigError("the login redirect has no address to listen on: set PLAYA_LISTEN")
-    host, wanted = redirect.listen
-    sock = _bind(host, wanted, "the login redirect")
-    routes = [_redirect_route(redirect), *(operations.routes() if operations is not None else ())]
+    host, wanted = listen
+    sock = _bind(host, wanted, "the login redirect" if redirect is not None else "/healthz and /metrics")
+    routes = [_redirect_route(redirect)] if redirect is not None else []
+    routes += operations.routes() if operations is not None else []
     try:
         async with serving(Starlette(routes=routes), sock, lifespan="off", grace=2.0) as stopped:
             port: int = sock.getsockname()[1]
             if listening is not None:
                 listening(port)
-            logger.info("serving the login redirect on %s:%s%s", host, port, redirect.path)
+            logger.info("listening on %s:%s", host, port)
             await stopped.wait()
     finally:
         sock.close()
