@@ -40,21 +40,44 @@ class _LineReader:
     read still waiting on the terminal must be the next message, not a line lost.
     """
 
-    def __init__(self, read: Callable[[], str | None], prompt: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        read: Callable[[], str | None],
+        prompt: Callable[[], None] | None = None,
+        more: Callable[[], bool] | None = None,
+    ) -> None:
         self._read = read
         self._prompt = prompt
+        self._more = more
+        self.followed = False
+        """More input waited when the newest line was read: the line was part of a paste.
+
+        Set by the reading thread right after each read, before the line is handed on: a line
+        the thread holds and has not handed on yet waited when the line before it was read.
+        """
         self._pending: _Pending | None = None
+
+    def _read_one(self) -> str | None:
+        line = self._read()
+        if self._more is not None:
+            self.followed = line is not None and self._more()
+        return line
 
     @property
     def waiting(self) -> bool:
         """A read is under way."""
         return self._pending is not None
 
+    @property
+    def in_flight(self) -> bool:
+        """A line was read that ``next`` has not handed on yet."""
+        return self._pending is not None and bool(self._pending.outcome)
+
     async def next(self) -> str | None:
         if self._pending is None:
             if self._prompt is not None:
                 self._prompt()
-            self._pending = _Pending.start(self._read)
+            self._pending = _Pending.start(self._read_one)
         pending = self._pending
         await pending.done.wait()
         self._pending = None
@@ -106,6 +129,8 @@ class _Asked:
         self.server = server
         """A server's question (answered with ``/accept``, ``/decline``, ``/cancel``), or a secret one."""
         self.ended = False
+        self.raw = False
+        """Every line is the answer's, commands too (the lines of a pasted key: ``_pem``)."""
         self._lines: deque[str] = deque()
         self._arrived = anyio.Event()
         self._ready = anyio.Event()
@@ -133,6 +158,11 @@ class _Asked:
     async def ready(self) -> None:
         """Until it waits for a line, or ended: what it was given is taken, and it wants more."""
         await self._ready.wait()
+
+    @property
+    def holding(self) -> bool:
+        """Lines were given to it that it has not taken yet."""
+        return bool(self._lines)
 
     def untaken(self) -> list[str]:
         """The lines given to it that it did not take, when it ended: they are someone else's."""
@@ -162,8 +192,10 @@ class LineRouter:
         prompt: Callable[[], None] | None,
         pipe: bool,
         say: Callable[[str], Awaitable[object]],
+        more: Callable[[], bool] | None = None,
     ) -> None:
-        self._lines = _LineReader(read, prompt)
+        """``more``: whether input waits to be read (a terminal's), for ``discard_burst``."""
+        self._lines = _LineReader(read, self._prompting(prompt), more)
         self._pipe = pipe
         self._say = say
         self.beside: Beside | None = None
@@ -177,6 +209,22 @@ class LineRouter:
         self._eof = False
         self._pumping = False
         self._changed = anyio.Event()
+        self._routing = False
+        """A line is being routed (``_pump``)."""
+        self._burst = False
+        """Lines pasted with a secret answer are being discarded."""
+        self._discarded = 0
+
+    def _prompting(self, prompt: Callable[[], None] | None) -> Callable[[], None] | None:
+        """``prompt``, but not for the lines of a pasted key or those pasted with a secret."""
+        if prompt is None:
+            return None
+
+        def shown() -> None:
+            if not self._burst and not (self._asked is not None and self._asked.raw):
+                prompt()
+
+        return shown
 
     def _poke(self) -> None:
         self._changed.set()
@@ -263,7 +311,40 @@ class LineRouter:
                 await self._changed.wait()
             line = self._unread.popleft()
             self._poke()  # the reader may read on
-            await self._route(line)
+            self._routing = True
+            try:
+                await self._route(line)
+            finally:
+                self._routing = False
+
+    def discard_burst(self) -> None:
+        """A secret answer was taken in a terminal: the lines that came with it in one paste go.
+
+        Whatever was read and not yet routed, and whatever waited in the terminal when the
+        newest line was read (``_LineReader.followed``), was pasted with the answer: a key pasted
+        with its neighbours, or a multi-line secret, must not leave lines that become chat
+        messages. They are discarded with a notice once no more waited; a line typed after that
+        is a message again. No clock: a paste is what the terminal held at once.
+        """
+        self._discarded = 0
+        self._burst = not self._quiet(routing=self._routing)
+
+    def _quiet(self, *, routing: bool) -> bool:
+        asked = self._asked
+        return not (
+            routing
+            or any(line is not None for line in self._unread)
+            or (asked is not None and asked.holding)
+            or self._lines.in_flight
+            or self._lines.followed
+        )
+
+    async def _discarded_one(self) -> None:
+        self._discarded += 1
+        if self._quiet(routing=False):
+            count, self._burst, self._discarded = self._discarded, False, 0
+            lines = "1 line" if count == 1 else f"{count} lines"
+            await self._tell(f"{lines} pasted after the secret {'was' if count == 1 else 'were'} discarded.")
 
     def _hold(self, line: str | None) -> None:
         self._held.append(line)
@@ -277,6 +358,9 @@ class LineRouter:
         if (asked := self._asked) is not None and not asked.ended:
             await self._to_question(asked, line)
             return
+        if self._burst and line is not None:
+            await self._discarded_one()
+            return
         beside = self.beside
         if line is not None and self._busy and beside is not None:
             parsed = classify(line, beside.commands).command
@@ -289,6 +373,9 @@ class LineRouter:
         if line is None:
             asked.end()
             self._hold(None)
+            return
+        if asked.raw:
+            asked.give(line)
             return
         beside = self.beside
         commands = beside.commands if beside is not None else CommandRouter()

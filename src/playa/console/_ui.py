@@ -11,6 +11,7 @@ import io
 import itertools
 import math
 import re
+import select
 import shutil
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -35,6 +36,7 @@ from ..core import (
     render_question,
 )
 from ._input import Beside, LineRouter
+from ._pem import whole_answer
 
 if sys.platform != "win32":
     import termios
@@ -72,7 +74,11 @@ class ConsoleUI:
         self._answered.set()
         """Unset while a question waits for its answer: the status line stays off the prompt."""
         self._router = LineRouter(
-            self._readline, prompt=self._prompt if interactive else None, pipe=not interactive, say=self.send
+            self._readline,
+            prompt=self._prompt if interactive else None,
+            pipe=not interactive,
+            say=self.send,
+            more=self._more_typed if interactive else None,
         )
         self._status: dict[str, str] = {}
         """The progress of the calls running now, by key: the status line shows the newest."""
@@ -99,7 +105,8 @@ class ConsoleUI:
     async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
         """The next plain line typed; ``None`` on /cancel, on another command, at end of input or on timeout.
 
-        A command is never an answer: a ``/mcp_list`` typed while a key is asked for must not be
+        A secret answer that begins a PEM block is read up to the block's END line (``_pem``); in a
+        terminal, the lines pasted with a secret answer are discarded (``discard_burst``). A command is never an answer: a ``/mcp_list`` typed while a key is asked for must not be
         saved as the key (it runs beside the question; see ``LineRouter``). In a terminal a secret
         answer is not echoed.
         """
@@ -118,13 +125,30 @@ class ConsoleUI:
                         await self.send(question)
                     with anyio.move_on_after(timeout):
                         answer = await asked.next()
-                        return None if answer is None else answer.strip()
+                        if answer is None:
+                            return None
+                        whole = (
+                            await whole_answer(asked, answer.strip(), self.send) if secret else answer.strip()
+                        )
+                        if hidden:
+                            # Before the question ends: a line pasted with the answer is never
+                            # routed as a message meanwhile.
+                            self._router.discard_burst()
+                        return whole
                     return None
         finally:
             if hidden:
                 self._stdout.write("\n")  # the Enter typed was not echoed either
                 self._stdout.flush()
             self._answered.set()
+
+    def _more_typed(self) -> bool:
+        """The terminal holds input not read yet (a line, in its canonical mode)."""
+        try:
+            ready, _, _ = select.select([self._stdin], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return bool(ready)
 
     @contextlib.contextmanager
     def _unechoed(self) -> Iterator[None]:
