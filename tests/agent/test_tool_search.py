@@ -114,6 +114,31 @@ async def test_a_chat_under_the_budget_gets_every_tool_and_no_search(data_dir: P
         assert set(request.tool_names) == session.core_tools | {spec.name for spec in few}
 
 
+async def test_the_chats_own_tools_of_an_extension_are_offered_whole_and_not_counted(data_dir: Path) -> None:
+    """20 server tools and 2 tools an extension keeps whole: no search, and past 20 those 2 stay whole."""
+    async with (
+        serve_provider() as provider,
+        new_host(data_dir, provider.model("openai-chat")) as host,
+    ):
+        session = await host.session("console:t", owner="owner")
+        specs = catalog()
+        servers, own, extra = specs[:20], specs[20:22], specs[22]
+        for spec in [*servers, *own]:
+            session.tools.register(CatalogCallable(spec))
+        session.kept_whole.update(spec.name for spec in own)
+        provider.script(text("hi"), text("hi again"))
+        with anyio.fail_after(30):
+            await host.handle(session, msg("hello"), ScriptedUI())
+        session.tools.register(CatalogCallable(extra))
+        with anyio.fail_after(30):
+            await host.handle(session, msg("hello again"), ScriptedUI())
+        under, over = provider.requests
+        assert set(under.tool_names) == session.core_tools | {spec.name for spec in [*servers, *own]}
+        names = {tool["name"] for tool in offered(over)}
+        assert "search_tools" in names and {spec.name for spec in own} <= names
+        assert not names & {spec.name for spec in [*servers, extra]}
+
+
 async def test_the_offline_model_is_offered_every_tool(data_dir: Path) -> None:
     async with new_host(data_dir) as host:
         session = await host.session("console:t", owner="owner")

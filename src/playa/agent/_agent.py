@@ -55,7 +55,7 @@ class SessionToolset(AbstractToolset[None]):
             definition = self.session.tool_rules.definition(tool)
             if not isinstance(definition, Withheld):
                 definitions.append(definition)
-        core = self.session.core_tools
+        core = self.session.core_tools | self.session.kept_whole
         others = [d for d in definitions if d.name not in core]
         if self.search is None or not others:
             return definitions

@@ -64,6 +64,9 @@ class ChatSession:
     core_tools: frozenset[str] = frozenset()
     """The host's own tools (the workspace's): always offered whole, also when the others are
     offered through a tool search."""
+    kept_whole: set[str] = field(default_factory=set)
+    """Tools an extension offers as the chat's own (a server's resources and skills are reached
+    through them): like ``core_tools``, offered whole and not counted toward a tool search."""
     tool_rules: ToolRules = field(default_factory=ToolRules)
     """Which tools the model in use can take, and how they are sent to it."""
     turn_lock: anyio.Lock = field(default_factory=anyio.Lock)

@@ -165,6 +165,7 @@ class ResourceTools:
             return existing
         tool = _ResourceTool(name, description, schema, run)
         tools.register(tool, active=False)
+        self._session.kept_whole.add(name)
         return tool
 
     def offer(self) -> None:

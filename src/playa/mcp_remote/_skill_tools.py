@@ -91,6 +91,7 @@ class ChatSkills:
             existing.run = self._load
         else:
             tools.register(_SkillTool(self._load), active=False)
+            context.session.kept_whole.add(LOAD_TOOL)
 
     @property
     def _servers(self) -> Mapping[str, RemoteServer]:
