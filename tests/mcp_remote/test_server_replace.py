@@ -1,8 +1,9 @@
 """A server's late write of its own entry never undoes the owner's replacement or removal of it.
 
-The old server's write (the pins its first connect adopts) is held at the store seam after the
-server checked it is still the chat's, until the owner's ``/mcp_add`` with a new key, or their
-``/mcp_remove``, has landed: the write then reaches the store, which drops it.
+The old server's write (the pins its first connect adopts, its new tokens, a policy) is held at
+the store seam after the server checked it is still the chat's, until the owner's ``/mcp_add``
+with a new key, or their ``/mcp_remove``, has landed: the write then reaches the store, which
+drops it. With the servers in the sealed file and in PostgreSQL rows.
 """
 
 from __future__ import annotations
@@ -15,10 +16,24 @@ from pathlib import Path
 import anyio
 import pytest
 
+from playa.core import Storage
+from playa.db import Database, DatabaseStorage, DatabaseUrl, upgrade
 from playa.mcp_remote import HostSecret
-from playa.mcp_remote.store import FileServers, Saved, Sealer, ServerEntry, ServerStore
+from playa.mcp_remote.store import (
+    FileServers,
+    RowMemory,
+    RowServers,
+    Saved,
+    Sealer,
+    ServerEntry,
+    ServerStorage,
+    ServerStore,
+)
 from servers.machine_oauth import machine_oauth_server
-from support.remote import OwnerChat, demo_server, owner_chat
+from support.postgres import database_url, postgres
+from support.remote import OwnerChat, demo_server, remote_host
+
+__all__ = ["database_url", "postgres"]
 
 pytestmark = pytest.mark.anyio
 
@@ -26,6 +41,24 @@ TEST_TIMEOUT = 60.0
 SCOPE = "console:t"
 
 Rewrite = Callable[..., Awaitable[Saved | None]]
+
+
+@pytest.fixture(params=["files", "postgres"])
+async def storage(request: pytest.FixtureRequest) -> AsyncIterator[Storage | None]:
+    """Where the host keeps the chats' servers: the data dir's sealed files, or PostgreSQL."""
+    if request.param == "files":
+        yield None
+        return
+    url = request.getfixturevalue("database_url")
+    async with await Database.open(DatabaseUrl.parse(url)) as database:
+        await upgrade(database)
+        yield DatabaseStorage(database)
+
+
+@asynccontextmanager
+async def owner(data_dir: Path, host_secret: HostSecret, storage: Storage | None) -> AsyncIterator[OwnerChat]:
+    async with remote_host(data_dir, host_secret, storage=storage) as host:
+        yield OwnerChat(host, SCOPE)
 
 
 class HeldWrite:
@@ -53,7 +86,7 @@ class HeldWrite:
 async def held_write(chat: OwnerChat, which: Callable[[ServerEntry], bool]) -> AsyncIterator[HeldWrite]:
     session = await chat.session()
     store = (await chat.extension.owner_servers(session)).store
-    assert isinstance(store, FileServers)
+    assert store is not None
     held = HeldWrite(store.rewrite, which)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(store, "rewrite", held)
@@ -61,12 +94,15 @@ async def held_write(chat: OwnerChat, which: Callable[[ServerEntry], bool]) -> A
 
 
 async def stored(chat: OwnerChat, host_secret: HostSecret) -> tuple[ServerEntry, ...]:
-    """The chat's servers as another process reads them from the sealed file."""
+    """The chat's servers as another process reads them, from the sealed file or the rows."""
     session = await chat.session()
-    file = ServerStore(
-        session.workspace, session.scope, Sealer(host_secret.value), state_dir=session.state_dir
-    )
-    result = file.load()
+    sealer = Sealer(host_secret.value)
+    store: ServerStorage
+    if session.storage is not None:
+        store = RowServers(session.storage.servers, SCOPE, sealer, RowMemory())
+    else:
+        store = FileServers(ServerStore(session.workspace, SCOPE, sealer, state_dir=session.state_dir))
+    result = await store.load()
     assert result.warning is None and result.rejected == ()
     return result.entries
 
@@ -80,48 +116,50 @@ def has_key(entry: ServerEntry, key: str) -> bool:
 
 
 async def test_a_replacement_with_a_new_key_stays_while_the_old_servers_pins_were_in_flight(
-    chat: OwnerChat, host_secret: HostSecret
+    data_dir: Path, host_secret: HostSecret, storage: Storage | None
 ) -> None:
     old_key, new_key = key(), key()
     async with demo_server(old_key) as old, demo_server(new_key) as new:
         with anyio.fail_after(TEST_TIMEOUT):
-            held_pins = held_write(chat, lambda entry: has_key(entry, old_key))
-            async with held_pins as held, anyio.create_task_group() as tg:
-                first: list[str] = []
+            async with owner(data_dir, host_secret, storage) as chat:
+                held_pins = held_write(chat, lambda entry: has_key(entry, old_key))
+                async with held_pins as held, anyio.create_task_group() as tg:
+                    first: list[str] = []
 
-                async def add_old() -> None:
-                    first.append(await chat.command(f"/mcp_add docs {old.url} --bearer {old_key}"))
+                    async def add_old() -> None:
+                        first.append(await chat.command(f"/mcp_add docs {old.url} --bearer {old_key}"))
 
-                tg.start_soon(add_old)
-                await held.arrived.wait()  # its connect adopted the tools; the pins' write waits
-                replaced = await chat.command(f"/mcp_add docs {new.url} --bearer {new_key}")
-                held.go.set()
-            assert held.outcome == [None]  # the old server's write was dropped by the store
-            assert replaced.startswith("Replaced docs: connected"), replaced
+                    tg.start_soon(add_old)
+                    await held.arrived.wait()  # its connect adopted the tools; the pins' write waits
+                    replaced = await chat.command(f"/mcp_add docs {new.url} --bearer {new_key}")
+                    held.go.set()
+                assert held.outcome == [None]  # the old server's write was dropped by the store
+                assert replaced.startswith("Replaced docs: connected"), replaced
 
-            (docs,) = await stored(chat, host_secret)
-            assert docs.url == new.url and dict(docs.headers) == {"Authorization": f"Bearer {new_key}"}
-            servers = await chat.extension.owner_servers(await chat.session())
-            assert servers.servers["docs"].entry == docs
+                (docs,) = await stored(chat, host_secret)
+                assert docs.url == new.url and dict(docs.headers) == {"Authorization": f"Bearer {new_key}"}
+                servers = await chat.extension.owner_servers(await chat.session())
+                assert servers.servers["docs"].entry == docs
 
 
 async def test_a_removed_server_does_not_come_back_with_its_pins_in_flight(
-    chat: OwnerChat, host_secret: HostSecret
+    data_dir: Path, host_secret: HostSecret, storage: Storage | None
 ) -> None:
     old_key = key()
     async with demo_server(old_key) as old:
         with anyio.fail_after(TEST_TIMEOUT):
-            held_pins = held_write(chat, lambda entry: has_key(entry, old_key))
-            async with held_pins as held, anyio.create_task_group() as tg:
-                tg.start_soon(chat.command, f"/mcp_add docs {old.url} --bearer {old_key}")
-                await held.arrived.wait()
-                removed = await chat.command("/mcp_remove docs")
-                held.go.set()
-            assert removed.startswith("Removed docs"), removed
-            assert held.outcome == [None]
-            assert await stored(chat, host_secret) == ()
-            listed = await chat.command("/mcp_list")
-            assert "docs" not in listed, listed
+            async with owner(data_dir, host_secret, storage) as chat:
+                held_pins = held_write(chat, lambda entry: has_key(entry, old_key))
+                async with held_pins as held, anyio.create_task_group() as tg:
+                    tg.start_soon(chat.command, f"/mcp_add docs {old.url} --bearer {old_key}")
+                    await held.arrived.wait()
+                    removed = await chat.command("/mcp_remove docs")
+                    held.go.set()
+                assert removed.startswith("Removed docs"), removed
+                assert held.outcome == [None]
+                assert await stored(chat, host_secret) == ()
+                listed = await chat.command("/mcp_list")
+                assert "docs" not in listed, listed
 
 
 async def test_a_policy_set_on_a_server_replaced_meanwhile_changes_nothing_and_says_so(
@@ -152,7 +190,7 @@ async def test_a_policy_set_on_a_server_replaced_meanwhile_changes_nothing_and_s
 
 
 async def test_a_machine_clients_new_secret_stays_while_the_old_ones_tokens_were_in_flight(
-    data_dir: Path, host_secret: HostSecret
+    data_dir: Path, host_secret: HostSecret, storage: Storage | None
 ) -> None:
     old_secret, new_secret = "cs-" + uuid.uuid4().hex, "cs-" + uuid.uuid4().hex
 
@@ -168,7 +206,7 @@ async def test_a_machine_clients_new_secret_stays_while_the_old_ones_tokens_were
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
             machine_oauth_server(client_id="svc", secret=old_secret) as server,
-            owner_chat(data_dir, host_secret, SCOPE) as chat,
+            owner(data_dir, host_secret, storage) as chat,
         ):
             add = "/mcp_add bot {} --client-id svc --client-secret {} --grant client-credentials"
             async with held_write(chat, old_tokens) as held, anyio.create_task_group() as tg:
