@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import gc
 import math
+import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from pydantic_ai.models.function import FunctionModel
 
 from playa.agent import History, Host, HostConfig
 from playa.agent._sessions import COLLECT_AFTER
-from playa.core import ChatSession, Extension, ToolResult, scope_folder
+from playa.core import ChatSession, Extension, ToolResult
 from playa.exceptions import ConfigError
 from support.chat import Script, ScriptedUI, msg
 from support.host import new_host
@@ -132,39 +133,95 @@ async def test_shutdown_closes_every_session_at_once(data_dir: Path) -> None:
     assert all_closing.is_set()
 
 
-async def test_chats_open_side_by_side_and_two_callers_for_one_chat_get_one_session(
-    data_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A restarted bot meets many chats at once: one chat's history still loading holds up no other.
-    loading, began = anyio.Event(), anyio.Event()
-    opens: list[Path] = []
-    real_open = History.open
+class SlowOpen(Lifecycle):
+    """Its blocking open step holds one chat's open (in its worker thread) until released."""
 
-    async def open_history(folder: Path) -> History:
-        opens.append(folder)
-        if folder.name == scope_folder("console:slow"):
-            began.set()
-            await loading.wait()
-        return await real_open(folder)
+    id = "slow-open"
 
-    monkeypatch.setattr(History, "open", open_history)
-    lifecycle = Lifecycle()
+    def __init__(self, slow: str) -> None:
+        super().__init__()
+        self.slow = slow
+        self.began, self.release = threading.Event(), threading.Event()
+        self.steps: list[tuple[str, int, bool]] = []
+        """Each step: its scope, its thread, and whether the workspace folder was there already."""
+
+    def session_opening(self, session: ChatSession) -> Callable[[], None] | None:
+        def step() -> None:
+            self.steps.append((session.scope, threading.get_ident(), session.workspace.is_dir()))
+            if session.scope == self.slow:
+                self.began.set()
+                assert self.release.wait(10)
+
+        return step
+
+
+async def test_chats_open_side_by_side_and_two_callers_for_one_chat_get_one_session(data_dir: Path) -> None:
+    # A restarted bot meets many chats at once: one chat's files still being read hold up no other.
+    slow = SlowOpen("console:slow")
     sessions: list[ChatSession] = []
 
     async def open_slow(host: Host) -> None:
         sessions.append(await host.session("console:slow", owner="owner"))
 
     with anyio.fail_after(10):
-        async with new_host(data_dir, extensions=[lifecycle]) as host, anyio.create_task_group() as tg:
+        async with new_host(data_dir, extensions=[slow]) as host, anyio.create_task_group() as tg:
             tg.start_soon(open_slow, host)
             tg.start_soon(open_slow, host)
-            await began.wait()
+            assert await anyio.to_thread.run_sync(slow.began.wait, 10)
             other = await host.session("console:other", owner="owner")
-            assert not loading.is_set() and [s.scope for _, s in lifecycle.events] == ["console:other"]
-            loading.set()
+            assert not slow.release.is_set() and [s.scope for _, s in slow.events] == ["console:other"]
+            slow.release.set()
     assert len(sessions) == 2 and sessions[0] is sessions[1] is not other
-    assert [folder.name for folder in opens].count(scope_folder("console:slow")) == 1
-    assert [event for event, s in lifecycle.events if s is sessions[0]] == ["start", "close"]
+    assert [scope for scope, _, _ in slow.steps].count("console:slow") == 1
+    assert [event for event, s in slow.events if s is sessions[0]] == ["start", "close"]
+
+
+async def test_a_chats_open_reads_its_history_and_runs_the_extensions_steps_in_one_worker_thread(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow = SlowOpen("none")
+    slow.release.set()
+    script = Script([say("first")])
+    async with new_host(data_dir, script, [slow]) as host:
+        session = await host.session("console:t", owner="owner")
+        await host.handle(session, msg("remember PINEAPPLE"), ScriptedUI())
+        await host.evict_idle(0)
+        # The reopened chat's history is read in the thread its extension's step runs in.
+        loop_thread = threading.get_ident()
+        read_in: list[int] = []
+        real_load = History.of_file
+
+        def of_file(folder: Path, read: Any) -> History:
+            read_in.append(threading.get_ident())
+            return real_load(folder, read)
+
+        monkeypatch.setattr(History, "of_file", of_file)
+        reopened = await host.session("console:t", owner="owner")
+        assert "PINEAPPLE" in str(host.history(reopened).messages)
+    assert [(scope, made) for scope, _, made in slow.steps] == [("console:t", True)] * 2
+    assert all(thread != loop_thread for _, thread, _ in slow.steps) and read_in == [loop_thread]
+
+
+class BrokenOpen(Lifecycle):
+    id = "broken-open"
+
+    def session_opening(self, session: ChatSession) -> Callable[[], None] | None:
+        def step() -> None:
+            raise OSError("the disk said no")
+
+        return step
+
+
+async def test_an_extensions_open_step_that_fails_is_logged_and_the_chat_opens(
+    data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = BrokenOpen()
+    async with new_host(data_dir, extensions=[broken]) as host:
+        session = await host.session("console:t", owner="owner")
+        assert host.open_sessions == 1 and [e for e, _ in broken.events] == ["start"]
+        assert session.workspace.is_dir()
+    assert "broken-open SessionOpening step failed in console:t" in caplog.text
+    assert "the disk said no" in caplog.text
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 
 from ..core import ChatSession, Extension, Redactor, Sender, ToolResult, ToolResultEvent, outbound_secrets
+from ._opening import OpenStep
 
 __all__ = ["ChatRedactors", "Extensions"]
 
@@ -84,6 +85,25 @@ class Extensions:
     def timeout(self, extension: Extension) -> float:
         """The bound on one hook of ``extension``: the config's, or longer if the extension needs it."""
         return self._timeouts[id(extension)]
+
+    def opening(self, session: ChatSession) -> list[OpenStep]:
+        """The extensions' blocking steps of ``session``'s open (``Extension.session_opening``)."""
+        steps: list[OpenStep] = []
+        for extension in self.all:
+            try:
+                run = extension.session_opening(session)
+            except Exception as exc:  # boundary: an extension's failure is logged and contained
+                self.log_failure(session, f"{extension.id} SessionOpening hook", exc)
+                continue
+            if run is not None:
+                steps.append(OpenStep(extension, run))
+        return steps
+
+    def opened(self, session: ChatSession, steps: Sequence[OpenStep]) -> None:
+        """The steps ran: what any of them raised is logged here, on the event loop."""
+        for step in steps:
+            if step.failure is not None:
+                self.log_failure(session, f"{step.extension.id} SessionOpening step", step.failure)
 
     async def session_started(self, session: ChatSession) -> None:
         for extension in self.all:

@@ -18,7 +18,7 @@ from .._files import append_durably, atomic_write
 from ..core import HistoryRows
 from ._context import message_bytes
 
-__all__ = ["HISTORY_FILE", "History"]
+__all__ = ["HISTORY_FILE", "History", "read_file"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,9 +63,12 @@ class History:
     @classmethod
     async def open(cls, folder: Path) -> History:
         """The history kept in ``folder``, read in a worker thread (an older file is migrated)."""
-        path = folder / HISTORY_FILE
-        messages, sizes = await anyio.to_thread.run_sync(_load, path)
-        return cls(path, messages, sizes)
+        return cls.of_file(folder, await anyio.to_thread.run_sync(read_file, folder))
+
+    @classmethod
+    def of_file(cls, folder: Path, read: tuple[list[ModelMessage], list[int]]) -> History:
+        """The history kept in ``folder``, from what ``read_file`` read there."""
+        return cls(folder / HISTORY_FILE, *read)
 
     @classmethod
     async def open_rows(cls, rows: HistoryRows, scope: str) -> History:
@@ -142,6 +145,14 @@ def _truncate(path: Path) -> None:
     # A replace rather than an in-place truncate: a crash leaves the old file or an empty one.
     if path.exists():
         atomic_write(path, b"")
+
+
+def read_file(folder: Path) -> tuple[list[ModelMessage], list[int]]:
+    """The messages of the history kept in ``folder``, and their sizes (an older file is migrated).
+
+    Blocking: ``History.open`` runs it in a worker thread, a chat's open in the open's one hop.
+    """
+    return _load(folder / HISTORY_FILE)
 
 
 def _load(path: Path) -> tuple[list[ModelMessage], list[int]]:

@@ -47,6 +47,7 @@ from ._extensions import ChatRedactors, Extensions
 from ._gate import GatedModel, GateMemory, gate_messages
 from ._history import History
 from ._offline import is_offline
+from ._opening import SessionFiles
 from ._sessions import ChatSessions, ScopeMove
 from ._stream import LiveReply, ReplyStream, can_stream
 from ._turns import NOT_KEPT, RunningTurns, key_refused
@@ -120,6 +121,7 @@ class Host:
         )
         self._conversations: WeakKeyDictionary[ChatSession, _Conversation] = WeakKeyDictionary()
         """The agent's side of each session, for as long as the session object lives."""
+        self._files = SessionFiles()
         self._stack: AsyncExitStack | None = None
         self._running = RunningTurns()
         self.commands.add(Command("help", "list the commands", self._help, owner_only=False, read_only=True))
@@ -192,14 +194,9 @@ class Host:
         return self._conversations[session].history
 
     async def _new_session(self, scope: str, owner: str) -> ChatSession:
-        folder = scope_folder(scope)
-        workspace = self.config.data_dir / "workspaces" / folder
-        await anyio.to_thread.run_sync(lambda: workspace.mkdir(parents=True, exist_ok=True))
+        workspace = self.config.data_dir / "workspaces" / scope_folder(scope)
         state_dir = session_state_dir(self.config.data_dir, scope)
         storage = self.config.storage
-        history = await (
-            History.open(state_dir) if storage is None else History.open_rows(storage.history, scope)
-        )
         core = workspace_tools(workspace, quota=self.config.workspace_quota)
         session = ChatSession(
             scope=scope,
@@ -210,6 +207,10 @@ class Host:
             core_tools=frozenset(tool.name for tool in core),
             tool_rules=ToolRules.for_model(self._model),
         )
+        # The chat's blocking file work, the extensions' too, in one worker-thread hop.
+        steps = self._extensions.opening(session)
+        history = await self._files.open(session, steps)
+        self._extensions.opened(session, steps)
         self._conversations[session] = _Conversation(history)
         session.redact = partial(self.redact, session)
         session.deliver_late = partial(self._deliver_late, session)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +55,16 @@ class Extension:
 
     async def on_session_start(self, session: ChatSession) -> None:
         """A chat session became active. Must not wait on the network: start work and return."""
+
+    def session_opening(self, session: ChatSession) -> Callable[[], None] | None:
+        """Blocking file work for a session being opened (reading what SessionStart needs), or None.
+
+        The host runs the callable returned in a worker thread, in the one hop of the open that
+        also makes the chat's workspace folder and reads its history, before SessionStart; only a
+        few chats' hops run at once, so a storm of opens does not crowd the process with threads.
+        The callable must not touch the event loop. One that raises is logged and contained.
+        """
+        return None
 
     async def on_before_agent_start(self, session: ChatSession) -> None:
         """Before every agent turn; may await bounded work and set prompt sections."""

@@ -68,9 +68,12 @@ class ChatServers:
         callbacks: Callbacks | None = None,
         clock: Clock = time.time,
         audit_key: AuditKey | None = None,
+        opened: LoadResult | None = None,
     ) -> None:
+        """``opened``: what ``store`` read in the chat's open, picked up by the first ``reconcile``."""
         self.session = session
         self.store = store
+        self._opened = opened
         self.servers: dict[str, RemoteServer] = {}
         self.rejected: tuple[Rejected, ...] = ()
         self.warning: str | None = None
@@ -129,9 +132,13 @@ class ChatServers:
 
     async def reconcile(self) -> None:
         """Bring servers in line with the file; costs one ``lstat`` when it did not change."""
-        if self.store is None or not await self.store.changed():
+        opened, self._opened = self._opened, None
+        if self.store is None:
             return
-        self._apply(await self.store.load())
+        if await self.store.changed():
+            self._apply(await self.store.load())
+        elif opened is not None:
+            self._apply(opened)
 
     def _apply(self, result: LoadResult) -> None:
         # Every entry the store verified has a name the binder takes (``server_name_problem``).

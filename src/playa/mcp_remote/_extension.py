@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 import anyio
 from anyio.abc import TaskGroup
@@ -20,6 +22,7 @@ from .store import (
     AuditKey,
     FileServers,
     HostSecret,
+    LoadResult,
     NoHostSecret,
     RowMemory,
     RowServers,
@@ -67,6 +70,8 @@ class RemoteMcpExtension(Extension):
         self._rows = RowMemory()
         """What this process remembers of the chats' server rows (with a database): their rollback check."""
         self._tg: TaskGroup | None = None
+        self._opening: WeakKeyDictionary[ChatSession, _FileRead] = WeakKeyDictionary()
+        """The sealed files read in the chats' opens, until SessionStart takes them."""
 
     def commands(self) -> Sequence[Command]:
         return build_commands(self.owner_servers, self._clock)
@@ -118,13 +123,29 @@ class RemoteMcpExtension(Extension):
             return RowServers(session.storage.servers, scope, self._sealer, self._rows)
         return FileServers(ServerStore(session.workspace, scope, self._sealer, state_dir=session.state_dir))
 
+    def session_opening(self, session: ChatSession) -> Callable[[], None] | None:
+        """The sealed file's read, in the host's one hop of the chat's open (with files only: the
+        database is read on the event loop); SessionStart picks the result up (``chat``)."""
+        if self._sealer is None or session.storage is not None:
+            return None
+        opening = self._opening[session] = _FileRead(
+            ServerStore(session.workspace, session.scope, self._sealer, state_dir=session.state_dir)
+        )
+        return opening.read
+
     def chat(self, session: ChatSession) -> ChatServers:
         """The servers of a chat, set up on first use."""
         chat = self._chats.get(session.scope)
         if chat is None:
             if self._tg is None:
                 raise RuntimeError("the mcp-remote extension is used outside the host's lifespan")
-            store = self._storage(session, session.scope) if self._sealer else None
+            store: ServerStorage | None = None
+            opened = None
+            if (read := self._opening.pop(session, None)) is not None and read.result is not None:
+                # Read (and verified) in the open; ``reconcile`` reads again if it changed since.
+                store, opened = FileServers(read.file), read.result
+            elif self._sealer is not None:
+                store = self._storage(session, session.scope)
             chat = self._chats[session.scope] = ChatServers(
                 session,
                 store,
@@ -134,6 +155,7 @@ class RemoteMcpExtension(Extension):
                 callbacks=self.callbacks,
                 clock=self._clock,
                 audit_key=self._audit_key,
+                opened=opened,
             )
         return chat
 
@@ -228,3 +250,14 @@ class RemoteMcpExtension(Extension):
             if (resources := self._resources.pop(session.scope, None)) is not None:
                 resources.close()
             await chat.close()
+
+
+@dataclass(eq=False)
+class _FileRead:
+    """A chat's sealed file read in a worker thread, in the chat's open."""
+
+    file: ServerStore
+    result: LoadResult | None = None
+
+    def read(self) -> None:
+        self.result = self.file.load()
