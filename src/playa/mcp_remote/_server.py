@@ -96,6 +96,8 @@ class RemoteServer:
         self.entry = entry
         self._built_from = entry
         """The entry as this server last read or wrote it: its writes land only over that server."""
+        self._writing = anyio.Lock()
+        """Held while this server seals its entry: one write at a time, in the order they came."""
         self._context = context
         self._caller = caller
         self.status: Literal["connecting", "connected", "unavailable"] = "connecting"
@@ -414,16 +416,21 @@ class RemoteServer:
     async def save_pins(self, pins: Pins) -> None:
         """Seal new pins into the entry (an owner's decision, or an adopted list)."""
         self.entry = replace(self.entry, pins=pins)
-        await self._rewrite(self.entry)
+        await self._rewrite()
 
     async def seal_policy(self, policy: Policy) -> None:
         """Save the entry with ``policy`` and let it apply at once. Raises ``StoreError``, also when
         the owner replaced or removed the server meanwhile (nothing changed then)."""
-        entry = replace(self.entry, policy=policy)
-        if self._context.store is not None and not await self._rewrite(entry):
-            raise StoreError(f"{entry.name} was replaced or removed meanwhile")
+
+        def change(entry: ServerEntry) -> ServerEntry:
+            return replace(entry, policy=policy)
+
+        if self._context.store is not None:
+            if not await self._rewrite(change):
+                raise StoreError(f"{self.entry.name} was replaced or removed meanwhile")
+        elif self.current:
+            self.entry = change(self.entry)
         if self.current:
-            self.entry = entry
             self.rebind()
 
     def policy_changed(self, policy: Policy) -> None:
@@ -437,32 +444,40 @@ class RemoteServer:
         tokens are not the new entry's."""
         context = self._context
         context.secrets.remember(grant.secrets)
-        entry = self.entry = replace(self.entry, oauth=grant)
+        self.entry = replace(self.entry, oauth=grant)
         try:
-            return await self._rewrite(entry)
+            return await self._rewrite()
         except StoreError as exc:
             # The connection goes on with the tokens held; the next refresh tries again.
             logger.warning(
-                "could not save the authorization of %s in %s: %s", entry.name, context.session.scope, exc
+                "could not save the authorization of %s in %s: %s",
+                self.entry.name,
+                context.session.scope,
+                exc,
             )
             return False
 
-    async def _rewrite(self, entry: ServerEntry) -> bool:
-        """Seal ``entry``, this server's own, over the stored one while that is still the entry this
-        server was built from; whether it was written. Raises ``StoreError``.
+    async def _rewrite(self, change: Callable[[ServerEntry], ServerEntry] = lambda entry: entry) -> bool:
+        """Seal the entry as it is now (with ``change``, kept once written) over the stored one while
+        that is still the entry this server was built from; whether it was written. Raises ``StoreError``.
 
         ``current`` alone is no guard: the owner's ``/mcp_add`` writes the new entry before the
         chat holds its server, and the store's write runs after an await; the store compares the
         stored entry under its own lock, so a late write of a replaced server is dropped there
-        (and one of another process of this host, too).
+        (and one of another process of this host, too). The server's own writes go one at a
+        time, each with every change made before it: a token write and a pins write at once
+        cannot land in the other order and lose the tokens.
         """
         store = self._context.store
-        if store is None or not self.current:
+        if store is None:
             return False
-        if await store.rewrite(entry, built_from=self._built_from) is None:
-            return False
-        self._built_from = entry
-        return True
+        async with self._writing:
+            entry = change(self.entry)
+            if not self.current or await store.rewrite(entry, built_from=self._built_from) is None:
+                return False
+            self._built_from = entry
+            self.entry = change(self.entry)  # what a later write starts from
+            return True
 
 
 def _shown(redact: Callable[[str], str], name: str) -> str:
