@@ -235,6 +235,8 @@ class Owner:
     private_place: str = "above"
     key: str | None = None
     """The private key the owner sends when Playa asks for one in secret (``--client-key`` alone)."""
+    id_token: str | None = None
+    """The owner's ID token at their IdP, sent when Playa asks for it (``--id-token`` alone)."""
     said: list[str] = field(default_factory=list)
     news: anyio.Event = field(default_factory=anyio.Event)
 
@@ -253,6 +255,8 @@ class Owner:
 
     async def ask(self, question: str, *, secret: bool = False, timeout: float = 300.0) -> str | None:
         print(f"playa asks> {question}", file=sys.stderr)
+        if secret and "ID token" in question:
+            return self.id_token
         return self.key if secret and "private key" in question else None
 
     async def question(self, question: Question, *, timeout: float = 300.0) -> Answer:
@@ -309,6 +313,17 @@ def _add_command(url: str) -> str:
             words += ["--client-key"]
     if os.environ.get("MCP_CONFORMANCE_SCENARIO", "").startswith("auth/client-credentials"):
         words += ["--grant", "client-credentials"]
+    if idp := context.get("idp_issuer"):
+        # Enterprise-managed authorization: the ID token is asked for in secret (Owner.ask).
+        words += [
+            "--grant",
+            "enterprise",
+            "--idp",
+            idp,
+            "--idp-client-id",
+            context["idp_client_id"],
+            "--id-token",
+        ]
     return shlex.join(words)
 
 
@@ -326,7 +341,7 @@ async def _log_in_and_call(url: str) -> None:
             anyio.create_task_group() as tg,
         ):
             context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
-            owner = Owner(tg, key=context.get("private_key_pem"))
+            owner = Owner(tg, key=context.get("private_key_pem"), id_token=context.get("idp_id_token"))
             session = await host.session(f"console:{SERVER}", owner=OWNER.id)
             reply = await owner.command(host, session, _add_command(url))
             for _ in range(OWNER_PATIENCE):

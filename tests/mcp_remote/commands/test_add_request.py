@@ -26,7 +26,7 @@ SHORT_PASSWORD = "the password in the URL is shorter than 8 characters, too shor
 SHORT_USER = "the user part of the URL is shorter than 8 characters, too short to be hidden safely; it holds a credential"
 SHORT_BEARER = "the bearer token is shorter than 8 characters, too short to be hidden safely in tool results"
 USAGE_LINE = "usage: /mcp_add <name> <url> [options]; /mcp_add --help explains them"
-OPTIONS = "Options: --transport, --tools, --bearer, --header, --secret-url, --oauth, --client-id, --client-secret, --client-key, --grant, --policy"
+OPTIONS = "Options: --transport, --tools, --bearer, --header, --secret-url, --oauth, --client-id, --client-secret, --client-key, --grant, --policy, --idp, --idp-client-id, --id-token"
 
 # Written out rather than read from RESERVED_HEADERS, so that dropping one from the set fails a test.
 TRANSPORT_HEADERS = [

@@ -17,6 +17,7 @@ from ...mcp import server_name_problem
 from ..store import (
     CLIENT_CREDENTIALS,
     DECISIONS,
+    ENTERPRISE_GRANT,
     AuthKind,
     Decision,
     OAuthGrant,
@@ -28,6 +29,7 @@ from ..store import (
     mask_url,
     resource_of,
 )
+from ._grant_options import ENTERPRISE_FLAGS, EnterpriseRequest, check_grant
 
 __all__ = [
     "RESERVED_HEADERS",
@@ -83,10 +85,11 @@ _FLAGS: Final = (
     "--client-key",
     "--grant",
     "--policy",
+    *ENTERPRISE_FLAGS,
 )
 # Flags whose value is a credential, and that ask for it in secret when given none.
-_SECRET_FLAGS: Final = ("--bearer", "--client-secret", "--client-key")
-_GRANTS: Final = ("authorization-code", "client-credentials")
+_SECRET_FLAGS: Final = ("--bearer", "--client-secret", "--client-key", "--id-token")
+_GRANTS: Final = ("authorization-code", "client-credentials", "enterprise")
 # An unknown option is quoted back only when it looks like a mistyped option, never like a key.
 _SHOWN_OPTION = re.compile(r"--[a-z][a-z-]{0,14}")
 
@@ -96,7 +99,7 @@ _KEY_SHAPED: Final = (
 )
 
 USAGE: Final = """\
-/mcp_add <name> <url> [--transport auto|http|sse] [--tools a,b] [--bearer [TOKEN]] [--header "Name: value" | --header Name]… [--secret-url] [--oauth] [--client-id ID [--client-secret [SECRET] | --client-key [PEM]] [--grant client-credentials]] [--policy allow|ask|deny]
+/mcp_add <name> <url> [--transport auto|http|sse] [--tools a,b] [--bearer [TOKEN]] [--header "Name: value" | --header Name]… [--secret-url] [--oauth] [--client-id ID [--client-secret [SECRET] | --client-key [PEM]] [--grant client-credentials]] [--grant enterprise --idp URL [--idp-client-id ID] --id-token [TOKEN]] [--policy allow|ask|deny]
   name       1-32 characters: a lowercase letter, then lowercase letters, digits or '-'
   url        http:// or https://; a key in it is kept sealed and shown as [redacted]
   --bearer   sends Authorization: Bearer TOKEN; without TOKEN I ask for it in secret
@@ -111,6 +114,8 @@ USAGE: Final = """\
              with its secret, or with --client-key, no login needed
   --client-key   the client's private key (PEM) that signs its requests (private_key_jwt);
              without PEM I ask for it in secret (whole, or on one line)
+  --grant enterprise   your identity provider (--idp, its issuer) vouches for you: your ID token
+             there (without TOKEN I ask for it in secret) gets the client its tokens
   --policy   whether the agent may call its tools: allow, ask (you decide each call) or deny;
              /mcp_policy sets it per tool later
 Adding a name that exists replaces it. A message that holds a credential is deleted."""
@@ -137,6 +142,8 @@ class AddRequest:
     ask_client_key: bool = False
     machine: bool = False
     """``--grant client-credentials``: a machine client, which needs no person's login."""
+    enterprise: EnterpriseRequest | None = None
+    """``--grant enterprise`` (SEP-990) and its options."""
     policy: Decision | None = None
 
     def __repr__(self) -> str:
@@ -147,7 +154,10 @@ class AddRequest:
         any entry): an OAuth login, the headers (one bearer token alone is ``bearer``), or none."""
         if self.oauth:
             grant = OAuthGrant(
-                resource=resource_of(self.url), client=_preregistered(self), client_key=self.client_key
+                resource=resource_of(self.url),
+                client=_preregistered(self),
+                client_key=self.client_key,
+                idp=self.enterprise.provider() if self.enterprise is not None else None,
             )
             return _entry(self, "oauth", oauth=grant)
         if self.headers:
@@ -179,12 +189,12 @@ def _preregistered(request: AddRequest) -> OAuthClientInformationFull | None:
     """The client the owner registered with the authorization server themselves, if any."""
     if request.client_id is None:
         return None
-    if request.machine:
+    if request.machine or (request.enterprise is not None and request.enterprise.granted):
         return OAuthClientInformationFull(
             client_id=request.client_id,
             client_secret=request.client_secret,
             redirect_uris=None,
-            grant_types=[CLIENT_CREDENTIALS],
+            grant_types=[CLIENT_CREDENTIALS if request.machine else ENTERPRISE_GRANT],
             token_endpoint_auth_method="private_key_jwt" if request.client_key else "client_secret_basic",
         )
     method = "client_secret_basic" if request.client_secret else "none"
@@ -213,11 +223,11 @@ def carries_secret(args: str) -> bool:
     except ValueError:
         # Unreadable: it may still hold a key, so treat it as if it did.
         return any(
-            flag in args for flag in ("--bearer", "--header", "--client-secret", "--client-key")
+            flag in args for flag in ("--bearer", "--header", "--client-secret", "--client-key", "--id-token")
         ) or any(map(looks_like_credential, args.split()))
     for i, word in enumerate(words):
         following = words[i + 1] if i + 1 < len(words) else None
-        if word.startswith(("--bearer=", "--client-secret=", "--client-key=")) or (
+        if word.startswith(("--bearer=", "--client-secret=", "--client-key=", "--id-token=")) or (
             word.startswith("--header=") and _header_holds_value(word[9:])
         ):
             return True
@@ -232,7 +242,7 @@ def carries_secret(args: str) -> bool:
             return True
     # A flag inside another word (after an escaped space, in quotes) is no flag to the parser,
     # but what follows it may still be a key.
-    secret_flags = ("--bearer", "--header", "--client-secret", "--client-key")
+    secret_flags = ("--bearer", "--header", "--client-secret", "--client-key", "--id-token")
     flags = sum(word.partition("=")[0] in secret_flags for word in words)
     return sum(args.count(flag) for flag in secret_flags) > flags
 
@@ -315,7 +325,13 @@ def parse_add(args: str) -> AddRequest:
         _apply(request, flag, value, position)
     if (request.client_secret is not None or request.ask_client_secret) and request.client_id is None:
         raise ValidationError("oauth", "--client-secret goes with --client-id")
-    _check_machine(request)
+    check_grant(
+        request.enterprise,
+        machine=request.machine,
+        client_id=request.client_id,
+        has_secret=request.client_secret is not None or request.ask_client_secret,
+        has_key=request.client_key is not None or request.ask_client_key,
+    )
     if request.client_id is not None:
         request.oauth = True
     if request.oauth and (request.headers or request.ask):
@@ -367,6 +383,11 @@ def _apply(request: AddRequest, flag: str, value: str | None, position: int) -> 
         if value not in _GRANTS:
             raise ValidationError("oauth", f"--grant takes {' or '.join(_GRANTS)}")
         request.machine = value == "client-credentials"
+        request.enterprise = request.enterprise or EnterpriseRequest()
+        request.enterprise.granted = value == "enterprise"
+    elif flag in ENTERPRISE_FLAGS:
+        request.enterprise = request.enterprise or EnterpriseRequest()
+        request.enterprise.apply(flag, value)
     elif flag == "--policy":
         decision = decision_of(value or "")
         if decision is None:
@@ -396,23 +417,6 @@ def _apply(request: AddRequest, flag: str, value: str | None, position: int) -> 
             _set(request, "Authorization", f"Bearer {value}")
     elif flag == "--header":
         _apply_header(request, value, f"the --header at word {position}")
-
-
-def _check_machine(request: AddRequest) -> None:
-    """A machine client (``--grant client-credentials``) has an id and one credential: a secret or a key."""
-    has_secret = request.client_secret is not None or request.ask_client_secret
-    has_key = request.client_key is not None or request.ask_client_key
-    if has_key and not request.machine:
-        raise ValidationError(
-            "oauth", "--client-key signs a machine client's requests: add --grant client-credentials"
-        )
-    if not request.machine:
-        return
-    if request.client_id is None or has_secret == has_key:
-        raise ValidationError(
-            "oauth",
-            "--grant client-credentials takes --client-id with either --client-secret or --client-key",
-        )
 
 
 def client_key_of(text: str) -> str:

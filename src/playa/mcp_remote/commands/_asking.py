@@ -1,10 +1,11 @@
 """Asking the owner, in secret, for the credentials an ``/mcp_add`` left out (``--bearer`` alone,
-``--header Name``, ``--client-secret`` or ``--client-key`` alone): the last step of parsing the request."""
+``--header Name``, ``--client-secret``, ``--client-key`` or ``--id-token`` alone): the last step of parsing the request."""
 
 from __future__ import annotations
 
 from ...core import UI
 from ._add_request import AddRequest, check_secret, client_key_of
+from ._grant_options import check_id_token
 
 __all__ = ["ask_secrets"]
 
@@ -47,6 +48,11 @@ async def ask_secrets(request: AddRequest, ui: UI) -> str | None:
         if not answer:
             return _NO_ANSWER
         request.client_key, request.ask_client_key = client_key_of(answer), False
+    if (enterprise := request.enterprise) is not None and enterprise.ask_id_token:
+        answer = await _ask(ui, f"Send your ID token from {enterprise.idp} for {request.name}.")
+        if not answer:
+            return _NO_ANSWER
+        enterprise.id_token, enterprise.ask_id_token = check_id_token(answer), False
     return None
 
 

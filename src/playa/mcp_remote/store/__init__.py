@@ -13,6 +13,7 @@ from ._audit_file import Break, Verification, audit_folder, read_records, verify
 from ._entry import AuthKind, ServerEntry, TransportChoice
 from ._file_servers import FileServers
 from ._grant import CLIENT_CREDENTIALS, OAuthGrant, client_key_pem, resource_of, signing_algorithm
+from ._identity_provider import ENTERPRISE_GRANT, IdentityProvider
 from ._pin_views import (
     HIDDEN_NOTE,
     SAME_NOTE,
@@ -51,6 +52,7 @@ from ._url import mask_url
 __all__ = [
     "CLIENT_CREDENTIALS",
     "DECISIONS",
+    "ENTERPRISE_GRANT",
     "HIDDEN_NOTE",
     "INSTRUCTIONS_KEPT",
     "KEY_FILE_NAME",
@@ -69,6 +71,7 @@ __all__ = [
     "FieldValue",
     "FileServers",
     "HostSecret",
+    "IdentityProvider",
     "LoadResult",
     "MalformedSeal",
     "NoHostSecret",

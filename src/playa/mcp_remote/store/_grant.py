@@ -26,6 +26,7 @@ from mcp.shared.auth_utils import resource_url_from_server_url
 
 from ...core import MIN_SECRET_LENGTH
 from ...exceptions import ValidationError
+from ._identity_provider import ENTERPRISE_GRANT, IdentityProvider
 
 __all__ = [
     "CLIENT_CREDENTIALS",
@@ -114,6 +115,8 @@ class OAuthGrant:
     elsewhere: tuple[OAuthClientInformationFull, ...] = ()
     """The client's registrations with other authorization servers, each bound to its issuer
     (SEP-2352): a server that moves back to one uses it again instead of registering anew."""
+    idp: IdentityProvider | None = None
+    """Enterprise-managed authorization (SEP-990): the owner's identity provider and ID token."""
 
     @property
     def secrets(self) -> frozenset[str]:
@@ -129,6 +132,8 @@ class OAuthGrant:
                 values.add(client.client_secret)
         if self.dpop_key:
             values.add(self.dpop_key)
+        if self.idp is not None:
+            values.add(self.idp.id_token)
         if self.client_key:
             values.add(self.client_key.strip())
             # Its lines too, but a short last line is no secret of its own (the whole key is).
@@ -138,9 +143,19 @@ class OAuthGrant:
 
     @property
     def machine(self) -> bool:
-        """Whether the client is a machine's: it gets its tokens by the client-credentials grant,
-        with no person's login (``/mcp_add … --grant client-credentials``)."""
-        return self.client is not None and self.client.grant_types == [CLIENT_CREDENTIALS]
+        """Whether the client gets its tokens with no person's login: by the client-credentials
+        grant (``/mcp_add … --grant client-credentials``), or by the owner's ID token at their
+        identity provider (``--grant enterprise``)."""
+        if self.client is None:
+            return False
+        return self.client.grant_types == [CLIENT_CREDENTIALS] or self.enterprise
+
+    @property
+    def enterprise(self) -> bool:
+        """Whether the tokens come by enterprise-managed authorization (an ID-JAG from the IdP)."""
+        return (
+            self.idp is not None and self.client is not None and self.client.grant_types == [ENTERPRISE_GRANT]
+        )
 
     @property
     def authorized(self) -> bool:
@@ -206,7 +221,8 @@ class OAuthGrant:
                 "dpop_bound": self.dpop_bound,
                 "client_key": self.client_key,
                 "elsewhere": [c.model_dump(mode="json", exclude_none=True) for c in self.elsewhere],
-            },
+            }
+            | ({} if self.idp is None else {"idp": self.idp.encode()}),
             sort_keys=True,
             separators=(",", ":"),
         )
@@ -218,7 +234,7 @@ class OAuthGrant:
             raw = json.loads(text)
         except ValueError:
             raise ValidationError("oauth", "the sealed authorization is not JSON") from None
-        known = {(1, _FIELDS_V1), (2, _FIELDS_V2_FIRST), (2, _FIELDS)}
+        known = {(1, _FIELDS_V1), (2, _FIELDS_V2_FIRST), (2, _FIELDS), (2, _FIELDS | {"idp"})}
         if not isinstance(raw, dict) or (raw.get("v"), frozenset(raw)) not in known:
             # Older grants (before DPoP, machine clients, other issuers' registrations) still
             # open: their new fields are unset.
@@ -240,6 +256,9 @@ class OAuthGrant:
             or isinstance(expires_at, bool)
             or not math.isfinite(expires_at)
         ):
+            raise ValidationError("oauth", "the sealed authorization has an unknown format")
+        idp = None if "idp" not in raw else IdentityProvider.decode(raw["idp"])
+        if "idp" in raw and idp is None:
             raise ValidationError("oauth", "the sealed authorization has an unknown format")
         try:
             client = (
@@ -265,4 +284,5 @@ class OAuthGrant:
             dpop_bound,
             client_key,
             others,
+            idp,
         )

@@ -20,7 +20,6 @@ registered themselves to the first issuer it is used with, and supplies three th
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable
@@ -46,8 +45,10 @@ from ... import __version__
 from ..store import OAuthGrant
 from ._client_credentials import client_credentials_request
 from ._dpop import DPoPProofs
+from ._enterprise import EnterpriseRefused, IdentityLeg, identity_leg
 from ._errors import needs_scope, refused_although_granted
 from ._grant_storage import GrantStorage, register_secrets
+from ._oauth_codes import OAUTH_ERROR_CODES, error_code
 
 __all__ = [
     "CALLBACK_PATH",
@@ -119,27 +120,6 @@ def token_auth_method(registered: str | None, supported: list[str] | None) -> st
     if registered in offered:
         return registered
     return next((m for m in ("client_secret_basic", "client_secret_post") if m in offered), registered)
-
-
-OAUTH_ERROR_CODES: Final = frozenset(
-    {
-        "invalid_request",
-        "unauthorized_client",
-        "access_denied",
-        "unsupported_response_type",
-        "invalid_scope",
-        "server_error",
-        "temporarily_unavailable",
-        "invalid_client",
-        "invalid_grant",
-        "unsupported_grant_type",
-        "interaction_required",
-        "login_required",
-        "consent_required",
-    }
-)
-"""The error codes of RFC 6749 (4.1.2.1, 5.2) and OpenID Connect: the only words of an
-authorization server that Playa repeats where others may read them."""
 
 
 class LoginEnded(Exception):
@@ -237,6 +217,7 @@ class ServerAuth(OAuthClientProvider):
         """Why the server refused a request (403) for scopes the token holds, or the authorization
         server a machine client's credentials; None if neither did."""
         self._dpop = DPoPProofs(storage.grant.dpop_key, clock=clock)
+        self._leg: IdentityLeg | None = None
 
     @property
     def found_no_metadata(self) -> bool:
@@ -282,6 +263,9 @@ class ServerAuth(OAuthClientProvider):
                     base = self.context.get_authorization_base_url(self.context.server_url)
                     outgoing = create_client_registration_request(self.context.oauth_metadata, metadata, base)
                 response = yield outgoing
+                if self._leg is not None and self._leg.owns(outgoing):
+                    outgoing = await self._leg_step(response)
+                    continue
                 await self._dpop.saw(outgoing, response, resource=outgoing is request)
                 if await self._dpop.nonce_asked(outgoing, response):
                     self._dpop.prove(outgoing)  # a fresh proof, with the server's nonce (RFC 9449 8, 9)
@@ -310,6 +294,8 @@ class ServerAuth(OAuthClientProvider):
         return outgoing.method == "POST" and str(outgoing.url) == endpoint
 
     async def _perform_authorization(self) -> httpx2.Request:
+        if self._storage.grant.enterprise:
+            return self._identity_leg()
         if self._storage.grant.machine:
             # A machine client needs nobody: a new token for the scopes now wanted.
             return await self._client_credentials()
@@ -355,7 +341,7 @@ class ServerAuth(OAuthClientProvider):
         if self._storage.grant.machine and response.status_code in (400, 401):
             # The credentials themselves were refused: neither a timer nor a login helps. Only
             # an RFC 6749 error code is repeated, never the authorization server's own words.
-            self.refused = "the authorization server refused the client's credentials" + _error_code(
+            self.refused = "the authorization server refused the client's credentials" + error_code(
                 await response.aread()
             )
             raise _Refused(self.refused)
@@ -399,6 +385,28 @@ class ServerAuth(OAuthClientProvider):
         if assertion is not None:
             self._storage.update(grant, assertion)
         return self._prove_token_request(request)
+
+    def _identity_leg(self) -> httpx2.Request:
+        """Enterprise-managed authorization: the IdP's requests first, then the ID-JAG to the
+        authorization server the client is bound to (``_enterprise``)."""
+        self._remember_metadata()
+        self._fit_token_auth()
+        self._leg = identity_leg(
+            self.context,
+            self._storage.grant,
+            self._get_token_endpoint(),
+            prove=self._prove_token_request,
+            known=lambda jag: self._storage.update(self._storage.grant, jag),
+        )
+        return self._leg.first()
+
+    async def _leg_step(self, response: httpx2.Response) -> httpx2.Request:
+        assert self._leg is not None
+        try:
+            return await self._leg.step(response)
+        except EnterpriseRefused as exc:
+            self.refused = exc.reason
+            raise _Refused(self.refused) from None
 
     def _select_authorization_server(self, advertised: list[str]) -> str:
         # The issuer the client is bound to, when the server still names it among others.
@@ -489,12 +497,3 @@ class _Refused(LoginEnded):
 _MOVED: Final = (
     "the server now names another authorization server than the one its client was registered with"
 )
-
-
-def _error_code(body: bytes) -> str:
-    """`` (code)`` for an RFC 6749 error code in a token endpoint's JSON answer; else nothing."""
-    try:
-        error = json.loads(body).get("error")
-    except (ValueError, AttributeError):
-        return ""
-    return f" ({error})" if error in OAUTH_ERROR_CODES else ""
