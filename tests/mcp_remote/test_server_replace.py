@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -31,7 +32,7 @@ from playa.mcp_remote.store import (
 )
 from servers.machine_oauth import machine_oauth_server
 from support.postgres import database_url, postgres
-from support.remote import OwnerChat, demo_server, remote_host
+from support.remote import AddedServer, OwnerChat, demo_server, remote_host
 
 __all__ = ["database_url", "postgres"]
 
@@ -219,3 +220,31 @@ async def test_a_machine_clients_new_secret_stays_while_the_old_ones_tokens_were
             assert bot.oauth is not None and bot.oauth.client is not None
             assert bot.oauth.client.client_secret == new_secret and bot.oauth.tokens is None
             assert all(old_secret not in value for value in bot.secrets)
+
+
+async def test_a_servers_own_writes_at_once_both_land(
+    demo_added: AddedServer, host_secret: HostSecret
+) -> None:
+    chat = demo_added.chat
+    with anyio.fail_after(TEST_TIMEOUT):
+        server = (await chat.extension.owner_servers(await chat.session())).servers["demo"]
+        pins = server.entry.pins
+        assert pins is not None
+        rejected = replace(pins, tools={tool: pin for tool, pin in pins.tools.items() if tool != "fail"})
+        answer: list[str] = []
+
+        async def deny() -> None:
+            answer.append(await chat.command("/mcp_policy demo echo deny"))
+
+        held_pins = held_write(chat, lambda entry: entry.pins == rejected)
+        async with held_pins as held, anyio.create_task_group() as tg:
+            tg.start_soon(server.save_pins, rejected)  # an owner's decision, its write in flight
+            await held.arrived.wait()
+            tg.start_soon(deny)
+            # The policy's write waits for the pins' one; it would otherwise land first, and the
+            # pins' write after it would seal the entry without the policy.
+            await anyio.wait_all_tasks_blocked()
+            held.go.set()
+        assert answer and answer[0].startswith("Policy of echo of demo: deny"), answer
+        (demo,) = await stored(chat, host_secret)
+        assert demo.pins == rejected and demo.policy.of("echo", "allow") == "deny"
