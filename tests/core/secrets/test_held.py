@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import gc
 import secrets
+from collections.abc import Collection
+from pathlib import Path
 
-from playa.core import OutboundSecrets, Redactor, encoded_forms
+import pytest
+
+from playa.core import ChatSession, Extension, OutboundSecrets, Redactor, encoded_forms, outbound_secrets
+from support.chat import ScriptedUI, msg
+from support.host import new_host
 
 
 def holders_of(values: set[str], *, besides: tuple[object, ...]) -> list[object]:
@@ -64,3 +70,32 @@ def test_a_secret_released_together_with_others_is_in_no_cache_once_the_block_en
     forms = {form for value in values for form in encoded_forms(value)}
     held = holders_of(forms, besides=(forms, values))
     assert held == [], [type(thing).__name__ for thing in held]
+
+
+class Keyed(Extension):
+    """Gives every chat the same credential, as one server added to many chats does."""
+
+    def __init__(self, value: str) -> None:
+        self.value = frozenset({value})
+
+    def credentials(self, session: ChatSession) -> Collection[str]:
+        return self.value
+
+
+@pytest.mark.anyio
+async def test_once_the_chats_that_held_a_credential_are_closed_no_cache_holds_it(tmp_path: Path) -> None:
+    value = "sk-" + secrets.token_hex(24)
+    forms = encoded_forms(value)
+    keyed = Keyed(value)
+    async with new_host(tmp_path, extensions=[keyed]) as host:
+        for scope in ("console:one", "console:two"):
+            session = await host.session(scope, owner="owner")
+            reply = await host.handle(session, msg(f"/unknown {value}"), ScriptedUI())
+            assert reply is None or value not in reply.text
+        del session, reply
+        assert value in outbound_secrets()
+        assert await host.evict_idle(0) == 2
+        assert value not in outbound_secrets()
+        # The extension still knows it (the server stays added): that one, and nothing else.
+        held = holders_of(forms, besides=(forms, keyed.value))
+        assert held == [], [type(thing).__name__ for thing in held]
