@@ -20,6 +20,7 @@ from servers.enterprise_oauth import CLIENT_ID, IDP_CLIENT_ID, INSTRUCTION, ente
 from support.chat import ScriptedUI
 from support.leaks import leaks
 from support.oauth import every_file
+from support.providers import serve_provider, text, tool_call
 from support.remote import owner_chat
 
 pytestmark = [pytest.mark.anyio]
@@ -67,6 +68,25 @@ async def test_the_owners_id_token_asked_in_secret_gets_the_client_its_tokens_an
             assert any(where.endswith("servers.json") for where in channels)
             for where, seen in channels.items():
                 assert leaks([server.id_token, SECRET, *server.jags], seen) == [], where
+
+
+async def test_the_model_gets_the_servers_answer_and_nothing_of_the_grant(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with (
+            enterprise_oauth_server(secret=SECRET) as server,
+            serve_provider() as provider,
+            owner_chat(data_dir, host_secret, SCOPE, provider.model("openai-chat")) as chat,
+        ):
+            added = await chat.command(_add(server.url, server.idp), ScriptedUI(answers=[server.id_token]))
+            assert added.startswith("Added corp: connected"), added
+            provider.script(tool_call("corp__whoami", {}), text("You are an enterprise user."))
+            await chat.say("Who am I there?")
+            assert b"an enterprise user" in provider.requests[1].raw
+            grant = [server.id_token, SECRET, *server.jags, *server.tokens]
+            for request in provider.requests:
+                assert leaks(grant, request.raw.decode()) == []
 
 
 async def test_an_expired_access_token_is_replaced_by_a_new_exchange_without_the_owner(
