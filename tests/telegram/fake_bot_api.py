@@ -300,18 +300,37 @@ class FakeBotApi:
                             return call
                     await recorded.wait()
         except TimeoutError:
-            seen = "\n".join(
-                f"  {c.method} {c.status} chat={c.chat_id} {c.text[:80]!r}" for c in self.calls[after:][-20:]
-            )
-            raise AssertionError(f"no {method} call matching {match} came; the calls were:\n{seen}") from None
+            raise AssertionError(
+                f"no {method} call matching {match} came; the calls were:\n{self._seen(after)}"
+            ) from None
+
+    def _seen(self, after: int) -> str:
+        """The last calls since ``after`` but the polls, for a failure's message."""
+        calls = [c for c in self.calls[after:] if c.method != "getUpdates"][-20:]
+        return "\n".join(f"  {c.method} {c.status} chat={c.chat_id} {c.text[:80]!r}" for c in calls)
 
     async def wait_reply(
         self, chat_id: int, contains: str, *, after: int = 0, timeout: float = _WAIT_TIMEOUT
     ) -> ApiCall:
-        """The first message the bot sent to ``chat_id`` whose text contains ``contains``."""
-        return await self.wait_call(
-            "sendMessage", after=after, chat_id=chat_id, where=lambda c: contains in c.text, timeout=timeout
-        )
+        """The first message the bot showed in ``chat_id`` whose text contains ``contains``: sent,
+        or a live message edited into it (a streamed reply ends as an edit of its message)."""
+        try:
+            with anyio.fail_after(timeout):
+                while True:
+                    recorded = self._recorded
+                    for call in self.calls[after:]:
+                        if (
+                            call.method in ("sendMessage", "editMessageText")
+                            and call.params.get("chat_id") == chat_id
+                            and call.status == 200
+                            and contains in call.text
+                        ):
+                            return call
+                    await recorded.wait()
+        except TimeoutError:
+            raise AssertionError(
+                f"no message holding {contains!r} came to chat {chat_id}; the calls were:\n{self._seen(after)}"
+            ) from None
 
     def texts(self, chat_id: int, *, after: int = 0) -> list[str]:
         """The texts the bot sent to ``chat_id``, successful sends only."""
