@@ -305,7 +305,7 @@ async def test_a_refresh_the_authorization_server_refuses_is_recorded_without_a_
             refresh_token = entry.oauth.tokens.refresh_token
             assert refresh_token
             # The owner revokes the grant at the authorization server: the next refresh is refused.
-            async with httpx2.AsyncClient() as client:
+            async with httpx2.AsyncClient(timeout=60.0) as client:
                 revoked = await client.post(
                     f"{auth.issuer}/token/revocation",
                     data={"token": refresh_token, "client_id": entry.oauth.client.client_id},

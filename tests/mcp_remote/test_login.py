@@ -91,7 +91,7 @@ async def test_a_server_that_needs_a_login_is_logged_in_by_the_owner_and_its_tok
                 assert "signed in" in called.text
 
                 # A replayed callback is refused.
-                async with httpx2.AsyncClient() as browser:
+                async with httpx2.AsyncClient(timeout=60.0) as browser:
                     replay = await browser.get(str(callback.url))
                 assert "unknown, used or expired" in replay.text
 
@@ -173,7 +173,7 @@ async def test_tokens_are_refreshed_before_expiry_and_a_refused_refresh_waits_fo
 
             # The owner revokes the grant at the authorization server: the refresh is refused.
             assert second.oauth.client is not None and second.oauth.tokens.refresh_token
-            async with httpx2.AsyncClient() as client:
+            async with httpx2.AsyncClient(timeout=60.0) as client:
                 revoked = await client.post(
                     f"{auth.issuer}/token/revocation",
                     data={

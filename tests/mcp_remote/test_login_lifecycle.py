@@ -69,7 +69,7 @@ async def test_removing_a_server_revokes_its_tokens_and_they_no_longer_work(
             )
             assert [await introspect(auth, token) for token in tokens] == [False, False]
             # And the MCP server refuses the old access token.
-            async with httpx2.AsyncClient() as client:
+            async with httpx2.AsyncClient(timeout=60.0) as client:
                 refused = await client.post(
                     mcp.url,
                     json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
@@ -285,7 +285,7 @@ async def test_a_pasted_address_with_another_issuer_or_after_the_link_expired_co
 
 async def test_an_authorization_server_without_revocation_is_said_to_offer_none() -> None:
     grant = grant_from("http://127.0.0.1:9", revocation=False)
-    async with httpx2.AsyncClient() as http:
+    async with httpx2.AsyncClient(timeout=60.0) as http:
         outcome = await revoke(grant, http)
         nothing = await revoke(OAuthGrant(resource="http://127.0.0.1:1/mcp"), http)
     assert outcome.outcome == "not offered"

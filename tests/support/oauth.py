@@ -59,7 +59,7 @@ class Introspection:
         self._resource = resource
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        async with httpx2.AsyncClient() as client:
+        async with httpx2.AsyncClient(timeout=60.0) as client:
             answer = await client.post(
                 f"{self._auth.issuer}/token/introspection",
                 data={"token": token},
@@ -231,7 +231,7 @@ def link_in(text: str) -> str:
 async def sign_in_elsewhere(link: str) -> str:
     """The owner's browser on another machine: signs in, and ends at a redirect to Playa's loopback
     callback that it cannot reach; returns that address (what the owner pastes)."""
-    async with httpx2.AsyncClient() as browser:
+    async with httpx2.AsyncClient(timeout=60.0) as browser:
         response = await browser.get(link)
         for _ in range(20):
             if response.is_redirect:
@@ -254,7 +254,7 @@ async def sign_in_elsewhere(link: str) -> str:
 
 async def sign_in(link: str) -> httpx2.Response:
     """The owner's browser: the authorization server's sign-in and consent, then Playa's callback."""
-    async with httpx2.AsyncClient(follow_redirects=True) as browser:
+    async with httpx2.AsyncClient(follow_redirects=True, timeout=60.0) as browser:
         page = await browser.get(link)
         assert "/interaction/" in str(page.url), page.text[:200]
         page = await browser.post(str(page.url), data={"prompt": "login", "login": "owner", "password": "pw"})
@@ -266,7 +266,7 @@ async def sign_in(link: str) -> httpx2.Response:
 async def refuse_sign_in(link: str) -> httpx2.Response:
     """The owner's browser: signs in, then cancels at the authorization server, which redirects to
     Playa's callback with ``error=access_denied``."""
-    async with httpx2.AsyncClient(follow_redirects=True) as browser:
+    async with httpx2.AsyncClient(follow_redirects=True, timeout=60.0) as browser:
         page = await browser.get(link)
         assert "/interaction/" in str(page.url), page.text[:200]
         return await browser.get(str(page.url).rstrip("/") + "/abort")
@@ -302,7 +302,7 @@ def every_file(root: Path) -> dict[str, str]:
 
 async def introspect(auth: AuthorizationServer, token: str) -> bool:
     """Whether the authorization server still takes ``token`` (RFC 7662 introspection)."""
-    async with httpx2.AsyncClient() as client:
+    async with httpx2.AsyncClient(timeout=60.0) as client:
         answer = await client.post(
             f"{auth.issuer}/token/introspection",
             data={"token": token},
