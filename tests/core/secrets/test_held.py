@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from playa.core import ChatSession, Extension, OutboundSecrets, Redactor, encoded_forms, outbound_secrets
+from playa.mcp_remote import HostSecret
 from support.chat import ScriptedUI, msg
 from support.host import new_host
+from support.remote import demo_server, owner_chat
 
 
 def holders_of(values: set[str], *, besides: tuple[object, ...]) -> list[object]:
@@ -98,4 +100,25 @@ async def test_once_the_chats_that_held_a_credential_are_closed_no_cache_holds_i
         assert value not in outbound_secrets()
         # The extension still knows it (the server stays added): that one, and nothing else.
         held = holders_of(forms, besides=(forms, keyed.value))
+        assert held == [], [type(thing).__name__ for thing in held]
+
+
+@pytest.mark.anyio
+async def test_once_a_remote_servers_chat_is_closed_no_cache_holds_its_token(
+    data_dir: Path, host_secret: HostSecret
+) -> None:
+    token = "tok-" + secrets.token_hex(24)
+    forms = encoded_forms(token) | encoded_forms(f"Bearer {token}")
+    async with demo_server(token) as demo, owner_chat(data_dir, host_secret, "console:held") as chat:
+        added = await chat.command(f"/mcp_add demo {demo.url} --bearer {token}", ref=1)
+        assert "Added demo" in added
+        # A failed connect: its error passes the endpoint's redactor.
+        refused = await chat.command(
+            f"/mcp_add wrong {demo.url.rstrip('/')}/nothing-here --bearer {token}", ref=2
+        )
+        assert token not in refused
+        assert f"Bearer {token}" in outbound_secrets()
+        assert await chat.host.evict_idle(0) == 1
+        assert f"Bearer {token}" not in outbound_secrets()
+        held = holders_of(forms, besides=(forms,))
         assert held == [], [type(thing).__name__ for thing in held]

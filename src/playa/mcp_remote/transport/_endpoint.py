@@ -6,7 +6,6 @@ removed, cut to a reason's length, and the exception chain cut when it could car
 
 from __future__ import annotations
 
-import functools
 import math
 import traceback
 from collections.abc import Mapping
@@ -131,10 +130,13 @@ class Endpoint:
         )
 
 
-@functools.lru_cache(maxsize=32)
 def redactor_of(secrets: frozenset[str]) -> Redactor:
-    """One redactor per set of credentials, shared: building one costs milliseconds, and every
-    connection to a server with the same headers, and every error text of it, needs the same."""
+    """A redactor of an endpoint's credentials, for its errors and its ``repr``.
+
+    Built each time, never cached by the values: a cache would keep a closed chat's credentials
+    in memory. A connected endpoint's are held by its chat, so their forms are derived already
+    and a build costs microseconds.
+    """
     return Redactor(secrets)
 
 
