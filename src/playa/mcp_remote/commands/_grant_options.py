@@ -31,7 +31,8 @@ class EnterpriseRequest:
     """Whether ``--grant enterprise`` was given."""
 
     def __repr__(self) -> str:
-        return f"EnterpriseRequest(idp={self.idp!r}, id_token={'asked' if self.ask_id_token else 'given'})"
+        token = "to ask" if self.ask_id_token else "given" if self.id_token else "none"
+        return f"EnterpriseRequest(idp={self.idp!r}, id_token={token})"
 
     def apply(self, flag: str, value: str | None) -> None:
         if flag == "--idp":
