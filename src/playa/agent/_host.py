@@ -47,7 +47,7 @@ from ._extensions import ChatRedactors, Extensions
 from ._gate import GatedModel, GateMemory, gate_messages
 from ._history import History
 from ._offline import is_offline
-from ._opening import SessionFiles
+from ._opening import open_files
 from ._sessions import ChatSessions, ScopeMove
 from ._stream import LiveReply, ReplyStream, can_stream
 from ._turns import NOT_KEPT, RunningTurns, key_refused
@@ -121,7 +121,6 @@ class Host:
         )
         self._conversations: WeakKeyDictionary[ChatSession, _Conversation] = WeakKeyDictionary()
         """The agent's side of each session, for as long as the session object lives."""
-        self._files = SessionFiles()
         self._stack: AsyncExitStack | None = None
         self._running = RunningTurns()
         self.commands.add(Command("help", "list the commands", self._help, owner_only=False, read_only=True))
@@ -209,7 +208,7 @@ class Host:
         )
         # The chat's blocking file work, the extensions' too, in one worker-thread hop.
         steps = self._extensions.opening(session)
-        history = await self._files.open(session, steps)
+        history = await open_files(session, steps)
         self._extensions.opened(session, steps)
         self._conversations[session] = _Conversation(history)
         session.redact = partial(self.redact, session)

@@ -1,4 +1,4 @@
-"""A chat's blocking file work when its session opens: one worker-thread hop, a few chats' at once."""
+"""A chat's blocking file work when its session opens, in one worker-thread hop."""
 
 from __future__ import annotations
 
@@ -11,13 +11,7 @@ from pydantic_ai.messages import ModelMessage
 from ..core import ChatSession, Extension
 from ._history import History, read_file
 
-__all__ = ["OPEN_THREADS", "OpenStep", "SessionFiles"]
-
-OPEN_THREADS = 4
-"""Chats whose open does its file work at once. A restarted bot meets every chat at once; each
-hop is short and mostly CPU (a history parsed, seals opened), so more threads than this only
-contend for the GIL with one another and with the event loop, each hop taking longer. The default
-limiter's threads stay for the work that waits (a DNS lookup, an fsync)."""
+__all__ = ["OpenStep", "open_files"]
 
 
 @dataclass(eq=False)
@@ -37,32 +31,28 @@ class OpenStep:
             self.failure = exc
 
 
-class SessionFiles:
-    """Runs each opening chat's file work in one worker-thread hop: its workspace folder, its
-    history and the extensions' steps, rather than a hop each, every one queued for the GIL
-    behind the others' during a storm of opens."""
+async def open_files(session: ChatSession, steps: Sequence[OpenStep]) -> History:
+    """A chat's file work at its open, in one worker-thread hop rather than a hop each (every one
+    queued for the GIL behind the others' in a storm of opens): make the workspace folder, read
+    the history when the data dir keeps it, run the extensions' ``steps``. Returns the history
+    (read from the database afterwards when that keeps it).
 
-    def __init__(self) -> None:
-        self._limiter: anyio.CapacityLimiter | None = None
+    The hops share the default thread limiter: with 1,000 chats opening at once, a limiter of 4
+    for them made the storm slower (more CPU per connection), each hop waiting for the GIL the
+    event loop holds, and fewer of them waiting side by side.
+    """
+    folder = session.state_dir if session.storage is None else None
 
-    async def open(self, session: ChatSession, steps: Sequence[OpenStep]) -> History:
-        """Make the session's workspace folder, read its history when the data dir keeps it, run
-        ``steps``; returns the history (read from the database afterwards when that keeps it)."""
-        folder = session.state_dir if session.storage is None else None
+    def work() -> tuple[list[ModelMessage], list[int]] | None:
+        session.workspace.mkdir(parents=True, exist_ok=True)
+        read = read_file(folder) if folder is not None else None
+        for step in steps:
+            step()
+        return read
 
-        def work() -> tuple[list[ModelMessage], list[int]] | None:
-            session.workspace.mkdir(parents=True, exist_ok=True)
-            read = read_file(folder) if folder is not None else None
-            for step in steps:
-                step()
-            return read
-
-        if self._limiter is None:
-            # Made on the event loop that uses it (the host may be built before one runs).
-            self._limiter = anyio.CapacityLimiter(OPEN_THREADS)
-        read = await anyio.to_thread.run_sync(work, limiter=self._limiter)
-        if folder is not None and read is not None:
-            return History.of_file(folder, read)
-        if session.storage is None:
-            raise ValueError(f"the session of {session.scope} has no folder for its history")
-        return await History.open_rows(session.storage.history, session.scope)
+    read = await anyio.to_thread.run_sync(work)
+    if folder is not None and read is not None:
+        return History.of_file(folder, read)
+    if session.storage is None:
+        raise ValueError(f"the session of {session.scope} has no folder for its history")
+    return await History.open_rows(session.storage.history, session.scope)

@@ -60,9 +60,8 @@ class Extension:
         """Blocking file work for a session being opened (reading what SessionStart needs), or None.
 
         The host runs the callable returned in a worker thread, in the one hop of the open that
-        also makes the chat's workspace folder and reads its history, before SessionStart; only a
-        few chats' hops run at once, so a storm of opens does not crowd the process with threads.
-        The callable must not touch the event loop. One that raises is logged and contained.
+        also makes the chat's workspace folder and reads its history, before SessionStart. The
+        callable must not touch the event loop. One that raises is logged and contained.
         """
         return None
 
