@@ -35,6 +35,8 @@ AFTER = ", keep it safe."
 CHAT = 411
 GROUP = -100411
 OWNER = 412
+SPLITS = range(1, len(KEY))
+"""Every place a key can be split between two of the provider's pieces."""
 EDIT_EVERY = 1.0
 """The bot's edit rate (``LiveSettings.edit_every``)."""
 
@@ -77,9 +79,9 @@ async def test_a_private_chat_sees_drafts_and_no_draft_holds_any_head_of_a_split
     # The chat's redactor knows the key: the host's own environment holds it.
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     final = f"{BEFORE}{REDACTED}{AFTER}"
-    with anyio.fail_after(120):
+    with anyio.fail_after(240):
         async with streaming_bot(tmp_path, _openai) as (fake, provider):
-            for split in (1, 3, 4, len(KEY) // 2, len(KEY) - 1):
+            for split in SPLITS:
                 mark = fake.mark()
                 at = len(BEFORE) + split
                 text = BEFORE + KEY + AFTER
@@ -94,7 +96,7 @@ async def test_a_private_chat_sees_drafts_and_no_draft_holds_any_head_of_a_split
                 assert reply.text == final
                 assert all(KEY[:3] not in call.text for call in fake.calls[mark:])
     # A draft is the private chat's: the reply itself is one message, sent once.
-    assert len([call for call in fake.find("sendMessage") if AFTER.strip(", ") in call.text]) == 5
+    assert len([call for call in fake.find("sendMessage") if AFTER.strip(", ") in call.text]) == len(SPLITS)
 
 
 async def test_a_key_that_markup_splits_shows_in_no_draft_and_the_reply_is_redacted(
@@ -156,6 +158,41 @@ async def test_a_group_sees_one_message_edited_within_the_rate_that_ends_as_the_
     # Each version was the start of the reply.
     for call in [live, *_success(edits)]:
         assert last.text.startswith(call.text.rstrip()), call.text
+
+
+async def test_a_groups_live_message_never_holds_any_head_of_a_split_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    final = f"{BEFORE}{REDACTED}{AFTER}"
+    text = BEFORE + KEY + AFTER
+
+    def _live_after(fake: FakeBotApi, mark: int) -> Callable[[int], Awaitable[None]]:
+        async def wait(_: int) -> None:  # between the pieces: the live message shows the first
+            await fake.wait_call("sendMessage", after=mark, chat_id=GROUP)
+
+        return wait
+
+    with anyio.fail_after(240):
+        async with streaming_bot(tmp_path, _openai) as (fake, provider):
+            for split in SPLITS:
+                mark = fake.mark()
+                at = len(BEFORE) + split
+                provider.script(pieces([text[:at], text[at:]], between=_live_after(fake, mark)))
+                fake.send(group_chat(GROUP), "what is my key?", sender=user(OWNER))
+                reply = await fake.wait_reply(GROUP, AFTER.strip(", "), after=mark, timeout=30)
+                shown = [
+                    call
+                    for call in fake.calls[mark:]
+                    if call.method in ("sendMessage", "editMessageText") and call.chat_id == GROUP
+                ]
+                assert shown
+                for call in shown:  # each version is the start of the redacted reply: no head of the key
+                    assert final.startswith(call.text.rstrip()), (split, call.text)
+                    rest = call.text.removeprefix(BEFORE.rstrip()).lstrip()
+                    assert not rest or rest.startswith(REDACTED), (split, call.text)
+                assert reply.text == final
+                assert all(KEY[:3] not in call.text for call in fake.calls[mark:])
 
 
 async def test_flood_control_on_edits_slows_the_message_and_loses_no_text(tmp_path: Path) -> None:
