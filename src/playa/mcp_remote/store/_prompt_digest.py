@@ -16,14 +16,12 @@ restart (when the approved definition is gone from memory) is all that the promp
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from types import MappingProxyType
+from collections.abc import Iterable
 from typing import Any
 
 import mcp_types
 
-from ._digests import Verdict, digest_of, is_digest
+from ._digests import DigestPins, Verdict, digest_of
 
 __all__ = ["PromptPins", "prompt_definition", "prompt_digest"]
 
@@ -52,17 +50,8 @@ def prompt_digest(prompt: mcp_types.Prompt) -> str:
     return digest_of(prompt_definition(prompt))
 
 
-@dataclass(frozen=True)
-class PromptPins:
+class PromptPins(DigestPins):
     """A server's approved prompt definitions (name → digest) and rejected ones (name → digests)."""
-
-    approved: Mapping[str, str] = field(default_factory=dict)
-    rejected: Mapping[str, frozenset[str]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "approved", MappingProxyType(dict(self.approved)))
-        rejected = {name: frozenset(digests) for name, digests in self.rejected.items()}
-        object.__setattr__(self, "rejected", MappingProxyType(rejected))
 
     @classmethod
     def of(cls, prompts: Iterable[mcp_types.Prompt]) -> PromptPins:
@@ -71,39 +60,10 @@ class PromptPins:
 
     def verdict(self, prompt: mcp_types.Prompt) -> Verdict:
         """Whether the prompt is as approved, rejected as it is, or waits for the owner."""
-        digest = prompt_digest(prompt)
-        if self.approved.get(prompt.name) == digest:
-            return "live"
-        return "rejected" if digest in self.rejected.get(prompt.name, frozenset()) else "held"
+        return self.verdict_of(prompt.name, prompt_digest(prompt))
 
     def approve(self, prompts: Iterable[mcp_types.Prompt]) -> PromptPins:
-        approved = {prompt.name: prompt_digest(prompt) for prompt in prompts}
-        return replace(self, approved={**self.approved, **approved})
+        return self.with_approved((prompt.name, prompt_digest(prompt)) for prompt in prompts)
 
     def reject(self, prompts: Iterable[mcp_types.Prompt]) -> PromptPins:
-        rejected = dict(self.rejected)
-        for prompt in prompts:
-            rejected[prompt.name] = rejected.get(prompt.name, frozenset()) | {prompt_digest(prompt)}
-        return replace(self, rejected=rejected)
-
-    def encode(self) -> dict[str, object]:
-        """The pins as JSON, for ``Pins.encode``."""
-        return {
-            "approved": dict(self.approved),
-            "rejected": {name: sorted(digests) for name, digests in self.rejected.items()},
-        }
-
-    @classmethod
-    def decode(cls, raw: object) -> PromptPins | None:
-        """Read what ``encode`` wrote; None for any other shape (the caller says the pins are bad)."""
-        if not isinstance(raw, dict) or set(raw) != {"approved", "rejected"}:
-            return None
-        approved, rejected = raw["approved"], raw["rejected"]
-        if not isinstance(approved, dict) or not isinstance(rejected, dict):
-            return None
-        if not all(is_digest(value) for value in approved.values()):
-            return None
-        for digests in rejected.values():
-            if not isinstance(digests, list) or not all(is_digest(value) for value in digests):
-                return None
-        return cls(approved, {name: frozenset(digests) for name, digests in rejected.items()})
+        return self.with_rejected((prompt.name, prompt_digest(prompt)) for prompt in prompts)
