@@ -1,24 +1,28 @@
 """``playa db import`` and ``playa db export``: a data dir's chats into the database, and back.
 
 What moves: each chat's servers (opened with the host's key and sealed again for the other
-side: the same key, the same scope) and its history. Both are idempotent: a chat's servers and
-history on the receiving side are replaced by the sending side's, so a second run changes
-nothing. A broken piece (a server entry that does not verify, a file that is refused, a folder
-whose chat cannot be named) is reported and the rest goes on. The workspaces' files and the
-audit logs stay in the data dir: the host keeps them there with a database too.
+side: the same key, the same scope), its history and its workspace's files. Both are
+idempotent: a chat's servers and history on the receiving side are replaced by the sending
+side's, and each file is written over the receiving side's file of the same path (a file only
+the receiving side has is left), so a second run changes nothing. A broken piece (a server entry
+that does not verify, a file that cannot be read or whose path no workspace may hold, a folder
+whose chat cannot be named) is reported and the rest goes on. The audit logs stay in the data
+dir: the host keeps them there with a database too.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio.to_thread
 
 from .agent import HISTORY_FILE, History
-from .core import folder_scope, scope_folder, session_state_dir
+from .core import HOST_FOLDER, FolderWorkspace, folder_scope, scope_folder, session_state_dir, workspace_path
 from .db import DatabaseStorage
-from .exceptions import DatabaseError, StoreError
+from .exceptions import DatabaseError, StoreError, WorkspaceError
 from .mcp_remote.store import LoadResult, RowMemory, RowServers, Sealer, ServerStore, store_path
 
 __all__ = ["Transfer", "export_data_dir", "import_data_dir"]
@@ -31,7 +35,16 @@ class Transfer:
     chats: int = 0
     servers: int = 0
     messages: int = 0
+    files: int = 0
     problems: list[str] = field(default_factory=list)
+
+    @property
+    def summary(self) -> str:
+        """What moved, in a line."""
+        return (
+            f"{self.chats} chats, {self.servers} servers, {self.messages} messages of history, "
+            f"{self.files} workspace files"
+        )
 
     def report(self, loaded: LoadResult, scope: str) -> None:
         """Note what of a chat's servers could not be moved."""
@@ -83,6 +96,8 @@ async def import_data_dir(data_dir: Path, storage: DatabaseStorage, sealer: Seal
                 await rows.extend(history.messages)
                 done.messages += len(history)
                 moved = True
+            if await _import_files(workspace, storage, scope, done):
+                moved = True
         except (StoreError, DatabaseError, OSError) as exc:
             done.problems.append(f"{scope}: not moved: {exc}")
             continue
@@ -94,7 +109,8 @@ async def export_data_dir(data_dir: Path, storage: DatabaseStorage, sealer: Seal
     """Write every chat of the database into ``data_dir`` (its servers and history replaced)."""
     done = Transfer()
     memory = RowMemory()
-    for scope in await storage.scopes():
+    scopes = set(await storage.scopes()) | set(await storage.workspace.scopes())
+    for scope in sorted(scopes):
         workspace, state = _files(data_dir, scope)
         try:
             rows = RowServers(storage.servers, scope, sealer, memory)
@@ -112,8 +128,93 @@ async def export_data_dir(data_dir: Path, storage: DatabaseStorage, sealer: Seal
                 await history.clear()
                 await history.extend(kept.messages)
                 done.messages += len(kept)
+            await _export_files(storage, scope, FolderWorkspace(workspace), done)
         except (StoreError, DatabaseError, OSError) as exc:
             done.problems.append(f"{scope}: not moved: {exc}")
             continue
         done.chats += 1
     return done
+
+
+async def _import_files(workspace: Path, storage: DatabaseStorage, scope: str, done: Transfer) -> bool:
+    """The files of a chat's workspace folder into its rows (never the host's folder, no link
+    followed); whether any moved. One that cannot be read, or whose path no workspace may hold,
+    is reported and skipped."""
+    found, skipped = await anyio.to_thread.run_sync(_listed, workspace)
+    done.problems.extend(f"{scope}: {problem}" for problem in skipped)
+    moved = 0
+    for path in found:
+        try:
+            workspace_path(path)
+            path.encode("utf-8")
+            data = await anyio.to_thread.run_sync(_read_file, workspace / path)
+        except (WorkspaceError, UnicodeEncodeError, OSError) as exc:
+            done.problems.append(f"{scope}: file {path!r} was not moved: {_reason(exc)}")
+            continue
+        await storage.workspace.write(scope, path, data, quota=None)
+        moved += 1
+    done.files += moved
+    return moved > 0
+
+
+async def _export_files(
+    storage: DatabaseStorage, scope: str, workspace: FolderWorkspace, done: Transfer
+) -> None:
+    """A chat's rows into its workspace folder, each through the folder's own rules (a row whose
+    path leads outside, or into the host's folder, is reported and not written)."""
+    for path in await storage.workspace.paths(scope, ""):
+        data = await storage.workspace.read(scope, path)
+        if data is None:
+            continue  # deleted meanwhile
+        try:
+            await workspace.write(path, data)
+        except (WorkspaceError, OSError) as exc:
+            done.problems.append(f"{scope}: file {path!r} was not moved: {_reason(exc)}")
+            continue
+        done.files += 1
+
+
+def _listed(workspace: Path) -> tuple[list[str], list[str]]:
+    """The workspace's files as workspace paths, and what was skipped (a link, a special file)."""
+    found: list[str] = []
+    skipped: list[str] = []
+    if not workspace.is_dir():
+        return found, skipped
+
+    def unreadable(exc: OSError) -> None:
+        shown = Path(exc.filename).relative_to(workspace).as_posix() if exc.filename else "?"
+        skipped.append(f"folder {shown!r} was not moved: {exc.strerror or type(exc).__name__}")
+
+    for current, dirs, names in os.walk(workspace, onerror=unreadable):
+        here = Path(current)
+        if here == workspace:
+            dirs[:] = [d for d in dirs if d.casefold() != HOST_FOLDER]
+        for name in [*names, *(d for d in dirs if (here / d).is_symlink())]:
+            path = (here / name).relative_to(workspace).as_posix()
+            try:
+                regular = stat.S_ISREG((here / name).lstat().st_mode)
+            except OSError as exc:
+                skipped.append(f"file {path!r} was not moved: {_reason(exc)}")
+                continue
+            if regular:
+                found.append(path)
+            else:
+                skipped.append(f"file {path!r} was not moved: not a regular file (a link is not followed)")
+    return sorted(found), skipped
+
+
+def _read_file(path: Path) -> bytes:
+    """A regular file's bytes; a link swapped in meanwhile is not followed."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise WorkspaceError("not a regular file")
+        return file.read()
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    if isinstance(exc, UnicodeEncodeError):
+        return "its name is not UTF-8"
+    return str(exc)

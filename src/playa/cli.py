@@ -233,7 +233,7 @@ async def _db_transfer(args: argparse.Namespace) -> int:
         move = import_data_dir if args.action == "import" else export_data_dir
         done = await move(data_dir, storage, sealer)
     verb = "imported into the database" if args.action == "import" else f"exported into {data_dir}"
-    print(f"{verb}: {done.chats} chats, {done.servers} servers, {done.messages} messages of history")
+    print(f"{verb}: {done.summary}")
     for problem in done.problems:
         print(f"not moved: {problem}", file=sys.stderr)
     return 1 if done.problems else 0

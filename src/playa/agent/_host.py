@@ -32,10 +32,10 @@ from ..core import (
     ToolRules,
     classify,
     install_outbound_gate,
+    open_workspace,
     outbound_secrets,
     scope_folder,
     session_state_dir,
-    workspace_tools,
 )
 from ..exceptions import ToolError, UsageError
 from ._agent import SessionToolset, build_agent, model_content
@@ -196,7 +196,8 @@ class Host:
         workspace = self.config.data_dir / "workspaces" / scope_folder(scope)
         state_dir = session_state_dir(self.config.data_dir, scope)
         storage = self.config.storage
-        core = workspace_tools(workspace, quota=self.config.workspace_quota)
+        files = open_workspace(workspace, scope, storage, quota=self.config.workspace_quota)
+        core = files.tools()
         session = ChatSession(
             scope=scope,
             owner=owner,
@@ -206,6 +207,7 @@ class Host:
             core_tools=frozenset(tool.name for tool in core),
             tool_rules=ToolRules.for_model(self._model),
         )
+        session.files = files
         # The chat's blocking file work, the extensions' too, in one worker-thread hop.
         steps = self._extensions.opening(session)
         history = await open_files(session, steps)

@@ -111,13 +111,9 @@ class ChatSessions:
             try:
                 for scope in (old_scope, new_scope):
                     await self._close_for_move(scope)
-                outcome = await anyio.to_thread.run_sync(self._move_folders, old_scope, new_scope)
+                outcome = await self._move_state(old_scope, new_scope)
                 if outcome != "moved":
                     return outcome
-                if self._storage is not None and not await self._storage.history.move(old_scope, new_scope):
-                    logger.warning(
-                        "the history of %s was not moved to %s: that chat has one", old_scope, new_scope
-                    )
                 session = await self._make(new_scope, owner)
                 await self._extensions.scope_moved(old_scope, session)
                 async with self._lock:
@@ -147,6 +143,28 @@ class ChatSessions:
             del self._sessions[scope]
             self._closing[scope] = session
         await self._close_all([session])
+
+    async def _move_state(self, old_scope: str, new_scope: str) -> ScopeMove:
+        """Move the chat's folders, and with a database its files and history: when the new scope
+        has files of its own (in a folder or in rows), nothing is moved (``"occupied"``)."""
+        storage = self._storage
+        if storage is not None and await storage.workspace.paths(new_scope, ""):
+            logger.warning(
+                "%s was not moved to %s: that chat already has files of its own", old_scope, new_scope
+            )
+            return "occupied"
+        outcome = await anyio.to_thread.run_sync(self._move_folders, old_scope, new_scope)
+        if outcome == "occupied" or storage is None:
+            return outcome
+        # A chat served by another process before has rows here and maybe no folder.
+        held = bool(await storage.workspace.paths(old_scope, ""))
+        if held and not await storage.workspace.move(old_scope, new_scope):
+            logger.warning("the files of %s were not moved to %s: that chat has some", old_scope, new_scope)
+        if outcome == "nothing" and not held:
+            return "nothing"
+        if not await storage.history.move(old_scope, new_scope):
+            logger.warning("the history of %s was not moved to %s: that chat has one", old_scope, new_scope)
+        return "moved"
 
     def _move_folders(self, old_scope: str, new_scope: str) -> ScopeMove:
         pairs = [

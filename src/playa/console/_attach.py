@@ -60,7 +60,7 @@ async def attached(host: Host, session: ChatSession, sender: Sender, args: str) 
         return "That file holds a credential, so it was not kept or shown to the agent."
     name = safe_file_name(path.name, "file")
     try:
-        kept = await anyio.to_thread.run_sync(save_attachment, session.workspace, name, data)
+        kept = await save_attachment(session.files, name, data)
     except (OSError, WorkspaceError) as exc:
         return (
             f"Could not keep that file in the workspace: {exc.strerror if isinstance(exc, OSError) else exc}."

@@ -65,8 +65,9 @@ from ._storage import (
 )
 from ._tools import Media, Tool, ToolResult
 from ._ui import UI, Attachment, IncomingMessage, MessageRef, Sender
-from ._workspace_rows import workspace_row_tools
-from ._workspace_tools import over_quota, resolve_in_workspace, workspace_path, workspace_tools
+from ._workspace import FolderWorkspace, Workspace, open_workspace
+from ._workspace_rows import RowWorkspace, workspace_row_tools
+from ._workspace_tools import HOST_FOLDER, over_quota, resolve_in_workspace, workspace_path, workspace_tools
 from .secrets import (
     MIN_SECRET_LENGTH,
     REDACTED,
@@ -86,6 +87,7 @@ __all__ = [
     "ALWAYS",
     "ATTACHMENT_FOLDER",
     "DEFAULT_DENIED",
+    "HOST_FOLDER",
     "MAX_ATTACHMENT",
     "MIN_SECRET_LENGTH",
     "NOTHING_TO_ANSWER",
@@ -104,6 +106,7 @@ __all__ = [
     "Extension",
     "Field",
     "FieldValue",
+    "FolderWorkspace",
     "Gauge",
     "HistoryRows",
     "Inbound",
@@ -122,6 +125,7 @@ __all__ = [
     "PromptSections",
     "Question",
     "Redactor",
+    "RowWorkspace",
     "Sender",
     "ServerRow",
     "ServerRows",
@@ -134,6 +138,7 @@ __all__ = [
     "ToolResultEvent",
     "ToolRules",
     "Withheld",
+    "Workspace",
     "WorkspaceRows",
     "accepted",
     "answer_from_text",
@@ -156,6 +161,7 @@ __all__ = [
     "normalize",
     "oauth_redirect",
     "one_line",
+    "open_workspace",
     "outbound_secrets",
     "over_quota",
     "parse_command",

@@ -12,20 +12,20 @@ credential the chat knows, as the model-bound gate checks a binary part.
 
 from __future__ import annotations
 
-import os
 import re
 import unicodedata
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Final
 
 from ..exceptions import WorkspaceError
 from ._inbound import classify
 from ._ui import Attachment
-from ._workspace_tools import HOST_FOLDER, resolve_in_workspace
+from ._workspace_tools import HOST_FOLDER
 from .secrets import holds_key
 
 if TYPE_CHECKING:
     from ._commands import CommandRouter
+    from ._workspace import Workspace
     from .secrets import Redactor
 
 __all__ = [
@@ -85,31 +85,23 @@ def attachment_secret(data: bytes, commands: CommandRouter, known: Redactor) -> 
     return known.contains(data.decode("latin-1")) or (text is not None and known.contains(text))
 
 
-def save_attachment(workspace: Path, name: str, data: bytes) -> str:
-    """Keep ``data`` in the workspace's ``received/`` folder as ``name`` (made safe, numbered when
-    taken); returns its path in the workspace. Blocking: run it in a thread.
+async def save_attachment(workspace: Workspace, name: str, data: bytes) -> str:
+    """Keep ``data`` in the workspace's ``received/`` folder as ``name`` (made safe by
+    ``safe_file_name``; numbered when taken); returns its path in the workspace.
 
-    Created exclusively and without following a link: a file or link already there (one the
-    agent planted, say) is never overwritten or followed.
+    Created as a new file (``Workspace.write(new=True)``): a file or link already there (one the
+    agent planted, say) is never overwritten or followed. Within the workspace's quota, or
+    refused with its message (``WorkspaceError``) and nothing kept.
     """
     if len(data) > MAX_ATTACHMENT:
         raise WorkspaceError(f"the file is larger than {MAX_ATTACHMENT} bytes")
-    folder = resolve_in_workspace(workspace, ATTACHMENT_FOLDER)
-    folder.mkdir(parents=True, exist_ok=True)
-    folder = resolve_in_workspace(workspace, ATTACHMENT_FOLDER)  # again: a link put there meanwhile
     stem, dot, suffix = name.rpartition(".")
     if not dot:
         stem, suffix = name, ""
     for number in range(1, 1000):
         candidate = name if number == 1 else f"{stem}-{number}" + (f".{suffix}" if suffix else "")
-        target = folder / candidate
-        try:
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        except FileExistsError:
-            continue
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-        return f"{ATTACHMENT_FOLDER}/{candidate}"
+        if await workspace.write(f"{ATTACHMENT_FOLDER}/{candidate}", data, new=True):
+            return f"{ATTACHMENT_FOLDER}/{candidate}"
     raise WorkspaceError(f"{ATTACHMENT_FOLDER}/ holds too many files named {name!r}")
 
 

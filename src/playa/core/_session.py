@@ -15,6 +15,7 @@ from ._schemas import ToolRules
 from ._storage import Storage
 from ._tools import ToolResult
 from ._ui import UI, Sender
+from ._workspace import FolderWorkspace, Workspace
 
 __all__ = ["ChatSession", "LateResult"]
 
@@ -52,7 +53,8 @@ class ChatSession:
     owner: str
     """The owner's identity as the front end knows it."""
     workspace: Path
-    """The agent's folder; its workspace tools cannot leave it."""
+    """The chat's folder in the data dir: the agent's files when the data dir keeps them (then
+    ``files`` is this folder), and the host's own files (``.volcanic/``), which the agent never reaches."""
     state_dir: Path | None = None
     """The chat's private folder outside the workspace (``<data_dir>/sessions/<scope folder>``),
     where the host and extensions keep what the agent must not reach; None when the host has none."""
@@ -89,6 +91,13 @@ class ChatSession:
     """Hands the host a result that came after its turn (see ``LateResult``); set by the host."""
     closed: anyio.Event = field(default_factory=anyio.Event)
     """Set once the host closed the session (idle, or shutdown); the host reopens the chat on its next message."""
+    files: Workspace = field(init=False, repr=False)
+    """The agent's files: every writer of them goes through it (the workspace tools, a file a
+    person sends, a resource a server returns). The ``workspace`` folder unless the host sets
+    another (the database's rows, ``open_workspace``) before the session is used."""
+
+    def __post_init__(self) -> None:
+        self.files = FolderWorkspace(self.workspace)
 
     def __repr__(self) -> str:
         return f"ChatSession({self.scope!r})"

@@ -115,6 +115,11 @@ class WorkspaceRows(Protocol):
         """Remove the file; whether there was one."""
         ...
 
+    async def move(self, old_scope: str, new_scope: str) -> bool:
+        """Make ``old_scope``'s files ``new_scope``'s (a chat that got a new scope); nothing is
+        moved, and False returned, when ``new_scope`` has files of its own."""
+        ...
+
 
 class PendingLogins(Protocol):
     """OAuth logins begun and waiting for their redirect, which any process may receive.

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
+
 from ..exceptions import WorkspaceError
 from ._storage import WorkspaceRows
 from ._tools import Tool
 from ._workspace_tools import MAX_LIST, MAX_READ, file_tools, workspace_path
 
-__all__ = ["workspace_row_tools"]
+__all__ = ["RowWorkspace", "workspace_row_tools"]
 
 
 def _text(arguments: dict[str, Any], name: str, default: str | None = None) -> str:
@@ -57,15 +59,11 @@ def workspace_row_tools(rows: WorkspaceRows, scope: str, *, quota: int | None = 
 
     async def _write(arguments: dict[str, Any]) -> str:
         path = _text(arguments, "path")
-        target = workspace_path(path)
         content = _text(arguments, "content")
-        if not target.parts:
-            raise WorkspaceError("cannot write to the workspace folder itself")
-        if await rows.paths(scope, target.as_posix() + "/"):
-            raise WorkspaceError(f"{path!r} is a folder")
+        target = await file_target(rows, scope, path)
         data = content.encode()
-        await rows.write(scope, target.as_posix(), data, quota=quota)
-        return f"wrote {len(data)} bytes to {target.as_posix()}"
+        await rows.write(scope, target, data, quota=quota)
+        return f"wrote {len(data)} bytes to {target}"
 
     async def _delete(arguments: dict[str, Any]) -> str:
         path = _text(arguments, "path")
@@ -77,3 +75,61 @@ def workspace_row_tools(rows: WorkspaceRows, scope: str, *, quota: int | None = 
         return f"deleted {target.as_posix()}"
 
     return file_tools(_list, _read, _write, _delete)
+
+
+async def file_target(rows: WorkspaceRows, scope: str, path: str) -> str:
+    """The row path a file may be written at, or a clear refusal: ``workspace_path``'s rules, and
+    as in a folder, no file where a folder is, nor a folder where a file is."""
+    target = workspace_path(path)
+    if not target.parts:
+        raise WorkspaceError("cannot write to the workspace folder itself")
+    if await rows.paths(scope, target.as_posix() + "/"):
+        raise WorkspaceError(f"{path!r} is a folder")
+    for parent in reversed(target.parents[:-1]):
+        # A read of a row that is not there costs one index probe; a file there is the refusal.
+        if await rows.read(scope, parent.as_posix()) is not None:
+            raise WorkspaceError(f"{parent.as_posix()!r} is a file, not a folder")
+    return target.as_posix()
+
+
+class RowWorkspace:
+    """A chat's workspace as rows of ``WorkspaceRows`` (``playa.db``), the quota checked in the
+    writing transaction."""
+
+    def __init__(self, rows: WorkspaceRows, scope: str, *, quota: int | None = None) -> None:
+        self._rows = rows
+        self._scope = scope
+        self._quota = quota
+        self._creating = anyio.Lock()
+        """One ``new`` write at a time: its check that no file is there, and the write. Enough
+        while one process serves a chat (its lease); two writers of one chat in two processes
+        could both create the same name, the later one replacing the other's file."""
+
+    def __repr__(self) -> str:
+        return f"RowWorkspace({self._scope!r})"
+
+    @property
+    def quota(self) -> int | None:
+        return self._quota
+
+    def tools(self) -> list[Tool]:
+        return workspace_row_tools(self._rows, self._scope, quota=self._quota)
+
+    async def write(self, path: str, data: bytes, *, new: bool = False) -> bool:
+        target = await file_target(self._rows, self._scope, path)
+        if not new:
+            await self._rows.write(self._scope, target, data, quota=self._quota)
+            return True
+        async with self._creating:
+            if target in await self._rows.paths(self._scope, target):
+                return False
+            await self._rows.write(self._scope, target, data, quota=self._quota)
+        return True
+
+    async def read(self, path: str) -> bytes | None:
+        return await self._rows.read(self._scope, workspace_path(path).as_posix())
+
+    async def paths(self, folder: str = ".", *, limit: int | None = None) -> list[str]:
+        prefix = workspace_path(folder)
+        found = await self._rows.paths(self._scope, prefix.as_posix() + "/" if prefix.parts else "")
+        return found if limit is None else found[:limit]

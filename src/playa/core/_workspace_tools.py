@@ -20,8 +20,10 @@ from ._tools import Tool, ToolResult
 __all__ = [
     "HOST_FOLDER",
     "file_tools",
+    "open_file",
     "over_quota",
     "resolve_in_workspace",
+    "usage",
     "workspace_path",
     "workspace_tools",
 ]
@@ -82,7 +84,7 @@ def over_quota(written: int, total: int, quota: int) -> WorkspaceError:
     )
 
 
-def _usage(root: Path, without: Path) -> int:
+def usage(root: Path, without: Path) -> int:
     """The bytes of the workspace's regular files but ``without``, links not followed."""
     total = 0
     for folder, _dirs, names in os.walk(root):
@@ -109,7 +111,7 @@ def _fenced(root: Path, target: Path) -> bool:
     )
 
 
-def _open_file(target: Path, path: str, flags: int) -> int:
+def open_file(target: Path, path: str, flags: int) -> int:
     """A descriptor of the regular file ``target`` that has no other name, or a clear refusal.
 
     O_NOFOLLOW: a symlink swapped in after ``resolve_in_workspace`` is not followed out of the
@@ -165,11 +167,17 @@ def _str_arg(arguments: dict[str, Any], name: str, default: str | None = None) -
     return value
 
 
-def workspace_tools(workspace: Path, *, quota: int | None = None) -> list[Tool]:
+def workspace_tools(
+    workspace: Path, *, quota: int | None = None, writing: threading.Lock | None = None
+) -> list[Tool]:
     """The list, read, write and delete tools over one workspace folder; ``quota``: the most bytes
-    its files may hold (a write past it is refused; the folder is walked on each write)."""
+    its files may hold (a write past it is refused; the folder is walked on each write).
+
+    ``writing`` is held for the quota's check and the write, one write at a time: the lock of the
+    chat's ``FolderWorkspace``, so a file a person sends meanwhile is counted too.
+    """
     root = workspace
-    writing = threading.Lock()  # the quota's check and the write, one write at a time
+    writing = writing if writing is not None else threading.Lock()
 
     def _list(arguments: dict[str, Any]) -> str:
         target = resolve_in_workspace(root, _str_arg(arguments, "path", "."))
@@ -186,7 +194,7 @@ def workspace_tools(workspace: Path, *, quota: int | None = None) -> list[Tool]:
     def _read(arguments: dict[str, Any]) -> str:
         path = _str_arg(arguments, "path")
         target = resolve_in_workspace(root, path)
-        with os.fdopen(_open_file(target, path, os.O_RDONLY), "rb") as file:
+        with os.fdopen(open_file(target, path, os.O_RDONLY), "rb") as file:
             data = file.read(MAX_READ + 1)
         text = data[:MAX_READ].decode("utf-8", errors="replace")
         if len(data) > MAX_READ:
@@ -202,11 +210,11 @@ def workspace_tools(workspace: Path, *, quota: int | None = None) -> list[Tool]:
         with writing:
             if quota is not None:
                 size = len(content.encode())
-                if (total := _usage(root.resolve(), target) + size) > quota:
+                if (total := usage(root.resolve(), target) + size) > quota:
                     raise over_quota(size, total, quota)
             target.parent.mkdir(parents=True, exist_ok=True)
             # Not truncated on open: a file that is refused (another link to it) is left as it was.
-            fd = _open_file(target, path, os.O_WRONLY | os.O_CREAT)
+            fd = open_file(target, path, os.O_WRONLY | os.O_CREAT)
             with os.fdopen(fd, "w", encoding="utf-8") as file:
                 file.truncate()
                 file.write(content)

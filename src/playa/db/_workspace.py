@@ -57,6 +57,24 @@ class WorkspaceTable:
             )
         return done != "DELETE 0"
 
+    async def move(self, old_scope: str, new_scope: str) -> bool:
+        async with self._database.transaction() as connection:
+            if await connection.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM workspace_files WHERE chat = $1)", new_scope
+            ):
+                return False
+            # One UPDATE: the trigger moves the bytes from the old chat's usage to the new one's.
+            await connection.execute(
+                "UPDATE workspace_files SET chat = $2 WHERE chat = $1", old_scope, new_scope
+            )
+        return True
+
+    async def scopes(self) -> list[str]:
+        """Every chat that has files here, sorted (for ``playa db export``)."""
+        async with self._database.connection() as connection:
+            rows = await connection.fetch("SELECT DISTINCT chat FROM workspace_files ORDER BY chat")
+        return [row["chat"] for row in rows]
+
 
 class LoginTable:
     """Pending logins by the SHA-256 of their state: taken once (``DELETE … RETURNING``)."""

@@ -6,25 +6,22 @@ here, never taken as the server gives it: the last segment of the URI, reduced t
 digits, ``.``, ``-`` and ``_``, without leading dots, cut, and followed by a digest of the whole
 URI (two URIs never share a file; one URI read again replaces its file). So ``../`` or a name
 like ``.volcanic`` leads nowhere, and the path is judged again by the workspace's own rule
-(``resolve_in_workspace``: no link out of the workspace, never its host folder). The file is
-written whole (a temporary file in the same folder, then renamed): a link planted where the file
-goes is replaced, never written through. Its size is bounded by the result budget, which the
-answer that carried it already passed, and one server's folder by ``MAX_FILES`` files: a model
-reading URI after URI of a template cannot fill the disk.
+(the chat's ``Workspace``: in a folder, no link out of it, never its host folder). The file is
+written whole (a folder's: a temporary file in the same folder, then renamed): a link planted
+where the file goes is replaced, never written through. Its size is bounded by the result
+budget, which the answer that carried it already passed, and the workspace's quota; one server's
+folder by ``MAX_FILES`` files: a model reading URI after URI of a template cannot fill the disk.
 """
 
 from __future__ import annotations
 
 import hashlib
 import mimetypes
-import os
 import re
-import tempfile
-from pathlib import Path
 from typing import Final
 from urllib.parse import unquote, urlsplit
 
-from ..core import resolve_in_workspace
+from ..core import Workspace
 from ..exceptions import WorkspaceError
 
 __all__ = ["MAX_FILES", "RESOURCE_FOLDER", "safe_name", "save_blob"]
@@ -59,37 +56,19 @@ def safe_name(uri: str, mime_type: str | None) -> str:
     return f"{base}-{digest}.{extension}"
 
 
-def save_blob(workspace: Path, server: str, uri: str, mime_type: str | None, data: bytes) -> str:
+async def save_blob(workspace: Workspace, server: str, uri: str, mime_type: str | None, data: bytes) -> str:
     """Write ``data`` as the file of ``uri`` read from ``server``; its path relative to the workspace.
 
-    Blocking: run it in a worker thread. Raises ``WorkspaceError`` (a path that leads outside the
-    workspace or into its host folder) or ``OSError``.
+    Raises ``WorkspaceError`` (a path that leads outside the workspace or into its host folder, a
+    full folder, the quota) or ``OSError``, having written nothing.
     """
     folder_path = f"{RESOURCE_FOLDER}/{server}"
-    name = safe_name(uri, mime_type)
-    resolve_in_workspace(workspace, folder_path).mkdir(parents=True, exist_ok=True)
-    # Judged again after the folders exist: a link put in their place meanwhile is caught here.
-    folder = resolve_in_workspace(workspace, folder_path)
-    if not folder.is_dir():
-        raise WorkspaceError(f"{folder_path!r} is not a folder of the workspace")
-    # The file's own name is not resolved: whatever is there (a link, a hard link) is replaced.
-    target = folder / name
-    if not target.exists() and _count(folder) >= MAX_FILES:
+    path = f"{folder_path}/{safe_name(uri, mime_type)}"
+    # Counted up to the bound only: a huge folder is not listed whole.
+    held = await workspace.paths(folder_path, limit=MAX_FILES)
+    if len(held) >= MAX_FILES and path not in held and await workspace.read(path) is None:
         raise WorkspaceError(
             f"{folder_path}/ already holds {MAX_FILES} files, the most it may; delete some to save more"
         )
-    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".part-")
-    try:
-        with os.fdopen(descriptor, "wb") as file:
-            file.write(data)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return f"{folder_path}/{name}"
-
-
-def _count(folder: Path) -> int:
-    """The entries of ``folder``, counted up to one past the bound (a huge folder is not walked whole)."""
-    with os.scandir(folder) as entries:
-        return sum(1 for _, _ in zip(range(MAX_FILES + 1), entries, strict=False))
+    await workspace.write(path, data)
+    return path

@@ -355,9 +355,7 @@ class ResourceTools:
             # it is read: one that quotes a credential is not written at all.
             return f"[binary {item.uri} ({mime}, {len(data):,} bytes) withheld: it holds a credential]"
         try:
-            path = await anyio.to_thread.run_sync(
-                save_blob, self._session.workspace, server, item.uri, item.mime_type, data
-            )
+            path = await save_blob(self._session.files, server, item.uri, item.mime_type, data)
         except WorkspaceError as exc:
             return f"[binary {item.uri} ({mime}, {len(data):,} bytes) not saved: {exc}]"
         except OSError as exc:

@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final, Literal
 
 import anyio
 from telegram import Bot, Message
 from telegram.error import TelegramError
 
-from ..core import Attachment, CommandRouter, Redactor, attachment_secret, safe_file_name, save_attachment
+from ..core import (
+    Attachment,
+    CommandRouter,
+    Redactor,
+    Workspace,
+    attachment_secret,
+    safe_file_name,
+    save_attachment,
+)
 from ..exceptions import WorkspaceError
 
 __all__ = [
@@ -91,7 +98,7 @@ async def receive(
     sent: SentFile,
     *,
     cap: int,
-    workspace: Path,
+    workspace: Workspace,
     commands: CommandRouter,
     known: Redactor,
 ) -> Received:
@@ -117,7 +124,7 @@ async def receive(
     if await anyio.to_thread.run_sync(attachment_secret, data, commands, known):
         return Received("secret")
     try:
-        path = await anyio.to_thread.run_sync(save_attachment, workspace, sent.name, data)
+        path = await save_attachment(workspace, sent.name, data)
     except (WorkspaceError, OSError) as exc:
         reason = str(exc) if isinstance(exc, WorkspaceError) else (exc.strerror or type(exc).__name__)
         logger.warning("keeping a file failed: %s", reason)

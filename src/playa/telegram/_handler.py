@@ -208,7 +208,7 @@ class MessageHandler:
             self._parts.outbox.bot,
             sent,
             cap=self._max_file,
-            workspace=session.workspace,
+            workspace=session.files,
             commands=self._host.commands,
             known=self._host.redactor(session),
         )
