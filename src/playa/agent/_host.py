@@ -169,9 +169,10 @@ class Host:
         """Move a chat to a new scope: a Telegram group upgraded to a supergroup gets a new id.
 
         The old scope's session closes once its running turn ends; its workspace and history
-        folders become the new scope's; every extension re-binds what it sealed for the old
-        scope (``on_scope_move``); then the new session starts. Messages for either scope wait
-        meanwhile. When the new scope already holds files of its own nothing is moved, so
+        folders become the new scope's (with a database, its workspace's and history's rows
+        too); every extension re-binds what it sealed for the old scope (``on_scope_move``);
+        then the new session starts. Messages for either scope wait meanwhile. When the new
+        scope already holds files of its own (in a folder or in rows) nothing is moved, so
         nothing is lost: ``"occupied"``.
         """
         return await self._sessions.move(old_scope, new_scope, owner)
