@@ -20,7 +20,7 @@ from pathlib import Path
 import anyio.to_thread
 
 from .agent import HISTORY_FILE, History
-from .core import HOST_FOLDER, FolderWorkspace, folder_scope, scope_folder, session_state_dir, workspace_path
+from .core import HOST_FOLDER, FolderWorkspace, RowWorkspace, folder_scope, scope_folder, session_state_dir
 from .db import DatabaseStorage
 from .exceptions import DatabaseError, StoreError, WorkspaceError
 from .mcp_remote.store import LoadResult, RowMemory, RowServers, Sealer, ServerStore, store_path
@@ -142,16 +142,18 @@ async def _import_files(workspace: Path, storage: DatabaseStorage, scope: str, d
     is reported and skipped."""
     found, skipped = await anyio.to_thread.run_sync(_listed, workspace)
     done.problems.extend(f"{scope}: {problem}" for problem in skipped)
+    rows = RowWorkspace(storage.workspace, scope)
     moved = 0
     for path in found:
         try:
-            workspace_path(path)
             path.encode("utf-8")
             data = await anyio.to_thread.run_sync(_read_file, workspace / path)
+            # The rows' own rules: a path no workspace may hold, or a file where the chat's
+            # rows have a folder (or under one of its files), is refused.
+            await rows.write(path, data)
         except (WorkspaceError, UnicodeEncodeError, OSError) as exc:
             done.problems.append(f"{scope}: file {path!r} was not moved: {_reason(exc)}")
             continue
-        await storage.workspace.write(scope, path, data, quota=None)
         moved += 1
     done.files += moved
     return moved > 0
