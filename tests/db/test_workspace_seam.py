@@ -14,8 +14,10 @@ from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from playa.core import FolderWorkspace, RowWorkspace, Workspace, save_attachment
+from playa.core import FolderWorkspace, RowWorkspace, Workspace, save_attachment, workspace_path
 from playa.db import Database, DatabaseStorage, DatabaseUrl, upgrade
 from playa.exceptions import WorkspaceError
 from playa.mcp_remote._resource_files import save_blob
@@ -144,3 +146,17 @@ async def test_the_host_folder_is_never_listed(tmp_path: Path) -> None:
     assert await workspace.paths() == ["notes/a.md"]
     with pytest.raises(WorkspaceError, match=r"\.volcanic/ holds the host's own files"):
         await workspace.paths(".volcanic")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("./\\:aAvVoOlLcCnNiI\x00 ~"), max_size=24) | st.text(max_size=24))
+def test_the_key_of_a_row_never_leaves_the_chats_files(path: str) -> None:
+    """A row is keyed by the session's scope and this path: whatever the model writes, it is a
+    relative path without a ``..`` step or the host's folder, or it is refused."""
+    try:
+        key = workspace_path(path)
+    except WorkspaceError:
+        return
+    assert not key.is_absolute() and ".." not in key.parts and "\x00" not in key.as_posix()
+    assert all(part.casefold() != ".volcanic" for part in key.parts)
+    assert "\\" not in key.as_posix() and not (len(key.as_posix()) > 1 and key.as_posix()[1] == ":")
