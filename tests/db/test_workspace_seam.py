@@ -160,3 +160,12 @@ def test_the_key_of_a_row_never_leaves_the_chats_files(path: str) -> None:
     assert not key.is_absolute() and ".." not in key.parts and "\x00" not in key.as_posix()
     assert all(part.casefold() != ".volcanic" for part in key.parts)
     assert "\\" not in key.as_posix() and not (len(key.as_posix()) > 1 and key.as_posix()[1] == ":")
+
+
+async def test_the_host_folder_does_not_count_toward_the_agents_quota(tmp_path: Path) -> None:
+    (tmp_path / ".volcanic" / "mcp").mkdir(parents=True)
+    (tmp_path / ".volcanic" / "mcp" / "servers.json").write_bytes(b"s" * 500)
+    workspace = FolderWorkspace(tmp_path, quota=QUOTA)
+    assert await save_attachment(workspace, "a.bin", b"a" * 60) == "received/a.bin"
+    with pytest.raises(WorkspaceError, match="would take it to 120 bytes"):
+        await save_attachment(workspace, "b.bin", b"b" * 60)

@@ -85,9 +85,15 @@ def over_quota(written: int, total: int, quota: int) -> WorkspaceError:
 
 
 def usage(root: Path, without: Path) -> int:
-    """The bytes of the workspace's regular files but ``without``, links not followed."""
+    """The bytes of the agent's regular files in the workspace but ``without``, links not followed.
+
+    The host's folder is not counted: its files are not the agent's to delete, and a database's
+    rows, which the same quota bounds, never hold them.
+    """
     total = 0
-    for folder, _dirs, names in os.walk(root):
+    for folder, dirs, names in os.walk(root):
+        if folder == str(root):
+            dirs[:] = [d for d in dirs if not _is_host_folder(d)]
         for name in names:
             path = Path(folder, name)
             if path != without:
