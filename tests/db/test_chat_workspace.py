@@ -184,6 +184,8 @@ async def test_a_moved_chat_takes_its_files_and_a_chat_with_files_of_its_own_is_
         assert await storage.workspace.paths(taken, "") == ["mine.txt"]
 
         assert await host.move_scope(old, new, owner="owner") == "moved"
+        # Done again (a restart before the update was marked handled): nothing to move, no refusal.
+        assert await host.move_scope(old, new, owner="owner") == "nothing"
         assert await use(host, "read_file", path="notes/plan.md", scope=new) == PLAN
         assert await use(host, "list_files", scope=old) == "(empty)"
     assert await storage.workspace.paths(new, "") == ["notes/plan.md"]

@@ -145,19 +145,25 @@ class ChatSessions:
         await self._close_all([session])
 
     async def _move_state(self, old_scope: str, new_scope: str) -> ScopeMove:
-        """Move the chat's folders, and with a database its files and history: when the new scope
-        has files of its own (in a folder or in rows), nothing is moved (``"occupied"``)."""
+        """Move the chat's folders, and with a database its files' and history's rows. When the
+        new scope has files of its own (in a folder or in rows) nothing is moved (``"occupied"``);
+        when the old one has nothing, ``"nothing"`` (a move done already, and done again after a
+        restart, is not refused)."""
         storage = self._storage
-        if storage is not None and await storage.workspace.paths(new_scope, ""):
+        if storage is None:
+            return await anyio.to_thread.run_sync(self._move_folders, old_scope, new_scope)
+        # A chat served by another process before has rows here and maybe no folder.
+        held = bool(await storage.workspace.paths(old_scope, ""))
+        if await storage.workspace.paths(new_scope, ""):
+            if not held and not await anyio.to_thread.run_sync(self._folder_pairs, old_scope, new_scope):
+                return "nothing"
             logger.warning(
                 "%s was not moved to %s: that chat already has files of its own", old_scope, new_scope
             )
             return "occupied"
         outcome = await anyio.to_thread.run_sync(self._move_folders, old_scope, new_scope)
-        if outcome == "occupied" or storage is None:
+        if outcome == "occupied":
             return outcome
-        # A chat served by another process before has rows here and maybe no folder.
-        held = bool(await storage.workspace.paths(old_scope, ""))
         if held and not await storage.workspace.move(old_scope, new_scope):
             logger.warning("the files of %s were not moved to %s: that chat has some", old_scope, new_scope)
         if outcome == "nothing" and not held:
@@ -166,12 +172,17 @@ class ChatSessions:
             logger.warning("the history of %s was not moved to %s: that chat has one", old_scope, new_scope)
         return "moved"
 
-    def _move_folders(self, old_scope: str, new_scope: str) -> ScopeMove:
+    def _folder_pairs(self, old_scope: str, new_scope: str) -> list[tuple[Path, Path]]:
+        """The old scope's folders in the data dir (its workspace, its private folder), each with
+        the new scope's folder of the same kind."""
         pairs = [
             (self._data_dir / kind / scope_folder(old_scope), self._data_dir / kind / scope_folder(new_scope))
             for kind in ("workspaces", "sessions")
         ]
-        pairs = [(old, new) for old, new in pairs if old.is_dir()]
+        return [(old, new) for old, new in pairs if old.is_dir()]
+
+    def _move_folders(self, old_scope: str, new_scope: str) -> ScopeMove:
+        pairs = self._folder_pairs(old_scope, new_scope)
         if not pairs:
             return "nothing"
         if any(_holds_files(new) for _, new in pairs):
