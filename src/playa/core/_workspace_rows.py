@@ -1,6 +1,7 @@
-"""The agent's workspace tools over a database's rows (``WorkspaceRows``), as over a folder.
+"""A chat's workspace over a database's rows (``WorkspaceRows``), as over a folder.
 
-The same four tools, the same path rules (``workspace_path``: the ``.volcanic/`` fence holds
+``RowWorkspace`` is the chat's ``Workspace`` when a database keeps its state: the host's writers
+and the agent's tools go through it. The same four tools, the same path rules (``workspace_path``: the ``.volcanic/`` fence holds
 here too, though no host file lives in the rows) and the same quota message: the model cannot
 tell which backend keeps the chat's files. A folder is a prefix of file paths, as in object
 stores: it exists while a file is in it.
