@@ -316,7 +316,7 @@ async def _telegram(args: argparse.Namespace) -> None:
     if options.public_url is not None:
         path = urlsplit(options.public_url).path.rstrip("/") + CALLBACK_PATH
         # With long polling, on a listener of its own (``options.listen``); else the webhook's.
-        redirect = RedirectRoute(path=path, complete=remote.callbacks.complete)
+        redirect = RedirectRoute(path=path, complete=remote.callbacks.receive)
     stop = anyio.Event()
     async with (
         _state(config, remote) as config,

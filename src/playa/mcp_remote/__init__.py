@@ -9,6 +9,7 @@ from ._chat import ChatServers
 from ._elicit import MAX_LINK_SHOWN, MAX_TEXT, Ask, asking, credential_field
 from ._extension import RemoteMcpExtension
 from ._frontmatter import FrontmatterError, frontmatter_of, same_frontmatter
+from ._login_relay import LoginRelay, LoginRows
 from ._review import APPROVAL_LIMIT
 from ._server import RemoteServer
 from ._settings import FLOW_GUARD_MODES, FlowGuardMode, RemoteMcpSettings
@@ -72,6 +73,8 @@ __all__ = [
     "HostSecret",
     "LoadResult",
     "LoadedSkill",
+    "LoginRelay",
+    "LoginRows",
     "NoHostSecret",
     "PendingLogin",
     "Policy",

@@ -3,12 +3,14 @@
 ``Callbacks`` listens on ``http://127.0.0.1:<port>/oauth/callback`` (RFC 8252), or takes the
 queries a front end's own listener hands it (``public_url``). Each ``PendingLogin`` is one
 authorization link (the transport's ``LoginLink``), bound by its ``state`` to one chat and owner,
-used once, and expired after ``LOGIN_TIMEOUT``.
+used once, and expired after ``LOGIN_TIMEOUT``. With a ``LoginRelay`` (several processes, one
+database) a redirect may reach another process than the one whose login it is: it is handed on.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -20,6 +22,8 @@ import anyio.abc
 from anyio.abc import SocketStream, TaskGroup
 from mcp.shared.auth import AuthorizationCodeResult
 
+from ..exceptions import DatabaseError
+from ._login_relay import UNDELIVERED, UNKNOWN, LoginRelay
 from .transport import CALLBACK_PATH, OAUTH_ERROR_CODES, LoginExpired, register_secrets
 
 __all__ = ["LOGIN_TIMEOUT", "Callbacks", "PendingLogin", "duration_text"]
@@ -27,6 +31,10 @@ __all__ = ["LOGIN_TIMEOUT", "Callbacks", "PendingLogin", "duration_text"]
 LOGIN_TIMEOUT: Final = 600.0
 """Seconds an authorization link stays usable."""
 _MAX_REQUEST: Final = 16 * 1024
+_FORGET_TIMEOUT: Final = 10.0
+"""Seconds an ended login waits for its row in the database to go."""
+
+logger = logging.getLogger(__name__)
 
 
 def _nowhere(values: frozenset[str]) -> None:
@@ -61,7 +69,15 @@ class PendingLogin:
         self.state = states[0]
         self.deadline = anyio.current_time() + self.timeout
         self.callbacks.pending[self.state] = self
-        await self.deliver(url)
+        await self.callbacks.record(self)
+        try:
+            await self.deliver(url)
+        except BaseException:
+            # No link went out: nothing may complete this login, here or in another process.
+            self.callbacks.pending.pop(self.state, None)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_FORGET_TIMEOUT):
+                await self.callbacks.forget(self.state)
+            raise
         # A secret from here on: the link that carries it is out (redacted, it would not work),
         # and nobody but the owner's browser can learn it before they open it.
         self.known(self.state)
@@ -73,6 +89,8 @@ class PendingLogin:
         finally:
             if self.state is not None:
                 self.callbacks.pending.pop(self.state, None)
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_FORGET_TIMEOUT):
+                    await self.callbacks.forget(self.state)
         if self._result is None:
             raise LoginExpired(
                 f"The login link for {self.server} was not used within {duration_text(self.timeout)}"
@@ -111,6 +129,9 @@ class Callbacks:
         """The redirect URI is reachable from the owner's browser wherever it runs."""
         if public_url is not None:
             self._url = public_url.rstrip("/") + CALLBACK_PATH
+        self.relay: LoginRelay | None = None
+        """Where redirects meet their logins across processes (a database); None: this process only."""
+        self._relaying = False
 
     @property
     def redirect_uri_or_placeholder(self) -> str:
@@ -127,6 +148,9 @@ class Callbacks:
 
     async def ensure_started(self, task_group: TaskGroup) -> str:
         """Start listening (once) in ``task_group``; returns the redirect URI."""
+        if self.relay is not None and not self._relaying:
+            self._relaying = True
+            await task_group.start(self.relay.serve, self.pending, self.complete)
         if self.public:
             return self.redirect_uri
         if self._listening is None:
@@ -145,6 +169,44 @@ class Callbacks:
             task_status.started()
             await listener.serve(self._handle)
 
+    async def record(self, login: PendingLogin) -> None:
+        """A login's link goes out: recorded for the other processes, when there are any."""
+        if self.relay is None:
+            return
+        try:
+            await self.relay.record(login, self.relay.clock() + login.timeout)
+        except DatabaseError as exc:
+            # The login still completes if its redirect reaches this process.
+            logger.warning(
+                "the login to %s could not be recorded for the other processes: %s", login.server, exc
+            )
+
+    async def forget(self, state: str) -> None:
+        """A login ended: the other processes no longer hand its redirect here."""
+        if self.relay is None:
+            return
+        try:
+            await self.relay.forget(state)
+        except DatabaseError as exc:
+            logger.warning("an ended login could not be forgotten (it expires): %s", exc)
+
+    async def receive(self, query: str) -> str:
+        """A redirect's query as a listener received it; returns what to tell the browser.
+
+        A login of this process is completed here; another's is handed to the process that waits
+        for it (``relay``), and the browser is told its outcome if it comes soon.
+        """
+        state = _one(parse_qs(query, keep_blank_values=True), "state") or ""
+        if self.relay is None or state in self.pending:
+            return self.complete(query)
+        if not state:
+            return UNKNOWN
+        try:
+            return await self.relay.hand(state, query)
+        except DatabaseError as exc:
+            logger.warning("a login redirect could not be handed on: %s", exc)
+            return UNDELIVERED
+
     def complete(self, query: str, *, scope: str | None = None, owner: str | None = None) -> str:
         """Hand a redirect's query to the login it belongs to; returns what to tell the person.
 
@@ -160,7 +222,7 @@ class Callbacks:
             or (scope is not None and (login.scope, login.owner) != (scope, owner))
         ):
             # Unknown, used, expired or another chat's: all the same to whoever sent it.
-            return "This login link is unknown, used or expired. Run /mcp_auth again in the chat."
+            return UNKNOWN
         del self.pending[state]  # used once
         close = "" if scope is not None else " You can close this window."
         if (error := _one(params, "error")) is not None:
@@ -189,7 +251,7 @@ class Callbacks:
             if method != "GET" or parts.path != CALLBACK_PATH:
                 await _respond(stream, 404, "Not found.")
                 return
-            await _respond(stream, 200, self.complete(parts.query))
+            await _respond(stream, 200, await self.receive(parts.query))
 
 
 def _one(params: dict[str, list[str]], name: str) -> str | None:

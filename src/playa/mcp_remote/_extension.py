@@ -15,6 +15,7 @@ from ..core import ChatSession, Command, Extension, Sender, ToolResultEvent
 from ..exceptions import UsageError
 from ._callback_listener import Callbacks
 from ._chat import ChatServers
+from ._login_relay import LoginRelay, LoginRows
 from ._resources import ResourceTools
 from ._settings import RemoteMcpSettings
 from .commands import build_commands
@@ -115,6 +116,16 @@ class RemoteMcpExtension(Extension):
     def seal_key_id(self) -> str | None:
         """The id of the key the chats' servers are sealed with (None: disabled); not secret."""
         return self._sealer.key_id if self._sealer is not None else None
+
+    def share_logins(self, rows: LoginRows, *, answer_wait: float = 5.0) -> None:
+        """Several processes behind one public URL: a login's redirect may reach any of them.
+
+        This process records its logins in ``rows`` (sealed with the host's key) and hands on the
+        redirects of the others' logins; ``answer_wait`` is how long a browser whose redirect was
+        handed on waits to be told how it went.
+        """
+        if self._sealer is not None and self.callbacks.public:
+            self.callbacks.relay = LoginRelay(rows, self._sealer, answer_wait=answer_wait)
 
     def _storage(self, session: ChatSession, scope: str) -> ServerStorage:
         """Where the chat's servers are kept for ``scope``: the host's database, or the sealed file."""

@@ -77,11 +77,12 @@ class RedirectRoute:
     """A login's redirect, served behind the public URL: by the webhook's listener, or with long
     polling by the bot's own listener (``serve_listener``).
 
-    A GET of ``path`` hands its query to ``complete``, whose answer the owner's browser shows.
+    A GET of ``path`` hands its query to ``complete``, whose answer the owner's browser shows
+    (with several processes, once the process whose login it is has completed it, or a few seconds).
     """
 
     path: str
-    complete: Callable[[str], str] = field(repr=False)
+    complete: Callable[[str], Awaitable[str]] = field(repr=False)
 
 
 def _bind(host: str, port: int, what: str = "the webhook") -> socket.socket:
@@ -95,7 +96,7 @@ def _redirect_route(redirect: RedirectRoute) -> Route:
     async def redirected(request: Request) -> Response:
         # The query holds the authorization code: the page tells only the outcome, is never
         # cached, and sends no referrer anywhere.
-        text = redirect.complete(request.url.query)
+        text = await redirect.complete(request.url.query)
         page = f"<!doctype html><meta charset=utf-8><title>Playa</title><p>{html.escape(text)}</p>"
         return HTMLResponse(page, headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
 
