@@ -195,6 +195,20 @@ def test_non_json_values_are_dropped_from_the_copy() -> None:
     }
 
 
+def test_subclasses_of_json_types_copy_as_their_base_types_do() -> None:
+    class Name(str):
+        pass
+
+    class Ordered(dict[str, Any]):
+        pass
+
+    schema = Ordered(type="object", properties=Ordered(flag={"default": True, "maximum": 3}), title=Name("t"))
+    normalized = normalize_schema(schema)
+    assert normalized == {"type": "object", "properties": {"flag": {"default": True, "maximum": 3}}, "title": "t"}
+    assert type(normalized["properties"]) is dict
+    assert normalized["properties"]["flag"]["default"] is True
+
+
 def test_a_cyclic_or_very_deep_schema_is_cut_instead_of_raising() -> None:
     cyclic: dict[str, Any] = {"type": "object", "properties": {}}
     cyclic["properties"]["self"] = cyclic

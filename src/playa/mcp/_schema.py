@@ -78,7 +78,12 @@ class _JsonCopier:
 
     def copy(self, value: object, depth: int = 0) -> Any:
         self._nodes += 1
-        if value is None or isinstance(value, bool | int | str):
+        kind = type(value)
+        if kind is str or kind is bool or kind is int or value is None:
+            # Most nodes, answered before the checks against unions and the ``Mapping`` ABC (the
+            # bulk of a schema's normalization, which every chat binding a server's tools repeats).
+            return value
+        if isinstance(value, bool | int | str):
             return value
         if isinstance(value, float):
             return value if math.isfinite(value) else None

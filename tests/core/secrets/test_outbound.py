@@ -178,7 +178,7 @@ def test_two_credentials_that_share_a_part_keep_it_covered_until_both_let_go() -
     assert secrets.pieces.redact(f"saw {first[-20:]}") == f"saw {first[-20:]}"
     secrets.release(chat_b)
     assert secrets.pieces.redact(f"saw {header[4:20]}") == f"saw {header[4:20]}"
-    assert not secrets.pieces and not secrets.pieces._shared
+    assert not secrets.pieces and not secrets.pieces._extra
 
 
 def test_owners_letting_go_together_keep_their_values_covered_until_the_block_ends() -> None:
@@ -213,7 +213,7 @@ def test_letting_go_of_most_values_at_once_leaves_what_one_by_one_would() -> Non
             together.release(value)
     for value in values[:5]:
         one_by_one.release(value)
-    for attribute in ("_windows", "_shared", "_short_counts", "_short"):
+    for attribute in ("_windows", "_extra", "_short_counts", "_short"):
         assert getattr(together.pieces, attribute) == getattr(one_by_one.pieces, attribute), attribute
     line = f"saw {header[4:20]} and {values[0][-20:]} and {values[5][-20:]} and {values[6]}"
     assert (
@@ -222,4 +222,4 @@ def test_letting_go_of_most_values_at_once_leaves_what_one_by_one_would() -> Non
     with together.releasing_together():
         for value in values[5:]:
             together.release(value)
-    assert not together.pieces and not together.pieces._shared and not together.pieces._short_counts
+    assert not together.pieces and not together.pieces._extra and not together.pieces._short_counts

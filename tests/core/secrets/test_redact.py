@@ -126,6 +126,16 @@ def test_percent_encoded_secret_in_a_url_query_is_redacted() -> None:
         assert out.endswith("x=1") or out.endswith("/x")
 
 
+@pytest.mark.parametrize("secret", [TOKEN, CANARY, AWKWARD])
+def test_a_secret_with_every_byte_escaped_in_either_case_is_an_encoded_form(secret: str) -> None:
+    forms = encoded_forms(secret)
+    for value in (secret, auth_credential(secret) or secret):
+        upper = "".join(f"%{byte:02X}" for byte in value.encode("utf-8"))
+        assert {upper, upper.lower()} <= forms
+        out = Redactor([secret]).redact(f"a={upper}&b={upper.lower()}&c=1")
+        assert out == f"a={REDACTED}&b={REDACTED}&c=1"
+
+
 @pytest.mark.parametrize("ensure_ascii", [True, False])
 def test_json_escaped_secret_with_quotes_backslashes_and_non_ascii_is_redacted(ensure_ascii: bool) -> None:
     redactor = Redactor([AWKWARD])

@@ -78,17 +78,18 @@ class _Pieces:
     form's windows.
     """
 
-    __slots__ = ("_alphabet", "_of", "_runs", "_shared", "_short", "_short_counts", "_windows")
+    __slots__ = ("_alphabet", "_extra", "_of", "_runs", "_short", "_short_counts", "_windows")
 
     def __init__(self) -> None:
         self._windows: set[str] = set()
         """Every window of every value held."""
-        self._shared: dict[str, int] = {}
-        """The windows two or more values held have, with how many: dropping one keeps them.
+        self._extra: Counter[str] = Counter()
+        """The windows two or more values held have, each with how many holders it has beyond
+        the first: dropping one value keeps them.
 
         Rare (random keys share no 12 characters; JWTs share their header), so adding and
-        dropping a value are set operations over its windows, in C, and only shared windows
-        are counted one by one.
+        dropping a value are set operations over its windows, in C; shared windows are counted
+        by ``Counter.update``, in C too, and uncounted one by one.
         """
         self._short_counts: dict[str, int] = {}
         self._of: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
@@ -117,8 +118,7 @@ class _Pieces:
         windows = {part[i : i + PIECE] for part in parts for i in range(len(part) - PIECE + 1)}
         self._of[value] = (tuple(windows), tuple(short))
         if common := windows & self._windows:
-            shared = self._shared
-            shared.update({window: shared.get(window, 1) + 1 for window in common})
+            self._extra.update(common)
         self._windows |= windows
         if short:
             _count(self._short_counts, short, 1)
@@ -134,17 +134,17 @@ class _Pieces:
             return
         windows, short = self._of.pop(value)
         forget(value)
-        shared = self._shared
-        if shared and not shared.keys().isdisjoint(windows):
+        extra = self._extra
+        if extra and not extra.keys().isdisjoint(windows):
             gone: list[str] = []
             for window in windows:
-                count = shared.get(window)
+                count = extra.get(window)
                 if count is None:
                     gone.append(window)
-                elif count > 2:
-                    shared[window] = count - 1
+                elif count > 1:
+                    extra[window] = count - 1
                 else:
-                    del shared[window]
+                    del extra[window]
             self._windows.difference_update(gone)
         else:
             self._windows.difference_update(windows)
@@ -174,7 +174,7 @@ class _Pieces:
             windows.update(own)
             short.update(own_short)
         self._windows = set(windows)
-        self._shared = {window: count for window, count in windows.items() if count > 1}
+        self._extra = Counter({window: count - 1 for window, count in windows.items() if count > 1})
         self._short_counts = dict(short)
         self._short = tuple(sorted(short))
 
