@@ -117,6 +117,19 @@ def test_a_linked_folder_to_another_chat_is_neither_read_nor_written(tmp_path: P
     assert theirs.path.read_bytes() == before
 
 
+def test_a_linked_parent_folder_to_another_chat_is_neither_read_nor_written(tmp_path: Path) -> None:
+    theirs = new_store(tmp_path / "theirs", scope="telegram:999")
+    theirs.save(ALL)
+    before = theirs.path.read_bytes()
+    ours = new_store(tmp_path / "ours")
+    (tmp_path / "ours").mkdir()
+    (tmp_path / "ours" / ".volcanic").symlink_to(theirs.path.parent.parent)
+    assert "is a link" in warning_of(ours)
+    with pytest.raises(StoreError, match="is a link"):
+        ours.put(DOCS)
+    assert theirs.path.read_bytes() == before
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
 def test_a_file_without_read_permission_gives_a_warning(store: ServerStore) -> None:
     store.path.chmod(0)

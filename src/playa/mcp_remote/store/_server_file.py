@@ -214,6 +214,14 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise StoreError(f"cannot write {_RELATIVE_PATH.as_posix()}: {exc.strerror}") from None
 
 
+def _real_folders(*paths: Path) -> bool:
+    """Whether each of ``paths`` is a folder itself, not a link to one (nor anything else)."""
+    try:
+        return all(stat.S_ISDIR(os.lstat(path).st_mode) for path in paths)
+    except OSError:
+        return False
+
+
 class ServerFile:
     """One chat's server file, with its lock, its copy and its record in the private folder.
 
@@ -292,6 +300,11 @@ class ServerFile:
                 raise StoreError(
                     f"cannot create {_RELATIVE_PATH.parent.as_posix()}: {exc.strerror}"
                 ) from None
+        if _real_folders(folder.parent, folder):
+            # Neither is a link: the folder is where the workspace puts it. Two ``lstat`` calls
+            # rather than resolving both paths, a dozen more, each a wait for the GIL in a worker
+            # thread while a host opens its chats.
+            return
         if folder.exists() and Path(os.path.realpath(folder)) != self._expected_folder:
             message = f"{_RELATIVE_PATH.parent.as_posix()} is a link to another folder; it is ignored"
             if create:
