@@ -20,7 +20,7 @@ from playa.core import scope_folder
 from playa.exceptions import StoreError
 from playa.mcp_remote import HostSecret, resolve_host_secret
 from playa.mcp_remote.store import MAX_FILE_BYTES, LoadResult, Saved, Sealer, ServerEntry, ServerStore
-from playa.mcp_remote.store._server_file import ServerFile
+from playa.mcp_remote.store._server_file import ServerFile, _read_at_most
 from support.store import (
     ALL,
     CANARY,
@@ -128,6 +128,20 @@ def test_a_linked_parent_folder_to_another_chat_is_neither_read_nor_written(tmp_
     with pytest.raises(StoreError, match="is a link"):
         ours.put(DOCS)
     assert theirs.path.read_bytes() == before
+
+
+@pytest.mark.parametrize(("first", "limit", "expected"), [(3, 100, 10), (11, 100, 10), (3, 5, 5), (20, 7, 7)])
+def test_a_file_is_read_to_its_end_or_its_limit_whatever_the_first_read_gives(
+    first: int, limit: int, expected: int
+) -> None:
+    # A pipe answers short reads, as a file that grew after its size was taken would.
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, b"0123456789")
+        os.close(write_end)
+        assert _read_at_most(read_end, limit, first) == b"0123456789"[:expected]
+    finally:
+        os.close(read_end)
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")

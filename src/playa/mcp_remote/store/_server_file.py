@@ -214,6 +214,24 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise StoreError(f"cannot write {_RELATIVE_PATH.as_posix()}: {exc.strerror}") from None
 
 
+_READ_ON: Final = 64 * 1024
+"""Bytes asked for at a time past the size the file had (its end is usually the next read)."""
+
+
+def _read_at_most(fd: int, limit: int, first: int) -> bytes:
+    """Up to ``limit`` bytes of ``fd``, read until its end: ``first`` bytes asked for first (the
+    size the file had, and one more to see its end). Straight from the descriptor: a file object
+    over a copy of it costs three more system calls, each a wait for the GIL in a worker thread
+    while a host opens its chats. A file that grew meanwhile is read on, up to ``limit``."""
+    chunks: list[bytes] = []
+    read, ask = 0, first
+    while read < limit and (chunk := os.read(fd, min(ask, limit - read))):
+        chunks.append(chunk)
+        read += len(chunk)
+        ask = _READ_ON
+    return b"".join(chunks)
+
+
 def _real_folders(*paths: Path) -> bool:
     """Whether each of ``paths`` is a folder itself, not a link to one (nor anything else)."""
     try:
@@ -276,8 +294,7 @@ class ServerFile:
                 raise Unreadable(f"{rel} is not a regular file", movable=True)
             if st.st_size > MAX_FILE_BYTES:
                 raise Unreadable(f"{rel} is larger than {MAX_FILE_BYTES // 2**20} MiB", movable=True)
-            with os.fdopen(os.dup(fd), "rb") as f:
-                data = f.read(MAX_FILE_BYTES + 1)
+            data = _read_at_most(fd, MAX_FILE_BYTES + 1, st.st_size + 1)
         except OSError as exc:
             raise Unreadable(f"cannot read {rel}: {exc.strerror}", movable=True) from None
         finally:
