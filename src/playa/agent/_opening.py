@@ -44,7 +44,10 @@ async def open_files(session: ChatSession, steps: Sequence[OpenStep]) -> History
     folder = session.state_dir if session.storage is None else None
 
     def work() -> tuple[list[ModelMessage], list[int]] | None:
-        session.workspace.mkdir(parents=True, exist_ok=True)
+        if not session.workspace.is_dir():
+            # Looked at first: a chat opened before has its folder, and a ``mkdir`` that fails
+            # costs a second system call (each a wait for the GIL while a host opens its chats).
+            session.workspace.mkdir(parents=True, exist_ok=True)
         read = read_file(folder) if folder is not None else None
         for step in steps:
             step()
