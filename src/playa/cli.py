@@ -302,7 +302,7 @@ async def _chat(args: argparse.Namespace) -> None:
 async def _telegram(args: argparse.Namespace) -> None:
     try:
         # Imported here: python-telegram-bot is an optional dependency.
-        from .telegram import RedirectRoute, TelegramSettings, run_telegram, telegram_options
+        from .telegram import LEASE_SECONDS, RedirectRoute, TelegramSettings, run_telegram, telegram_options
     except ImportError:
         raise ConfigError(
             "the Telegram front end needs python-telegram-bot: pip install 'playa[telegram]'"
@@ -329,11 +329,15 @@ async def _telegram(args: argparse.Namespace) -> None:
             token=options.token,
             base_url=options.base_url,
             webhook=options.webhook,
-            settings=TelegramSettings(stop_grace=env_seconds(os.environ, "PLAYA_TELEGRAM_STOP_GRACE", 30.0)),
+            settings=TelegramSettings(
+                stop_grace=env_seconds(os.environ, "PLAYA_TELEGRAM_STOP_GRACE", 30.0),
+                lease_seconds=env_seconds(os.environ, "PLAYA_LEASE_SECONDS", LEASE_SECONDS),
+            ),
             stop=stop,
             redirect=redirect,
             listen=options.listen,
             probe=_database_probe(config),
+            storage=config.storage,
         )
         tg.cancel_scope.cancel()
 
@@ -353,6 +357,9 @@ async def _state(config: HostConfig, remote: RemoteMcpExtension) -> AsyncIterato
         if storage is not None and remote.seal_key_id is not None:
             # Another host secret would fail every row the others sealed: refused at start.
             await storage.claim_key("servers", remote.seal_key_id)
+        if storage is not None:
+            # A login's redirect may reach any process behind the public URL.
+            remote.share_logins(storage.logins)
         yield replace(config, storage=storage)
 
 

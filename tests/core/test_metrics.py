@@ -13,6 +13,7 @@ def test_calls_and_errors_are_counted_by_server_name_and_turns_in_all() -> None:
     counters.tool_call("docs", failed=False)
     counters.tool_call("docs", failed=True)
     counters.tool_call("wiki", failed=False)
+    counters.lease_moves += 2
     held = Gauge("playa_chats_held", "Chats held.", lambda: 3)
 
     samples, types = parse_exposition(exposition(counters, [held]))
@@ -20,6 +21,7 @@ def test_calls_and_errors_are_counted_by_server_name_and_turns_in_all() -> None:
     assert samples == {
         ("playa_chats_held", frozenset()): 3,
         ("playa_turns_total", frozenset()): 1,
+        ("playa_lease_moves_total", frozenset()): 2,
         ("playa_tool_calls_total", frozenset({("server", "docs")})): 2,
         ("playa_tool_calls_total", frozenset({("server", "wiki")})): 1,
         ("playa_tool_errors_total", frozenset({("server", "docs")})): 1,
@@ -37,7 +39,7 @@ def test_a_label_value_is_escaped_so_no_name_can_add_a_line_or_a_label() -> None
 
     assert samples[("playa_tool_calls_total", frozenset({("server", hostile)}))] == 1
     assert samples[("playa_turns_total", frozenset())] == 0
-    assert len(text.splitlines()) == 9
+    assert len(text.splitlines()) == 12
 
 
 def test_names_pass_the_redactor_and_names_redacted_alike_are_one_series() -> None:

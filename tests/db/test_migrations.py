@@ -37,6 +37,8 @@ TABLES = {
     "telegram_outbox",
     "audit_records",
     "audit_heads",
+    "chat_leases",
+    "oauth_redirects",
 }
 
 

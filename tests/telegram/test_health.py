@@ -135,7 +135,9 @@ async def test_the_listener_answers_health_and_counts_turns_and_calls_by_server_
     assert samples[("playa_turns_total", frozenset())] == 2  # the command is no turn
     assert samples[("playa_chats_held", frozenset())] == 2
     assert samples[("playa_outbox_depth", frozenset())] == 1
+    assert samples[("playa_lease_moves_total", frozenset())] == 0  # one process, no database
     assert types == {
+        "playa_lease_moves_total": "counter",
         "playa_chats_held": "gauge",
         "playa_outbox_depth": "gauge",
         "playa_turns_total": "counter",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
@@ -182,12 +182,13 @@ class Host:
         """How many chat sessions are open now."""
         return len(self._sessions)
 
-    async def evict_idle(self, idle: float | None = None) -> int:
-        """Close the sessions that handled no message for ``idle`` seconds (default: the config's).
+    async def evict_idle(self, idle: float | None = None, *, scopes: Collection[str] | None = None) -> int:
+        """Close the sessions that handled no message for ``idle`` seconds (default: the config's),
+        of ``scopes`` only when given (a chat another process serves now: ``idle=0``).
 
         A session handling a message is never closed. Returns how many were closed.
         """
-        return await self._sessions.evict_idle(self.config.session_idle if idle is None else idle)
+        return await self._sessions.evict_idle(self.config.session_idle if idle is None else idle, scopes)
 
     def history(self, session: ChatSession) -> History:
         """The chat's conversation as the agent keeps it (also of a session closed since)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -195,16 +195,22 @@ class ChatSessions:
             os.replace(old, new)
         return "moved"
 
-    async def evict_idle(self, idle: float) -> int:
-        """Close the sessions that handled no message for ``idle`` seconds; never a busy one.
+    async def evict_idle(self, idle: float, scopes: Collection[str] | None = None) -> int:
+        """Close the sessions (of ``scopes``, if given) that handled no message for ``idle``
+        seconds; never a busy one.
 
         Returns how many were closed.
         """
         cutoff = anyio.current_time() - idle
         async with self._lock:
+            candidates = (
+                self._sessions.values()
+                if scopes is None
+                else [self._sessions[scope] for scope in scopes if scope in self._sessions]
+            )
             idle_sessions = [
                 session
-                for session in self._sessions.values()
+                for session in candidates
                 if session.busy == 0 and session.last_used <= cutoff and not session.turn_lock.locked()
             ]
             for session in idle_sessions:

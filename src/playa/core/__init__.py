@@ -55,8 +55,12 @@ from ._schemas import ToolRules, Withheld, repair_schema
 from ._scope import folder_scope, scope_folder, session_state_dir
 from ._session import ChatSession, LateResult
 from ._storage import (
+    ChatLeases,
     HistoryRows,
+    Leadership,
+    LeaseTaken,
     PendingLogins,
+    RecordRows,
     ServerRow,
     ServerRows,
     Storage,
@@ -98,6 +102,7 @@ __all__ = [
     "Answer",
     "Approval",
     "Attachment",
+    "ChatLeases",
     "ChatSession",
     "Command",
     "CommandContext",
@@ -112,6 +117,8 @@ __all__ = [
     "Inbound",
     "IncomingMessage",
     "LateResult",
+    "Leadership",
+    "LeaseTaken",
     "LinkCheck",
     "Media",
     "MessageRef",
@@ -124,6 +131,7 @@ __all__ = [
     "PendingLogins",
     "PromptSections",
     "Question",
+    "RecordRows",
     "Redactor",
     "RowWorkspace",
     "Sender",

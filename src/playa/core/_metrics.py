@@ -27,6 +27,8 @@ class Metrics:
     """Counters since the process started."""
 
     turns: int = 0
+    lease_moves: int = 0
+    """Chats this process took over from a process whose lease had expired (presumed dead)."""
     tool_calls: dict[str, int] = field(default_factory=dict)
     tool_errors: dict[str, int] = field(default_factory=dict)
 
@@ -94,6 +96,9 @@ def exposition(counters: Metrics, gauges: Iterable[Gauge] = (), *, redact: Calla
         "# HELP playa_turns_total Turns of the chats' agents since the process started.",
         "# TYPE playa_turns_total counter",
         f"playa_turns_total {counters.turns}",
+        "# HELP playa_lease_moves_total Chats taken over from a process whose lease had expired.",
+        "# TYPE playa_lease_moves_total counter",
+        f"playa_lease_moves_total {counters.lease_moves}",
     ]
     # Copies: a scrape reads while calls go on (on the same loop, but cheaply safe).
     lines += _by_server(

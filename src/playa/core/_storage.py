@@ -13,13 +13,18 @@ wait on it. A chat's state is named by its scope (``telegram:123``).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol, TypeAlias
 
 __all__ = [
+    "ChatLeases",
     "HistoryRows",
+    "Leadership",
+    "LeaseTaken",
     "PendingLogins",
+    "RecordRows",
     "ServerRow",
     "ServerRows",
     "Storage",
@@ -139,6 +144,88 @@ class PendingLogins(Protocol):
         ...
 
 
+class RecordRows(Protocol):
+    """A front end's records of one kind (its inbox, its outbox): sealed bytes by name, per chat.
+
+    ``bot`` names the front end's bot (bots sharing a database keep apart); names sort in the
+    order the records must be handled. A record that is ``done`` is gone for ``load``; an inbox
+    keeps its name a while, so that the same update received again is known (``add``).
+    """
+
+    async def add(self, bot: str, name: str, chat: str, sealed: bytes) -> bool:
+        """Keep a new record, committed when this returns; False (nothing written) when the
+        name is known already: kept, or done not long ago."""
+        ...
+
+    async def put(self, bot: str, name: str, chat: str, sealed: bytes) -> None:
+        """Keep the record, replacing one of the same name."""
+        ...
+
+    async def done(self, bot: str, name: str) -> None:
+        """The record is handled (an inbox) or delivered (an outbox): never loaded again."""
+        ...
+
+    async def load(self, bot: str, chat: str | None = None) -> list[tuple[str, bytes]]:
+        """The records not done, of one chat (None: every chat), by name."""
+        ...
+
+
+LeaseTaken: TypeAlias = Literal["held", "new", "moved"]
+"""A lease taken: renewed by its holder, new (nobody held it), or moved from a holder whose
+lease had expired."""
+
+
+class Leadership(Protocol):
+    """An attempt to be the one process of a bot doing something (polling Telegram)."""
+
+    @property
+    def held(self) -> bool:
+        """Whether this process is the leader; False once the hold is lost."""
+        ...
+
+    async def check(self) -> bool:
+        """Whether the hold still stands (one round trip); False, and ``held`` with it, when lost."""
+        ...
+
+
+class ChatLeases(Protocol):
+    """Which process serves each chat of a bot: a lease per chat, renewed by its holder.
+
+    A holder is a process's name; a lease not renewed within its seconds may be taken by another
+    (its holder is presumed dead). Whoever holds a chat is woken (``listen``) when a record of
+    that chat is added by another process.
+    """
+
+    async def take(self, bot: str, chat: str, holder: str, seconds: float) -> LeaseTaken | None:
+        """Hold ``chat`` for ``seconds`` from now, unless another holder's lease is still valid
+        (None)."""
+        ...
+
+    async def renew(self, bot: str, holder: str, seconds: float) -> set[str]:
+        """Extend every lease ``holder`` still has by ``seconds`` from now; returns their chats."""
+        ...
+
+    async def release(self, bot: str, holder: str, chats: Sequence[str] | None = None) -> None:
+        """Give up ``holder``'s leases of ``chats`` (None: all of them)."""
+        ...
+
+    async def orphans(self, bot: str, holder: str, limit: int) -> list[str]:
+        """Chats with records waiting (inbox or outbox) whose lease nobody holds, or has expired."""
+        ...
+
+    async def prune(self, bot: str, older_than: float) -> int:
+        """Forget the names of inbox records done more than ``older_than`` seconds ago; how many."""
+        ...
+
+    def listen(self, bot: str, woken: Callable[[str], None]) -> contextlib.AbstractAsyncContextManager[None]:
+        """For the block, ``woken(chat)`` is called when any process adds a record of ``chat``."""
+        ...
+
+    def leader(self, bot: str, what: str) -> contextlib.AbstractAsyncContextManager[Leadership]:
+        """Try, once, to be the one process of ``bot`` doing ``what``, for the block."""
+        ...
+
+
 class Storage(Protocol):
     """The chats' state kept outside the data dir (``PLAYA_DATABASE_URL``), chosen once at start."""
 
@@ -153,6 +240,15 @@ class Storage(Protocol):
 
     @property
     def logins(self) -> PendingLogins: ...
+
+    @property
+    def inbox(self) -> RecordRows: ...
+
+    @property
+    def outbox(self) -> RecordRows: ...
+
+    @property
+    def leases(self) -> ChatLeases: ...
 
     @property
     def where(self) -> str:

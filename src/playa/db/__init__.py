@@ -11,9 +11,11 @@ package needs the ``postgres`` extra (asyncpg).
 
 from ._admin import upgrade_database
 from ._host_key import claim_host_key
+from ._leases import ChatLeaseTable, Leader
 from ._migrations import LOCK_KEY, Migration, Upgrade, latest_version, migrations, schema_version, upgrade
 from ._open import open_storage
 from ._pool import Connection, Database, PoolOptions
+from ._records import RecordTable
 from ._storage import DatabaseStorage, HistoryTable, ServerTable
 from ._url import DEFAULT_PORT, ENV_DATABASE_URL, SSL_MODES, ConnectArguments, DatabaseUrl, database_url
 from ._workspace import LoginTable, WorkspaceTable
@@ -23,15 +25,18 @@ __all__ = [
     "ENV_DATABASE_URL",
     "LOCK_KEY",
     "SSL_MODES",
+    "ChatLeaseTable",
     "ConnectArguments",
     "Connection",
     "Database",
     "DatabaseStorage",
     "DatabaseUrl",
     "HistoryTable",
+    "Leader",
     "LoginTable",
     "Migration",
     "PoolOptions",
+    "RecordTable",
     "ServerTable",
     "Upgrade",
     "WorkspaceTable",

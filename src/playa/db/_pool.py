@@ -111,6 +111,24 @@ class Database:
             async with self._pool.acquire() as connection, connection.transaction(isolation=isolation):
                 yield connection
 
+    @contextlib.asynccontextmanager
+    async def dedicated(self) -> AsyncIterator[asyncpg.Connection[asyncpg.Record]]:
+        """A connection of its own for the block, outside the pool: one that holds session state
+        (a LISTEN, an advisory lock) for as long as it lives, which the pool would reset."""
+        timeout = self.url.connect_timeout or DEFAULT_CONNECT_TIMEOUT
+        with translated(self.url.where):
+            connection: asyncpg.Connection[asyncpg.Record] = await asyncpg.connect(
+                **self.url.connect_arguments(), timeout=timeout
+            )
+        try:
+            yield connection
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
+                try:
+                    await connection.close()
+                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                    connection.terminate()
+
     async def ping(self) -> None:
         """One ``SELECT 1`` on a connection of the pool (a health check); raises DatabaseError."""
         async with self.connection() as connection:

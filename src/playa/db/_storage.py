@@ -12,7 +12,9 @@ from typing import Final
 
 from ..core import ServerRow, StoredServers
 from ._host_key import claim_host_key
+from ._leases import ChatLeaseTable
 from ._pool import Connection, Database
+from ._records import RecordTable
 from ._workspace import LoginTable, WorkspaceTable
 
 __all__ = ["DatabaseStorage", "HistoryTable", "ServerTable"]
@@ -135,6 +137,9 @@ class DatabaseStorage:
         self._history = HistoryTable(database)
         self._workspace = WorkspaceTable(database)
         self._logins = LoginTable(database)
+        self._inbox = RecordTable(database, "telegram_inbox")
+        self._outbox = RecordTable(database, "telegram_outbox")
+        self._leases = ChatLeaseTable(database)
 
     def __repr__(self) -> str:
         return f"DatabaseStorage({self.where})"
@@ -154,6 +159,18 @@ class DatabaseStorage:
     @property
     def logins(self) -> LoginTable:
         return self._logins
+
+    @property
+    def inbox(self) -> RecordTable:
+        return self._inbox
+
+    @property
+    def outbox(self) -> RecordTable:
+        return self._outbox
+
+    @property
+    def leases(self) -> ChatLeaseTable:
+        return self._leases
 
     @property
     def where(self) -> str:

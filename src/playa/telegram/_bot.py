@@ -12,12 +12,13 @@ from typing import Final
 import anyio
 from anyio.abc import TaskGroup
 from telegram import Bot, Message, Update
-from telegram.error import Conflict, Forbidden, InvalidToken, RetryAfter, TelegramError
+from telegram.error import InvalidToken, TelegramError
 
 from ..agent import Host
 from ..core import (
     Gauge,
     Inbound,
+    Storage,
     beside_a_question,
     cancelled_for,
     classify,
@@ -32,13 +33,15 @@ from ._deletions import Deletions
 from ._files import file_of
 from ._handler import MessageHandler
 from ._health import Operations
-from ._journal import Journal
+from ._journal import Journal, bot_id
+from ._leases import Leases
 from ._logs import quiet_raw_traffic
 from ._notices import DESCRIPTION, INTERRUPTED, SHORT_DESCRIPTION
-from ._outbox import Outbox, retry_seconds
+from ._outbox import Outbox
 from ._owner import Owners
 from ._panel import PanelMessages, PanelPress
 from ._parts import BotParts
+from ._polling import ALLOWED_UPDATES, Poller
 from ._render import plain
 from ._settings import TelegramSettings, build_bot
 from ._updates import Queued, migration_of, note, text_of
@@ -48,10 +51,7 @@ __all__ = ["ALLOWED_UPDATES", "TelegramBot", "run_telegram"]
 
 logger = logging.getLogger(__name__)
 
-ALLOWED_UPDATES: Final = ("message", "edited_message", "callback_query")
-"""New messages; edits, so that a key edited into a message is deleted; button presses."""
 _COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
-_BACKOFF_MAX: Final = 30.0
 _SHUTDOWN_TIMEOUT: Final = 5.0
 
 
@@ -65,17 +65,40 @@ class TelegramBot:
     into the inbox journal, and a reply is in the outbox journal until it is delivered.
     """
 
-    def __init__(self, host: Host, bot: Bot, *, settings: TelegramSettings | None = None) -> None:
+    def __init__(
+        self,
+        host: Host,
+        bot: Bot,
+        *,
+        settings: TelegramSettings | None = None,
+        storage: Storage | None = None,
+    ) -> None:
         self.host = host
         self.bot = bot
         self.settings = settings or TelegramSettings()
         install_outbound_gate()
         outbound_secrets().add([bot.token])
         data_dir = host.config.data_dir
-        self.inbox = Journal.for_bot(data_dir, bot.token, "inbox")
-        self.outbox = Outbox(
-            bot, retry=self.settings.retry, journal=Journal.for_bot(data_dir, bot.token, "outbox")
+        if storage is None:
+            self.inbox = Journal.for_bot(data_dir, bot.token, "inbox")
+            outbox = Journal.for_bot(data_dir, bot.token, "outbox")
+        else:
+            self.inbox = Journal.in_rows(storage.inbox, bot.token, "inbox")
+            outbox = Journal.in_rows(storage.outbox, bot.token, "outbox")
+        self.outbox = Outbox(bot, retry=self.settings.retry, journal=outbox)
+        self.leases = (
+            None
+            if storage is None
+            else Leases(
+                storage.leases,
+                bot=bot_id(bot.token),
+                inbox=self.inbox,
+                outbox=self.outbox,
+                seconds=self.settings.lease_seconds,
+                idle=host.config.session_idle,
+            )
         )
+        """With a database, the chats this process serves of the bot's (None: it serves every chat)."""
         self.owners = Owners(self.outbox, ttl=self.settings.owner_ttl)
         self.answers = PendingAnswers()
         self.buttons = Buttons(self.outbox)
@@ -92,12 +115,12 @@ class TelegramBot:
             max_file=self.settings.max_file,
         )
         self._queues: dict[int, deque[Queued | ApprovalPress | PanelPress]] = {}
+        self._workers: dict[int, anyio.CancelScope] = {}
         self._idle = anyio.Event()
         self._stopping = False
         self._tg: TaskGroup | None = None
         self._username = ""
-        self._offset: int | None = None
-        """The next update id to ask for; everything before it has been taken."""
+        self.poller = Poller(bot, timeout=self.settings.poll_timeout)
 
     # Running
 
@@ -126,8 +149,14 @@ class TelegramBot:
             await self._start()
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                await self.outbox.resume(tg)
-                await self._recover()
+                if self.leases is None:
+                    resumed = await self.outbox.resume(tg)
+                    await self._recover({d.answers for d in resumed if d.answers})
+                else:
+                    # Each chat's records are recovered by the process that takes the chat.
+                    tg.start_soon(
+                        partial(self.leases.run, tg, route=self.route, drop=self._drop, busy=self._busy)
+                    )
                 async with anyio.create_task_group() as intake:
                     if stop is not None:
                         intake.start_soon(self._stop_when, stop, intake.cancel_scope)
@@ -136,12 +165,16 @@ class TelegramBot:
                         if listen is not None:
                             serve = partial(serve_listener, listen, redirect=redirect, operations=operations)
                             intake.start_soon(serve)
-                        await self._poll()
+                        poll = partial(self.poller.run, self.receive)
+                        if self.leases is None:
+                            await poll()
+                        else:
+                            await self.leases.lead("poller", poll)
                     else:
                         await serve_webhook(
                             self.bot,
                             webhook,
-                            self.dispatch,
+                            self.receive,
                             allowed_updates=ALLOWED_UPDATES,
                             listening=listening,
                             redirect=redirect,
@@ -152,6 +185,8 @@ class TelegramBot:
                 tg.cancel_scope.cancel()
         finally:
             self._tg = None
+            if self.leases is not None:
+                await self.leases.release_all()
             with anyio.move_on_after(_SHUTDOWN_TIMEOUT, shield=True):
                 await self._stop()
 
@@ -203,85 +238,65 @@ class TelegramBot:
 
     async def _stop(self) -> None:
         try:
-            if self._offset is not None:
-                # Confirms the updates already taken (handled, or sealed in the inbox).
-                await self.bot.get_updates(offset=self._offset, timeout=0, limit=1)
-        except TelegramError as exc:
-            logger.info("confirming the last updates failed: %s", exc)
+            await self.poller.confirm()
         finally:
             await self.bot.shutdown()
 
-    async def _recover(self) -> None:
-        """Handle what the last run left in the inbox: queued messages run, cut turns are reported."""
-        for name, record in await anyio.to_thread.run_sync(self.inbox.load):
-            if record.get("started"):
+    async def _recover(self, answered: set[str]) -> None:
+        """Handle what the last run left in the inbox: queued messages run, cut turns are
+        reported (unless ``answered``: their replies were written)."""
+        for name, record in await self.inbox.load():
+            if record.get("started") and name in answered:
+                await self.inbox.delete(name)
+            elif record.get("started"):
                 await self.outbox.send(
                     int(record["chat_id"]),
                     plain(INTERRUPTED),
                     thread_id=record.get("thread_id"),
                     reply_to=record.get("message_id"),
                 )
-                await anyio.to_thread.run_sync(self.inbox.delete, name)
+                await self.inbox.delete(name)
                 continue
             raw = record.get("update")
             update = Update.de_json(raw, self.bot) if isinstance(raw, dict) else None
             if update is None:
-                await anyio.to_thread.run_sync(self.inbox.delete, name)
+                await self.inbox.delete(name)
                 continue
             await self.dispatch(update)
 
-    async def _poll(self) -> None:
-        try:
-            await self.bot.delete_webhook()
-        except TelegramError as exc:
-            logger.warning("removing the webhook failed: %s", exc)
-        failures = 0
-        while True:
-            try:
-                updates = await self.bot.get_updates(
-                    offset=self._offset,
-                    timeout=int(self.settings.poll_timeout),
-                    allowed_updates=list(ALLOWED_UPDATES),
-                )
-            except (InvalidToken, Forbidden):
-                raise ConfigError("Telegram refused the bot token (TELEGRAM_BOT_TOKEN)") from None
-            except RetryAfter as exc:
-                await anyio.sleep(retry_seconds(exc))
-                continue
-            except TelegramError as exc:
-                failures += 1
-                wait = min(_BACKOFF_MAX, 2.0 ** min(failures, 5))
-                if isinstance(exc, Conflict):
-                    logger.error(
-                        "another instance of this bot is polling (%s); retrying in %.0f s", exc, wait
-                    )
-                else:
-                    logger.warning("getUpdates failed: %s; retrying in %.0f s", exc, wait)
-                await anyio.sleep(wait)
-                continue
-            failures = 0
-            for update in updates:
-                # Not cancelled half-way: the update is sealed, then counted as taken.
-                with anyio.CancelScope(shield=True):
-                    await self.dispatch(update)
-                    self._offset = update.update_id + 1
-
     # Updates
+
+    async def receive(self, update: Update) -> None:
+        """Take one update from Telegram; when this returns, it is handled or sealed in the inbox."""
+        if self.leases is None or not await self.leases.receive(update):
+            await self.dispatch(update)
 
     async def dispatch(self, update: Update) -> None:
         """Route one update; when this returns, it is handled or sealed in the inbox journal."""
+        await self.route(update, None)
+
+    async def route(self, update: Update, stored: str | None) -> None:
+        """Route one update: ``stored`` names its inbox record when it has one already (with a
+        database, the chat's holder routes what any process received). A record the update does
+        not end up queued with is handled now."""
         tg = self._tg
         if tg is None:
             return
+        queued = await self._route(tg, update, stored)
+        if stored is not None and not queued:
+            await self.inbox.delete(stored)
+
+    async def _route(self, tg: TaskGroup, update: Update, stored: str | None) -> bool:
+        """Whether the update now waits in a queue (or runs) with its inbox record."""
         if update.callback_query is not None:
             await self.buttons.pressed(update.callback_query)
-            return
+            return False
         if update.edited_message is not None:
             await self._edited(tg, update.edited_message)
-            return
+            return False
         message = update.message  # channel posts and the rest are ignored
         if message is None or message.chat.type == message.chat.CHANNEL:
-            return
+            return False
         if (move := migration_of(message)) is not None:
             # A question waiting in the old group is asked again in the new one, at once: the
             # turn that asks holds the move back until it ends.
@@ -289,14 +304,13 @@ class TelegramBot:
             self.approvals.move(*move)
             self.panels.move(*move)
             # Queued in the new chat, ahead of its first messages; the second notice finds nothing to move.
-            name = f"{update.update_id:020d}"
-            await anyio.to_thread.run_sync(self.inbox.put, name, {"update": update.to_dict()})
+            name = stored or await self._store(update)
             self._enqueue(move[1], Queued(message, name, classify("", self.host.commands), move))
-            return
+            return True
         text = text_of(message)
         sent = file_of(message)
         if text is None and sent is None:
-            return
+            return False
         chat_id = message.chat.id
         user = message.from_user
         # A caption is classified as a message is; the file itself, once it is taken (the handler).
@@ -306,13 +320,13 @@ class TelegramBot:
             self.deletions.start(tg, chat_id, message.message_id)
         asker = user.id if user is not None and message.sender_chat is None else None
         if asker is not None and sent is None and self._answered(message, asker, inbound):
-            return
+            return False
         if inbound.command is not None and self._for_another_bot(inbound.text):
-            return
+            return False
         if inbound.credential_shaped:
             # A key on its own — too early, too late, or refused as an answer — never reaches the model.
             tg.start_soon(self.handler.refuse_key, message)
-            return
+            return False
         queue = self._queues.get(chat_id)
         if queue is not None and len(queue) >= self.settings.max_queued:
             logger.warning("chat %s has %d messages waiting; one was refused", chat_id, len(queue))
@@ -322,10 +336,8 @@ class TelegramBot:
                 message,
                 "I am still busy with earlier messages; please send that again later.",
             )
-            return
-        name = f"{update.update_id:020d}"
-        await anyio.to_thread.run_sync(self.inbox.put, name, {"update": update.to_dict()})
-        queued = Queued(message, name, inbound)
+            return False
+        queued = Queued(message, stored or await self._store(update), inbound)
         parsed = inbound.command
         if parsed is not None and self.answers.asked_in(chat_id):
             # A question holds the chat's queue: a command that only shows something runs beside
@@ -333,14 +345,24 @@ class TelegramBot:
             is_owner = asker is not None and asker == self.answers.owner_in(chat_id)
             if beside_a_question(parsed, self.host.commands, is_owner=is_owner):
                 tg.start_soon(self._handle_now, queued)
-                return
+                return True
             if self.answers.cancel_for(chat_id, asker):
                 tg.start_soon(note, self.outbox, message, cancelled_for(parsed.name))
         if parsed is not None and parsed.name == "stop":
             # /stop is for the turn at the head of the chat's queue: it cannot wait behind it.
             tg.start_soon(self._handle_now, queued)
-            return
+            return True
         self._enqueue(chat_id, queued)
+        return True
+
+    async def _store(self, update: Update) -> str:
+        """Seal ``update`` into the inbox (one process, no database); its record's name."""
+        name = f"{update.update_id:020d}"
+        message = update.effective_message
+        await self.inbox.put(
+            name, message.chat.id if message is not None else 0, {"update": update.to_dict()}
+        )
+        return name
 
     def _answered(self, message: Message, asker: int, inbound: Inbound) -> bool:
         """Whether ``message`` answers (or cancels) a question waiting for ``asker`` in its chat."""
@@ -392,8 +414,30 @@ class TelegramBot:
         if classify(text, self.host.commands).carries_secret:
             tg.start_soon(self.handler.delete_edited, message)
 
+    def _busy(self, chat_id: int) -> bool:
+        """Whether the chat has work here: messages queued or running, or a question waiting."""
+        return chat_id in self._queues or bool(self.answers.asked_in(chat_id))
+
+    async def _drop(self, chat_id: int) -> None:
+        """Stop the chat's work here (another process serves it now, or it was idle), and close
+        its session: its servers disconnect."""
+        scope = self._workers.pop(chat_id, None)
+        if scope is not None:
+            scope.cancel()
+        self._queues.pop(chat_id, None)
+        if not self._queues:
+            self._idle.set()
+        await self.host.evict_idle(0.0, scopes=[f"telegram:{chat_id}"])
+
     async def _work(self, chat_id: int) -> None:
         queue = self._queues[chat_id]
+        with anyio.CancelScope() as scope:
+            self._workers[chat_id] = scope
+            await self._work_queue(chat_id, queue)
+        if self._workers.get(chat_id) is scope:
+            del self._workers[chat_id]
+
+    async def _work_queue(self, chat_id: int, queue: deque[Queued | ApprovalPress | PanelPress]) -> None:
         try:
             while queue and not self._stopping:
                 queued = queue[0]
@@ -434,8 +478,12 @@ async def run_telegram(
     redirect: RedirectRoute | None = None,
     listen: tuple[str, int] | None = None,
     probe: Callable[[], Awaitable[None]] | None = None,
+    storage: Storage | None = None,
 ) -> None:
     """Run ``host``'s chats as a Telegram bot until cancelled, or gracefully until ``stop`` is set.
+
+    With ``storage`` (a database) the updates and replies are kept in its rows, and this process
+    is one of several that serve the bot: each chat is served by the process holding its lease.
 
     ``redirect`` serves logins' redirects, beside ``/healthz`` and ``/metrics``: on the webhook's
     listener, or with long polling on a listener of its own on ``listen``.
@@ -446,6 +494,6 @@ async def run_telegram(
     outbound_secrets().add([token])
     quiet_raw_traffic()
     bot = build_bot(token, base_url=base_url, poll_timeout=settings.poll_timeout)
-    await TelegramBot(host, bot, settings=settings).run(
+    await TelegramBot(host, bot, settings=settings, storage=storage).run(
         webhook=webhook, listening=listening, stop=stop, redirect=redirect, listen=listen, probe=probe
     )

@@ -121,7 +121,7 @@ class MessageHandler:
         delivery = None
         if text is not None:
             delivery = await self._parts.outbox.post(new_id, plain(text))
-        await anyio.to_thread.run_sync(self._inbox.delete, queued.name)
+        await self._inbox.delete(queued.name)
         if delivery is not None:
             await self._parts.outbox.deliver(delivery)
 
@@ -133,9 +133,9 @@ class MessageHandler:
         chat = message.chat
         session: ChatSession | None = None
         ui: TelegramUI | None = None
-        await anyio.to_thread.run_sync(
-            self._inbox.put,
+        await self._inbox.put(
             queued.name,
+            chat.id,
             {
                 "started": True,
                 "chat_id": chat.id,
@@ -168,11 +168,11 @@ class MessageHandler:
                 # Telegram sends /start when a user opens a chat with the bot.
                 welcome = WELCOME if chat.type == chat.PRIVATE else WELCOME_GROUP
                 help_text = self._host.commands.help_text(for_owner=info.sender.is_owner)
-                delivery = await ui.post(welcome + help_text, markdown=False)
+                delivery = await ui.post(welcome + help_text, markdown=False, answers=queued.name)
             elif parsed is not None and parsed.name == "cancel" and self._host.commands.get("cancel") is None:
-                delivery = await ui.post(NOTHING_TO_CANCEL, markdown=False)
+                delivery = await ui.post(NOTHING_TO_CANCEL, markdown=False, answers=queued.name)
             elif received is not None and received.attachment is None:
-                delivery = await ui.post(received.refusal, markdown=False)
+                delivery = await ui.post(received.refusal, markdown=False, answers=queued.name)
             else:
                 live = self._live(ui, session, message) if parsed is None else None
                 async with (
@@ -182,17 +182,17 @@ class MessageHandler:
                     reply = await self._host.handle(session, incoming, ui, live=live)
                 markdown = reply is not None and reply.kind == "agent"
                 if reply is not None and not (live and await live.finish(reply.text, markdown=markdown)):
-                    delivery = await ui.post(reply.text, markdown=markdown)
+                    delivery = await ui.post(reply.text, markdown=markdown, answers=queued.name)
         except Exception as exc:  # boundary: one message's failure is answered; the bot goes on
             detail = "".join(traceback.format_exception(exc))
             redacted = self._host.redact(session, detail)
             logger.error("handling a message in chat %s failed:\n%s", chat.id, redacted)
             if ui is not None:
-                delivery = await ui.post(SORRY, markdown=False)
+                delivery = await ui.post(SORRY, markdown=False, answers=queued.name)
             else:
-                delivery = await self._parts.outbox.post(chat.id, plain(SORRY))
+                delivery = await self._parts.outbox.post(chat.id, plain(SORRY), answers=queued.name)
         # The reply is in the outbox journal: the message is handled.
-        await anyio.to_thread.run_sync(self._inbox.delete, queued.name)
+        await self._inbox.delete(queued.name)
         if delivery is not None:
             await self._parts.outbox.deliver(delivery)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from ..exceptions import ConfigError
-from ._webhook import WebhookConfig
+from ._webhook import WebhookConfig, webhook_secret
 
 __all__ = ["TelegramOptions", "public_url_from", "telegram_options"]
 
@@ -53,6 +53,8 @@ def telegram_options(args: argparse.Namespace, environ: Mapping[str, str]) -> Te
             url=webhook_url,
             listen=getattr(args, "webhook_listen", "127.0.0.1"),
             port=getattr(args, "webhook_port", 8443),
+            # The same in every process of the bot (several may serve it, with a database).
+            secret_token=webhook_secret(token),
         )
     public_url = public_url_from(environ)
     listen_text = getattr(args, "listen", None) or environ.get(ENV_LISTEN, "").strip() or None

@@ -116,6 +116,9 @@ class Delivery:
     markup: InlineKeyboardMarkup | ForceReply | None = field(default=None, repr=False)
     """Buttons (or a forced reply) on the last part; only messages that are not kept across restarts have them."""
     last_id: int | None = None
+    answers: str | None = None
+    """The inbox record of the message this replies to: a takeover that finds the message's turn
+    cut short but this reply written knows the message is answered."""
 
     def record(self) -> dict[str, Any]:
         return {
@@ -125,6 +128,7 @@ class Delivery:
             "sent": self.sent,
             "created": self.created,
             "parts": [{"text": p.text, "entities": p.entities} for p in self.parts],
+            "answers": self.answers,
         }
 
     @classmethod
@@ -137,6 +141,7 @@ class Delivery:
             sent=int(record.get("sent", 0)),
             created=float(record.get("created", 0.0)),
             parts=[Part(str(p["text"]), list(p.get("entities") or [])) for p in record["parts"]],
+            answers=record.get("answers"),
         )
 
 
@@ -195,6 +200,7 @@ class Outbox:
         reply_to: int | None = None,
         markup: InlineKeyboardMarkup | ForceReply | None = None,
         durable: bool = True,
+        answers: str | None = None,
     ) -> Delivery:
         """Queue a reply; a durable one is in the journal when this returns."""
         delivery = Delivery(
@@ -206,6 +212,7 @@ class Outbox:
             created=self._clock(),
             durable=durable and self._journal is not None and markup is None,
             markup=markup,
+            answers=answers,
         )
         if delivery.durable:
             await self._save(delivery)
@@ -227,27 +234,28 @@ class Outbox:
         """``post`` and ``deliver`` in one."""
         return await self.deliver(await self.post(chat_id, parts, **placed))
 
-    async def resume(self, tg: TaskGroup) -> int:
-        """Deliver, in ``tg``, the replies a previous run left; returns how many.
+    async def resume(self, tg: TaskGroup, chat_id: int | None = None) -> list[Delivery]:
+        """Deliver, in ``tg``, the replies a previous run (or a process now dead) left for
+        ``chat_id`` (None: every chat); returns them.
 
         Each chat's resumed replies hold its order lock before this returns, so they go out
         before anything sent later.
         """
         journal = self._journal
         if journal is None:
-            return 0
+            return []
         by_chat: dict[int, list[Delivery]] = {}
-        for name, record in await anyio.to_thread.run_sync(journal.load):
+        for name, record in await journal.load(chat_id):
             try:
                 delivery = Delivery.from_record(name, record)
             except (KeyError, TypeError, ValueError):
                 logger.warning("outbox record %s is malformed; dropped", name)
-                await anyio.to_thread.run_sync(journal.delete, name)
+                await journal.delete(name)
                 continue
             by_chat.setdefault(delivery.chat_id, []).append(delivery)
-        for chat_id, deliveries in by_chat.items():
-            await tg.start(self._resume_chat, chat_id, deliveries)
-        return sum(len(d) for d in by_chat.values())
+        for chat, deliveries in by_chat.items():
+            await tg.start(self._resume_chat, chat, deliveries)
+        return [delivery for deliveries in by_chat.values() for delivery in deliveries]
 
     async def _resume_chat(
         self, chat_id: int, deliveries: list[Delivery], *, task_status: TaskStatus[None]
@@ -272,11 +280,11 @@ class Outbox:
 
     async def _save(self, delivery: Delivery) -> None:
         assert self._journal is not None
-        await anyio.to_thread.run_sync(self._journal.put, delivery.name, delivery.record())
+        await self._journal.put(delivery.name, delivery.chat_id, delivery.record())
 
     async def _forget(self, delivery: Delivery) -> None:
         if delivery.durable and self._journal is not None:
-            await anyio.to_thread.run_sync(self._journal.delete, delivery.name)
+            await self._journal.delete(delivery.name)
 
     async def _deliver(self, delivery: Delivery) -> int | None:
         while delivery.sent < len(delivery.parts):

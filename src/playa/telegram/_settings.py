@@ -9,6 +9,7 @@ from telegram.request import HTTPXRequest
 
 from ..core import MAX_ATTACHMENT
 from ..exceptions import ConfigError
+from ._leases import LEASE_SECONDS
 from ._outbox import RetryPolicy, check_seconds
 from ._owner import OWNER_TTL
 
@@ -32,11 +33,15 @@ class TelegramSettings:
     """On a stop, how long running turns may go on; those still running are reported after the restart."""
     max_file: int = MAX_ATTACHMENT
     """Bytes of a photo or document a person sends that the bot takes into the chat's workspace."""
+    lease_seconds: float = LEASE_SECONDS
+    """With a database: how long a chat stays with a process that stopped renewing its lease
+    (``PLAYA_LEASE_SECONDS``); renewed every third of it."""
 
     def __post_init__(self) -> None:
         for name in ("poll_timeout", "owner_ttl", "stop_grace"):
             check_seconds(self, name, positive=False)
         check_seconds(self, "typing_interval", positive=True)
+        check_seconds(self, "lease_seconds", positive=True)
         if not isinstance(self.max_queued, int) or isinstance(self.max_queued, bool) or self.max_queued < 1:
             raise ConfigError(
                 f"TelegramSettings.max_queued must be a whole number >= 1, got {self.max_queued!r}"

@@ -106,13 +106,16 @@ class TelegramUI:
         """Send plain text to the chat, redacted; in groups it answers the message it is about."""
         return await self._outbox.deliver(await self.post(text, markdown=False))
 
-    async def post(self, text: str, *, markdown: bool) -> Delivery:
-        """Queue a reply durably (redacted, formatted when ``markdown``); ``Outbox.deliver`` sends it."""
+    async def post(self, text: str, *, markdown: bool, answers: str | None = None) -> Delivery:
+        """Queue a reply durably (redacted, formatted when ``markdown``); ``Outbox.deliver`` sends it.
+
+        ``answers``: the inbox record of the message it answers."""
         return await self._outbox.post(
             self._chat_id,
             render(text, markdown=markdown, redact=self._redact),
             thread_id=self._thread_id,
             reply_to=self._message_id if self._group else None,
+            answers=answers,
         )
 
     @property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hmac
 import html
 import json
@@ -24,7 +25,14 @@ from .._asgi import bind, serving
 from ..exceptions import ConfigError
 from ._health import Operations
 
-__all__ = ["SECRET_HEADER", "RedirectRoute", "WebhookConfig", "serve_listener", "serve_webhook"]
+__all__ = [
+    "SECRET_HEADER",
+    "RedirectRoute",
+    "WebhookConfig",
+    "serve_listener",
+    "serve_webhook",
+    "webhook_secret",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +43,13 @@ _MAX_BODY = 1 << 20
 
 def _new_secret() -> str:
     return secrets.token_urlsafe(32)
+
+
+def webhook_secret(token: str) -> str:
+    """The webhook's secret token for the bot with ``token``: the same in every process that
+    serves the bot, so any of them may receive any update; known only to who knows the token."""
+    digest = hmac.new(token.encode(), b"playa webhook secret token v1", "sha256").digest()
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,239 @@
+"""Several processes, one bot: the chats this process serves, each under a lease in the database.
+
+Every update is committed to the shared inbox by whichever process receives it; the chat's
+holder then handles it, in order. A process takes a chat nobody holds when an update for it
+arrives, or when its scan (every third of a lease) finds a chat with records waiting whose
+holder stopped renewing (died): then it first delivers the replies the dead holder left in the
+outbox, reports the turn it cut ("interrupted", unless its reply was written), and handles the
+rest. The holder is woken by PostgreSQL's NOTIFY when another process adds a record of its chat.
+
+A lease this process fails to renew in time is another's: the chat's work here stops at once.
+A chat idle as long as a session is kept is released. A graceful stop releases every lease.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+import anyio
+from anyio.abc import TaskGroup
+from telegram import Update
+
+from ..core import ChatLeases, Leadership, process_metrics
+from ..exceptions import DatabaseError
+from ._journal import Journal
+from ._notices import INTERRUPTED
+from ._outbox import Outbox
+from ._render import plain
+
+__all__ = ["LEASE_SECONDS", "Leases", "chat_of", "holder_name"]
+
+logger = logging.getLogger(__name__)
+
+LEASE_SECONDS: Final = 15.0
+_ORPHANS_A_SCAN: Final = 500
+_KEEP_HANDLED: Final = 86400.0
+"""Seconds a handled update's name is kept: Telegram redelivers an update for less than a day."""
+
+
+def holder_name() -> str:
+    """This process's name as a lease holder: its host, pid and a random part (never reused)."""
+    return f"{socket.gethostname()[:64]}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+def chat_of(update: Update) -> int | None:
+    """The chat an update belongs to, whose holder handles it; None for one of no chat."""
+    message = update.effective_message
+    return message.chat.id if message is not None else None
+
+
+class Leases:
+    """The chats this process holds, with their takeover, wake-ups, renewal and release."""
+
+    def __init__(
+        self,
+        leases: ChatLeases,
+        *,
+        bot: str,
+        inbox: Journal,
+        outbox: Outbox,
+        seconds: float,
+        idle: float,
+    ) -> None:
+        self._leases = leases
+        self._bot = bot
+        self._inbox = inbox
+        self._outbox = outbox
+        self.seconds = seconds
+        self._idle = idle
+        self.holder = holder_name()
+        self.held: dict[int, float] = {}
+        """Each chat held, with when it was last active (the event loop's clock)."""
+        self._locks: dict[int, anyio.Lock] = {}
+        self._routed: dict[int, set[str]] = {}
+        """The inbox records of each chat already routed here (their turns may be running)."""
+        self._tg: TaskGroup | None = None
+        self._route: Callable[[Update, str], Awaitable[None]] | None = None
+        self._drop: Callable[[int], Awaitable[None]] | None = None
+        self._busy: Callable[[int], bool] = lambda chat: False
+
+    async def run(
+        self,
+        tg: TaskGroup,
+        *,
+        route: Callable[[Update, str], Awaitable[None]],
+        drop: Callable[[int], Awaitable[None]],
+        busy: Callable[[int], bool],
+    ) -> None:
+        """Serve until cancelled: wake-ups, renewal, takeover and release. ``route`` handles one
+        stored update of a held chat; ``drop`` stops a chat's work here (lost or released);
+        ``busy`` says whether a chat has work here (a turn, a question)."""
+        self._tg, self._route, self._drop, self._busy = tg, route, drop, busy
+        async with self._leases.listen(self._bot, self._woken):
+            while True:
+                try:
+                    await self._tick()
+                except DatabaseError as exc:
+                    logger.warning("renewing the chats' leases failed: %s", exc)
+                await anyio.sleep(self.seconds / 3)
+
+    def _woken(self, chat: str) -> None:
+        chat_id = int(chat)
+        if chat_id in self.held and self._tg is not None:
+            self._tg.start_soon(self.serve, chat_id)
+
+    async def receive(self, update: Update) -> bool:
+        """Commit ``update`` to the inbox, then serve its chat if nobody else does; False when
+        it has no chat (the caller handles it at once)."""
+        chat_id = chat_of(update)
+        if chat_id is None:
+            return False
+        name = f"{update.update_id:020d}"
+        if not await self._inbox.add(name, chat_id, {"update": update.to_dict()}):
+            return True  # received before: it is, or was, handled once
+        if self._tg is not None:
+            self._tg.start_soon(self.serve, chat_id)
+        return True
+
+    async def serve(self, chat_id: int) -> None:
+        """Hold ``chat_id`` if nobody else does, and route its waiting updates here, in order."""
+        try:
+            async with self._lock(chat_id):
+                if chat_id not in self.held and not await self._take(chat_id):
+                    return  # another process holds it, and was woken
+                self.held[chat_id] = anyio.current_time()
+                await self._pump(chat_id, answered=set())
+        except DatabaseError as exc:
+            logger.warning("chat %s could not be served: %s", chat_id, exc)
+
+    def _lock(self, chat_id: int) -> anyio.Lock:
+        lock = self._locks.get(chat_id)
+        if lock is None:
+            lock = self._locks[chat_id] = anyio.Lock()
+        return lock
+
+    async def _take(self, chat_id: int) -> bool:
+        taken = await self._leases.take(self._bot, str(chat_id), self.holder, self.seconds)
+        if taken is None:
+            return False
+        if taken == "moved":
+            process_metrics().lease_moves += 1
+            logger.info("took over chat %s from a process that stopped renewing its lease", chat_id)
+        self.held[chat_id] = anyio.current_time()
+        self._routed[chat_id] = set()
+        # What an earlier holder left: its undelivered replies go out first, in order.
+        assert self._tg is not None
+        resumed = await self._outbox.resume(self._tg, chat_id)
+        await self._pump(chat_id, answered={d.answers for d in resumed if d.answers})
+        return True
+
+    async def _pump(self, chat_id: int, *, answered: set[str]) -> None:
+        routed = self._routed.setdefault(chat_id, set())
+        records = await self._inbox.load(chat_id)
+        routed &= {name for name, _ in records}  # the rest are handled
+        for name, record in records:
+            if name in routed:
+                continue
+            routed.add(name)
+            if record.get("started"):
+                # A turn an earlier holder began and never ended: reported, unless answered.
+                if name not in answered:
+                    await self._outbox.send(
+                        chat_id,
+                        plain(INTERRUPTED),
+                        thread_id=record.get("thread_id"),
+                        reply_to=record.get("message_id"),
+                    )
+                await self._inbox.delete(name)
+                continue
+            raw = record.get("update")
+            update = Update.de_json(raw, self._outbox.bot) if isinstance(raw, dict) else None
+            if update is None:
+                await self._inbox.delete(name)
+                continue
+            assert self._route is not None
+            await self._route(update, name)
+
+    async def _tick(self) -> None:
+        before = set(self.held)  # a chat taken while the renewal runs is not lost
+        renewed = {int(chat) for chat in await self._leases.renew(self._bot, self.holder, self.seconds)}
+        for chat_id in before - renewed:
+            logger.warning("chat %s is now served by another process: its work here stops", chat_id)
+            await self._forget(chat_id)
+        now = anyio.current_time()
+        for chat_id in self.held:
+            if self._busy(chat_id):
+                self.held[chat_id] = now
+        idle = [chat for chat, seen in self.held.items() if now - seen >= self._idle]
+        if idle:
+            await self._leases.release(self._bot, self.holder, [str(chat) for chat in idle])
+            for chat_id in idle:
+                await self._forget(chat_id)
+        for chat in await self._leases.orphans(self._bot, self.holder, _ORPHANS_A_SCAN):
+            if self._tg is not None and int(chat) not in self.held:
+                self._tg.start_soon(self.serve, int(chat))
+        await self._leases.prune(self._bot, _KEEP_HANDLED)
+
+    async def _forget(self, chat_id: int) -> None:
+        self.held.pop(chat_id, None)
+        self._routed.pop(chat_id, None)
+        self._locks.pop(chat_id, None)
+        if self._drop is not None:
+            await self._drop(chat_id)
+
+    async def release_all(self) -> None:
+        """Give up every lease (a graceful stop): other processes take the chats at once."""
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
+            try:
+                await self._leases.release(self._bot, self.holder)
+            except DatabaseError as exc:
+                logger.warning("releasing the chats' leases failed (%s); they expire", exc)
+        self.held.clear()
+
+    async def lead(self, what: str, work: Callable[[], Awaitable[None]]) -> None:
+        """Run ``work`` while this process is the bot's one process doing ``what`` (polling);
+        the others wait, and one takes over within a third of a lease when the leader dies."""
+        while True:
+            try:
+                async with self._leases.leader(self._bot, what) as leadership:
+                    if leadership.held:
+                        logger.info("this process is the one %s", what)
+                        async with anyio.create_task_group() as tg:
+                            tg.start_soon(self._watch, leadership, tg.cancel_scope)
+                            await work()
+                        logger.warning("no longer the one %s: another process takes over", what)
+            except DatabaseError as exc:
+                logger.warning("the %s leadership failed: %s", what, exc)
+            await anyio.sleep(self.seconds / 3)
+
+    async def _watch(self, leadership: Leadership, scope: anyio.CancelScope) -> None:
+        while True:
+            if not await leadership.check():
+                scope.cancel()
+                return
+            await anyio.sleep(self.seconds / 3)
