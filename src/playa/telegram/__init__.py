@@ -6,7 +6,9 @@ or the creator of a group. Long polling by default, a webhook as an option.
 
 from ._bot import ALLOWED_UPDATES, TelegramBot, run_telegram
 from ._health import HEALTH_PATH, METRICS_PATH, PROBE_TIMEOUT, Operations
+from ._journal import Journal, bot_id
 from ._leases import LEASE_SECONDS, Leases
+from ._notices import INTERRUPTED
 from ._options import TelegramOptions, public_url_from, telegram_options
 from ._outbox import RetryPolicy
 from ._owner import ANONYMOUS_ADMIN_ID
@@ -18,11 +20,13 @@ __all__ = [
     "ALLOWED_UPDATES",
     "ANONYMOUS_ADMIN_ID",
     "HEALTH_PATH",
+    "INTERRUPTED",
     "LEASE_SECONDS",
     "MESSAGE_LIMIT",
     "METRICS_PATH",
     "PROBE_TIMEOUT",
     "SECRET_HEADER",
+    "Journal",
     "Leases",
     "Operations",
     "RedirectRoute",
@@ -31,6 +35,7 @@ __all__ = [
     "TelegramOptions",
     "TelegramSettings",
     "WebhookConfig",
+    "bot_id",
     "build_bot",
     "public_url_from",
     "run_telegram",
