@@ -4,6 +4,7 @@ import argparse
 import json
 import math
 import platform
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -367,3 +368,22 @@ def test_the_workspace_quota_comes_from_the_environment_and_bad_values_are_clear
     for bad in ("0", "1.5M", "lots", "5 M"):
         with pytest.raises(ConfigError, match="PLAYA_WORKSPACE_QUOTA must be a whole number of bytes"):
             host_config_from_env(_args(tmp_path), {"PLAYA_WORKSPACE_QUOTA": bad})
+
+
+def test_a_bot_that_cannot_start_says_why_in_one_line(tmp_path: Path) -> None:
+    with socket.socket() as unused:  # a loopback port nobody listens on
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    done = _playa(
+        "telegram",
+        environ={
+            "TELEGRAM_BOT_TOKEN": "123:not-a-real-token-but-shaped-like-one",
+            "PLAYA_TELEGRAM_BASE_URL": f"http://127.0.0.1:{port}",
+            "PLAYA_DATA_DIR": str(tmp_path),
+            "PLAYA_SECRET": "x" * 40,
+        },
+    )
+    assert done.returncode == 2, done.stderr
+    assert "playa: cannot reach the Telegram Bot API" in done.stderr
+    assert "Traceback" not in done.stderr and "ExceptionGroup" not in done.stderr
+    assert "not-a-real-token" not in done.stderr

@@ -406,6 +406,21 @@ async def _start_demo(tg: anyio.abc.TaskGroup) -> str:
     )
 
 
+def _run(command: Callable[[argparse.Namespace], Awaitable[None]], args: argparse.Namespace) -> None:
+    """Run ``command``; a setting or database error from within its task groups is raised alone,
+    so that it is told as one line, not as a group's traceback."""
+    try:
+        anyio.run(command, args)
+    except BaseExceptionGroup as group:
+        told, rest = group.split((ConfigError, DatabaseError))
+        if told is None or rest is not None:
+            raise
+        first: BaseException = told
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        raise first from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["demo-server"]:
@@ -432,9 +447,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "db":
             return _db(args)
         elif args.command == "chat":
-            anyio.run(_chat, args)
+            _run(_chat, args)
         elif args.command == "telegram":
-            anyio.run(_telegram, args)
+            _run(_telegram, args)
     except ConfigError as exc:
         print(f"playa: {exc}", file=sys.stderr)
         return 2
