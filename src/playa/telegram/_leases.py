@@ -5,7 +5,9 @@ holder then handles it, in order. A process takes a chat nobody holds when an up
 arrives, or when its scan (every third of a lease) finds a chat with records waiting whose
 holder stopped renewing (died): then it first delivers the replies the dead holder left in the
 outbox, reports the turn it cut ("interrupted", unless its reply was written), and handles the
-rest. The holder is woken by PostgreSQL's NOTIFY when another process adds a record of its chat.
+rest. Every process is woken by PostgreSQL's NOTIFY when a record is added: the chat's holder
+handles it; when nobody holds the chat, the processes race for it, so chats spread over them
+even when one process receives every update (the poller).
 
 A lease this process fails to renew in time is another's: the chat's work here stops at once.
 A chat idle as long as a session is kept is released. A graceful stop releases every lease.
@@ -14,6 +16,7 @@ A chat idle as long as a session is kept is released. A graceful stop releases e
 from __future__ import annotations
 
 import logging
+import math
 import os
 import secrets
 import socket
@@ -75,6 +78,8 @@ class Leases:
         self.held: dict[int, float] = {}
         """Each chat held, with when it was last active (the event loop's clock)."""
         self._locks: dict[int, anyio.Lock] = {}
+        self._elsewhere: dict[int, float] = {}
+        """Chats another process held when this one last tried, until when it does not try again."""
         self._routed: dict[int, set[str]] = {}
         """The inbox records of each chat already routed here (their turns may be running)."""
         self._tg: TaskGroup | None = None
@@ -103,8 +108,12 @@ class Leases:
                 await anyio.sleep(self.seconds / 3)
 
     def _woken(self, chat: str) -> None:
+        # Every process is woken: the holder serves; when nobody holds the chat, the processes
+        # race for it (one wins), so the chats spread over them even when one receives them all.
         chat_id = int(chat)
-        if chat_id in self.held and self._tg is not None:
+        if self._tg is None:
+            return
+        if chat_id in self.held or self._elsewhere.get(chat_id, -math.inf) < anyio.current_time():
             self._tg.start_soon(self.serve, chat_id)
 
     async def receive(self, update: Update) -> bool:
@@ -140,7 +149,9 @@ class Leases:
     async def _take(self, chat_id: int) -> bool:
         taken = await self._leases.take(self._bot, str(chat_id), self.holder, self.seconds)
         if taken is None:
+            self._elsewhere[chat_id] = anyio.current_time() + self.seconds
             return False
+        self._elsewhere.pop(chat_id, None)
         if taken == "moved":
             process_metrics().lease_moves += 1
             logger.info("took over chat %s from a process that stopped renewing its lease", chat_id)
@@ -198,6 +209,7 @@ class Leases:
             if self._tg is not None and int(chat) not in self.held:
                 self._tg.start_soon(self.serve, int(chat))
         await self._leases.prune(self._bot, _KEEP_HANDLED)
+        self._elsewhere = {chat: until for chat, until in self._elsewhere.items() if until > now}
 
     async def _forget(self, chat_id: int) -> None:
         self.held.pop(chat_id, None)
