@@ -1,10 +1,9 @@
-"""The chats' workspaces (``WorkspaceRows``) and pending OAuth logins (``PendingLogins``) in PostgreSQL."""
+"""The chats' workspaces (``WorkspaceRows``) in PostgreSQL; pending OAuth logins are in ``_logins``."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from ..core import over_quota
+from ._logins import LoginTable
 from ._pool import Database
 
 __all__ = ["LoginTable", "WorkspaceTable"]
@@ -74,37 +73,3 @@ class WorkspaceTable:
         async with self._database.connection() as connection:
             rows = await connection.fetch("SELECT DISTINCT chat FROM workspace_files ORDER BY chat")
         return [row["chat"] for row in rows]
-
-
-class LoginTable:
-    """Pending logins by the SHA-256 of their state: taken once (``DELETE … RETURNING``)."""
-
-    def __init__(self, database: Database) -> None:
-        self._database = database
-
-    async def put(self, state_hash: bytes, scope: str, server: str, sealed: bytes, expires_at: float) -> None:
-        async with self._database.connection() as connection:
-            await connection.execute(
-                "INSERT INTO oauth_pending (state_hash, chat, server, sealed, expires_at) "
-                "VALUES ($1, $2, $3, $4, $5)",
-                state_hash,
-                scope,
-                server,
-                sealed,
-                datetime.fromtimestamp(expires_at, UTC),
-            )
-
-    async def take(self, state_hash: bytes, now: float) -> tuple[str, str, bytes] | None:
-        async with self._database.transaction() as connection:
-            # One statement: of two takers the second finds the row gone (or waits, then finds it
-            # gone), so one login is completed once. Expired logins go with it.
-            row = await connection.fetchrow(
-                "DELETE FROM oauth_pending WHERE state_hash = $1 RETURNING chat, server, sealed, expires_at",
-                state_hash,
-            )
-            await connection.execute(
-                "DELETE FROM oauth_pending WHERE expires_at <= $1", datetime.fromtimestamp(now, UTC)
-            )
-        if row is None or row["expires_at"].timestamp() <= now:
-            return None
-        return row["chat"], row["server"], row["sealed"]
