@@ -30,6 +30,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "db": ("bench.bench_db", "run"),
     "db-turn": ("bench.bench_db_turn", "run"),
     "stream": ("bench.bench_stream", "run"),
+    "failover": ("bench.bench_failover", "run"),
+    "spread": ("bench.bench_spread", "run"),
 }
 
 
