@@ -55,6 +55,7 @@ from ._schemas import ToolRules, Withheld, repair_schema
 from ._scope import folder_scope, scope_folder, session_state_dir
 from ._session import ChatSession, LateResult
 from ._storage import (
+    AuditRows,
     ChatLeases,
     HistoryRows,
     Leadership,
@@ -102,6 +103,7 @@ __all__ = [
     "Answer",
     "Approval",
     "Attachment",
+    "AuditRows",
     "ChatLeases",
     "ChatSession",
     "Command",

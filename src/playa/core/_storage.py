@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias
 
 __all__ = [
+    "AuditRows",
     "ChatLeases",
     "HistoryRows",
     "Leadership",
@@ -251,10 +252,49 @@ class Storage(Protocol):
     def leases(self) -> ChatLeases: ...
 
     @property
+    def audit(self) -> AuditRows: ...
+
+    @property
     def where(self) -> str:
         """Where the state is, as replies and logs may show it (no credential)."""
         ...
 
     async def claim_key(self, purpose: str, key_id: str) -> None:
         """Record the key id ``purpose``'s seals are made with, or refuse another (``ConfigError``)."""
+        ...
+
+
+class AuditRows(Protocol):
+    """A chat's audit log as rows: each record's bytes by its sequence number, and the head (how
+    far the log went), both as the writer sealed them.
+
+    An append and its head are written together, and only over the head the writer read: of two
+    processes that both think they hold the chat, one appends and the other is told, so the chain
+    is never interleaved.
+    """
+
+    async def append(
+        self, scope: str, known: bytes | None, records: Sequence[tuple[int, bytes]], head: bytes
+    ) -> bool:
+        """Add ``records`` (sequence number, bytes) and replace the head with ``head``, in one
+        transaction, while the stored head is still ``known`` (None: there is none); False, and
+        nothing written, when it is not (another writer's head is there, or a record's number is
+        taken)."""
+        ...
+
+    async def read(self, scope: str) -> tuple[bytes | None, list[tuple[int, bytes]]]:
+        """The head and every record, by sequence number, from one snapshot."""
+        ...
+
+    async def last(self, scope: str, count: int) -> tuple[bytes | None, list[tuple[int, bytes]]]:
+        """The head and the ``count`` records of the highest sequence numbers, in order."""
+        ...
+
+    async def move(self, old_scope: str, new_scope: str) -> bool:
+        """Make ``old_scope``'s records and head ``new_scope``'s (a chat that got a new scope);
+        nothing is moved, and False returned, when ``new_scope`` has records of its own."""
+        ...
+
+    async def scopes(self) -> list[str]:
+        """Every chat that has an audit log here, sorted."""
         ...

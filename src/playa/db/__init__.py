@@ -10,6 +10,7 @@ package needs the ``postgres`` extra (asyncpg).
 """
 
 from ._admin import upgrade_database
+from ._audit import AuditTable
 from ._host_key import claim_host_key
 from ._leases import ChatLeaseTable, Leader
 from ._migrations import LOCK_KEY, Migration, Upgrade, latest_version, migrations, schema_version, upgrade
@@ -25,6 +26,7 @@ __all__ = [
     "ENV_DATABASE_URL",
     "LOCK_KEY",
     "SSL_MODES",
+    "AuditTable",
     "ChatLeaseTable",
     "ConnectArguments",
     "Connection",

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from ..core import ServerRow, StoredServers
+from ._audit import AuditTable
 from ._host_key import claim_host_key
 from ._leases import ChatLeaseTable
 from ._pool import Connection, Database
@@ -140,6 +141,7 @@ class DatabaseStorage:
         self._inbox = RecordTable(database, "telegram_inbox")
         self._outbox = RecordTable(database, "telegram_outbox")
         self._leases = ChatLeaseTable(database)
+        self._audit = AuditTable(database)
 
     def __repr__(self) -> str:
         return f"DatabaseStorage({self.where})"
@@ -171,6 +173,10 @@ class DatabaseStorage:
     @property
     def leases(self) -> ChatLeaseTable:
         return self._leases
+
+    @property
+    def audit(self) -> AuditTable:
+        return self._audit
 
     @property
     def where(self) -> str:

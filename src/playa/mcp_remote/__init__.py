@@ -31,6 +31,7 @@ from .store import (
     decision_of,
     resolve_host_secret,
     verify_log,
+    verify_rows,
 )
 from .transport import (
     CALLBACK_PATH,
@@ -106,4 +107,5 @@ __all__ = [
     "skills_of",
     "system_resolver",
     "verify_log",
+    "verify_rows",
 ]

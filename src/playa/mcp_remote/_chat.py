@@ -84,7 +84,12 @@ class ChatServers:
         self._secrets = secrets = ChatSecrets(session)
         folder = audit_folder(session.state_dir) if session.state_dir is not None else None
         self.audit = audit = AuditLog(
-            folder, session.scope, audit_key, task_group=task_group, redact=secrets.redact_out
+            folder,
+            session.scope,
+            audit_key,
+            task_group=task_group,
+            redact=secrets.redact_out,
+            rows=session.storage.audit if session.storage is not None else None,
         )
         """What was done with the chat's servers and tools, tamper-evident (``/mcp_audit``)."""
         self.flow_guard = FlowGuard(

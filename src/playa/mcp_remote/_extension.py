@@ -32,6 +32,7 @@ from .store import (
     ServerStore,
     audit_folder,
     move_log,
+    move_rows,
 )
 from .transport import Connector
 
@@ -236,7 +237,10 @@ class RemoteMcpExtension(Extension):
             await new.put(entry)
         if isinstance(old, RowServers) and loaded.entries and not loaded.rejected and loaded.warning is None:
             await old.save(())
-        if self._audit_key is not None and session.state_dir is not None:
+        if self._audit_key is not None and session.storage is not None:
+            # The audit log's rows move too: its chain goes on under the new scope, saying so.
+            await move_rows(session.storage.audit, old_scope, session.scope, self._audit_key)
+        elif self._audit_key is not None and session.state_dir is not None:
             # The audit log moved too: its chain goes on under the new scope, saying so.
             folder = audit_folder(session.state_dir)
             await anyio.to_thread.run_sync(move_log, folder, old_scope, session.scope, self._audit_key)

@@ -9,7 +9,9 @@ a database's rows) and ``AuditLog`` are the backends that fill them.
 
 from ._audit import AuditLog, move_log
 from ._audit_chain import AuditKey, AuditRecord, FieldValue
-from ._audit_file import Break, Verification, audit_folder, read_records, verify_log
+from ._audit_file import audit_folder, read_records, replace_log, verify_log
+from ._audit_rows import log_rows, move_rows, verify_rows
+from ._audit_verify import Break, Verification
 from ._entry import AuthKind, ServerEntry, TransportChoice
 from ._file_servers import FileServers
 from ._grant import CLIENT_CREDENTIALS, OAuthGrant, client_key_pem, resource_of, signing_algorithm
@@ -103,14 +105,17 @@ __all__ = [
     "digest_of",
     "field_digests",
     "instructions_change",
+    "log_rows",
     "mask_url",
     "move_log",
+    "move_rows",
     "pending_digest",
     "prompt_change",
     "prompt_definition",
     "prompt_digest",
     "read_only_of",
     "read_records",
+    "replace_log",
     "resolve_host_secret",
     "resource_of",
     "same_definitions",
@@ -121,6 +126,7 @@ __all__ = [
     "skill_definition",
     "store_path",
     "verify_log",
+    "verify_rows",
     "view_digest",
     "without_format",
 ]

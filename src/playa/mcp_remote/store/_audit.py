@@ -22,7 +22,6 @@ a ``chat_moved`` record sealed for the new scope names the old one (``move_log``
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 import time
@@ -36,6 +35,8 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from ..._files import append_durably
+from ...core import AuditRows
+from ...exceptions import DatabaseError
 from ._audit_chain import (
     GENESIS,
     MOVED,
@@ -48,8 +49,10 @@ from ._audit_chain import (
     parse_record,
     scopes,
     sealed_head,
+    timestamp,
 )
 from ._audit_file import audit_paths, latest_records, read_head, tail_of, write_head
+from ._audit_rows import AuditRaced, RowWriter, latest_rows
 
 __all__ = ["COMMIT_DELAY", "AuditLog", "move_log"]
 
@@ -59,16 +62,6 @@ _NAME_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _MAX_TEXT: Final = 200
 
 logger = logging.getLogger(__name__)
-
-
-def _timestamp(now: float) -> str:
-    return f"{_second(int(now))}.{int(now % 1 * 1000):03d}Z"
-
-
-@functools.lru_cache(maxsize=4)
-def _second(whole: int) -> str:
-    """A second's text: the records of a batch mostly share it."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
 
 
 _NAMES_KEPT: Final = 1024
@@ -150,7 +143,7 @@ class _Writer:
         entries = [(time.time(), kind, fields) for kind, fields in self._resumed] + batch
         for now, kind, fields in entries:
             seq += 1
-            record = chained(seq, prev, _timestamp(now), kind, fields, self.scope, self.key)
+            record = chained(seq, prev, timestamp(now), kind, fields, self.scope, self.key)
             lines.append(record.line())
             prev = record.hash
         log, head_path = audit_paths(self.folder)
@@ -200,8 +193,14 @@ class AuditLog:
         redact: Callable[[str], str] = lambda text: text,
         clock: Callable[[], float] = time.time,
         commit_delay: float = COMMIT_DELAY,
+        rows: AuditRows | None = None,
     ) -> None:
-        self._writer = _Writer(folder, scope, key) if folder is not None and key is not None else None
+        """``rows``: the host's database keeps the log (then ``folder`` is not used)."""
+        self._writer: _Writer | RowWriter | None = None
+        if key is not None and rows is not None:
+            self._writer = RowWriter(rows, scope, key)
+        elif key is not None and folder is not None:
+            self._writer = _Writer(folder, scope, key)
         self._commit_delay = commit_delay
         self._now = anyio.Event()
         self._tg = task_group
@@ -240,15 +239,28 @@ class AuditLog:
                     await self._now.wait()
                 self._now = anyio.Event()
                 batch, self._pending = self._pending, []
-                try:
-                    # Not cancellable: a batch taken is written, also when the chat closes.
-                    await anyio.to_thread.run_sync(self._writer.append, batch)
-                except OSError as exc:
-                    logger.error("audit records of %s were lost: %s", self._writer.scope, exc.strerror)
+                await self._write(batch)
         finally:
             done, self._flushed = self._flushed, None
             if done is not None:
                 done.set()
+
+    async def _write(self, batch: list[tuple[float, str, dict[str, FieldValue]]]) -> None:
+        writer = self._writer
+        assert writer is not None
+        if isinstance(writer, RowWriter):
+            # Shielded, as the thread is: a batch taken is written, also when the chat closes.
+            with anyio.CancelScope(shield=True):
+                try:
+                    await writer.append(batch)
+                except (DatabaseError, AuditRaced) as exc:
+                    logger.error("audit records of %s were lost: %s", writer.scope, exc)
+            return
+        try:
+            # Not cancellable: a batch taken is written, also when the chat closes.
+            await anyio.to_thread.run_sync(writer.append, batch)
+        except OSError as exc:
+            logger.error("audit records of %s were lost: %s", writer.scope, exc.strerror)
 
     async def flush(self) -> None:
         """Wait until every record made so far is on disk (or its loss was logged)."""
@@ -263,6 +275,8 @@ class AuditLog:
         if writer is None:
             return []
         await self.flush()
+        if isinstance(writer, RowWriter):
+            return await latest_rows(writer.rows, writer.chat, writer.key, count)
         records = await anyio.to_thread.run_sync(latest_records, audit_paths(writer.folder)[0], count)
         sealed_for = scopes(records, writer.scope, writer.key)
         return [

@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import json
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias
@@ -37,6 +38,7 @@ __all__ = [
     "parse_record",
     "scopes",
     "sealed_head",
+    "timestamp",
 ]
 
 AUDIT_VERSION: Final = 1
@@ -239,3 +241,14 @@ def scopes(records: Sequence[AuditRecord | BadLine], scope: str, key: AuditKey) 
         ):
             scope = previous
     return found[::-1]
+
+
+def timestamp(now: float) -> str:
+    """A record's time: UTC, to the millisecond."""
+    return f"{_second(int(now))}.{int(now % 1 * 1000):03d}Z"
+
+
+@functools.lru_cache(maxsize=4)
+def _second(whole: int) -> str:
+    """A second's text: the records of a batch mostly share it."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Final
 
-from ._audit_chain import GENESIS, AuditKey, AuditRecord, BadLine, Head, open_head, parse_record, scopes
+from ._audit_chain import AuditKey, AuditRecord, BadLine, Head, open_head, parse_record
+from ._audit_verify import Break, Verification, verify_chain
 from ._server_file import private_folder
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "latest_records",
     "read_head",
     "read_records",
+    "replace_log",
     "tail_of",
     "verify_log",
     "write_head",
@@ -149,86 +150,22 @@ def write_head(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-@dataclass(frozen=True)
-class Break:
-    """Where the chain breaks: the line of the log (0: the head record) and why."""
-
-    line: int
-    why: str
-
-    def __str__(self) -> str:
-        return f"line {self.line}: {self.why}" if self.line else self.why
-
-
-@dataclass(frozen=True)
-class Verification:
-    """What ``verify_log`` found: the records that verify, in order, and every break."""
-
-    records: tuple[AuditRecord, ...] = ()
-    breaks: tuple[Break, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return not self.breaks
-
-
-def _chain_break(record: AuditRecord, last: AuditRecord | None) -> tuple[str, bool] | None:
-    """Why a verified record does not follow ``last`` (and whether it is kept all the same), or None."""
-    expected = 1 if last is None else last.seq + 1
-    if record.seq < expected:
-        return f"record {record.seq} comes again after record {expected - 1} (replayed or reordered)", False
-    if record.seq > expected:
-        missing = f"{expected}" if record.seq == expected + 1 else f"{expected} to {record.seq - 1}"
-        return f"record {missing} is missing before record {record.seq} (deleted or reordered)", True
-    if record.prev != (last.hash if last is not None else GENESIS):
-        return f"record {record.seq} does not follow the record before it (replayed or reordered)", True
-    return None
-
-
-def _head_break(head: Head | str | None, records: list[AuditRecord]) -> str | None:
-    """Why the head record and the verified records disagree (the log was cut), or None."""
-    last = records[-1] if records else None
-    if isinstance(head, str):
-        return head
-    if head is None:
-        return "the head record is missing" if last is not None else None
-    if last is None or last.seq < head.seq:
-        ends = f"ends at record {last.seq}" if last is not None else "is empty"
-        return f"the log {ends} but its head record says {head.seq} were written (its tail was cut)"
-    at = next((r for r in records if r.seq == head.seq), None)
-    if head.seq and (at is None or at.hash != head.hash):
-        return f"record {head.seq} is not the one the head record names"
-    return None
-
-
 def verify_log(folder: Path, scope: str, key: AuditKey) -> Verification:
     """Check the chat's log against its head record: every edit, gap, reordering, replay or cut."""
     log, head_path = audit_paths(folder)
-    records: list[AuditRecord] = []
-    breaks: list[Break] = []
-    numbers: list[int] = []
-    parsed: list[AuditRecord | BadLine] = []
-    for number, line in _lines(log):
-        numbers.append(number)
-        try:
-            parsed.append(parse_record(line))
-        except BadLine as exc:
-            parsed.append(exc)
-    for number, record, record_scope in zip(numbers, parsed, scopes(parsed, scope, key), strict=True):
-        if isinstance(record, BadLine):
-            breaks.append(Break(number, f"the line {record.why}"))
-            continue
-        if not record.verifies(key, record_scope):
-            breaks.append(
-                Break(number, f"record {record.seq} does not verify (edited, forged, or from another chat)")
-            )
-            continue
-        if (found := _chain_break(record, records[-1] if records else None)) is not None:
-            why, kept = found
-            breaks.append(Break(number, why))
-            if not kept:
-                continue
-        records.append(record)
-    if (cut := _head_break(read_head(head_path, scope, key), records)) is not None:
-        breaks.append(Break(0, cut))
-    return Verification(tuple(records), tuple(breaks))
+    return verify_chain(list(_lines(log)), read_head(head_path, scope, key), scope, key)
+
+
+def replace_log(folder: Path, records: Sequence[AuditRecord], head: bytes) -> None:
+    """Make the log in ``folder`` ``records`` and its head ``head`` (``playa db export``: a log
+    verified elsewhere). The log is written beside and renamed over the old one, then the head."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    log, head_path = audit_paths(folder)
+    partial = log.with_name(log.name + ".partial")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    with open(fd, "wb") as file:
+        file.write(b"".join(record.line() for record in records))
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(partial, log)
+    write_head(head_path, head)
