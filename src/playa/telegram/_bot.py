@@ -61,8 +61,9 @@ class TelegramBot:
     Each chat has a queue worked by one task at a time, so one chat's turns run in order while
     other chats go on. Secret answers bypass the queues: the command that waits for one holds
     its chat's queue. So do the commands sent while a question waits: one that only shows
-    something runs at once, any other cancels the question and keeps its place in the queue. An update is acknowledged to Telegram only once it is handled or sealed
-    into the inbox journal, and a reply is in the outbox journal until it is delivered.
+    something runs at once, any other cancels the question and keeps its place in the queue.
+    An update is acknowledged to Telegram only once it is handled or sealed into the inbox
+    journal, and a reply is in the outbox journal until it is delivered.
     """
 
     def __init__(
@@ -86,19 +87,18 @@ class TelegramBot:
             self.inbox = Journal.in_rows(storage.inbox, bot.token, "inbox")
             outbox = Journal.in_rows(storage.outbox, bot.token, "outbox")
         self.outbox = Outbox(bot, retry=self.settings.retry, journal=outbox)
-        self.leases = (
-            None
-            if storage is None
-            else Leases(
+        # With a database, the chats this process serves of the bot's (None: it serves every chat).
+        self.leases: Leases | None = None
+        if storage is not None:
+            seconds, idle = self.settings.lease_seconds, host.config.session_idle
+            self.leases = Leases(
                 storage.leases,
                 bot=bot_id(bot.token),
                 inbox=self.inbox,
                 outbox=self.outbox,
-                seconds=self.settings.lease_seconds,
-                idle=host.config.session_idle,
+                seconds=seconds,
+                idle=idle,
             )
-        )
-        """With a database, the chats this process serves of the bot's (None: it serves every chat)."""
         self.owners = Owners(self.outbox, ttl=self.settings.owner_ttl)
         self.answers = PendingAnswers()
         self.buttons = Buttons(self.outbox)
@@ -145,6 +145,8 @@ class TelegramBot:
         """
         if webhook is None and redirect is not None and listen is None:
             raise ConfigError("the login redirect has no address to listen on: set PLAYA_LISTEN")
+        if webhook is not None:
+            outbound_secrets().add([webhook.secret_token])  # whoever knows it can post updates
         try:
             await self._start()
             async with anyio.create_task_group() as tg:
@@ -262,18 +264,14 @@ class TelegramBot:
             if update is None:
                 await self.inbox.delete(name)
                 continue
-            await self.dispatch(update)
+            await self.route(update, None)
 
     # Updates
 
     async def receive(self, update: Update) -> None:
         """Take one update from Telegram; when this returns, it is handled or sealed in the inbox."""
         if self.leases is None or not await self.leases.receive(update):
-            await self.dispatch(update)
-
-    async def dispatch(self, update: Update) -> None:
-        """Route one update; when this returns, it is handled or sealed in the inbox journal."""
-        await self.route(update, None)
+            await self.route(update, None)
 
     async def route(self, update: Update, stored: str | None) -> None:
         """Route one update: ``stored`` names its inbox record when it has one already (with a
