@@ -170,3 +170,16 @@ async def test_one_process_leads_and_another_takes_over_when_its_connection_ends
     # The first leader's connection is closed: the lock went with it.
     async with second.leases.leader(BOT, "poller") as taken:
         assert taken.held
+
+
+async def test_a_listener_whose_connection_is_lost_is_told(database: Database) -> None:
+    async with DatabaseStorage(database).leases.listen(BOT, lambda chat: None) as lost:
+        assert not lost.is_set()
+        async with database.connection() as connection:
+            ended = await connection.fetchval(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE query LIKE 'LISTEN%' AND datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        assert ended == 1
+        with anyio.fail_after(WAIT):
+            await lost.wait()

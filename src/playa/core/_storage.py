@@ -24,6 +24,7 @@ __all__ = [
     "HistoryRows",
     "Leadership",
     "LeaseTaken",
+    "Lost",
     "PendingLogins",
     "RecordRows",
     "ServerRow",
@@ -171,6 +172,14 @@ class RecordRows(Protocol):
         ...
 
 
+class Lost(Protocol):
+    """Set when something held is lost (a listening connection)."""
+
+    def is_set(self) -> bool: ...
+
+    async def wait(self) -> None: ...
+
+
 LeaseTaken: TypeAlias = Literal["held", "new", "moved"]
 """A lease taken: renewed by its holder, new (nobody held it), or moved from a holder whose
 lease had expired."""
@@ -218,8 +227,9 @@ class ChatLeases(Protocol):
         """Forget the names of inbox records done more than ``older_than`` seconds ago; how many."""
         ...
 
-    def listen(self, bot: str, woken: Callable[[str], None]) -> contextlib.AbstractAsyncContextManager[None]:
-        """For the block, ``woken(chat)`` is called when any process adds a record of ``chat``."""
+    def listen(self, bot: str, woken: Callable[[str], None]) -> contextlib.AbstractAsyncContextManager[Lost]:
+        """For the block, ``woken(chat)`` is called when any process adds a record of ``chat``;
+        the block gets an event set when the listening connection is lost."""
         ...
 
     def leader(self, bot: str, what: str) -> contextlib.AbstractAsyncContextManager[Leadership]:

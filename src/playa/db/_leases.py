@@ -17,6 +17,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Final
 
+import anyio
 import asyncpg
 
 from ..core import LeaseTaken
@@ -138,17 +139,19 @@ class ChatLeaseTable:
         return int(done.rpartition(" ")[2] or 0)
 
     @contextlib.asynccontextmanager
-    async def listen(self, bot: str, woken: Callable[[str], None]) -> AsyncIterator[None]:
+    async def listen(self, bot: str, woken: Callable[[str], None]) -> AsyncIterator[anyio.Event]:
         def notified(_connection: object, _pid: int, _channel: str, payload: object) -> None:
             who, _, chat = str(payload).partition(" ")
             if who == bot and chat:
                 woken(chat)
 
+        lost = anyio.Event()
         async with self._database.dedicated() as connection:
+            connection.add_termination_listener(lambda _connection: lost.set())
             with translated(self._database.url.where):
                 await connection.add_listener(CHANNEL, notified)
             try:
-                yield
+                yield lost
             finally:
                 with (
                     contextlib.suppress(DatabaseError, OSError, asyncpg.InterfaceError),

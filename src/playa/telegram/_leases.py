@@ -99,13 +99,26 @@ class Leases:
         stored update of a held chat; ``drop`` stops a chat's work here (lost or released);
         ``busy`` says whether a chat has work here (a turn, a question)."""
         self._tg, self._route, self._drop, self._busy = tg, route, drop, busy
-        async with self._leases.listen(self._bot, self._woken):
+        async with anyio.create_task_group() as own:
+            own.start_soon(self._listen)
             while True:
                 try:
                     await self._tick()
                 except DatabaseError as exc:
                     logger.warning("renewing the chats' leases failed: %s", exc)
                 await anyio.sleep(self.seconds / 3)
+
+    async def _listen(self) -> None:
+        """Be woken by new records, listening again when the connection is lost (the scan covers
+        the time between)."""
+        while True:
+            try:
+                async with self._leases.listen(self._bot, self._woken) as lost:
+                    await lost.wait()
+                logger.warning("the wake-ups' connection was lost; listening again")
+            except DatabaseError as exc:
+                logger.warning("listening for new records failed: %s", exc)
+            await anyio.sleep(self.seconds / 3)
 
     def _woken(self, chat: str) -> None:
         # Every process is woken: the holder serves; when nobody holds the chat, the processes
