@@ -6,8 +6,9 @@ idempotent: a chat's servers and history on the receiving side are replaced by t
 side's, and each file is written over the receiving side's file of the same path (a file only
 the receiving side has is left), so a second run changes nothing. A broken piece (a server entry
 that does not verify, a file that cannot be read or whose path no workspace may hold, a folder
-whose chat cannot be named) is reported and the rest goes on. The audit logs stay in the data
-dir: the host keeps them there with a database too.
+whose chat cannot be named) is reported and the rest goes on. A chat's audit log moves whole
+or not at all: it is verified first (the chain and its head, with the host's key), and one that
+does not verify is reported and left where it is, so a copy never launders a cut or an edit.
 """
 
 from __future__ import annotations
@@ -23,7 +24,21 @@ from .agent import HISTORY_FILE, History
 from .core import HOST_FOLDER, FolderWorkspace, RowWorkspace, folder_scope, scope_folder, session_state_dir
 from .db import DatabaseStorage
 from .exceptions import DatabaseError, StoreError, WorkspaceError
-from .mcp_remote.store import LoadResult, RowMemory, RowServers, Sealer, ServerStore, store_path
+from .mcp_remote.store import (
+    AuditKey,
+    LoadResult,
+    RowMemory,
+    RowServers,
+    Sealer,
+    ServerStore,
+    Verification,
+    audit_folder,
+    log_rows,
+    replace_log,
+    store_path,
+    verify_log,
+    verify_rows,
+)
 
 __all__ = ["Transfer", "export_data_dir", "import_data_dir"]
 
@@ -36,6 +51,7 @@ class Transfer:
     servers: int = 0
     messages: int = 0
     files: int = 0
+    audit_records: int = 0
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -43,7 +59,7 @@ class Transfer:
         """What moved, in a line."""
         return (
             f"{self.chats} chats, {self.servers} servers, {self.messages} messages of history, "
-            f"{self.files} workspace files"
+            f"{self.files} workspace files, {self.audit_records} audit records"
         )
 
     def report(self, loaded: LoadResult, scope: str) -> None:
@@ -53,6 +69,14 @@ class Transfer:
         for rejected in loaded.rejected:
             name = rejected.name if rejected.name is not None else f"entry {rejected.index + 1}"
             self.problems.append(f"{scope}: server {name} was not moved: {rejected.reason}")
+
+    def verified(self, found: Verification, scope: str) -> bool:
+        """Whether a chat's audit log verified; the first break noted when it did not."""
+        if found.ok:
+            self.audit_records += len(found.records)
+            return True
+        self.problems.append(f"{scope}: its audit log was not moved: it breaks at {found.breaks[0]}")
+        return False
 
 
 def _files(data_dir: Path, scope: str) -> tuple[Path, Path]:
@@ -68,7 +92,9 @@ def _chat_folders(data_dir: Path) -> list[str]:
     return sorted(names)
 
 
-async def import_data_dir(data_dir: Path, storage: DatabaseStorage, sealer: Sealer) -> Transfer:
+async def import_data_dir(
+    data_dir: Path, storage: DatabaseStorage, sealer: Sealer, audit: AuditKey
+) -> Transfer:
     """Move every chat of ``data_dir`` into the database (its servers and history replaced)."""
     done = Transfer()
     memory = RowMemory()
@@ -98,6 +124,8 @@ async def import_data_dir(data_dir: Path, storage: DatabaseStorage, sealer: Seal
                 moved = True
             if await _import_files(workspace, storage, scope, done):
                 moved = True
+            if await _import_audit(state, storage, scope, audit, done):
+                moved = True
         except (StoreError, DatabaseError, OSError) as exc:
             done.problems.append(f"{scope}: not moved: {exc}")
             continue
@@ -105,11 +133,17 @@ async def import_data_dir(data_dir: Path, storage: DatabaseStorage, sealer: Seal
     return done
 
 
-async def export_data_dir(data_dir: Path, storage: DatabaseStorage, sealer: Sealer) -> Transfer:
+async def export_data_dir(
+    data_dir: Path, storage: DatabaseStorage, sealer: Sealer, audit: AuditKey
+) -> Transfer:
     """Write every chat of the database into ``data_dir`` (its servers and history replaced)."""
     done = Transfer()
     memory = RowMemory()
-    scopes = set(await storage.scopes()) | set(await storage.workspace.scopes())
+    scopes = (
+        set(await storage.scopes())
+        | set(await storage.workspace.scopes())
+        | set(await storage.audit.scopes())
+    )
     for scope in sorted(scopes):
         workspace, state = _files(data_dir, scope)
         try:
@@ -129,11 +163,38 @@ async def export_data_dir(data_dir: Path, storage: DatabaseStorage, sealer: Seal
                 await history.extend(kept.messages)
                 done.messages += len(kept)
             await _export_files(storage, scope, FolderWorkspace(workspace), done)
+            await _export_audit(storage, scope, state, audit, done)
         except (StoreError, DatabaseError, OSError) as exc:
             done.problems.append(f"{scope}: not moved: {exc}")
             continue
         done.chats += 1
     return done
+
+
+async def _import_audit(
+    state: Path, storage: DatabaseStorage, scope: str, key: AuditKey, done: Transfer
+) -> bool:
+    """The chat's audit log from its private folder into its rows, if it verifies whole; whether
+    one moved. The rows' head names the last record, as an append's does."""
+    found = await anyio.to_thread.run_sync(verify_log, audit_folder(state), scope, key)
+    if not found.records and found.ok:
+        return False
+    if not done.verified(found, scope):
+        return False
+    head, rows = log_rows(found.records, scope, key)
+    await storage.audit.replace(scope, head, rows)
+    return True
+
+
+async def _export_audit(
+    storage: DatabaseStorage, scope: str, state: Path, key: AuditKey, done: Transfer
+) -> None:
+    """The chat's audit log from its rows into its private folder, if it verifies whole."""
+    found = await verify_rows(storage.audit, scope, key)
+    if (not found.records and found.ok) or not done.verified(found, scope):
+        return
+    head, _ = log_rows(found.records, scope, key)
+    await anyio.to_thread.run_sync(replace_log, audit_folder(state), found.records, head)
 
 
 async def _import_files(workspace: Path, storage: DatabaseStorage, scope: str, done: Transfer) -> bool:

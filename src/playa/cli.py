@@ -36,9 +36,11 @@ from .mcp_remote import (
     AuditKey,
     HostSecret,
     RemoteMcpExtension,
+    Verification,
     audit_folder,
     resolve_host_secret,
     verify_log,
+    verify_rows,
 )
 from .mcp_remote.store import Sealer
 
@@ -126,7 +128,8 @@ def _audit_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         "audit",
         help="check or export a chat's audit log",
         description="Check or export a chat's audit log: what was done with its remote MCP servers and "
-        "tools. The host secret comes from the environment as for the chat itself.",
+        "tools. The host secret comes from the environment as for the chat itself; with "
+        "$PLAYA_DATABASE_URL the log is the database's.",
     )
     actions = audit.add_subparsers(dest="action", metavar="ACTION", required=True)
     verify = actions.add_parser(
@@ -172,17 +175,17 @@ def _db_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     for action, help_text, description in (
         (
             "import",
-            "move a data dir's chats (servers, history) into the database",
-            "Copy every chat's servers and history from the data dir into the database, replacing "
-            "what the database held for that chat. Safe to run again. A server or file that does not "
-            "verify is reported and the rest goes on (exit status 1).",
+            "move a data dir's chats (servers, history, files, audit logs) into the database",
+            "Copy every chat's servers, history, workspace files and audit log from the data dir into "
+            "the database, replacing what the database held for that chat. Safe to run again. A server, "
+            "file or audit log that does not verify is reported and the rest goes on (exit status 1).",
         ),
         (
             "export",
-            "write the database's chats (servers, history) into a data dir",
-            "Copy every chat's servers and history from the database into the data dir, replacing "
-            "what the data dir held for that chat. Safe to run again. A server that does not verify "
-            "is reported and the rest goes on (exit status 1).",
+            "write the database's chats (servers, history, files, audit logs) into a data dir",
+            "Copy every chat's servers, history, workspace files and audit log from the database into "
+            "the data dir, replacing what the data dir held for that chat. Safe to run again. A server "
+            "or audit log that does not verify is reported and the rest goes on (exit status 1).",
         ),
     ):
         sub = actions.add_parser(action, help=help_text, description=description)
@@ -231,7 +234,7 @@ async def _db_transfer(args: argparse.Namespace) -> int:
             )
         await storage.claim_key("servers", sealer.key_id)
         move = import_data_dir if args.action == "import" else export_data_dir
-        done = await move(data_dir, storage, sealer)
+        done = await move(data_dir, storage, sealer, AuditKey(secret.value))
     verb = "imported into the database" if args.action == "import" else f"exported into {data_dir}"
     print(f"{verb}: {done.summary}")
     for problem in done.problems:
@@ -248,10 +251,14 @@ def _audit(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     )
     if not isinstance(secret, HostSecret):
         raise ConfigError(secret.reason)
-    folder = audit_folder(session_state_dir(data_dir, args.chat))
-    found = verify_log(folder, args.chat, AuditKey(secret.value))
+    key = AuditKey(secret.value)
+    if environ.get("PLAYA_DATABASE_URL", "").strip():
+        found, where = anyio.run(_verify_rows, args.chat, key, environ)
+    else:
+        found = verify_log(audit_folder(session_state_dir(data_dir, args.chat)), args.chat, key)
+        where = str(data_dir)
     if not found.records and not found.breaks:
-        print(f"playa: chat {args.chat} has no audit log in {data_dir}", file=sys.stderr)
+        print(f"playa: chat {args.chat} has no audit log in {where}", file=sys.stderr)
         return 1
     if args.action == "export":
         lines = "".join(json.dumps(record.as_json(), ensure_ascii=False) + "\n" for record in found.records)
@@ -259,8 +266,8 @@ def _audit(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             sys.stdout.write(lines)
         else:
             args.output.write_text(lines, encoding="utf-8")
-    for where in found.breaks:
-        print(f"playa: the audit log of {args.chat} breaks at {where}", file=sys.stderr)
+    for broken in found.breaks:
+        print(f"playa: the audit log of {args.chat} breaks at {broken}", file=sys.stderr)
     if found.breaks:
         return 1
     if args.action == "verify":
@@ -269,6 +276,17 @@ def _audit(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             f"The audit log of {args.chat} is whole: {len(found.records)} records, the last #{last.seq} at {last.time}."
         )
     return 0
+
+
+async def _verify_rows(scope: str, key: AuditKey, environ: Mapping[str, str]) -> tuple[Verification, str]:
+    """The chat's audit log in the database ``PLAYA_DATABASE_URL`` names, verified; and where it is."""
+    try:
+        from .db import open_storage  # imported here: asyncpg is in the postgres extra
+    except ImportError:
+        raise ConfigError("PLAYA_DATABASE_URL needs asyncpg: pip install 'playa[postgres]'") from None
+    async with open_storage(environ) as storage:
+        assert storage is not None  # the URL is set
+        return await verify_rows(storage.audit, scope, key), storage.where
 
 
 def _configure_logging(level: str | None) -> None:
