@@ -10,6 +10,7 @@ shared inbox. Replies are the offline model's (scripted: no network, the same te
 from __future__ import annotations
 
 import itertools
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -38,6 +39,7 @@ START_TIMEOUT = 90.0
 POST_TIMEOUT = 60.0
 LABEL = "[offline model]"
 """What every reply of the offline model begins with."""
+_HELD = re.compile(r"^playa_chats_held(?:\{[^}]*\})? (\S+)$", re.MULTILINE)
 
 
 def rss_of(pid: int) -> int:
@@ -119,15 +121,25 @@ class Fleet:
         if response.status_code != 200:
             raise RuntimeError(f"the webhook of port {bot.port} answered {response.status_code}")
 
-    async def replies(self, chats: set[int], *, timeout: float) -> dict[int, float]:
-        """Wait, bounded, for a model reply in each of ``chats`` (a reply since the last call);
-        returns when each came (the fake's ``time.monotonic()``)."""
+    async def held(self, bot: Bot) -> int:
+        """The chats ``bot`` holds a session of, from its ``/metrics``."""
+        with anyio.fail_after(30):
+            response = await self.client.get(f"http://127.0.0.1:{bot.port}/metrics")
+        found = _HELD.search(response.text)
+        if response.status_code != 200 or found is None:
+            raise RuntimeError(f"no playa_chats_held in the /metrics of port {bot.port}")
+        return int(float(found.group(1)))
+
+    async def replies(self, chats: set[int], *, timeout: float, since: float = 0.0) -> dict[int, float]:
+        """Wait, bounded, for a model reply in each of ``chats``, made after ``since`` (the fake's
+        ``time.monotonic()``) and after the last call's; returns when each came."""
         waiting, came = set(chats), {}
 
         def reply(call: ApiCall) -> bool:
             return (
                 call.method in ("sendMessage", "editMessageText")
                 and call.status == 200
+                and call.at > since
                 and LABEL in call.text
                 and int(call.chat_id) in waiting
             )

@@ -15,7 +15,6 @@ registered, no chat yet). Target: each a third, ±20 %.
 from __future__ import annotations
 
 import argparse
-import re
 from dataclasses import dataclass
 
 import anyio
@@ -29,17 +28,6 @@ SPREAD = 3
 TOLERANCE = 0.2
 POSTS_AT_ONCE = 16
 FIRST_CHAT = 1_000_000
-_HELD = re.compile(r"^playa_chats_held(?:\{[^}]*\})? (\S+)$", re.MULTILINE)
-
-
-async def _held(fleet_: Fleet, bot: Bot) -> int:
-    """The chats ``bot`` says it holds open, from its ``/metrics``."""
-    with anyio.fail_after(30):
-        response = await fleet_.client.get(f"http://127.0.0.1:{bot.port}/metrics")
-    found = _HELD.search(response.text)
-    if response.status_code != 200 or found is None:
-        raise RuntimeError(f"no playa_chats_held in the /metrics of port {bot.port}")
-    return int(float(found.group(1)))
 
 
 async def _warm(bots: Fleet, bot: Bot) -> int:
@@ -93,7 +81,7 @@ async def measure(count: int) -> Measured:
         idle = rss_of(one.pid)
         warm = await _warm(bots, one)
         one_seconds = await _serve(bots, {FIRST_CHAT + n: one for n in range(count)}, timeout)
-        if (held := await _held(bots, one)) != count + 1:
+        if (held := await bots.held(one)) != count + 1:
             raise RuntimeError(f"one process holds {held} sessions, not {count}")
         one_rss = rss_of(one.pid)
         one.kill()
@@ -105,7 +93,7 @@ async def measure(count: int) -> Measured:
         spread_seconds = await _serve(bots, chats, timeout)
         # A chat nobody holds yet may be taken by another process's scan before the one it was
         # posted to takes it: a share can be off by a few chats, their sum cannot.
-        helds = [await _held(bots, bot) for bot in spread]
+        helds = [await bots.held(bot) for bot in spread]
         helds = [held - 1 for held in helds]  # the warm-up chat each
         if sum(helds) != share * SPREAD:
             raise RuntimeError(f"the three processes hold {helds} sessions, not {share * SPREAD}")
