@@ -7,7 +7,8 @@ One JSON record a line, in the chat's private folder (``_audit_file``)::
      "prev": "<SHA-256 of record 6>", "mac": "<HMAC-SHA256>"}
 
 chained and sealed with a key derived from the host secret (``_audit_chain``), and checked by
-``verify_log``.
+``verify_log``. With a database (``PLAYA_DATABASE_URL``) the same records are its rows
+(``_audit_rows``), whichever process serves the chat, and ``verify_rows`` checks them.
 
 A record holds names, counts, sizes, durations and outcomes: never an argument's value, a
 result, a token or any other secret. Its text fields pass the chat's redactor all the same.
@@ -176,8 +177,9 @@ def move_log(folder: Path, old_scope: str, new_scope: str, key: AuditKey) -> Non
 class AuditLog:
     """The audit log of one chat, as the chat's parts write it: ``record(kind, **fields)``.
 
-    Without a folder (no host secret, or no private folder) it records nothing. Writes run in
-    the chat's task group, one batch at a time, in a worker thread; ``flush`` writes what waits
+    Without a host secret, or without both a folder and ``rows``, it records nothing. Writes run in
+    the chat's task group, one batch at a time, in a worker thread (with ``rows``: one transaction
+    on the event loop); ``flush`` writes what waits
     at once and waits for it. A batch collects for ``commit_delay`` seconds after its first
     record: one fsync then serves every call of that time, where one each would cost a call
     more than the record itself (the bench ``audit``). A crash loses at most that much.
