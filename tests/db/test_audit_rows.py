@@ -17,7 +17,7 @@ import pytest
 
 from playa.db import Database, DatabaseStorage, DatabaseUrl, upgrade
 from playa.mcp_remote import AuditKey, RemoteMcpExtension
-from playa.mcp_remote.store import AuditLog, FieldValue, HostSecret, Verification, verify_rows
+from playa.mcp_remote.store import AuditLog, FieldValue, HostSecret, Verification, move_rows, verify_rows
 from support.audit import SECRET
 from support.host import new_host
 
@@ -203,3 +203,23 @@ async def test_a_moved_chat_takes_its_log_along_and_goes_on_under_its_new_scope(
     assert found.ok, found.breaks
     assert [(r.kind, r.fields.get("from")) for r in found.records][-1] == ("chat_moved", SCOPE)
     assert tools_of(found)[:2] == ["t1", "t2"]
+
+
+async def test_a_lost_head_is_said_in_the_chain_and_a_move_onto_another_log_moves_nothing(
+    storages: tuple[DatabaseStorage, DatabaseStorage],
+) -> None:
+    first, _ = storages
+    await write(first, SCOPE, ["t1", "t2"])
+    await execute(first, "DELETE FROM audit_heads WHERE chat = $1", SCOPE)
+    await write(first, SCOPE, ["t3"])  # a new writer: its chain goes on after the last row, saying why
+    found = await verify_rows(first.audit, SCOPE, KEY)
+    assert found.ok, found.breaks
+    assert [(r.seq, r.kind, r.fields.get("why")) for r in found.records[2:]] == [
+        (3, "audit_head_lost", "missing"),
+        (4, "tool_call", None),
+    ]
+
+    await write(first, OTHER, ["o1"])
+    assert not await move_rows(first.audit, SCOPE, OTHER, KEY)
+    assert [r.seq for r in (await verify_rows(first.audit, SCOPE, KEY)).records] == [1, 2, 3, 4]
+    assert tools_of(await verify_rows(first.audit, OTHER, KEY)) == ["o1"]

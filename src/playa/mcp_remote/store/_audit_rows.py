@@ -164,6 +164,7 @@ async def move_rows(rows: AuditRows, old_scope: str, new_scope: str, key: AuditK
     with a ``chat_moved`` record naming the old one. False when the new scope has a log of its own
     (nothing moved)."""
     if not await rows.move(old_scope, new_scope):
+        logger.warning("the audit log of %s stays: %s has one of its own", old_scope, new_scope)
         return False
     writer = RowWriter(rows, old_scope, key, chat=new_scope)
     writer._last = await writer.resume()
