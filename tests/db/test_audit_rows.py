@@ -103,6 +103,11 @@ async def test_a_row_in_clear_holds_names_and_outcomes_never_a_secret_and_verifi
     head, rows = await first.audit.read(SCOPE)
     assert head is not None and [seq for seq, _ in rows] == [1, 2]
     assert b'"tool":"search"' in rows[0][1] and SECRET.encode() not in head + b"".join(r for _, r in rows)
+    # An append is all or nothing: over another head, or onto a number taken, it writes nothing.
+    assert not await first.audit.append(SCOPE, b"not the head", [(3, b"x")], b"new head")
+    assert not await first.audit.append(SCOPE, None, [(3, b"x")], b"new head")
+    assert not await first.audit.append(SCOPE, head, [(2, b"x"), (3, b"y")], b"new head")
+    assert await first.audit.read(SCOPE) == (head, rows)
     # Another key (another host secret) verifies nothing.
     other = await verify_rows(first.audit, SCOPE, AuditKey(b"y" * 32))
     assert not other.ok and "another key" in str(other.breaks[-1])

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-import asyncpg
-
-from ._pool import Connection, Database
+from ..exceptions import DatabaseError
+from ._pool import Database
 
 __all__ = ["AuditTable"]
 
@@ -22,22 +21,19 @@ _RECORDS: Final = "SELECT seq, record FROM audit_records WHERE chat = $1"
 _HEAD: Final = "SELECT head FROM audit_heads WHERE chat = $1"
 
 
-class _Lost(Exception):
-    """Another writer's head, or one of its records, is there: the transaction is rolled back."""
-
-
-async def _replace_head(connection: Connection, scope: str, known: bytes | None, head: bytes) -> bool:
-    if known is None:
-        done: str = await connection.execute(
-            "INSERT INTO audit_heads (chat, head) VALUES ($1, $2) ON CONFLICT (chat) DO NOTHING", scope, head
-        )
-    else:
-        # Under READ COMMITTED a writer that waited for another's row lock checks ``head = $3``
-        # against the row the other committed: it finds its head gone, and writes nothing.
-        done = await connection.execute(
-            "UPDATE audit_heads SET head = $2 WHERE chat = $1 AND head = $3", scope, head, known
-        )
-    return done.endswith(" 1")
+_APPEND: Final = """
+WITH head AS ({head} RETURNING chat)
+INSERT INTO audit_records (chat, seq, record)
+SELECT head.chat, t.seq, t.record FROM head, unnest($4::bigint[], $5::bytea[]) AS t(seq, record)
+"""
+# Under READ COMMITTED a writer that waited for another's row lock checks ``head = $3`` against
+# the row the other committed: it finds its head gone, updates nothing, and so inserts nothing.
+_OVER_HEAD: Final = _APPEND.format(head="UPDATE audit_heads SET head = $2 WHERE chat = $1 AND head = $3")
+_FIRST_HEAD: Final = _APPEND.format(
+    head="INSERT INTO audit_heads (chat, head) SELECT $1, $2 WHERE $3::bytea IS NULL ON CONFLICT (chat) DO NOTHING"
+)
+_TAKEN: Final = "23505"
+"""unique_violation: a record's number is taken (a head put back over later records)."""
 
 
 class AuditTable:
@@ -49,23 +45,23 @@ class AuditTable:
     async def append(
         self, scope: str, known: bytes | None, records: Sequence[tuple[int, bytes]], head: bytes
     ) -> bool:
+        # One statement, one round trip, atomic: the head replaced only over ``known``, and the
+        # records inserted only when it was.
         try:
-            async with self._database.transaction() as connection:
-                if not await _replace_head(connection, scope, known, head):
-                    raise _Lost
-                try:
-                    # A savepoint: a number taken (a head put back over later records) is a lost
-                    # race to report, not a failed transaction to translate.
-                    async with connection.transaction():
-                        await connection.executemany(
-                            "INSERT INTO audit_records (chat, seq, record) VALUES ($1, $2, $3)",
-                            [(scope, seq, record) for seq, record in records],
-                        )
-                except asyncpg.UniqueViolationError:
-                    raise _Lost from None
-        except _Lost:
-            return False
-        return True
+            async with self._database.connection() as connection:
+                done: str = await connection.execute(
+                    _FIRST_HEAD if known is None else _OVER_HEAD,
+                    scope,
+                    head,
+                    known,
+                    [seq for seq, _ in records],
+                    [record for _, record in records],
+                )
+        except DatabaseError as exc:
+            if exc.sqlstate == _TAKEN:
+                return False
+            raise
+        return done != "INSERT 0 0"
 
     async def read(self, scope: str) -> tuple[bytes | None, list[tuple[int, bytes]]]:
         # One snapshot: an append between the two reads cannot pair a head with records it does
