@@ -88,19 +88,18 @@ async def test_a_console_chat_keeps_its_servers_and_history_in_the_database(
     assert "not used" not in output and "does not verify" not in output
     assert token not in output
 
-    # Nothing of the chat's servers or history is in the data dir: its only files are the audit
-    # log's, which the database does not hold yet.
+    # Nothing of the chat is in the data dir: its servers, history and audit log are all rows.
     kept = sorted(p.relative_to(data).as_posix() for p in data.rglob("*") if p.is_file())
-    assert kept and all(
-        re.fullmatch(r"sessions/[^/]+/mcp-remote/audit\.(jsonl|head\.json)", p) for p in kept
-    ), kept
+    assert kept == [], kept
 
     async with await Database.open(DatabaseUrl.parse(database_url)) as database:
         async with database.connection() as c:
             servers = await c.fetch("SELECT chat, name FROM servers")
             history = await c.fetch("SELECT message FROM history ORDER BY seq")
+            audited = await c.fetch("SELECT record FROM audit_records ORDER BY seq")
         everything = await database_text(database)
     assert [(r["chat"].split(":")[0], r["name"]) for r in servers] == [("console", "demo")]
     assert any(b"tangerine" in r["message"] for r in history)
+    assert any(b'"kind":"server_added"' in r["record"] for r in audited), audited
     assert "127.0.0.1" in everything  # the scan sees the rows' bytes
     assert token not in everything
