@@ -78,8 +78,9 @@ async def run(quick: bool) -> Report:
         f"{count} kill(s) per lease, each at another point of the holder's renewal (every third of a "
         "lease); two `playa telegram` processes by webhook on one PostgreSQL; the next message is "
         "posted to the survivor right after the kill; offline model. The ratio is the slowest "
-        "reply over the lease; a takeover waits for the lease to run out, then for the survivor's "
-        "next scan (every third of a lease)."
+        "reply over the lease. A takeover waits for the lease to run out (2/3 to all of a lease "
+        "after the kill: it was renewed every third), then for the survivor's next scan (up to a "
+        "third more): 4/3 of a lease and a turn at worst."
     )
     report.chart = chart
     return report
