@@ -6,8 +6,9 @@ Each chat gets one message, answered by the offline model. First one process rec
 chat; then three new processes each receive a third of as many other chats (a load balancer
 spreading them). Once every chat is answered, each process's resident set (``VmRSS``) is read,
 and its ``/metrics`` must count the chats it holds. The figures: each of the three against a
-third of the one, as resident sets and as growth over the process idle (started, webhook
-registered, no chat yet). Target: each a third, ±20 %.
+third of the one, as resident sets and as growth over the same process warm (started, webhook
+registered, one chat of its own answered: the first turn's imports are no chat's cost; each
+process's idle figure, before that chat, is in the notes). Target: each a third, ±20 %.
 
 ``python -m bench.bench_spread --chats N`` runs another size; ``./dev bench`` runs 10,000.
 """
