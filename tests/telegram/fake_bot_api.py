@@ -304,6 +304,15 @@ class FakeBotApi:
                 f"no {method} call matching {match} came; the calls were:\n{self._seen(after)}"
             ) from None
 
+    async def wait_until(self, done: Callable[[], bool], *, timeout: float = _WAIT_TIMEOUT) -> None:
+        """Until ``done()`` holds, looked at again after each call the bot makes; bounded."""
+        with anyio.fail_after(timeout):
+            while True:
+                recorded = self._recorded
+                if done():
+                    return
+                await recorded.wait()
+
     def _seen(self, after: int) -> str:
         """The last calls since ``after`` but the polls, for a failure's message."""
         calls = [c for c in self.calls[after:] if c.method != "getUpdates"][-20:]

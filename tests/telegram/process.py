@@ -25,9 +25,12 @@ async def run_bot_process(
     stderr: Path,
     *,
     webhook_port: int | None = None,
+    webhook_url: str | None = None,
     extra_env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[Process]:
-    """``playa telegram`` at DEBUG, its log in ``stderr``; with ``webhook_port``, by webhook on that port."""
+    """``playa telegram`` at DEBUG, its log in ``stderr``; with ``webhook_port``, by webhook on that port,
+    registered as ``webhook_url`` (default: the port's own URL; several processes behind one proxy
+    register the proxy's). ``extra_env`` adds to or overrides the environment (``PLAYA_DATABASE_URL``)."""
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("PLAYA_", "TELEGRAM_", "MCP_"))},
         "TELEGRAM_BOT_TOKEN": token,
@@ -41,7 +44,7 @@ async def run_bot_process(
     }
     command = [sys.executable, "-m", "playa", "telegram"]
     if webhook_port is not None:
-        url = f"http://127.0.0.1:{webhook_port}/hook"
+        url = webhook_url or f"http://127.0.0.1:{webhook_port}/hook"
         command += [
             "--webhook-url",
             url,
