@@ -183,3 +183,14 @@ async def test_a_listener_whose_connection_is_lost_is_told(database: Database) -
         assert ended == 1
         with anyio.fail_after(WAIT):
             await lost.wait()
+
+
+async def test_a_leases_remaining_time_is_the_databases(database: Database) -> None:
+    leases = DatabaseStorage(database).leases
+    assert await leases.remaining(BOT, "1") is None  # nobody's
+    await leases.take(BOT, "1", "a", 60)
+    left = await leases.remaining(BOT, "1")
+    assert left is not None and 50 < left <= 60
+    await leases.take(BOT, "1", "a", 0)
+    left = await leases.remaining(BOT, "1")
+    assert left is not None and left <= 0

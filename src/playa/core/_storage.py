@@ -211,6 +211,10 @@ class ChatLeases(Protocol):
         (None)."""
         ...
 
+    async def remaining(self, bot: str, chat: str) -> float | None:
+        """Seconds until the lease of ``chat`` expires (0 or less: expired); None: nobody's."""
+        ...
+
     async def renew(self, bot: str, holder: str, seconds: float) -> set[str]:
         """Extend every lease ``holder`` still has by ``seconds`` from now; returns their chats."""
         ...

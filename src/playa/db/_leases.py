@@ -103,6 +103,15 @@ class ChatLeaseTable:
             return "new"
         return "held" if row["before"] == holder else "moved"
 
+    async def remaining(self, bot: str, chat: str) -> float | None:
+        async with self._database.connection() as connection:
+            left: float | None = await connection.fetchval(
+                "SELECT extract(epoch FROM expires_at - now())::float8 FROM chat_leases WHERE bot = $1 AND chat = $2",
+                bot,
+                chat,
+            )
+        return left
+
     async def renew(self, bot: str, holder: str, seconds: float) -> set[str]:
         async with self._database.connection() as connection:
             rows = await connection.fetch(

@@ -80,6 +80,8 @@ class Leases:
         self._locks: dict[int, anyio.Lock] = {}
         self._elsewhere: dict[int, float] = {}
         """Chats another process held when this one last tried, until when it does not try again."""
+        self._retakes: set[int] = set()
+        """Chats held elsewhere that will be tried again when their lease runs out."""
         self._routed: dict[int, set[str]] = {}
         """The inbox records of each chat already routed here (their turns may be running)."""
         self._tg: TaskGroup | None = None
@@ -153,6 +155,17 @@ class Leases:
         except DatabaseError as exc:
             logger.warning("chat %s could not be served: %s", chat_id, exc)
 
+    async def _retake(self, chat_id: int, after: float) -> None:
+        """Try ``chat_id`` again once its lease has run out, if its records still wait: a live
+        holder has handled them by then (and is left alone); a dead one's chat is taken over."""
+        await anyio.sleep(after + 0.05)
+        self._retakes.discard(chat_id)
+        try:
+            if chat_id not in self.held and await self._inbox.load(chat_id):
+                await self.serve(chat_id)
+        except DatabaseError as exc:
+            logger.warning("chat %s could not be tried again: %s", chat_id, exc)
+
     def _lock(self, chat_id: int) -> anyio.Lock:
         lock = self._locks.get(chat_id)
         if lock is None:
@@ -163,6 +176,12 @@ class Leases:
         taken = await self._leases.take(self._bot, str(chat_id), self.holder, self.seconds)
         if taken is None:
             self._elsewhere[chat_id] = anyio.current_time() + self.seconds
+            if chat_id not in self._retakes and self._tg is not None:
+                # Its holder may be dead: tried again the moment its lease runs out, not at a
+                # scan up to a third of a lease later.
+                self._retakes.add(chat_id)
+                left = await self._leases.remaining(self._bot, str(chat_id))
+                self._tg.start_soon(self._retake, chat_id, max(0.0, left or 0.0))
             return False
         self._elsewhere.pop(chat_id, None)
         if taken == "moved":
