@@ -251,13 +251,15 @@ class TelegramBot:
             if record.get("started") and name in answered:
                 await self.inbox.delete(name)
             elif record.get("started"):
-                await self.outbox.send(
+                notice = await self.outbox.post(
                     int(record["chat_id"]),
                     plain(INTERRUPTED),
                     thread_id=record.get("thread_id"),
                     reply_to=record.get("message_id"),
+                    answers=name,  # resumed after a crash, it is the answer: no second notice
                 )
                 await self.inbox.delete(name)
+                await self.outbox.deliver(notice)
                 continue
             raw = record.get("update")
             update = Update.de_json(raw, self.bot) if isinstance(raw, dict) else None

@@ -206,13 +206,20 @@ class Leases:
             if record.get("started"):
                 # A turn an earlier holder began and never ended: reported, unless answered.
                 if name not in answered:
-                    await self._outbox.send(
+                    # Written as this record's answer, and the record deleted, before it is
+                    # sent: a process that takes over after a crash resumes this notice and
+                    # sends no second one.
+                    notice = await self._outbox.post(
                         chat_id,
                         plain(INTERRUPTED),
                         thread_id=record.get("thread_id"),
                         reply_to=record.get("message_id"),
+                        answers=name,
                     )
-                await self._inbox.delete(name)
+                    await self._inbox.delete(name)
+                    await self._outbox.deliver(notice)
+                else:
+                    await self._inbox.delete(name)
                 continue
             raw = record.get("update")
             update = Update.de_json(raw, self._outbox.bot) if isinstance(raw, dict) else None
