@@ -204,7 +204,11 @@ def test_subclasses_of_json_types_copy_as_their_base_types_do() -> None:
 
     schema = Ordered(type="object", properties=Ordered(flag={"default": True, "maximum": 3}), title=Name("t"))
     normalized = normalize_schema(schema)
-    assert normalized == {"type": "object", "properties": {"flag": {"default": True, "maximum": 3}}, "title": "t"}
+    assert normalized == {
+        "type": "object",
+        "properties": {"flag": {"default": True, "maximum": 3}},
+        "title": "t",
+    }
     assert type(normalized["properties"]) is dict
     assert normalized["properties"]["flag"]["default"] is True
 
