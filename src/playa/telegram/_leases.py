@@ -154,6 +154,10 @@ class Leases:
                 await self._pump(chat_id, answered=set())
         except DatabaseError as exc:
             logger.warning("chat %s could not be served: %s", chat_id, exc)
+        finally:
+            lock = self._locks.get(chat_id)
+            if chat_id not in self.held and lock is not None and not lock.locked():
+                del self._locks[chat_id]  # a chat another process serves leaves nothing here
 
     async def _retake(self, chat_id: int, after: float) -> None:
         """Try ``chat_id`` again once its lease has run out, if its records still wait: a live
