@@ -44,7 +44,12 @@ LEASE = 1.0
 """Short, so that a takeover is quick; only the takeover tests wait for one to expire."""
 
 
+SEEN: list[str] = []
+"""Every prompt part the echoing model was given, in every test of this module."""
+
+
 def _echo(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    SEEN.extend(str(part) for message in messages for part in getattr(message, "parts", []))
     asked = [
         part.content
         for message in messages
@@ -222,3 +227,33 @@ async def test_a_dead_holders_chat_is_taken_over_with_its_replies_then_its_cut_t
         tg.cancel_scope.cancel()
     assert got == ["echo: the reply it wrote", INTERRUPTED, INTERRUPTED, "echo: later"]
     assert took < 0.5 + LEASE + WAIT  # bounded; the failover bench measures it
+
+
+async def test_a_key_sent_to_a_process_that_does_not_hold_the_chat_is_deleted_and_never_reaches_the_model(
+    shared: str, tmp_path: Path
+) -> None:
+    """The holder classifies what another process received, as if it had received it itself."""
+    fake = FakeBotApi(TOKEN)
+    key = "sk-proj-" + "Q7vX2mN9pL4kR8sT1wY6zA3b"
+    async with serve_asgi(fake.app()) as api, anyio.create_task_group() as tg:
+        tg.start_soon(fake.post_to_webhook)
+        async with (
+            bot_process(fake, api.url, shared, tmp_path / "a", tg) as a,
+            bot_process(fake, api.url, shared, tmp_path / "b", tg) as b,
+        ):
+            me = user(61)
+            fake.proxy = a.url
+            fake.send(private_chat(61), "hello", sender=me)
+            assert await wait_replies(fake, 61, 1) == ["echo: hello"]
+            other = b if a.host.open_sessions else a  # the process that does not hold the chat
+            fake.proxy = other.url
+            sent = fake.send(private_chat(61), key, sender=me)
+            fake.send(private_chat(61), f"my key is {key} thanks", sender=me)
+            await fake.wait_call("deleteMessage", chat_id=61, message_id=sent, timeout=WAIT)
+            await fake.wait_reply(61, "looks like a key", timeout=WAIT)
+            assert await wait_replies(fake, 61, 2)
+            assert other.host.open_sessions == 0
+        fake.close()
+        tg.cancel_scope.cancel()
+    assert not any(key in seen for seen in SEEN)
+    assert all(key not in text for text in fake.texts(61))
