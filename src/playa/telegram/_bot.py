@@ -36,13 +36,13 @@ from ._health import Operations
 from ._journal import Journal, bot_id
 from ._leases import Leases
 from ._logs import quiet_raw_traffic
-from ._notices import DESCRIPTION, INTERRUPTED, SHORT_DESCRIPTION
+from ._notices import DESCRIPTION, SHORT_DESCRIPTION
 from ._outbox import Outbox
 from ._owner import Owners
 from ._panel import PanelMessages, PanelPress
 from ._parts import BotParts
 from ._polling import ALLOWED_UPDATES, Poller
-from ._render import plain
+from ._recovery import left_behind
 from ._settings import TelegramSettings, build_bot
 from ._updates import Queued, migration_of, note, text_of
 from ._webhook import RedirectRoute, WebhookConfig, serve_listener, serve_webhook
@@ -248,25 +248,9 @@ class TelegramBot:
         """Handle what the last run left in the inbox: queued messages run, cut turns are
         reported (unless ``answered``: their replies were written)."""
         for name, record in await self.inbox.load():
-            if record.get("started") and name in answered:
-                await self.inbox.delete(name)
-            elif record.get("started"):
-                notice = await self.outbox.post(
-                    int(record["chat_id"]),
-                    plain(INTERRUPTED),
-                    thread_id=record.get("thread_id"),
-                    reply_to=record.get("message_id"),
-                    answers=name,  # resumed after a crash, it is the answer: no second notice
-                )
-                await self.inbox.delete(name)
-                await self.outbox.deliver(notice)
-                continue
-            raw = record.get("update")
-            update = Update.de_json(raw, self.bot) if isinstance(raw, dict) else None
-            if update is None:
-                await self.inbox.delete(name)
-                continue
-            await self.route(update, None)
+            update = await left_behind(self.inbox, self.outbox, name, record, answered=answered)
+            if update is not None:
+                await self.route(update, name)
 
     # Updates
 

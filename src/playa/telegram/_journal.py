@@ -87,7 +87,6 @@ class _Folder:
         return records
 
     async def load(self, chat: str | None) -> list[tuple[str, bytes]]:
-        # A folder serves one process, which takes every chat at its start.
         return await anyio.to_thread.run_sync(self._load)
 
     async def unreadable(self, name: str) -> None:
@@ -162,7 +161,8 @@ class Journal:
 
     async def load(self, chat: int | None = None) -> list[tuple[str, dict[str, Any]]]:
         """The records of ``chat`` (None: every one), by name; one that does not open is put
-        aside and reported, not lost."""
+        aside and reported, not lost. A folder serves one process, which takes every chat's
+        records at its start: it returns them all."""
         records: list[tuple[str, dict[str, Any]]] = []
         for name, data in await self._place.load(None if chat is None else str(chat)):
             try:

@@ -30,9 +30,8 @@ from telegram import Update
 from ..core import ChatLeases, Leadership, process_metrics
 from ..exceptions import DatabaseError
 from ._journal import Journal
-from ._notices import INTERRUPTED
 from ._outbox import Outbox
-from ._render import plain
+from ._recovery import left_behind
 
 __all__ = ["LEASE_SECONDS", "Leases", "chat_of", "holder_name"]
 
@@ -207,28 +206,8 @@ class Leases:
             if name in routed:
                 continue
             routed.add(name)
-            if record.get("started"):
-                # A turn an earlier holder began and never ended: reported, unless answered.
-                if name not in answered:
-                    # Written as this record's answer, and the record deleted, before it is
-                    # sent: a process that takes over after a crash resumes this notice and
-                    # sends no second one.
-                    notice = await self._outbox.post(
-                        chat_id,
-                        plain(INTERRUPTED),
-                        thread_id=record.get("thread_id"),
-                        reply_to=record.get("message_id"),
-                        answers=name,
-                    )
-                    await self._inbox.delete(name)
-                    await self._outbox.deliver(notice)
-                else:
-                    await self._inbox.delete(name)
-                continue
-            raw = record.get("update")
-            update = Update.de_json(raw, self._outbox.bot) if isinstance(raw, dict) else None
+            update = await left_behind(self._inbox, self._outbox, name, record, answered=answered)
             if update is None:
-                await self._inbox.delete(name)
                 continue
             assert self._route is not None
             await self._route(update, name)
