@@ -30,6 +30,7 @@ from telegram import Update
 from ..core import ChatLeases, Leadership, process_metrics
 from ..exceptions import DatabaseError
 from ._journal import Journal
+from ._locks import ChatLocks
 from ._outbox import Outbox
 from ._recovery import left_behind
 
@@ -76,7 +77,7 @@ class Leases:
         self.holder = holder_name()
         self.held: dict[int, float] = {}
         """Each chat held, with when it was last active (the event loop's clock)."""
-        self._locks: dict[int, anyio.Lock] = {}
+        self._locks = ChatLocks()
         self._elsewhere: dict[int, float] = {}
         """Chats another process held when this one last tried, until when it does not try again."""
         self._retakes: set[int] = set()
@@ -146,7 +147,7 @@ class Leases:
     async def serve(self, chat_id: int) -> None:
         """Hold ``chat_id`` if nobody else does, and route its waiting updates here, in order."""
         try:
-            async with self._lock(chat_id):
+            async with self._locks.of(chat_id):
                 if chat_id not in self.held and not await self._take(chat_id):
                     return  # another process holds it, and was woken
                 self.held[chat_id] = anyio.current_time()
@@ -154,9 +155,8 @@ class Leases:
         except DatabaseError as exc:
             logger.warning("chat %s could not be served: %s", chat_id, exc)
         finally:
-            lock = self._locks.get(chat_id)
-            if chat_id not in self.held and lock is not None and not lock.locked():
-                del self._locks[chat_id]  # a chat another process serves leaves nothing here
+            if chat_id not in self.held:
+                self._locks.forget_unused(chat_id)  # a chat another process serves leaves nothing here
 
     async def _retake(self, chat_id: int, after: float) -> None:
         """Try ``chat_id`` again once its lease has run out, if its records still wait: a live
@@ -168,12 +168,6 @@ class Leases:
                 await self.serve(chat_id)
         except DatabaseError as exc:
             logger.warning("chat %s could not be tried again: %s", chat_id, exc)
-
-    def _lock(self, chat_id: int) -> anyio.Lock:
-        lock = self._locks.get(chat_id)
-        if lock is None:
-            lock = self._locks[chat_id] = anyio.Lock()
-        return lock
 
     async def _take(self, chat_id: int) -> bool:
         taken = await self._leases.take(self._bot, str(chat_id), self.holder, self.seconds)
@@ -236,7 +230,7 @@ class Leases:
     async def _forget(self, chat_id: int) -> None:
         self.held.pop(chat_id, None)
         self._routed.pop(chat_id, None)
-        self._locks.pop(chat_id, None)
+        self._locks.forget(chat_id)
         if self._drop is not None:
             await self._drop(chat_id)
 

@@ -40,6 +40,7 @@ from telegram.warnings import PTBDeprecationWarning
 
 from ..exceptions import ConfigError
 from ._journal import Journal
+from ._locks import ChatLocks
 from ._split import Part
 
 __all__ = ["Delivery", "Outbox", "RetryPolicy", "check_seconds", "entities_of", "retry_seconds"]
@@ -184,7 +185,8 @@ class Outbox:
         self.retry = retry or RetryPolicy()
         self._journal = journal
         self._clock = clock
-        self._locks: dict[int, anyio.Lock] = {}
+        self._locks = ChatLocks()
+        """Each chat's order: one reply at a time, the resumed ones first."""
         self._names = itertools.count()
         self.depth = 0
         """Replies waiting for their delivery or being delivered (``/metrics``)."""
@@ -225,7 +227,7 @@ class Outbox:
         """
         self.depth += 1
         try:
-            async with self._lock(delivery.chat_id):
+            async with self._locks.of(delivery.chat_id):
                 return await self._deliver(delivery)
         finally:
             self.depth -= 1
@@ -263,7 +265,7 @@ class Outbox:
         self.depth += len(deliveries)
         left = len(deliveries)
         try:
-            async with self._lock(chat_id):
+            async with self._locks.of(chat_id):
                 task_status.started()
                 for delivery in deliveries:
                     await self._deliver(delivery)
@@ -271,12 +273,6 @@ class Outbox:
                     self.depth -= 1
         finally:
             self.depth -= left
-
-    def _lock(self, chat_id: int) -> anyio.Lock:
-        lock = self._locks.get(chat_id)
-        if lock is None:
-            lock = self._locks[chat_id] = anyio.Lock()
-        return lock
 
     async def _save(self, delivery: Delivery) -> None:
         assert self._journal is not None
