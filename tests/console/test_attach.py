@@ -3,25 +3,12 @@ sent to the bot is; the console's alone (the host has no such command)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from support.console import chat
 
 KEY = "sk-proj-" + "Q7vR2mXk9LpT4wZs8NcB1yHd6FgJ3aE5uK0oWi"
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
-
-
-def chat(data_dir: Path, lines: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "playa", "chat", "--data-dir", str(data_dir)],
-        input="".join(line + "\n" for line in lines),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=dict(os.environ),
-        check=False,
-    )
 
 
 def test_a_file_is_kept_in_the_workspace_and_the_agent_is_told_with_the_message(tmp_path: Path) -> None:

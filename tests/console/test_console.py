@@ -7,19 +7,7 @@ from pathlib import Path
 
 import pytest
 
-
-def chat(
-    data_dir: Path, lines: list[str], *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "playa", "chat", "--data-dir", str(data_dir), *args],
-        input="".join(line + "\n" for line in lines),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
+from support.console import chat
 
 
 def test_the_console_is_driven_line_by_line_through_a_pipe(tmp_path: Path) -> None:
@@ -75,7 +63,7 @@ def test_an_unusable_model_is_a_clear_error(tmp_path: Path) -> None:
 def test_any_pydantic_ai_model_string_is_taken_from_the_flag_or_the_environment(tmp_path: Path) -> None:
     # "test" is pydantic-ai's own offline test model: it calls every tool once, then reports.
     by_flag = chat(tmp_path / "a", ["hello"], "--model", "test")
-    by_env = chat(tmp_path / "b", ["hello"], env={"PLAYA_MODEL": "test"})
+    by_env = chat(tmp_path / "b", ["hello"], env={**os.environ, "PLAYA_MODEL": "test"})
     for done in (by_flag, by_env):
         assert done.returncode == 0, done.stderr
         assert '"write_file":"wrote 1 bytes to a"' in done.stdout

@@ -3,17 +3,12 @@ never printed or logged, by the real ``playa chat`` through a pipe at DEBUG."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-import anyio
 import pytest
 
 from servers.enterprise_oauth import CLIENT_ID, IDP_CLIENT_ID, enterprise_oauth_server
-from support.canary import console_environment
-from support.leaks import leaks
-from support.oauth import every_file
+from support.console import assert_nothing_leaks, debug_chat
 
 pytestmark = pytest.mark.anyio
 
@@ -28,24 +23,11 @@ async def test_the_id_token_is_asked_in_secret_and_never_printed_or_logged(tmp_p
             server.id_token,
             "corp__whoami",
         ]
-
-        def run() -> subprocess.CompletedProcess[str]:
-            return subprocess.run(
-                [sys.executable, "-m", "playa", "chat", "--data-dir", str(tmp_path)],
-                input="".join(line + "\n" for line in typed),
-                capture_output=True,
-                text=True,
-                timeout=90,
-                env=console_environment("DEBUG", {"PLAYA_EGRESS_ALLOW": "127.0.0.1/32"}),
-                check=False,
-            )
-
-        done = await anyio.to_thread.run_sync(run)
+        done = await debug_chat(tmp_path, typed)
     assert done.returncode == 0, done.stderr
     assert "Send your ID token from" in done.stdout
     assert "Added corp: connected" in done.stdout, done.stdout
     assert "corp__whoami returned:\nan enterprise user" in done.stdout
     assert len(server.idp_requests) == 1 and server.jags
     assert "HTTP Request" in done.stderr  # the DEBUG log is there to be searched
-    for where, text in {"stdout": done.stdout, "stderr": done.stderr, **every_file(tmp_path)}.items():
-        assert leaks([server.id_token, SECRET, *server.jags], text) == [], where
+    assert_nothing_leaks(done, tmp_path, [server.id_token, SECRET, *server.jags])

@@ -3,19 +3,14 @@ printed or logged, by the real ``playa chat`` through a pipe at DEBUG."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-import anyio
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from servers.machine_oauth import machine_oauth_server
-from support.canary import console_environment
-from support.leaks import leaks
-from support.oauth import every_file
+from support.console import assert_nothing_leaks, debug_chat
 
 pytestmark = pytest.mark.anyio
 
@@ -34,24 +29,11 @@ async def test_the_client_key_is_asked_in_secret_on_one_line_and_never_printed_o
             "".join(pem.splitlines()),  # the key on one line, as `tr -d '\n' < key.pem` gives it
             "bot__whoami",
         ]
-
-        def run() -> subprocess.CompletedProcess[str]:
-            return subprocess.run(
-                [sys.executable, "-m", "playa", "chat", "--data-dir", str(tmp_path)],
-                input="".join(line + "\n" for line in typed),
-                capture_output=True,
-                text=True,
-                timeout=90,
-                env=console_environment("DEBUG", {"PLAYA_EGRESS_ALLOW": "127.0.0.1/32"}),
-                check=False,
-            )
-
-        done = await anyio.to_thread.run_sync(run)
+        done = await debug_chat(tmp_path, typed)
     assert done.returncode == 0, done.stderr
     assert "Send the private key (PEM)" in done.stdout
     assert "Added bot: connected" in done.stdout, done.stdout
     assert "bot__whoami returned:\na machine" in done.stdout
     assert any("client_assertion=" in request for request in server.home.requests)
     assert "HTTP Request" in done.stderr  # the DEBUG log is there to be searched
-    for where, text in {"stdout": done.stdout, "stderr": done.stderr, **every_file(tmp_path)}.items():
-        assert leaks([pem.strip(), *lines], text) == [], where
+    assert_nothing_leaks(done, tmp_path, [pem.strip(), *lines])
