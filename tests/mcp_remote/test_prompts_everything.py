@@ -14,19 +14,12 @@ from playa.mcp_remote import HostSecret
 from servers.node import server_everything
 from support.chat import ScriptedUI, msg
 from support.host import remote_host
-from support.providers import ProviderServer, serve_provider, text
+from support.model_input import user_text
+from support.providers import serve_provider, text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.npm]
 
 SCOPE = "console:everything-prompts"
-
-
-def user_text(provider: ProviderServer) -> str:
-    messages = provider.requests[-1].body["messages"]
-    content = [m for m in messages if m["role"] == "user"][-1]["content"]
-    if isinstance(content, str):
-        return content
-    return "\n".join(part.get("text", "") for part in content if part.get("type") == "text")
 
 
 async def test_server_everythings_prompts_are_listed_completed_and_run(
