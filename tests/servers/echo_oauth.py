@@ -19,14 +19,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlencode
 
-from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.settings import AuthSettings
-from mcp.server.mcpserver import MCPServer
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from playa._asgi import bind
+from servers.oauth_parts import bind_origins, protected_mcp
 from servers.python_servers import LOOPBACK, serve_asgi
 
 __all__ = ["EchoOAuthServer", "echo_oauth_server"]
@@ -50,16 +47,6 @@ class EchoOAuthServer:
     def secrets(self) -> list[str]:
         """The login's secrets it saw: what it echoes."""
         return [*self.codes, *self.verifiers]
-
-
-class _Verifier:
-    def __init__(self, server: EchoOAuthServer) -> None:
-        self._server = server
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        if token not in self._server.tokens:
-            return None
-        return AccessToken(token=token, client_id="playa", scopes=["mcp"], resource=self._server.url)
 
 
 class _Authorization:
@@ -133,21 +120,9 @@ class _Authorization:
 @asynccontextmanager
 async def echo_oauth_server(*, refuse: bool = False) -> AsyncIterator[EchoOAuthServer]:
     """The server on loopback; with ``refuse``, its token endpoint refuses every code, quoting it."""
-    sock = bind(LOOPBACK, 0)
-    origin = f"http://{LOOPBACK}:{sock.getsockname()[1]}"
+    (sock,), (origin,) = bind_origins(1)
     state = EchoOAuthServer(url=f"{origin}/mcp", issuer=origin)
-    server = MCPServer(
-        "echo",
-        token_verifier=_Verifier(state),
-        auth=AuthSettings.model_validate(
-            {
-                "issuer_url": origin,
-                "resource_server_url": state.url,
-                "required_scopes": ["mcp"],
-                "validate_token_resource": True,
-            }
-        ),
-    )
+    server = protected_mcp("echo", state, issuer=origin, client_id="playa")
 
     @server.tool()
     def login_secrets() -> str:

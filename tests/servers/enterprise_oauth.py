@@ -20,18 +20,14 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from urllib.parse import parse_qs
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec
-from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.settings import AuthSettings
-from mcp.server.mcpserver import MCPServer
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from playa._asgi import bind
+from servers.oauth_parts import bind_origins, kept_form, lifespan_answered, protected_mcp
 from servers.python_servers import LOOPBACK, serve_asgi
 
 __all__ = ["CLIENT_ID", "IDP_CLIENT_ID", "INSTRUCTION", "EnterpriseServer", "enterprise_oauth_server"]
@@ -62,22 +58,9 @@ class EnterpriseServer:
         self.tokens.clear()
 
 
-class _Verifier:
-    def __init__(self, server: EnterpriseServer) -> None:
-        self._server = server
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        if token not in self._server.tokens:
-            return None
-        return AccessToken(token=token, client_id=CLIENT_ID, scopes=["mcp"], resource=self._server.url)
-
-
 def _app(state: EnterpriseServer, *, idp: bool) -> object:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
+        if await lifespan_answered(scope, receive, send):
             return
         request = Request(scope, receive)
         issuer = state.idp if idp else state.issuer
@@ -101,14 +84,8 @@ def _app(state: EnterpriseServer, *, idp: bool) -> object:
     return app
 
 
-async def _form(request: Request, kept: list[str]) -> dict[str, str]:
-    body = (await request.body()).decode()
-    kept.append(f"{request.headers.get('authorization', '')}\n{body}")
-    return {name: values[0] for name, values in parse_qs(body).items()}
-
-
 async def _exchange(state: EnterpriseServer, request: Request) -> Response:
-    form = await _form(request, state.idp_requests)
+    _, form = await kept_form(request, state.idp_requests)
     if state.refuse:
         description = f"refused {form.get('subject_token')}. {INSTRUCTION}"
         return JSONResponse({"error": "invalid_grant", "error_description": description}, status_code=400)
@@ -151,7 +128,7 @@ async def _exchange(state: EnterpriseServer, request: Request) -> Response:
 
 
 async def _jwt_bearer(state: EnterpriseServer, request: Request) -> Response:
-    form = await _form(request, state.as_requests)
+    _, form = await kept_form(request, state.as_requests)
     basic = base64.b64encode(f"{CLIENT_ID}:{state.secret}".encode()).decode()
     if request.headers.get("authorization") != f"Basic {basic}":
         return JSONResponse({"error": "invalid_client"}, status_code=401)
@@ -171,8 +148,7 @@ async def _jwt_bearer(state: EnterpriseServer, request: Request) -> Response:
 @asynccontextmanager
 async def enterprise_oauth_server(*, secret: str, refuse: bool = False) -> AsyncIterator[EnterpriseServer]:
     """The MCP server, its authorization server and the IdP, on loopback."""
-    sockets = [bind(LOOPBACK, 0) for _ in range(3)]
-    origins = [f"http://{LOOPBACK}:{sock.getsockname()[1]}" for sock in sockets]
+    sockets, origins = bind_origins(3)
     state = EnterpriseServer(
         url=f"{origins[0]}/mcp", issuer=origins[1], idp=origins[2], id_token="", secret=secret, refuse=refuse
     )
@@ -182,18 +158,7 @@ async def enterprise_oauth_server(*, secret: str, refuse: bool = False) -> Async
         state.key,
         algorithm="ES256",
     )
-    server = MCPServer(
-        "enterprise",
-        token_verifier=_Verifier(state),
-        auth=AuthSettings.model_validate(
-            {
-                "issuer_url": state.issuer,
-                "resource_server_url": state.url,
-                "required_scopes": ["mcp"],
-                "validate_token_resource": True,
-            }
-        ),
-    )
+    server = protected_mcp("enterprise", state, issuer=state.issuer, client_id=CLIENT_ID)
 
     @server.tool()
     def whoami() -> str:

@@ -27,19 +27,15 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
-from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.settings import AuthSettings
-from mcp.server.mcpserver import MCPServer
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from playa._asgi import bind
 from servers.dpop_checks import Proofs
+from servers.oauth_parts import bind_origins, kept_form, lifespan_answered, protected_mcp
 from servers.python_servers import LOOPBACK, serve_asgi
 
 __all__ = ["INSTRUCTION", "Issuer", "MachineServer", "machine_oauth_server"]
@@ -82,16 +78,6 @@ class MachineServer:
         self.tokens.clear()
 
 
-class _Verifier:
-    def __init__(self, server: MachineServer) -> None:
-        self._server = server
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        if token not in self._server.tokens:
-            return None
-        return AccessToken(token=token, client_id="svc", scopes=["mcp"], resource=self._server.url)
-
-
 @dataclass
 class _Client:
     client_id: str
@@ -102,10 +88,7 @@ class _Client:
 
 def _authorization_app(state: MachineServer, issuer: Issuer, client: _Client) -> object:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
+        if await lifespan_answered(scope, receive, send):
             return
         request = Request(scope, receive)
         if request.url.path == "/.well-known/oauth-authorization-server":
@@ -129,9 +112,7 @@ def _authorization_app(state: MachineServer, issuer: Issuer, client: _Client) ->
 
 
 async def _token(state: MachineServer, issuer: Issuer, client: _Client, request: Request) -> Response:
-    body = (await request.body()).decode()
-    issuer.requests.append(f"{request.headers.get('authorization', '')}\n{body}")
-    form = {name: values[0] for name, values in parse_qs(body).items()}
+    body, form = await kept_form(request, issuer.requests)
     if form.get("grant_type") != "client_credentials" or issuer is state.elsewhere:
         return JSONResponse({"error": "unauthorized_client"}, status_code=400)
     if client.refuse or not _authenticated(issuer, client, request, form):
@@ -225,25 +206,13 @@ async def machine_oauth_server(
     nonce: bool = False,
 ) -> AsyncIterator[MachineServer]:
     """The MCP server and its two authorization servers, on loopback."""
-    sockets = [bind(LOOPBACK, 0) for _ in range(3)]
-    origins = [f"http://{LOOPBACK}:{sock.getsockname()[1]}" for sock in sockets]
+    sockets, origins = bind_origins(3)
     home, elsewhere = Issuer(origins[1]), Issuer(origins[2])
     state = MachineServer(url=f"{origins[0]}/mcp", home=home, elsewhere=elsewhere, names=home, dpop=dpop)
     state.resource_dpop = dpop if resource_dpop is None else resource_dpop
     if nonce:
         state.token_proofs.nonce, state.resource_proofs.nonce = "as-nonce-1", "rs-nonce-1"
-    server = MCPServer(
-        "machine",
-        token_verifier=_Verifier(state),
-        auth=AuthSettings.model_validate(
-            {
-                "issuer_url": home.issuer,
-                "resource_server_url": state.url,
-                "required_scopes": ["mcp"],
-                "validate_token_resource": True,
-            }
-        ),
-    )
+    server = protected_mcp("machine", state, issuer=home.issuer, client_id="svc")
 
     @server.tool()
     def whoami() -> str:
