@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import ToolChange
+from ._hold import Hold
 from ._skills import Skill
 from .store import Pins, SkillPins, skill_change, skill_definition
 
@@ -24,18 +25,12 @@ def _definition(skill: Skill) -> dict[str, Any]:
 
 
 @dataclass(eq=False)
-class SkillHold:
-    """One server's skills as last listed: the ones the agent is offered, and the ones held for the owner."""
+class SkillHold(Hold[Skill]):
+    """One server's skills as last listed, by path: the ones the agent is offered and may load, and
+    the ones held for the owner."""
 
-    live: dict[str, Skill] = field(default_factory=dict)
-    """Skills whose entry is the one the owner approved, by path: only these are offered and loaded."""
-    held: dict[str, Skill] = field(default_factory=dict)
-    """New or changed skills that wait for the owner's decision, by path."""
-    approved: dict[str, Skill] = field(default_factory=dict)
-    """The approved entries as last seen live: what a change is shown against."""
     refused: list[str] = field(default_factory=list)
     """Entries of the last listing that break the extension's rules, each with why (Playa's words)."""
-    listed: bool = False
 
     def hold(self, pins: Pins | None, offered: dict[str, Skill]) -> SkillPins | None:
         """Sort a listing into what is offered and what waits; the skill pins to save when there were none.
@@ -47,11 +42,7 @@ class SkillHold:
         adopted = None
         if pinned is None:
             pinned = adopted = SkillPins().approve((path, skill.digest) for path, skill in offered.items())
-        verdicts = {path: pinned.verdict(path, skill.digest) for path, skill in offered.items()}
-        self.live = {path: skill for path, skill in offered.items() if verdicts[path] == "live"}
-        self.held = {path: skill for path, skill in offered.items() if verdicts[path] == "held"}
-        self.approved.update(self.live)
-        self.listed = True
+        self._sort(offered, {path: pinned.verdict(path, skill.digest) for path, skill in offered.items()})
         return adopted
 
     def changes(self, pins: Pins | None, redact: Callable[[str], str]) -> tuple[ToolChange, ...]:
@@ -78,15 +69,7 @@ class SkillHold:
         entries = [(path, skill.digest) for path, skill in self.held.items()]
         return pinned.approve(entries) if approve else pinned.reject(entries)
 
-    def decided(self, *, approve: bool) -> list[Skill]:
-        """The owner decided on the held skills: approved ones are offered at once. Returns those decided."""
-        decided = list(self.held.values())
-        if approve:
-            self.live.update(self.held)
-            self.approved.update(self.held)
-        self.held = {}
-        return decided
-
     def forget(self) -> None:
         """The connection went: the next one lists the skills again."""
-        self.live, self.held, self.refused, self.listed = {}, {}, [], False
+        super().forget()
+        self.refused = []
