@@ -144,6 +144,47 @@ def _note(*hides: bool) -> str:
     return HIDDEN_NOTE if any(hides) else ""
 
 
+def _leaf_label(key: str | None, path: _Path, redact: Callable[[str], str]) -> tuple[str, bool]:
+    """``_label`` of a leaf of the field ``key``, or (``key`` None) of a path whose first step names it."""
+    return _label(key, path, redact) if key is not None else _label(str(path[0]), path[1:], redact)
+
+
+def _leaf_lines(
+    leaves: dict[_Path, object], redact: Callable[[str], str], *, key: str | None = None, joint: str = ": "
+) -> list[str]:
+    """Each leaf as the owner is shown it, whole: ``label{joint}value``, and a note if either hides characters."""
+    lines: list[str] = []
+    for path, leaf in leaves.items():
+        label, label_hides = _leaf_label(key, path, redact)
+        shown, hides = _value(leaf, redact)
+        lines.append(f"{label}{joint}{shown}{_note(label_hides, hides)}")
+    return lines
+
+
+def _leaf_changes(
+    old_leaves: dict[_Path, object],
+    new_leaves: dict[_Path, object],
+    redact: Callable[[str], str],
+    *,
+    key: str | None = None,
+) -> list[str]:
+    """Every leaf that differs between two definitions: ``label: old → new`` (``(none)`` where absent).
+
+    A change that cleaning makes look like none says that it differs.
+    """
+    lines: list[str] = []
+    for path in [*new_leaves, *(path for path in old_leaves if path not in new_leaves)]:
+        was, is_now = old_leaves.get(path, _ABSENT), new_leaves.get(path, _ABSENT)
+        if was is not _ABSENT and is_now is not _ABSENT and canonical(was) == canonical(is_now):
+            continue
+        label, label_hides = _leaf_label(key, path, redact)
+        old_shown = _NONE if was is _ABSENT else _value(was, redact)[0]
+        new_shown, hides = (_NONE, False) if is_now is _ABSENT else _value(is_now, redact)
+        note = SAME_NOTE if old_shown == new_shown else _note(label_hides, hides)
+        lines.append(f"{label}: {old_shown} → {new_shown}{note}")
+    return lines
+
+
 def change_of(
     tool: mcp_types.Tool,
     pinned: Sequence[str] | None,
@@ -167,10 +208,7 @@ def change_of(
         if _hides(tool.name):
             lines.append(f"name: {_value(tool.name, redact)[0]}{HIDDEN_NOTE}")
         for key in PIN_FIELDS[1:]:
-            for path, leaf in _flat(now[key]).items():
-                label, label_hides = _label(key, path, redact)
-                shown, hides = _value(leaf, redact)
-                lines.append(f"{label}: {shown}{_note(label_hides, hides)}")
+            lines += _leaf_lines(_flat(now[key]), redact, key=key)
         return ToolChange(name, "new", tuple(lines))
     digests = field_digests(tool)
     old = definition(before) if before is not None and field_digests(before) == tuple(pinned) else None
@@ -181,25 +219,10 @@ def change_of(
         if old is None:
             if not new_leaves:
                 lines.append(f"{key} is now {_NONE}")
-            for path, leaf in new_leaves.items():
-                label, label_hides = _label(key, path, redact)
-                shown, hides = _value(leaf, redact)
-                lines.append(f"{label} is now {shown}{_note(label_hides, hides)}")
+            lines += _leaf_lines(new_leaves, redact, key=key, joint=" is now ")
             continue
-        old_leaves = _flat(old[key])
-        count = len(lines)
-        for path in [*new_leaves, *(path for path in old_leaves if path not in new_leaves)]:
-            was_leaf, now_leaf = old_leaves.get(path, _ABSENT), new_leaves.get(path, _ABSENT)
-            absent = (was_leaf is _ABSENT, now_leaf is _ABSENT)
-            if absent == (False, False) and canonical(was_leaf) == canonical(now_leaf):
-                continue
-            label, label_hides = _label(key, path, redact)
-            old_shown, _ = (_NONE, False) if absent[0] else _value(was_leaf, redact)
-            new_shown, hides = (_NONE, False) if absent[1] else _value(now_leaf, redact)
-            note = SAME_NOTE if old_shown == new_shown else _note(label_hides, hides)
-            lines.append(f"{label}: {old_shown} → {new_shown}{note}")
-        if len(lines) == count:  # the digests differ: some difference is there, if none shows
-            lines.append(f"{key} changed{SAME_NOTE}")
+        # The digests differ: some difference is there, if none shows.
+        lines += _leaf_changes(_flat(old[key]), new_leaves, redact, key=key) or [f"{key} changed{SAME_NOTE}"]
     return ToolChange(name, "changed", tuple(lines))
 
 

@@ -13,8 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...core import ToolChange
-from ._digests import canonical
-from ._pin_views import _ABSENT, _NONE, SAME_NOTE, _clean, _flat, _hides, _label, _note, _value
+from ._pin_views import SAME_NOTE, _clean, _flat, _hides, _leaf_changes, _leaf_lines, _note, _value
 
 __all__ = ["skill_change", "skill_definition"]
 
@@ -41,25 +40,9 @@ def skill_change(
     control and format characters and redacted, as a tool's are.
     """
     name = _clean(path, redact)
-    lines: list[str] = []
     if pinned and before is not None:
-        new_leaves, old_leaves = _flat(now), _flat(before)
-        for leaf in [*new_leaves, *(leaf for leaf in old_leaves if leaf not in new_leaves)]:
-            was, is_now = old_leaves.get(leaf, _ABSENT), new_leaves.get(leaf, _ABSENT)
-            if was is not _ABSENT and is_now is not _ABSENT and canonical(was) == canonical(is_now):
-                continue
-            label, label_hides = _label(str(leaf[0]), leaf[1:], redact)
-            old_shown = _NONE if was is _ABSENT else _value(was, redact)[0]
-            new_shown, hides = (_NONE, False) if is_now is _ABSENT else _value(is_now, redact)
-            note = SAME_NOTE if old_shown == new_shown else _note(label_hides, hides)
-            lines.append(f"{label}: {old_shown} → {new_shown}{note}")
-        if not lines:
-            lines.append(f"entry changed{SAME_NOTE}")
+        lines = _leaf_changes(_flat(before), _flat(now), redact) or [f"entry changed{SAME_NOTE}"]
     else:
-        if _hides(path):
-            lines.append(f"path: {_value(path, redact)[0]}{_note(True)}")
-        for leaf, value in _flat(now).items():
-            label, label_hides = _label(str(leaf[0]), leaf[1:], redact)
-            shown, hides = _value(value, redact)
-            lines.append(f"{label}{' is now' if pinned else ''}: {shown}{_note(label_hides, hides)}")
+        lines = [f"path: {_value(path, redact)[0]}{_note(True)}"] if _hides(path) else []
+        lines += _leaf_lines(_flat(now), redact, joint=" is now: " if pinned else ": ")
     return ToolChange(name, "changed" if pinned else "new", tuple(lines), what="skill")
