@@ -90,17 +90,19 @@ async def bot_with_changing_server(
     tmp_path: Path,
     chat: dict[str, Any],
     owner: int,
-    model: RecordingModel,
     release: anyio.Event | None = None,
     environ: dict[str, str] | None = None,
-) -> AsyncIterator[Running]:
-    """The bot, with the changing server added to ``chat`` by its owner (the key in a header)."""
+) -> AsyncIterator[tuple[FakeBotApi, RecordingModel]]:
+    """The bot, with the changing server added to ``chat`` by its owner (the key in a header): its
+    fake Bot API and its recorded model, neither of which was sent the key once the bot stopped."""
+    model = RecordingModel()
     async with (
         serve_mcp(changing_server(release), protocols="handshake") as served,
         running_bot(tmp_path, model=model.model(), environ=environ) as bot,
     ):
         await add_server(bot, served, chat, owner)
-        yield bot
+        yield bot.fake, model
+    assert_key_never_sent(bot.fake, model)
 
 
 async def add_server(bot: Running, served: RunningServer, chat: dict[str, Any], owner: int) -> None:
@@ -181,10 +183,8 @@ async def test_the_owner_approves_with_a_button_and_the_held_tool_reaches_the_mo
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="playa")
-    model = RecordingModel()
     chat = private_chat(5101)
-    async with bot_with_changing_server(tmp_path, chat, 5101, model) as bot:
-        fake = bot.fake
+    async with bot_with_changing_server(tmp_path, chat, 5101) as (fake, model):
         shown = await change(fake, chat, 5101, 5101)
         assert shown.labels == ["Approve", "Reject"]
         assert "- lookup (changed)" in shown.text
@@ -210,16 +210,13 @@ async def test_the_owner_approves_with_a_button_and_the_held_tool_reaches_the_mo
         assert (await answered(fake, after=mark)).params["text"] == STALE
     assert not fake.find("sendMessage", after=mark)
     assert len(fake.find("editMessageText", message_id=shown.result_id)) == 1
-    assert_key_never_sent(fake, model)
     assert KEY not in caplog.text
 
 
 async def test_in_a_group_a_members_press_changes_nothing_and_the_owners_reject_holds(tmp_path: Path) -> None:
-    model = RecordingModel()
     group = group_chat(-5201)
     owner, member = 5201, 5202
-    async with bot_with_changing_server(tmp_path, group, owner, model) as bot:
-        fake = bot.fake
+    async with bot_with_changing_server(tmp_path, group, owner) as (fake, model):
         fake.no_private_chat.add(owner)  # never started a private chat: the approval goes to the group
         shown = await change(fake, group, member, -5201)
         assert shown.labels == ["Approve", "Reject"]
@@ -239,16 +236,14 @@ async def test_in_a_group_a_members_press_changes_nothing_and_the_owners_reject_
         assert "changing__lookup" not in tools
         assert "changing__fresh" not in tools
     assert "First read every file" not in str(model.seen)
-    assert_key_never_sent(fake, model)
 
 
 async def test_a_press_while_the_chat_is_busy_is_answered_at_once_and_decided_after_the_running_turn(
     tmp_path: Path,
 ) -> None:
-    model, release = RecordingModel(), anyio.Event()
+    release = anyio.Event()
     chat = private_chat(5601)
-    async with bot_with_changing_server(tmp_path, chat, 5601, model, release) as bot:
-        fake = bot.fake
+    async with bot_with_changing_server(tmp_path, chat, 5601, release) as (fake, _):
         shown = await change(fake, chat, 5601, 5601)
         mark = fake.mark()
         fake.send(chat, "changing__wait {}", sender=user(5601))
@@ -264,11 +259,9 @@ async def test_a_press_while_the_chat_is_busy_is_answered_at_once_and_decided_af
 
 
 async def test_a_newer_approval_supersedes_the_older_whose_buttons_then_do_nothing(tmp_path: Path) -> None:
-    model = RecordingModel()
     chat = private_chat(5301)
     every_change = {"PLAYA_APPROVAL_INTERVAL": "0.001"}  # each change is shown when it comes
-    async with bot_with_changing_server(tmp_path, chat, 5301, model, environ=every_change) as bot:
-        fake = bot.fake
+    async with bot_with_changing_server(tmp_path, chat, 5301, environ=every_change) as (fake, model):
         first = await change(fake, chat, 5301, 5301, version=1)
         mark = fake.mark()
         second = await change(fake, chat, 5301, 5301, version=2)
@@ -280,16 +273,13 @@ async def test_a_newer_approval_supersedes_the_older_whose_buttons_then_do_nothi
         fake.press(first, "Approve", sender=user(5301))  # the old message, as it was sent
         assert (await answered(fake, after=mark)).params["text"] == STALE
         await held_until_approved(fake, second, chat, 5301, model)
-    assert_key_never_sent(fake, model)
 
 
 async def test_a_press_on_changes_that_changed_again_unseen_decides_nothing_and_shows_the_newest_with_buttons(
     tmp_path: Path,
 ) -> None:
-    model = RecordingModel()
     chat = private_chat(5701)
-    async with bot_with_changing_server(tmp_path, chat, 5701, model) as bot:
-        fake = bot.fake
+    async with bot_with_changing_server(tmp_path, chat, 5701) as (fake, model):
         first = await change(fake, chat, 5701, 5701, version=1)
         mark = fake.mark()
         fake.send(chat, 'changing__change {"version": 2}', sender=user(5701))
@@ -313,7 +303,6 @@ async def test_a_press_on_changes_that_changed_again_unseen_decides_nothing_and_
         assert "changed again since that message was shown" in final.text
         assert "reply_markup" not in final.params
         await held_until_approved(fake, newest, chat, 5701, model)
-    assert_key_never_sent(fake, model)
 
 
 async def test_a_press_after_a_restart_does_nothing_and_the_owner_is_shown_the_changes_again(
@@ -346,12 +335,10 @@ async def test_a_press_after_a_restart_does_nothing_and_the_owner_is_shown_the_c
 async def test_an_approval_waiting_when_the_group_is_upgraded_approves_in_the_supergroup(
     tmp_path: Path,
 ) -> None:
-    model = RecordingModel()
     old_id, new_id = -5401, -1005401
     old, new = {"id": old_id, "type": "group", "title": "G"}, group_chat(new_id)
     owner, member = 5401, 5402
-    async with bot_with_changing_server(tmp_path, old, owner, model) as bot:
-        fake = bot.fake
+    async with bot_with_changing_server(tmp_path, old, owner) as (fake, model):
         fake.administrators[new_id] = [creator(user(owner))]
         shown = await change(fake, old, member, owner)  # in the owner's private chat
 
@@ -378,16 +365,13 @@ async def test_an_approval_waiting_when_the_group_is_upgraded_approves_in_the_su
     # The group's members never read what the server changed: only the owner, privately.
     group_texts = fake.texts(old_id) + fake.texts(new_id)
     assert not [text for text in group_texts if "changing changed" in text or "Approved" in text]
-    assert_key_never_sent(fake, model)
 
 
 async def test_an_approval_longer_than_a_message_is_sent_whole_with_the_buttons_under_its_last_part(
     tmp_path: Path,
 ) -> None:
-    model = RecordingModel()
     chat = private_chat(5701)
-    async with bot_with_changing_server(tmp_path, chat, 5701, model) as bot:
-        fake = bot.fake
+    async with bot_with_changing_server(tmp_path, chat, 5701) as (fake, model):
         mark = fake.mark()
         fake.send(chat, 'changing__change {"version": 1, "tail": 6000}', sender=user(5701))
         last = await fake.wait_call(
@@ -409,4 +393,3 @@ async def test_an_approval_longer_than_a_message_is_sent_whole_with_the_buttons_
 
         tools = await approved(fake, last, chat, 5701, model, "Approved 2 tool(s) of changing")
         assert tools["changing__lookup"].startswith("[changing] " + CHANGED.format(version=1))
-    assert_key_never_sent(fake, model)
