@@ -12,20 +12,43 @@ nobody holds (a test's, a one-off redactor's) is derived anew each time and kept
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
 from ._decode import _Decoder, _decoders
 from ._forms import _plain_forms
 
 __all__ = ["decoders_of", "forget", "forms_of", "keep"]
 
+_T = TypeVar("_T")
+
+
+class _Once(Generic[_T]):
+    """What ``derive`` makes of a held value, made on first use and kept.
+
+    Two threads may both make it: the same result, and cheaper than a lock held meanwhile.
+    """
+
+    __slots__ = ("_derive", "_made", "_value")
+
+    def __init__(self, derive: Callable[[str], _T], value: str) -> None:
+        self._derive = derive
+        self._value = value
+        self._made: _T | None = None
+
+    def get(self) -> _T:
+        if self._made is None:
+            self._made = self._derive(self._value)
+        return self._made
+
 
 class _Derived:
     __slots__ = ("decoders", "forms", "holders")
 
-    def __init__(self) -> None:
+    def __init__(self, value: str) -> None:
         self.holders = 1
-        self.forms: frozenset[str] | None = None
-        self.decoders: tuple[_Decoder, ...] | None = None
+        self.forms = _Once(_plain_forms, value)
+        self.decoders = _Once(_decoders, value)
 
 
 _HELD: dict[str, _Derived] = {}
@@ -37,7 +60,7 @@ def keep(value: str) -> None:
     with _lock:
         derived = _HELD.get(value)
         if derived is None:
-            _HELD[value] = _Derived()
+            _HELD[value] = _Derived(value)
         else:
             derived.holders += 1
 
@@ -55,19 +78,10 @@ def forget(value: str) -> None:
 def forms_of(value: str) -> frozenset[str]:
     """``value``'s literal forms (``_forms``), kept while it is held."""
     derived = _HELD.get(value)
-    if derived is None:
-        return _plain_forms(value)
-    if derived.forms is None:
-        # Two threads may both compute it: the same result, and cheaper than a lock held meanwhile.
-        derived.forms = _plain_forms(value)
-    return derived.forms
+    return _plain_forms(value) if derived is None else derived.forms.get()
 
 
 def decoders_of(value: str) -> tuple[_Decoder, ...]:
     """``value``'s decoders (``_decode``), kept while it is held."""
     derived = _HELD.get(value)
-    if derived is None:
-        return _decoders(value)
-    if derived.decoders is None:
-        derived.decoders = _decoders(value)
-    return derived.decoders
+    return _decoders(value) if derived is None else derived.decoders.get()
