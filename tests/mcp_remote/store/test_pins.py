@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -30,6 +31,7 @@ from playa.mcp_remote.store import HIDDEN_NOTE, Pins, Sealer, ServerEntry, Serve
 from playa.mcp_remote.transport import Connector, Endpoint
 from servers.python_servers import RunningServer, serve_mcp
 from support.chat import RecordingModel, ScriptedUI
+from support.chat_store import chat_store, pinned_now, saved_pins
 from support.remote import HEALTHY, OwnerChat, owner_chat
 
 pytestmark = pytest.mark.anyio
@@ -75,13 +77,6 @@ def changing_server() -> MCPServer:
     return server
 
 
-@asynccontextmanager
-async def served(setup: Setup) -> AsyncIterator[RunningServer]:
-    transport, protocols = setup
-    async with serve_mcp(changing_server(), transport, protocols=protocols) as running:
-        yield running
-
-
 def seen_text(model: RecordingModel) -> str:
     """Everything the model was given: messages, instructions, tools and their descriptions."""
     return json.dumps(
@@ -100,34 +95,57 @@ def descriptions(model: RecordingModel) -> dict[str, str]:
     return {tool.name: tool.description or "" for tool in model.seen[-1][1].function_tools}
 
 
-async def add_and_change(chat: OwnerChat, url: str, owner: ScriptedUI, model: RecordingModel) -> None:
-    added = await chat.command(f"/mcp_add changing {url}", owner)
-    assert added.startswith("Added changing"), added
-    await chat.say("hello")
-    assert OLD in descriptions(model)["changing__lookup"]
-    result = await chat.host.call_tool(await chat.session(), "changing__change", {})
-    assert "changed" in str(result)
-    await owner.approval_shown(len(owner.approvals) + 1)
+@dataclass
+class Changing:
+    """The changing server on loopback; the owner's front end and the model of the hosts that use
+    it, one after another, on one data folder."""
+
+    server: RunningServer
+    data_dir: Path
+    secret: HostSecret
+    owner: ScriptedUI = field(default_factory=ScriptedUI)
+    model: RecordingModel = field(default_factory=RecordingModel)
+
+    def host(self) -> AbstractAsyncContextManager[OwnerChat]:
+        """A host started afresh, and the owner's chat on it."""
+        return owner_chat(self.data_dir, self.secret, SCOPE, self.model)
+
+    async def add_and_change(self, chat: OwnerChat) -> None:
+        """The owner adds the server, the model sees its tools, and the server changes them once."""
+        added = await chat.command(f"/mcp_add changing {self.server.url}", self.owner)
+        assert added.startswith("Added changing"), added
+        await chat.say("hello")
+        assert OLD in descriptions(self.model)["changing__lookup"]
+        result = await chat.host.call_tool(await chat.session(), "changing__change", {})
+        assert "changed" in str(result)
+        await self.owner.approval_shown(len(self.owner.approvals) + 1)
+
+    @asynccontextmanager
+    async def changed(self) -> AsyncIterator[OwnerChat]:
+        """A host on which the owner added the server and it changed once (``add_and_change``)."""
+        async with self.host() as chat:
+            await self.add_and_change(chat)
+            yield chat
 
 
-@asynccontextmanager
-async def changed(
-    setup: Setup, data_dir: Path, secret: HostSecret, owner: ScriptedUI, model: RecordingModel
-) -> AsyncIterator[tuple[RunningServer, OwnerChat]]:
-    """The changing server, added by the owner and changed once (see ``add_and_change``)."""
-    async with served(setup) as server, owner_chat(data_dir, secret, SCOPE, model) as chat:
-        await add_and_change(chat, server.url, owner, model)
-        yield server, chat
+@pytest.fixture
+def setup() -> Setup:
+    """How the server is reached; a test over every way parametrizes it."""
+    return SETUPS[0]
+
+
+@pytest.fixture
+async def changing(setup: Setup, data_dir: Path, host_secret: HostSecret) -> AsyncIterator[Changing]:
+    transport, protocols = setup
+    async with serve_mcp(changing_server(), transport, protocols=protocols) as running:
+        yield Changing(running, data_dir, host_secret)
 
 
 @pytest.mark.parametrize("setup", SETUPS, ids=IDS)
-async def test_a_rewritten_tool_reaches_the_model_only_once_the_owner_approves(
-    data_dir: Path, host_secret: HostSecret, setup: Setup
-) -> None:
-    model = RecordingModel()
-    owner = ScriptedUI()
+async def test_a_rewritten_tool_reaches_the_model_only_once_the_owner_approves(changing: Changing) -> None:
+    model, owner = changing.model, changing.owner
     with anyio.fail_after(TEST_TIMEOUT):
-        async with changed(setup, data_dir, host_secret, owner, model) as (_, chat):
+        async with changing.changed() as chat:
             (approval,) = owner.approvals
             changes = {change.tool: change for change in approval.changes}
             assert set(changes) == {"lookup", "fresh"}
@@ -155,61 +173,49 @@ async def test_a_rewritten_tool_reaches_the_model_only_once_the_owner_approves(
 
 
 @pytest.mark.parametrize("setup", SETUPS[:1] + SETUPS[2:], ids=[IDS[0], IDS[2]])
-async def test_a_rejection_holds_across_a_restart(
-    data_dir: Path, host_secret: HostSecret, setup: Setup
-) -> None:
-    model = RecordingModel()
-    owner = ScriptedUI()
+async def test_a_rejection_holds_across_a_restart(changing: Changing) -> None:
     with anyio.fail_after(TEST_TIMEOUT):
-        async with served(setup) as server:
-            async with owner_chat(data_dir, host_secret, SCOPE, model) as chat:
-                await add_and_change(chat, server.url, owner, model)
-                rejected = await chat.command("/mcp_reject changing", owner)
-                assert rejected.startswith("Rejected 2 tool(s) of changing"), rejected
-            # A new host: the same file, the same server, still serving the rewritten tool.
-            model = RecordingModel()
-            later = ScriptedUI()
-            async with owner_chat(data_dir, host_secret, SCOPE, model) as chat:
-                await chat.say("hello")
-                tools = descriptions(model)
-                assert "changing__lookup" not in tools
-                assert "changing__fresh" not in tools
-                assert "changing__change" in tools
-                assert "First read every file" not in seen_text(model)
-                # Nothing waits: the owner decided, and is not asked again.
-                reviewed = await chat.command("/mcp_review", later)
-                assert reviewed == "No tool changes wait for review."
-                assert later.approvals == []
+        async with changing.changed() as chat:
+            rejected = await chat.command("/mcp_reject changing", changing.owner)
+            assert rejected.startswith("Rejected 2 tool(s) of changing"), rejected
+        # A new host: the same file, the same server, still serving the rewritten tool.
+        model = changing.model = RecordingModel()
+        later = ScriptedUI()
+        async with changing.host() as chat:
+            await chat.say("hello")
+            tools = descriptions(model)
+            assert "changing__lookup" not in tools
+            assert "changing__fresh" not in tools
+            assert "changing__change" in tools
+            assert "First read every file" not in seen_text(model)
+            # Nothing waits: the owner decided, and is not asked again.
+            reviewed = await chat.command("/mcp_review", later)
+            assert reviewed == "No tool changes wait for review."
+            assert later.approvals == []
 
 
 async def test_a_change_before_a_restart_is_shown_after_it_with_the_fields_that_changed(
-    data_dir: Path, host_secret: HostSecret
+    changing: Changing,
 ) -> None:
-    model = RecordingModel()
-    owner = ScriptedUI()
     with anyio.fail_after(TEST_TIMEOUT):
-        async with served(SETUPS[0]) as server:
-            async with owner_chat(data_dir, host_secret, SCOPE, model) as chat:
-                await add_and_change(chat, server.url, owner, model)
-            later = ScriptedUI()
-            async with owner_chat(data_dir, host_secret, SCOPE, model) as chat:
-                await chat.say("hello")
-                assert "changing__lookup" not in descriptions(model)
-                # The owner's next command shows what waits, from the pinned field digests.
-                listed = await chat.command("/mcp_list", later)
-                assert "2 new or changed tools wait for the owner's approval" in listed
-                (approval,) = later.approvals
-                changes = {change.tool: change for change in approval.changes}
-                assert changes["lookup"].diff == (f'description is now "{NEW}"',)
+        async with changing.host() as chat:
+            await changing.add_and_change(chat)
+        later = ScriptedUI()
+        async with changing.host() as chat:
+            await chat.say("hello")
+            assert "changing__lookup" not in descriptions(changing.model)
+            # The owner's next command shows what waits, from the pinned field digests.
+            listed = await chat.command("/mcp_list", later)
+            assert "2 new or changed tools wait for the owner's approval" in listed
+            (approval,) = later.approvals
+            changes = {change.tool: change for change in approval.changes}
+            assert changes["lookup"].diff == (f'description is now "{NEW}"',)
 
 
-async def test_an_approval_covers_only_what_the_owner_was_shown(
-    data_dir: Path, host_secret: HostSecret
-) -> None:
-    model = RecordingModel()
-    owner = ScriptedUI()
+async def test_an_approval_covers_only_what_the_owner_was_shown(changing: Changing) -> None:
+    owner = changing.owner
     with anyio.fail_after(TEST_TIMEOUT):
-        async with changed(SETUPS[0], data_dir, host_secret, owner, model) as (_, owned):
+        async with changing.changed() as owned:
             host = owned.host
             extension = host.extensions[0]
             assert isinstance(extension, RemoteMcpExtension)
@@ -227,31 +233,23 @@ async def test_an_approval_covers_only_what_the_owner_was_shown(
 
 
 async def test_an_entry_saved_before_pins_adopts_its_tools_once_and_says_so(
-    data_dir: Path, host_secret: HostSecret
+    changing: Changing, host_secret: HostSecret
 ) -> None:
-    model = RecordingModel()
-    owner = ScriptedUI()
+    owner = changing.owner
     with anyio.fail_after(TEST_TIMEOUT):
-        async with served(SETUPS[0]) as server:
-            workspace = data_dir / "workspaces"
-            async with owner_chat(data_dir, host_secret, SCOPE, model) as chat:
-                session = await chat.session()
-                workspace = session.workspace
-                store = ServerStore(workspace, SCOPE, Sealer(host_secret.value), state_dir=session.state_dir)
-                await anyio.to_thread.run_sync(store.put, ServerEntry("changing", server.url))
-                await chat.command("/mcp_list", owner)  # the owner is known; the file is read
-                await chat.say("hello")
-                assert "changing__lookup" in descriptions(model)
-                notes = [text for text in owner.sent if "pinned now" in text]
-                assert notes == [
-                    "changing was saved before Playa pinned tool definitions: its current 3 tools are "
-                    "pinned now, and a change to any of them will wait for your approval."
-                ]
-                entry = (await anyio.to_thread.run_sync(store.load)).entry("changing")
-                assert entry is not None and entry.pins is not None
-                assert set(entry.pins.tools) == {"lookup", "extra", "change"}
-                await chat.say("hello")
-                assert len([text for text in owner.sent if "pinned now" in text]) == 1
+        async with changing.host() as chat:
+            store = chat_store(await chat.session(), host_secret)
+            await anyio.to_thread.run_sync(store.put, ServerEntry("changing", changing.server.url))
+            await chat.command("/mcp_list", owner)  # the owner is known; the file is read
+            await chat.say("hello")
+            assert "changing__lookup" in descriptions(changing.model)
+            assert pinned_now(owner) == [
+                "changing was saved before Playa pinned tool definitions: its current 3 tools are "
+                "pinned now, and a change to any of them will wait for your approval."
+            ]
+            assert set((await saved_pins(store, "changing")).tools) == {"lookup", "extra", "change"}
+            await chat.say("hello")
+            assert len(pinned_now(owner)) == 1
 
 
 def tool(description: str, **schema: object) -> mcp_types.Tool:
@@ -370,19 +368,16 @@ async def test_a_tool_listing_is_kept_across_reconnects_as_long_as_the_server_al
             assert [r.rpc_method for r in running.requests].count("tools/list") == listings
 
 
-async def test_adding_the_same_server_again_keeps_what_waits_for_the_owner(
-    data_dir: Path, host_secret: HostSecret
-) -> None:
-    model = RecordingModel()
-    owner = ScriptedUI()
+async def test_adding_the_same_server_again_keeps_what_waits_for_the_owner(changing: Changing) -> None:
+    owner = changing.owner
     with anyio.fail_after(TEST_TIMEOUT):
-        async with changed(SETUPS[0], data_dir, host_secret, owner, model) as (server, chat):
-            again = await chat.command(f"/mcp_add changing {server.url}", owner)
+        async with changing.changed() as chat:
+            again = await chat.command(f"/mcp_add changing {changing.server.url}", owner)
             assert again.startswith("Replaced changing: connected over streamable-http, 1 tools"), again
             await owner.approval_shown(2)
             assert len(owner.approvals) == 2
             await chat.say("hello")
-            assert "changing__lookup" not in descriptions(model)
+            assert "changing__lookup" not in descriptions(changing.model)
 
 
 def test_a_definition_seen_before_gets_its_digests_again_and_any_change_gets_new_ones() -> None:
