@@ -18,6 +18,7 @@ from typing import Final
 from ..core import Approval, render_approval
 from ._buttons import Buttons, Keyboard
 from ._outbox import Outbox
+from ._owner import CommandChat
 from ._render import render
 from ._split import Part
 
@@ -44,12 +45,8 @@ SUPERSEDED: Final = (
 class WaitingApproval:
     """One approval message whose buttons wait for the owner."""
 
-    chat_id: int
-    """The chat the servers belong to, where the command runs: a group's upgrade moves it."""
-    thread_id: int | None
-    group: bool
-    owner_id: int
-    """Who alone may press: the chat's owner when it was shown."""
+    chat: CommandChat
+    """Where its commands run: a group's upgrade moves it."""
     source: str
     """What it approves (its approve command): a newer approval of the same source supersedes it."""
     commands: Mapping[str, str]
@@ -63,7 +60,7 @@ class WaitingApproval:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalPress:
-    """The owner pressed a button: ``command`` is to run in ``waiting.chat_id`` as the owner."""
+    """The owner pressed a button: ``command`` is to run in ``waiting.chat`` as the owner."""
 
     waiting: WaitingApproval
     command: str = field(repr=False)
@@ -82,11 +79,7 @@ class ApprovalMessages:
         self,
         approval: Approval,
         redact: Callable[[str], str],
-        chat_id: int,
-        thread_id: int | None,
-        *,
-        group: bool,
-        owner_id: int,
+        chat: CommandChat,
     ) -> int | None:
         """Send the approval (redacted) with the buttons under its last message; that message's id, or ``None``.
 
@@ -96,10 +89,7 @@ class ApprovalMessages:
         # Whole, over as many messages as it takes: what is cut away could not be approved.
         text = render(render_approval(approval), markdown=False, redact=redact)
         waiting = WaitingApproval(
-            chat_id,
-            thread_id,
-            group,
-            owner_id,
+            chat,
             approval.approve,
             # With the digest: the press decides on exactly what this message shows, or nothing.
             {
@@ -108,23 +98,23 @@ class ApprovalMessages:
             },
         )
         # Before any await: from here on a press of the older message's buttons does nothing.
-        previous = self._waiting.get((chat_id, waiting.source))
-        self._waiting[(chat_id, waiting.source)] = waiting
+        previous = self._waiting.get((chat.chat_id, waiting.source))
+        self._waiting[(chat.chat_id, waiting.source)] = waiting
         if previous is not None:
             self._end(previous)
             previous.superseded = True
         keyboard = waiting.keyboard = self._buttons.add(
-            owner_id, owner_id, lambda key: self._pressed(waiting, key), refusal=ONLY_OWNER
+            chat.owner_id, chat.owner_id, lambda key: self._pressed(waiting, key), refusal=ONLY_OWNER
         )
         markup = keyboard.markup([[(APPROVE, "approve"), (REJECT, "reject")]])
         if previous is not None and previous.message_id is not None:
             await self._outbox.edit(previous.where, previous.message_id, Part(SUPERSEDED, []))
         # Not journaled: the buttons do not outlive a restart.
-        message_id = await self._outbox.send(owner_id, text, markup=markup, durable=False)
-        if message_id is None and chat_id != owner_id:
-            keyboard.chat_id = chat_id
+        message_id = await self._outbox.send(chat.owner_id, text, markup=markup, durable=False)
+        if message_id is None and chat.chat_id != chat.owner_id:
+            keyboard.chat_id = chat.chat_id
             message_id = await self._outbox.send(
-                chat_id, text, thread_id=thread_id, markup=markup, durable=False
+                chat.chat_id, text, thread_id=chat.thread_id, markup=markup, durable=False
             )
         if message_id is None:
             self._end(waiting)
@@ -145,7 +135,7 @@ class ApprovalMessages:
         for (chat_id, source), waiting in list(self._waiting.items()):
             if chat_id == old_id:
                 del self._waiting[(chat_id, source)]
-                waiting.chat_id, waiting.thread_id = new_id, None
+                waiting.chat = waiting.chat.moved(new_id)
                 self._waiting[(new_id, source)] = waiting
 
     def _pressed(self, waiting: WaitingApproval, key: str) -> None:
@@ -161,6 +151,6 @@ class ApprovalMessages:
         if waiting.keyboard is not None:
             self._buttons.remove(waiting.keyboard)
             waiting.keyboard = None
-        key = (waiting.chat_id, waiting.source)
+        key = (waiting.chat.chat_id, waiting.source)
         if self._waiting.get(key) is waiting:
             del self._waiting[key]

@@ -370,8 +370,8 @@ class TelegramBot:
 
         Not kept in the inbox: its buttons do not survive a restart either.
         """
-        chat_id = press.waiting.chat_id if isinstance(press, ApprovalPress) else press.shown.chat_id
-        self._enqueue(chat_id, press)
+        chat = press.waiting.chat if isinstance(press, ApprovalPress) else press.shown.chat
+        self._enqueue(chat.chat_id, press)
 
     def _enqueue(self, chat_id: int, queued: Queued | ApprovalPress | PanelPress) -> None:
         tg = self._tg

@@ -11,7 +11,7 @@ import logging
 import traceback
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, nullcontext
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, replace
 from functools import partial
 
 import anyio
@@ -35,7 +35,7 @@ from ._notices import (
     WELCOME,
     WELCOME_GROUP,
 )
-from ._owner import Owners
+from ._owner import CommandChat, Owners, SenderInfo
 from ._panel import PanelPress
 from ._parts import BotParts
 from ._render import one_part, plain, render
@@ -47,50 +47,42 @@ __all__ = ["MessageHandler"]
 logger = logging.getLogger(__name__)
 
 
+@dataclass(eq=False)
 class MessageHandler:
     """Runs a chat's queued messages and approval presses as the host's turns and commands."""
 
-    def __init__(
-        self,
-        host: Host,
-        parts: BotParts,
-        *,
-        inbox: Journal,
-        owners: Owners,
-        typing_interval: float,
-        max_file: int = MAX_ATTACHMENT,
-    ) -> None:
-        self._max_file = max_file
-        self._host = host
-        self._parts = parts
-        self._inbox = inbox
-        """Updates taken from Telegram and not yet handled: what a restart handles."""
-        self._owners = owners
-        self._typing_interval = typing_interval
+    host: Host
+    parts: BotParts
+    _: KW_ONLY
+    inbox: Journal
+    """Updates taken from Telegram and not yet handled: what a restart handles."""
+    owners: Owners
+    typing_interval: float
+    max_file: int = MAX_ATTACHMENT
 
     async def refuse_key(self, message: Message) -> None:
-        deleted = await self._parts.deletions.delete(message.chat.id, message.message_id)
-        self._parts.deletions.forget(message.chat.id, message.message_id)
+        deleted = await self.parts.deletions.delete(message.chat.id, message.message_id)
+        self.parts.deletions.forget(message.chat.id, message.message_id)
         await self.secret_deleted(message, deleted)
-        await note(self._parts.outbox, message, KEY_REFUSED if deleted else KEY_REFUSED_KEPT)
+        await note(self.parts.outbox, message, KEY_REFUSED if deleted else KEY_REFUSED_KEPT)
 
     async def secret_deleted(self, message: Message, deleted: bool) -> None:
         """Tell the host of a message with a secret that this front end deleted (or could not),
         which never reached ``Host.handle``: the chat's extensions record it."""
         try:
-            info = await self._owners.identify(message)
-            session = await self._host.session(f"telegram:{message.chat.id}", owner=info.owner)
-            self._host.secret_deleted(session, info.sender, deleted)
+            info = await self.owners.identify(message)
+            session = await self.host.session(f"telegram:{message.chat.id}", owner=info.owner)
+            self.host.secret_deleted(session, info.sender, deleted)
         except Exception as exc:  # boundary: a record missed must not end the bot's task group
             logger.warning(
                 "a deleted secret in chat %s was not recorded: %s", message.chat.id, type(exc).__name__
             )
 
     async def delete_edited(self, message: Message) -> None:
-        deleted = await self._parts.deletions.delete(message.chat.id, message.message_id)
-        self._parts.deletions.forget(message.chat.id, message.message_id)
+        deleted = await self.parts.deletions.delete(message.chat.id, message.message_id)
+        self.parts.deletions.forget(message.chat.id, message.message_id)
         await self.secret_deleted(message, deleted)
-        await self._parts.outbox.send(
+        await self.parts.outbox.send(
             message.chat.id,
             plain(EDITED_SECRET if deleted else EDITED_SECRET_KEPT),
             thread_id=thread_of(message),
@@ -103,8 +95,8 @@ class MessageHandler:
         """
         text: str | None = None
         try:
-            creator = await self._owners.creator(new_id)
-            outcome = await self._host.move_scope(
+            creator = await self.owners.creator(new_id)
+            outcome = await self.host.move_scope(
                 f"telegram:{old_id}",
                 f"telegram:{new_id}",
                 owner=str(creator) if creator is not None else "unknown",
@@ -115,15 +107,15 @@ class MessageHandler:
                 "moving chat %s to %s failed: %s",
                 old_id,
                 new_id,
-                self._host.redact(None, "".join(traceback.format_exception(exc))),
+                self.host.redact(None, "".join(traceback.format_exception(exc))),
             )
             text = MOVE_FAILED
         delivery = None
         if text is not None:
-            delivery = await self._parts.outbox.post(new_id, plain(text))
-        await self._inbox.delete(queued.name)
+            delivery = await self.parts.outbox.post(new_id, plain(text))
+        await self.inbox.delete(queued.name)
         if delivery is not None:
-            await self._parts.outbox.deliver(delivery)
+            await self.parts.outbox.deliver(delivery)
 
     async def handle(self, queued: Queued) -> None:
         if queued.move is not None:
@@ -133,7 +125,7 @@ class MessageHandler:
         chat = message.chat
         session: ChatSession | None = None
         ui: TelegramUI | None = None
-        await self._inbox.put(
+        await self.inbox.put(
             queued.name,
             chat.id,
             {
@@ -145,56 +137,48 @@ class MessageHandler:
         )
         delivery = None
         try:
-            info = await self._owners.identify(message)
-            session = await self._host.session(f"telegram:{chat.id}", owner=info.owner)
-            session.group = chat.type != chat.PRIVATE
-            ui = self._ui(
-                session,
-                chat.id,
-                thread_id=thread_of(message),
-                user_id=info.user_id,
-                message_id=message.message_id,
-                group=chat.type != chat.PRIVATE,
-                owner_id=info.owner_id,
-                sender=info.sender,
-            )
+            info = await self.owners.identify(message)
+            session = await self.host.session(f"telegram:{chat.id}", owner=info.owner)
+            place = _place_of(message)
+            session.group = not place.private
+            ui = self._ui(session, place, info)
             text = text_of(message) or ""
             parsed = queued.inbound.command
             # A file captioned with a command is the command's: it is not kept.
             received = await self._received(message, session) if parsed is None else None
             attachments = (received.attachment,) if received and received.attachment else ()
             incoming = IncomingMessage(text, info.sender, message.message_id, attachments)
-            if parsed is not None and parsed.name == "start" and self._host.commands.get("start") is None:
+            if parsed is not None and parsed.name == "start" and self.host.commands.get("start") is None:
                 # Telegram sends /start when a user opens a chat with the bot.
                 welcome = WELCOME if chat.type == chat.PRIVATE else WELCOME_GROUP
-                help_text = self._host.commands.help_text(for_owner=info.sender.is_owner)
+                help_text = self.host.commands.help_text(for_owner=info.sender.is_owner)
                 delivery = await ui.post(welcome + help_text, markdown=False, answers=queued.name)
-            elif parsed is not None and parsed.name == "cancel" and self._host.commands.get("cancel") is None:
+            elif parsed is not None and parsed.name == "cancel" and self.host.commands.get("cancel") is None:
                 delivery = await ui.post(NOTHING_TO_CANCEL, markdown=False, answers=queued.name)
             elif received is not None and received.attachment is None:
                 delivery = await ui.post(received.refusal, markdown=False, answers=queued.name)
             else:
-                live = self._live(ui, session, message) if parsed is None else None
+                live = self._live(ui, session, place) if parsed is None else None
                 async with (
                     self._typing(ui, chat.id) if parsed is None else nullcontext(),
                     live.running() if live is not None else nullcontext(),
                 ):
-                    reply = await self._host.handle(session, incoming, ui, live=live)
+                    reply = await self.host.handle(session, incoming, ui, live=live)
                 markdown = reply is not None and reply.kind == "agent"
                 if reply is not None and not (live and await live.finish(reply.text, markdown=markdown)):
                     delivery = await ui.post(reply.text, markdown=markdown, answers=queued.name)
         except Exception as exc:  # boundary: one message's failure is answered; the bot goes on
             detail = "".join(traceback.format_exception(exc))
-            redacted = self._host.redact(session, detail)
+            redacted = self.host.redact(session, detail)
             logger.error("handling a message in chat %s failed:\n%s", chat.id, redacted)
             if ui is not None:
                 delivery = await ui.post(SORRY, markdown=False, answers=queued.name)
             else:
-                delivery = await self._parts.outbox.post(chat.id, plain(SORRY), answers=queued.name)
+                delivery = await self.parts.outbox.post(chat.id, plain(SORRY), answers=queued.name)
         # The reply is in the outbox journal: the message is handled.
-        await self._inbox.delete(queued.name)
+        await self.inbox.delete(queued.name)
         if delivery is not None:
-            await self._parts.outbox.deliver(delivery)
+            await self.parts.outbox.deliver(delivery)
 
     async def _received(self, message: Message, session: ChatSession) -> Received | None:
         """The photo or document of ``message`` kept in the chat's workspace, or why not; None: it has none.
@@ -205,16 +189,16 @@ class MessageHandler:
         if sent is None:
             return None
         received = await receive(
-            self._parts.outbox.bot,
+            self.parts.outbox.bot,
             sent,
-            cap=self._max_file,
+            cap=self.max_file,
             workspace=session.files,
-            commands=self._host.commands,
-            known=self._host.redactor(session),
+            commands=self.host.commands,
+            known=self.host.redactor(session),
         )
         if received.outcome != "secret":
             return received
-        deleted = await self._parts.deletions.delete(message.chat.id, message.message_id)
+        deleted = await self.parts.deletions.delete(message.chat.id, message.message_id)
         await self.secret_deleted(message, deleted)
         return replace(received, refusal=FILE_SECRET if deleted else FILE_SECRET_KEPT)
 
@@ -227,14 +211,8 @@ class MessageHandler:
         waiting = press.waiting
         if waiting.superseded:
             return  # a newer approval came meanwhile; this message says so already
-        text, redact = await self._as_owner(
-            press.command,
-            waiting.chat_id,
-            thread_id=waiting.thread_id,
-            group=waiting.group,
-            presser=waiting.owner_id,
-        )
-        await self._parts.approvals.close(waiting, one_part(text, redact=redact))
+        text, redact = await self._as_owner(press.command, waiting.chat)
+        await self.parts.approvals.close(waiting, one_part(text, redact=redact))
 
     async def act(self, press: PanelPress) -> None:
         """Run a panel's action as the owner, in the chat the servers belong to, as ``decide`` does.
@@ -243,92 +221,58 @@ class MessageHandler:
         replaces the panel (an action that changed something) or comes beside it.
         """
         shown = press.shown
-        text, redact = await self._as_owner(
-            press.action.command,
-            shown.chat_id,
-            thread_id=shown.thread_id,
-            group=shown.group,
-            presser=shown.owner_id,
-        )
+        text, redact = await self._as_owner(press.action.command, shown.chat)
         if press.action.changes:
-            await self._parts.panels.close(shown, one_part(text, redact=redact))
+            await self.parts.panels.close(shown, one_part(text, redact=redact))
         else:
-            await self._parts.panels.answer(shown, render(text, markdown=False, redact=redact))
+            await self.parts.panels.answer(shown, render(text, markdown=False, redact=redact))
 
-    async def _as_owner(
-        self, command: str, chat_id: int, *, thread_id: int | None, group: bool, presser: int
-    ) -> tuple[str, Callable[[str], str]]:
-        """Run ``command`` in ``chat_id`` as ``presser``, who pressed a button meant for the owner;
-        its reply (or why it failed), and the chat's redaction for it."""
+    async def _as_owner(self, command: str, chat: CommandChat) -> tuple[str, Callable[[str], str]]:
+        """Run ``command`` in ``chat`` as the one who pressed a button meant for its owner (the
+        owner then); its reply (or why it failed), and the chat's redaction for it."""
+        chat_id, presser = chat.chat_id, chat.owner_id
         session: ChatSession | None = None
         text = SORRY
         try:
-            owner_id = await self._owners.owner_of(chat_id, private=not group)
-            session = await self._host.session(
-                f"telegram:{chat_id}", owner=str(owner_id) if owner_id is not None else "unknown"
-            )
-            session.group = group
+            owner_id = await self.owners.owner_of(chat_id, private=not chat.group)
+            owner = str(owner_id) if owner_id is not None else "unknown"
+            session = await self.host.session(f"telegram:{chat_id}", owner=owner)
+            session.group = chat.group
             sender = Sender(str(presser), "owner", is_owner=presser == owner_id)
-            ui = self._ui(
-                session,
-                chat_id,
-                thread_id=thread_id,
-                user_id=presser,
-                message_id=None,
-                group=group,
-                owner_id=owner_id,
-                sender=sender,
-            )
-            reply = await self._host.handle(session, IncomingMessage(command, sender), ui)
+            place = Place(chat_id=chat_id, thread_id=chat.thread_id, message_id=None, private=not chat.group)
+            ui = self._ui(session, place, SenderInfo(sender, presser, owner, owner_id))
+            reply = await self.host.handle(session, IncomingMessage(command, sender), ui)
             text = reply.text if reply is not None else SORRY
         except Exception as exc:  # boundary: a failed action is logged and shown; the bot goes on
             detail = "".join(traceback.format_exception(exc))
             logger.error(
-                "a button's command in chat %s failed:\n%s", chat_id, self._host.redact(session, detail)
+                "a button's command in chat %s failed:\n%s", chat_id, self.host.redact(session, detail)
             )
-        return text, partial(self._host.redact, session)
+        return text, partial(self.host.redact, session)
 
-    def _ui(
-        self,
-        session: ChatSession,
-        chat_id: int,
-        *,
-        thread_id: int | None,
-        user_id: int | None,
-        message_id: int | None,
-        group: bool,
-        owner_id: int | None,
-        sender: Sender,
-    ) -> TelegramUI:
-        """The front end a command or turn of ``session`` acts through, in ``chat_id`` (and topic),
-        for ``sender`` (whose secret answers it deletes)."""
+    def _ui(self, session: ChatSession, place: Place, info: SenderInfo) -> TelegramUI:
+        """The front end a command or turn of ``session`` acts through, at ``place``, for
+        ``info``'s sender (whose secret answers it deletes)."""
         return TelegramUI(
-            self._parts,
-            chat_id=chat_id,
-            thread_id=thread_id,
-            user_id=user_id,
-            message_id=message_id,
-            redact=partial(self._host.redact, session),
-            group=group,
-            owner_id=owner_id,
-            secret_deleted=partial(self._host.secret_deleted, session, sender),
+            self.parts,
+            chat_id=place.chat_id,
+            thread_id=place.thread_id,
+            user_id=info.user_id,
+            message_id=place.message_id,
+            redact=partial(self.host.redact, session),
+            group=not place.private,
+            owner_id=info.owner_id,
+            secret_deleted=partial(self.host.secret_deleted, session, info.sender),
         )
 
-    def _live(self, ui: TelegramUI, session: ChatSession, message: Message) -> LiveMessage:
+    def _live(self, ui: TelegramUI, session: ChatSession, place: Place) -> LiveMessage:
         """A turn's live message, which also shows its calls' progress: a draft in a private chat,
         a message edited as the reply grows elsewhere."""
-        chat = message.chat
-        place = Place(
-            chat_id=chat.id,
-            thread_id=thread_of(message),
-            message_id=message.message_id,
-            private=chat.type == chat.PRIVATE,
-        )
         ui.live = LiveMessage(
-            self._parts.outbox,
+            self.parts.outbox,
             place,
-            redactor=partial(self._host.redactor, session),
-            redact=partial(self._host.redact, session),
+            redactor=partial(self.host.redactor, session),
+            redact=partial(self.host.redact, session),
         )
         return ui.live
 
@@ -338,8 +282,8 @@ class MessageHandler:
 
         async def keep_typing() -> None:
             while True:
-                await self._parts.outbox.typing(chat_id, ui.thread_id)
-                await anyio.sleep(self._typing_interval)
+                await self.parts.outbox.typing(chat_id, ui.thread_id)
+                await anyio.sleep(self.typing_interval)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(keep_typing)
@@ -347,3 +291,14 @@ class MessageHandler:
                 yield
             finally:
                 tg.cancel_scope.cancel()
+
+
+def _place_of(message: Message) -> Place:
+    """Where ``message`` is, and where its answers and its turn's live message go."""
+    chat = message.chat
+    return Place(
+        chat_id=chat.id,
+        thread_id=thread_of(message),
+        message_id=message.message_id,
+        private=chat.type == chat.PRIVATE,
+    )

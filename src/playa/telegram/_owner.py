@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from telegram import Message
@@ -18,7 +18,7 @@ from telegram import Message
 from ..core import Sender
 from ._outbox import Outbox
 
-__all__ = ["ANONYMOUS_ADMIN_ID", "OWNER_TTL", "Owners", "SenderInfo"]
+__all__ = ["ANONYMOUS_ADMIN_ID", "OWNER_TTL", "CommandChat", "Owners", "SenderInfo"]
 
 ANONYMOUS_ADMIN_ID: Final = 1087968824
 """``@GroupAnonymousBot``: the ``from`` of messages that anonymous group admins send."""
@@ -38,6 +38,22 @@ class SenderInfo:
     owner: str
     owner_id: int | None = None
     """The owner's Telegram user id, who alone may approve (``None`` when it cannot be known)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommandChat:
+    """Where the command of a button meant for the owner runs, as the owner: the chat the servers
+    belong to (and its topic)."""
+
+    chat_id: int
+    thread_id: int | None
+    group: bool
+    owner_id: int
+    """Who alone may press: the chat's owner when the buttons were shown."""
+
+    def moved(self, new_id: int) -> CommandChat:
+        """The same chat after a group's upgrade to the supergroup ``new_id`` (which has no topic yet)."""
+        return replace(self, chat_id=new_id, thread_id=None)
 
 
 class Owners:

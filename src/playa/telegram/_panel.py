@@ -25,6 +25,7 @@ from telegram import InlineKeyboardMarkup
 from ..core import Panel, PanelAction, render_panel
 from ._buttons import Buttons, Keyboard
 from ._outbox import Outbox
+from ._owner import CommandChat
 from ._render import render
 from ._split import Part
 
@@ -40,12 +41,8 @@ _PER_ROW: Final = 3
 class ShownPanel:
     """One panel message whose buttons wait for the owner."""
 
-    chat_id: int
-    """The chat the servers belong to, where the commands run."""
-    thread_id: int | None
-    group: bool
-    owner_id: int
-    """Who alone may press: the chat's owner when it was shown; its message is in their private chat."""
+    chat: CommandChat
+    """Where its commands run; its message is in the owner's private chat."""
     panel: Panel
     text: Sequence[Part]
     message_id: int | None = None
@@ -60,7 +57,7 @@ class ShownPanel:
 
 @dataclass(frozen=True, slots=True)
 class PanelPress:
-    """The owner chose an action: its command is to run in ``shown.chat_id`` as the owner."""
+    """The owner chose an action: its command is to run in ``shown.chat`` as the owner."""
 
     shown: ShownPanel
     action: PanelAction
@@ -79,50 +76,46 @@ class PanelMessages:
         self,
         panel: Panel,
         redact: Callable[[str], str],
-        chat_id: int,
-        thread_id: int | None,
-        *,
-        group: bool,
-        owner_id: int,
+        chat: CommandChat,
     ) -> int | None:
-        """Send the panel of ``chat_id`` (redacted, its buttons under its last part) to the owner's
+        """Send the panel of ``chat`` (redacted, its buttons under its last part) to the owner's
         private chat; its message id, or ``None`` when the owner cannot be reached there."""
         text = render(render_panel(panel), markdown=False, redact=redact)
-        shown = ShownPanel(chat_id, thread_id, group, owner_id, panel, text)
+        shown = ShownPanel(chat, panel, text)
         # Before any await: from here on the older panel's buttons do nothing.
-        previous = self._shown.get(chat_id)
-        self._shown[chat_id] = shown
+        previous = self._shown.get(chat.chat_id)
+        self._shown[chat.chat_id] = shown
         if previous is not None:
             self._end(previous)
         shown.keyboard = self._buttons.add(
-            owner_id, owner_id, lambda key: self._pressed(shown, key), refusal=ONLY_OWNER_PANEL
+            chat.owner_id, chat.owner_id, lambda key: self._pressed(shown, key), refusal=ONLY_OWNER_PANEL
         )
         if previous is not None and previous.message_id is not None:
-            await self._outbox.edit(previous.owner_id, previous.message_id, Part(PANEL_SUPERSEDED, []))
+            await self._outbox.edit(previous.chat.owner_id, previous.message_id, Part(PANEL_SUPERSEDED, []))
         # Not journaled: the buttons do not outlive a restart.
-        message_id = await self._outbox.send(owner_id, text, markup=self._markup(shown), durable=False)
+        message_id = await self._outbox.send(chat.owner_id, text, markup=self._markup(shown), durable=False)
         if message_id is None:
             self._end(shown)
             return None
         shown.message_id = message_id
-        if self._shown.get(chat_id) is not shown:  # a newer one came while this was being sent
-            await self._outbox.edit(owner_id, message_id, Part(PANEL_SUPERSEDED, []))
+        if self._shown.get(chat.chat_id) is not shown:  # a newer one came while this was being sent
+            await self._outbox.edit(chat.owner_id, message_id, Part(PANEL_SUPERSEDED, []))
         return message_id
 
     async def close(self, shown: ShownPanel, text: Part) -> None:
         """An action that changed something ran: the message says ``text`` (its reply, redacted), without buttons."""
         if shown.message_id is not None:
-            await self._outbox.edit(shown.owner_id, shown.message_id, text)
+            await self._outbox.edit(shown.chat.owner_id, shown.message_id, text)
 
     async def answer(self, shown: ShownPanel, text: Sequence[Part]) -> None:
         """An action that only shows ran: its reply (redacted) in a message of its own, beside the panel."""
-        await self._outbox.send(shown.owner_id, text, durable=False)
+        await self._outbox.send(shown.chat.owner_id, text, durable=False)
 
     def move(self, old_id: int, new_id: int) -> None:
         """A group became a supergroup: its panel's actions now run in the new chat."""
         shown = self._shown.pop(old_id, None)
         if shown is not None:
-            shown.chat_id, shown.thread_id = new_id, None
+            shown.chat = shown.chat.moved(new_id)
             self._shown[new_id] = shown
 
     def _markup(self, shown: ShownPanel) -> InlineKeyboardMarkup:
@@ -165,11 +158,11 @@ class PanelMessages:
             return
         last = shown.text[-1]
         text = Part(f"{last.text}\n\n{question}", list(last.entities)) if question else last
-        await self._outbox.edit(shown.owner_id, shown.message_id, text, markup=self._markup(shown))
+        await self._outbox.edit(shown.chat.owner_id, shown.message_id, text, markup=self._markup(shown))
 
     def _end(self, shown: ShownPanel) -> None:
         if shown.keyboard is not None:
             self._buttons.remove(shown.keyboard)
             shown.keyboard = None
-        if self._shown.get(shown.chat_id) is shown:
-            del self._shown[shown.chat_id]
+        if self._shown.get(shown.chat.chat_id) is shown:
+            del self._shown[shown.chat.chat_id]

@@ -43,6 +43,7 @@ from ._notices import (
     WAITS_FOR_OWNER,
 )
 from ._outbox import Delivery
+from ._owner import CommandChat
 from ._parts import BotParts
 from ._render import one_part, render
 
@@ -229,17 +230,15 @@ class TelegramUI:
             # Nobody can be told apart as the owner, so no button could be honoured: the text
             # says which command to type.
             return await self.send(render_approval(approval))
-        return await self._approvals.show(
-            approval, self._redact, self._chat_id, self._thread_id, group=self._group, owner_id=self._owner_id
-        )
+        chat = CommandChat(self._chat_id, self._thread_id, self._group, self._owner_id)
+        return await self._approvals.show(approval, self._redact, chat)
 
     async def panel(self, panel: Panel) -> MessageRef | None:
         """The servers' panel, with the owner's buttons, in their private chat only (``PanelMessages``)."""
         if self._owner_id is None:
             return None  # nobody can be told apart as the owner: no button could be honoured
-        return await self._panels.show(
-            panel, self._redact, self._chat_id, self._thread_id, group=self._group, owner_id=self._owner_id
-        )
+        chat = CommandChat(self._chat_id, self._thread_id, self._group, self._owner_id)
+        return await self._panels.show(panel, self._redact, chat)
 
     async def notify(self, text: str) -> None:
         """In a group, tell every member: a message of its own, in a forum's General topic.
