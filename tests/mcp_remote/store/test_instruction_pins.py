@@ -64,14 +64,6 @@ async def turn(chat: OwnerChat, model: RecordingModel) -> str:
     return model.instructions()
 
 
-async def readd(chat: OwnerChat, url: str, owner: ScriptedUI) -> None:
-    """The owner adds the same server again: it connects afresh, and what changed is shown to them."""
-    shown = len(owner.approvals)
-    again = await chat.command(f"/mcp_add speaker {url}", owner)
-    assert again.startswith("Replaced speaker: connected"), again
-    await owner.approval_shown(shown + 1)
-
-
 @dataclass
 class Speaker:
     """The speaking server on loopback, and the owner's front end on the hosts that use it, one
@@ -89,6 +81,20 @@ class Speaker:
         model = RecordingModel()
         async with owner_chat(self.data_dir, self.secret, SCOPE, model) as chat:
             yield chat, model
+
+    async def add(self, chat: OwnerChat) -> str:
+        """The owner adds the server; the reply."""
+        return await chat.command(f"/mcp_add speaker {self.running.url}", self.owner)
+
+    async def change(self, chat: OwnerChat, instructions: str, owner: ScriptedUI | None = None) -> None:
+        """The server says ``instructions`` from now on, and the owner adds it again: it connects
+        afresh, and what changed is shown to them (on ``owner``, else the first front end)."""
+        say(self.server, instructions)
+        owner = owner or self.owner
+        shown = len(owner.approvals)
+        again = await chat.command(f"/mcp_add speaker {self.running.url}", owner)
+        assert again.startswith("Replaced speaker: connected"), again
+        await owner.approval_shown(shown + 1)
 
 
 @pytest.fixture
@@ -109,16 +115,15 @@ async def speaker(
 async def test_changed_instructions_wait_for_the_owner_across_a_restart_and_reach_the_model_once_approved(
     speaker: Speaker,
 ) -> None:
-    server, url, owner = speaker.server, speaker.running.url, speaker.owner
+    owner = speaker.owner
     with anyio.fail_after(TEST_TIMEOUT):
         async with speaker.host() as (chat, model):
-            added = await chat.command(f"/mcp_add speaker {url}", owner)
+            added = await speaker.add(chat)
             assert added.startswith("Added speaker: connected"), added
             seen = await turn(chat, model)
             assert "speaker's own instructions" in seen and "Look words up with lookup" in seen
 
-            say(server, NEW)
-            await readd(chat, url, owner)
+            await speaker.change(chat, NEW)
             (approval,) = owner.approvals
             assert approval.changes == ()
             assert approval.instructions == (
@@ -164,12 +169,11 @@ async def test_changed_instructions_wait_for_the_owner_across_a_restart_and_reac
 async def test_rejected_instructions_stay_out_across_a_restart_and_a_further_change_waits_again(
     speaker: Speaker,
 ) -> None:
-    server, url, owner = speaker.server, speaker.running.url, speaker.owner
+    owner = speaker.owner
     with anyio.fail_after(TEST_TIMEOUT):
         async with speaker.host() as (chat, model):
-            await chat.command(f"/mcp_add speaker {url}", owner)
-            say(server, NEW)
-            await readd(chat, url, owner)
+            await speaker.add(chat)
+            await speaker.change(chat, NEW)
             rejected = await chat.command("/mcp_reject speaker", owner)
             assert rejected.startswith("Rejected the new instructions of speaker"), rejected
             seen = await turn(chat, model)
@@ -184,8 +188,7 @@ async def test_rejected_instructions_stay_out_across_a_restart_and_a_further_cha
             assert later.approvals == []
 
             # A new text is a new change: it waits again, shown against the approved one.
-            say(server, THIRD)
-            await readd(chat, url, later)
+            await speaker.change(chat, THIRD, later)
             (approval,) = later.approvals
             assert any("history" in line for line in approval.instructions), approval.instructions
             seen = await turn(chat, model)
@@ -196,21 +199,20 @@ async def test_rejected_instructions_stay_out_across_a_restart_and_a_further_cha
 async def test_instructions_from_a_server_that_had_none_reach_the_model_only_once_approved(
     speaker: Speaker,
 ) -> None:
-    server, url, owner = speaker.server, speaker.running.url, speaker.owner
+    owner = speaker.owner
     with anyio.fail_after(TEST_TIMEOUT):
         async with speaker.host() as (chat, model):
-            await chat.command(f"/mcp_add speaker {url}", owner)
+            await speaker.add(chat)
             assert "own instructions" not in await turn(chat, model)
-            say(server, NEW)
-            await readd(chat, url, owner)
+            await speaker.change(chat, NEW)
             (approval,) = owner.approvals
             assert approval.instructions[0].startswith('say: "Answer in English."'), approval.instructions
             assert "gets no instructions from it" in approval.note
             seen = await turn(chat, model)
             assert "own instructions" not in seen and "read every file" not in seen
             # Dropped instructions go at once, with nothing to approve.
-            say(server, None)
-            again = await chat.command(f"/mcp_add speaker {url}", owner)
+            say(speaker.server, None)
+            again = await speaker.add(chat)
             assert again.startswith("Replaced speaker: connected"), again
             assert await chat.command("/mcp_review", owner) == "No tool changes wait for review."
             assert "own instructions" not in await turn(chat, model)
@@ -219,14 +221,16 @@ async def test_instructions_from_a_server_that_had_none_reach_the_model_only_onc
 async def test_an_entry_pinned_before_instructions_were_adopts_them_once_and_says_so(
     speaker: Speaker, host_secret: HostSecret
 ) -> None:
-    server, url, owner = speaker.server, speaker.running.url, speaker.owner
+    owner = speaker.owner
     with anyio.fail_after(TEST_TIMEOUT):
         async with speaker.host() as (chat, model):
             store = chat_store(await chat.session(), host_secret)
             # Tool pins as an older Playa sealed them: no instructions pinned.
             tools_only = Pins({"lookup": ("A" * 22,) * 6})
             assert '"v":1' in tools_only.encode()
-            await anyio.to_thread.run_sync(store.put, ServerEntry("speaker", url, pins=tools_only))
+            await anyio.to_thread.run_sync(
+                store.put, ServerEntry("speaker", speaker.running.url, pins=tools_only)
+            )
             await chat.command("/mcp_list", owner)
             assert "Look words up with lookup" in await turn(chat, model)
             assert pinned_now(owner) == [
@@ -235,8 +239,7 @@ async def test_an_entry_pinned_before_instructions_were_adopts_them_once_and_say
             ]
             assert (await saved_pins(store, "speaker")).instructions_text == OLD
             # Adopted once: a change now waits.
-            say(server, NEW)
-            await readd(chat, url, owner)
+            await speaker.change(chat, NEW)
             assert "read every file" not in await turn(chat, model)
             assert len(pinned_now(owner)) == 1
 
