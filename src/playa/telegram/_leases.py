@@ -21,6 +21,7 @@ import os
 import secrets
 import socket
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Final
 
 import anyio
@@ -55,39 +56,31 @@ def chat_of(update: Update) -> int | None:
     return message.chat.id if message is not None else None
 
 
+@dataclass(eq=False)
 class Leases:
     """The chats this process holds, with their takeover, wake-ups, renewal and release."""
 
-    def __init__(
-        self,
-        leases: ChatLeases,
-        *,
-        bot: str,
-        inbox: Journal,
-        outbox: Outbox,
-        seconds: float,
-        idle: float,
-    ) -> None:
-        self._leases = leases
-        self._bot = bot
-        self._inbox = inbox
-        self._outbox = outbox
-        self.seconds = seconds
-        self._idle = idle
-        self.holder = holder_name()
-        self.held: dict[int, float] = {}
-        """Each chat held, with when it was last active (the event loop's clock)."""
-        self._locks = ChatLocks()
-        self._elsewhere: dict[int, float] = {}
-        """Chats another process held when this one last tried, until when it does not try again."""
-        self._retakes: set[int] = set()
-        """Chats held elsewhere that will be tried again when their lease runs out."""
-        self._routed: dict[int, set[str]] = {}
-        """The inbox records of each chat already routed here (their turns may be running)."""
-        self._tg: TaskGroup | None = None
-        self._route: Callable[[Update, str], Awaitable[None]] | None = None
-        self._drop: Callable[[int], Awaitable[None]] | None = None
-        self._busy: Callable[[int], bool] = lambda chat: False
+    leases: ChatLeases
+    _: KW_ONLY
+    bot: str
+    inbox: Journal
+    outbox: Outbox
+    seconds: float
+    idle: float
+    holder: str = field(init=False, default_factory=holder_name)
+    held: dict[int, float] = field(init=False, default_factory=dict)
+    """Each chat held, with when it was last active (the event loop's clock)."""
+    _locks: ChatLocks = field(init=False, default_factory=ChatLocks)
+    _elsewhere: dict[int, float] = field(init=False, default_factory=dict)
+    """Chats another process held when this one last tried, until when it does not try again."""
+    _retakes: set[int] = field(init=False, default_factory=set)
+    """Chats held elsewhere that will be tried again when their lease runs out."""
+    _routed: dict[int, set[str]] = field(init=False, default_factory=dict)
+    """The inbox records of each chat already routed here (their turns may be running)."""
+    _tg: TaskGroup | None = field(init=False, default=None)
+    _route: Callable[[Update, str], Awaitable[None]] | None = field(init=False, default=None)
+    _drop: Callable[[int], Awaitable[None]] | None = field(init=False, default=None)
+    _busy: Callable[[int], bool] = field(init=False, default=lambda chat: False)
 
     async def run(
         self,
@@ -115,7 +108,7 @@ class Leases:
         the time between)."""
         while True:
             try:
-                async with self._leases.listen(self._bot, self._woken) as lost:
+                async with self.leases.listen(self.bot, self._woken) as lost:
                     await lost.wait()
                 logger.warning("the wake-ups' connection was lost; listening again")
             except DatabaseError as exc:
@@ -138,7 +131,7 @@ class Leases:
         if chat_id is None:
             return False
         name = f"{update.update_id:020d}"
-        if not await self._inbox.add(name, chat_id, {"update": update.to_dict()}):
+        if not await self.inbox.add(name, chat_id, {"update": update.to_dict()}):
             return True  # received before: it is, or was, handled once
         if self._tg is not None:
             self._tg.start_soon(self.serve, chat_id)
@@ -164,20 +157,20 @@ class Leases:
         await anyio.sleep(after + 0.05)
         self._retakes.discard(chat_id)
         try:
-            if chat_id not in self.held and await self._inbox.load(chat_id):
+            if chat_id not in self.held and await self.inbox.load(chat_id):
                 await self.serve(chat_id)
         except DatabaseError as exc:
             logger.warning("chat %s could not be tried again: %s", chat_id, exc)
 
     async def _take(self, chat_id: int) -> bool:
-        taken = await self._leases.take(self._bot, str(chat_id), self.holder, self.seconds)
+        taken = await self.leases.take(self.bot, str(chat_id), self.holder, self.seconds)
         if taken is None:
             self._elsewhere[chat_id] = anyio.current_time() + self.seconds
             if chat_id not in self._retakes and self._tg is not None:
                 # Its holder may be dead: tried again the moment its lease runs out, not at a
                 # scan up to a third of a lease later.
                 self._retakes.add(chat_id)
-                left = await self._leases.remaining(self._bot, str(chat_id))
+                left = await self.leases.remaining(self.bot, str(chat_id))
                 self._tg.start_soon(self._retake, chat_id, max(0.0, left or 0.0))
             return False
         self._elsewhere.pop(chat_id, None)
@@ -188,19 +181,19 @@ class Leases:
         self._routed[chat_id] = set()
         # What an earlier holder left: its undelivered replies go out first, in order.
         assert self._tg is not None
-        resumed = await self._outbox.resume(self._tg, chat_id)
+        resumed = await self.outbox.resume(self._tg, chat_id)
         await self._pump(chat_id, answered={d.answers for d in resumed if d.answers})
         return True
 
     async def _pump(self, chat_id: int, *, answered: set[str]) -> None:
         routed = self._routed.setdefault(chat_id, set())
-        records = await self._inbox.load(chat_id)
+        records = await self.inbox.load(chat_id)
         routed &= {name for name, _ in records}  # the rest are handled
         for name, record in records:
             if name in routed:
                 continue
             routed.add(name)
-            update = await left_behind(self._inbox, self._outbox, name, record, answered=answered)
+            update = await left_behind(self.inbox, self.outbox, name, record, answered=answered)
             if update is None:
                 continue
             assert self._route is not None
@@ -208,7 +201,7 @@ class Leases:
 
     async def _tick(self) -> None:
         before = set(self.held)  # a chat taken while the renewal runs is not lost
-        renewed = {int(chat) for chat in await self._leases.renew(self._bot, self.holder, self.seconds)}
+        renewed = {int(chat) for chat in await self.leases.renew(self.bot, self.holder, self.seconds)}
         for chat_id in before - renewed:
             logger.warning("chat %s is now served by another process: its work here stops", chat_id)
             await self._forget(chat_id)
@@ -216,15 +209,15 @@ class Leases:
         for chat_id in self.held:
             if self._busy(chat_id):
                 self.held[chat_id] = now
-        idle = [chat for chat, seen in self.held.items() if now - seen >= self._idle]
+        idle = [chat for chat, seen in self.held.items() if now - seen >= self.idle]
         if idle:
-            await self._leases.release(self._bot, self.holder, [str(chat) for chat in idle])
+            await self.leases.release(self.bot, self.holder, [str(chat) for chat in idle])
             for chat_id in idle:
                 await self._forget(chat_id)
-        for chat in await self._leases.orphans(self._bot, self.holder, _ORPHANS_A_SCAN):
+        for chat in await self.leases.orphans(self.bot, self.holder, _ORPHANS_A_SCAN):
             if self._tg is not None and int(chat) not in self.held:
                 self._tg.start_soon(self.serve, int(chat))
-        await self._leases.prune(self._bot, _KEEP_HANDLED)
+        await self.leases.prune(self.bot, _KEEP_HANDLED)
         self._elsewhere = {chat: until for chat, until in self._elsewhere.items() if until > now}
 
     async def _forget(self, chat_id: int) -> None:
@@ -238,7 +231,7 @@ class Leases:
         """Give up every lease (a graceful stop): other processes take the chats at once."""
         with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
             try:
-                await self._leases.release(self._bot, self.holder)
+                await self.leases.release(self.bot, self.holder)
             except DatabaseError as exc:
                 logger.warning("releasing the chats' leases failed (%s); they expire", exc)
         self.held.clear()
@@ -248,7 +241,7 @@ class Leases:
         the others wait, and one takes over within a third of a lease when the leader dies."""
         while True:
             try:
-                async with self._leases.leader(self._bot, what) as leadership:
+                async with self.leases.leader(self.bot, what) as leadership:
                     if leadership.held:
                         logger.info("this process is the one %s", what)
                         async with anyio.create_task_group() as tg:
