@@ -22,12 +22,12 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Final
 
-import anyio
 import mcp_types
 
 from ..core import Media, looks_like_credential, one_line
-from ..exceptions import CallFailed, RemoteError, RemoteTimeout, StoreError, ToolError, UsageError
+from ..exceptions import RemoteError, StoreError, UsageError
 from ..mcp import map_result
+from ._listings import ServerListings
 from ._prompt_review import PromptHold
 from ._review import Review
 from ._server import ChatContext, RemoteServer
@@ -70,15 +70,13 @@ class RenderedPrompt:
         )
 
 
-class ChatPrompts:
+class ChatPrompts(ServerListings):
     """The prompts of one chat's servers: what can run, what waits, and each run's rendering."""
 
+    kind = "prompts"
+
     def __init__(self, context: ChatContext, review: Review) -> None:
-        self._context = context
-        self._review = review
-        self._timeout = context.settings.connection.call_timeout
-        self._redact = context.secrets.redact_out
-        self._locks: dict[str, anyio.Lock] = {}
+        super().__init__(context, review)
         self._followed: dict[str, Connection] = {}
         self.rendered: tuple[str, str] | None = None
         """The latest rendering not yet seen by a turn (server, text): the flow guard's source."""
@@ -123,28 +121,10 @@ class ChatPrompts:
         return None
 
     def _heard(self, server: RemoteServer, connection: Connection) -> None:
-        """The server said its prompts changed: list them again, and tell the owner of what waits."""
+        """The server said its prompts changed: list them again on ``connection`` in the background
+        (never connecting: a dropped one is let be), and tell the owner of what waits."""
         if server.current and server.connection is connection:
             self._context.task_group.start_soon(self._refresh, server, connection)
-
-    async def _refresh(self, server: RemoteServer, connection: Connection) -> None:
-        """List the prompts on ``connection`` in the background; never connects (a dropped one is let be)."""
-        try:
-            await self.listing(server, connection)
-        except (RemoteError, ToolError) as exc:
-            logger.info(
-                "%s: listing the prompts of %s failed: %s",
-                self._context.session.scope,
-                server.entry.name,
-                exc,
-            )
-        except Exception as exc:  # boundary: this runs in the task group every chat of the host shares
-            logger.error(
-                "%s: listing the prompts of %s failed: %s",
-                self._context.session.scope,
-                server.entry.name,
-                type(exc).__name__,
-            )
 
     async def listing(self, server: RemoteServer, on: Connection | None = None) -> PromptHold:
         """List the server's prompts now and hold them against the pins: what can run, and what waits.
@@ -153,8 +133,7 @@ class ChatPrompts:
         ``on``: only on this connection, if it is still the server's (else nothing is listed).
         Raises ``ToolError`` when the server is unavailable, ``RemoteError`` when it failed.
         """
-        lock = self._locks.setdefault(server.entry.name, anyio.Lock())
-        async with lock:
+        async with self._lock(server):
             if on is None:
                 connection = await server.connection_for_call()
             elif server.current and server.connection is on and not on.broken:
@@ -165,16 +144,9 @@ class ChatPrompts:
             if not offers_prompts(connection):
                 hold.hold(server.entry.pins, ())
                 return hold
-            try:
-                offered = await list_prompts(connection, timeout=self._timeout)
-            except (CallFailed, RemoteTimeout) as exc:
-                server.call_failed(connection, exc)
-                raise
+            offered = await self._asked(server, connection, list_prompts(connection, timeout=self._timeout))
             adopted = hold.hold(server.entry.pins, offered)
-            pins = server.entry.pins
-            if adopted is not None and pins is not None and pins.instructions is not None:
-                # Saved with the tool pins only once those are: an entry whose tools were never
-                # pinned must not be given an empty list of approved tools.
+            if adopted is not None and (pins := self._tools_pinned(server)) is not None:
                 await server.save_pins(replace(pins, prompts=adopted))
         await self._review.announce_waiting(server)
         return hold
@@ -234,11 +206,9 @@ class ChatPrompts:
                 f"The prompt {approved.name} of {server.entry.name} changed while you answered; run it again."
             )
         connection = await server.connection_for_call()
-        try:
-            result = await get_prompt(connection, approved.name, arguments, timeout=self._timeout)
-        except (CallFailed, RemoteTimeout) as exc:
-            server.call_failed(connection, exc)
-            raise
+        result = await self._asked(
+            server, connection, get_prompt(connection, approved.name, arguments, timeout=self._timeout)
+        )
         rendered = self._framed(server.entry.name, approved.name, arguments, result)
         self.rendered = (server.entry.name, rendered.text)
         return rendered

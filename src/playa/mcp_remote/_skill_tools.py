@@ -23,10 +23,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any, Final
 
-import anyio
-
 from ..core import ToolResult, one_line
-from ..exceptions import CallFailed, RemoteError, RemoteTimeout, SkillRefused, ToolError
+from ..exceptions import RemoteError, SkillRefused, ToolError
+from ._listings import ServerListings
 from ._review import Review
 from ._server import ChatContext, RemoteServer
 from ._skill_review import SkillHold
@@ -75,15 +74,13 @@ class _SkillTool:
         return await self.run(arguments)
 
 
-class ChatSkills:
+class ChatSkills(ServerListings):
     """The skills of one chat's servers: which are offered, which wait, and the agent's loads."""
 
+    kind = "skills"
+
     def __init__(self, context: ChatContext, review: Review) -> None:
-        self._context = context
-        self._review = review
-        self._timeout = context.settings.connection.call_timeout
-        self._redact = context.secrets.redact_out
-        self._locks: dict[str, anyio.Lock] = {}
+        super().__init__(context, review)
         self._listed: dict[str, Connection] = {}
         tools = context.session.tools
         existing = tools.get(LOAD_TOOL) if LOAD_TOOL in tools else None
@@ -113,21 +110,6 @@ class ChatSkills:
         else:
             self.offer()
 
-    async def _refresh(self, server: RemoteServer, connection: Connection) -> None:
-        try:
-            await self.listing(server, connection)
-        except (RemoteError, ToolError) as exc:
-            logger.info(
-                "%s: listing the skills of %s failed: %s", self._context.session.scope, server.entry.name, exc
-            )
-        except Exception as exc:  # boundary: this runs in the task group every chat of the host shares
-            logger.error(
-                "%s: listing the skills of %s failed: %s",
-                self._context.session.scope,
-                server.entry.name,
-                type(exc).__name__,
-            )
-
     async def listing(self, server: RemoteServer, connection: Connection | None = None) -> SkillHold:
         """List the server's skills now (no file is read) and hold them against the pins.
 
@@ -140,24 +122,16 @@ class ChatSkills:
         if connection is None:
             # Before the lock: a connect in flight lists under it before it is over (``connected``).
             connection = await server.connection_for_call()
-        lock = self._locks.setdefault(server.entry.name, anyio.Lock())
-        async with lock:
+        async with self._lock(server):
             hold = server.review.skills
             if not offers_skills(connection):
                 hold.hold(server.entry.pins, {})
                 return hold
-            try:
-                entries = await list_skills(connection, timeout=self._timeout)
-            except (CallFailed, RemoteTimeout) as exc:
-                server.call_failed(connection, exc)
-                raise
+            entries = await self._asked(server, connection, list_skills(connection, timeout=self._timeout))
             offered, refused = skills_of(server.entry.name, entries)
             told, hold.refused = hold.refused, refused
             adopted = hold.hold(server.entry.pins, offered)
-            pins = server.entry.pins
-            if adopted is not None and pins is not None and pins.instructions is not None:
-                # Saved with the tool pins only once those are: an entry whose tools were never
-                # pinned must not be given an empty list of approved tools.
+            if adopted is not None and (pins := self._tools_pinned(server)) is not None:
                 await server.save_pins(replace(pins, skills=adopted))
         self.offer()
         if refused and refused != told:
@@ -235,14 +209,12 @@ class ChatSkills:
     async def _read(self, server: RemoteServer, skill: Skill, file: str | None) -> ToolResult:
         """The skill's SKILL.md (or ``file``), checked against its approved entry. Raises as ``_load`` handles."""
         connection = await server.connection_for_call()
-        try:
-            if file is not None:
-                data = await read_skill_file(connection, skill, file, timeout=self._timeout)
-                return ToolResult(text=_file_text(skill, file, data))
-            loaded = await load_skill(connection, skill, timeout=self._timeout)
-        except (CallFailed, RemoteTimeout) as exc:
-            server.call_failed(connection, exc)
-            raise
+        if file is not None:
+            data = await self._asked(
+                server, connection, read_skill_file(connection, skill, file, timeout=self._timeout)
+            )
+            return ToolResult(text=_file_text(skill, file, data))
+        loaded = await self._asked(server, connection, load_skill(connection, skill, timeout=self._timeout))
         others = ", ".join(loaded.others) if loaded.others else "none"
         return ToolResult(
             text=(
