@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 from pydantic_ai.models import Model
-from tests.telegram.fake_bot_api import FakeBotApi, private_chat, user
+from tests.telegram.fake_bot_api import ApiCall, FakeBotApi, private_chat, user
 
 from playa.agent import Host
 from playa.telegram import TelegramSettings, WebhookConfig, run_telegram
@@ -105,8 +105,11 @@ def sent_texts(fake: FakeBotApi) -> list[str]:
     return [call.text for call in fake.calls if call.method == "sendMessage"]
 
 
-async def demo_added(bot: Running, chat_id: int) -> None:
-    """The owner of the private chat ``chat_id`` adds the demo server with its bearer token."""
+async def demo_added(bot: Running, chat_id: int, *, slash: str = "/") -> tuple[int, ApiCall]:
+    """The owner of the private chat ``chat_id`` adds the demo server with its bearer token in the
+    command, which starts with ``slash``: the command's message id, and the reply that added it."""
     me = user(chat_id)
-    bot.fake.send(private_chat(chat_id), f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=me)
-    await bot.fake.wait_reply(chat_id, "Added demo")
+    sent = bot.fake.send(
+        private_chat(chat_id), f"{slash}mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=me
+    )
+    return sent, await bot.fake.wait_reply(chat_id, "Added demo")

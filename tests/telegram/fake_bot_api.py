@@ -537,22 +537,38 @@ def creator(member: dict[str, Any]) -> dict[str, Any]:
     return {"status": "creator", "user": member, "is_anonymous": False}
 
 
+def owned_group(fake: FakeBotApi, chat_id: int, owner: int, *, forum: bool = False) -> dict[str, Any]:
+    """The group chat ``chat_id``, whose creator ``fake`` says is the user ``owner``."""
+    fake.administrators[chat_id] = [creator(user(owner))]
+    return group_chat(chat_id, forum=forum)
+
+
+def _done(fake: FakeBotApi, params: dict[str, Any]) -> bool:
+    """Telegram's result for an action it did."""
+    return True
+
+
 _RESULTS: dict[str, Callable[[FakeBotApi, dict[str, Any]], Any]] = {
     "getMe": lambda fake, _: BOT_USER,
     "sendMessage": FakeBotApi._sent_message,
-    "deleteMessage": lambda fake, _: True,
-    "sendChatAction": lambda fake, _: True,
-    "setMyCommands": lambda fake, _: True,
-    "deleteWebhook": lambda fake, _: True,
-    "setWebhook": lambda fake, _: True,
     "getChatAdministrators": FakeBotApi._administrators,
-    "setMyDescription": lambda fake, _: True,
-    "setMyShortDescription": lambda fake, _: True,
-    "answerCallbackQuery": lambda fake, _: True,
-    "editMessageReplyMarkup": lambda fake, _: True,
     "editMessageText": FakeBotApi._edited,
-    "sendMessageDraft": lambda fake, _: True,
     "getFile": FakeBotApi._get_file,
+    **dict.fromkeys(
+        [
+            "deleteMessage",
+            "sendChatAction",
+            "setMyCommands",
+            "deleteWebhook",
+            "setWebhook",
+            "setMyDescription",
+            "setMyShortDescription",
+            "answerCallbackQuery",
+            "editMessageReplyMarkup",
+            "sendMessageDraft",
+        ],
+        _done,
+    ),
 }
 
 

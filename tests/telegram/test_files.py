@@ -14,7 +14,7 @@ from playa.telegram import TelegramSettings
 from support.providers import ProviderRequest, serve_provider, text
 from support.telegram import DEMO_TOKEN, FAST, Running, demo_added, running_bot
 
-from .fake_bot_api import creator, group_chat, private_chat, user
+from .fake_bot_api import owned_group, private_chat, user
 
 # The smallest valid PNG: one transparent pixel.
 PNG = base64.b64decode(
@@ -197,8 +197,7 @@ async def test_a_caption_is_classified_like_a_message_a_key_alone_is_refused_and
 @pytest.mark.anyio
 async def test_a_group_members_photo_is_kept_in_the_groups_workspace(tmp_path: Path) -> None:
     async with running_bot(tmp_path) as bot:
-        fake, group = bot.fake, group_chat(-1701)
-        fake.administrators[-1701] = [creator(user(1702))]
+        fake, group = bot.fake, owned_group(bot.fake, -1701, 1702)
         mark = fake.mark()
         fake.send_file(group, PNG, sender=user(1703), name="dot.png", mime_type="image/png")
         await fake.wait_call("sendMessage", after=mark, chat_id=-1701)

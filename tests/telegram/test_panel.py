@@ -13,7 +13,7 @@ import pytest
 from servers.python_servers import closed_port
 from support.telegram import DEMO_TOKEN, Running, demo_added, running_bot
 
-from .fake_bot_api import ApiCall, creator, group_chat, private_chat, user
+from .fake_bot_api import ApiCall, owned_group, private_chat, user
 
 pytestmark = pytest.mark.anyio
 
@@ -94,8 +94,7 @@ async def test_reconnect_connects_the_server_again_and_the_panel_says_how_it_wen
 
 async def test_a_groups_panel_goes_to_the_owner_alone_and_a_member_cannot_press_it(tmp_path: Path) -> None:
     async with running_bot(tmp_path) as bot:
-        fake, group = bot.fake, group_chat(-2301)
-        fake.administrators[-2301] = [creator(user(2302))]
+        fake, group = bot.fake, owned_group(bot.fake, -2301, 2302)
         mark = fake.mark()
         fake.send(group, f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=user(2302))
         await fake.wait_reply(-2301, "Added demo", after=mark)

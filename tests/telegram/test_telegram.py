@@ -10,9 +10,9 @@ import anyio
 import pytest
 
 from support.providers import hang, serve_provider, text
-from support.telegram import DEMO_TOKEN, OWNER_ANSWER_PROMPT, TOKEN, running_bot, sent_texts
+from support.telegram import DEMO_TOKEN, OWNER_ANSWER_PROMPT, TOKEN, demo_added, running_bot, sent_texts
 
-from .fake_bot_api import ANONYMOUS_ADMIN, creator, group_chat, private_chat, user
+from .fake_bot_api import ANONYMOUS_ADMIN, creator, group_chat, owned_group, private_chat, user
 
 
 @pytest.mark.anyio
@@ -57,11 +57,8 @@ async def test_a_message_with_a_credential_is_deleted_and_a_failed_delete_tells_
 ) -> None:
     async with running_bot(tmp_path) as bot:
         fake = bot.fake
-        command_id = fake.send(
-            private_chat(201), f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=user(201)
-        )
+        command_id, added = await demo_added(bot, 201)
         await fake.wait_call("deleteMessage", chat_id=201, message_id=command_id)
-        added = await fake.wait_reply(201, "Added demo")
         assert "delete it yourself" not in added.text
         assert len(fake.find("deleteMessage", chat_id=201, message_id=command_id)) == 1
 
@@ -87,13 +84,9 @@ async def test_a_hidden_or_look_alike_slash_before_mcp_add_still_makes_a_command
     tmp_path: Path, prefix: str
 ) -> None:
     async with running_bot(tmp_path) as bot:
-        fake = bot.fake
-        sent = fake.send(
-            private_chat(211), f"{prefix}mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=user(211)
-        )
-        await fake.wait_call("deleteMessage", chat_id=211, message_id=sent)
-        await fake.wait_reply(211, "Added demo")
-    assert all(DEMO_TOKEN not in text for text in sent_texts(fake))
+        sent, _ = await demo_added(bot, 211, slash=prefix)
+        await bot.fake.wait_call("deleteMessage", chat_id=211, message_id=sent)
+    assert all(DEMO_TOKEN not in text for text in sent_texts(bot.fake))
 
 
 @pytest.mark.anyio
@@ -101,8 +94,7 @@ async def test_in_a_group_only_the_creator_is_the_owner_and_anonymous_admins_are
     tmp_path: Path,
 ) -> None:
     async with running_bot(tmp_path) as bot:
-        fake, group = bot.fake, group_chat(-1001)
-        fake.administrators[-1001] = [creator(user(501))]
+        fake, group = bot.fake, owned_group(bot.fake, -1001, 501)
 
         mark = fake.mark()
         fake.send(group, f"/mcp_add demo {bot.mcp_url}", sender=user(502))
@@ -125,8 +117,7 @@ async def test_in_a_group_only_the_creator_is_the_owner_and_anonymous_admins_are
 @pytest.mark.anyio
 async def test_a_chat_waiting_for_a_secret_answer_holds_only_its_own_queue(tmp_path: Path) -> None:
     async with running_bot(tmp_path) as bot:
-        fake, group = bot.fake, group_chat(-1002)
-        fake.administrators[-1002] = [creator(user(601))]
+        fake, group = bot.fake, owned_group(bot.fake, -1002, 601)
 
         fake.send(group, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(601))
         await fake.wait_reply(-1002, OWNER_ANSWER_PROMPT)
@@ -239,8 +230,7 @@ async def test_an_edit_that_adds_a_key_is_deleted_the_owner_told_to_rotate_and_n
     tmp_path: Path,
 ) -> None:
     async with running_bot(tmp_path) as bot:
-        fake, group = bot.fake, group_chat(-1501)
-        fake.administrators[-1501] = [creator(user(1601))]
+        fake, group = bot.fake, owned_group(bot.fake, -1501, 1601)
         original = fake.send(group, "hello everyone", sender=user(1601))
         await fake.wait_reply(-1501, "[offline model]")
         mark = fake.mark()
@@ -265,8 +255,7 @@ async def test_an_edit_that_adds_a_key_is_deleted_the_owner_told_to_rotate_and_n
 @pytest.mark.anyio
 async def test_in_a_forum_topic_replies_questions_and_buttons_stay_in_the_topic(tmp_path: Path) -> None:
     async with running_bot(tmp_path) as bot:
-        fake, forum = bot.fake, group_chat(-1701, forum=True)
-        fake.administrators[-1701] = [creator(user(1701))]
+        fake, forum = bot.fake, owned_group(bot.fake, -1701, 1701, forum=True)
         fake.send(forum, "/help", sender=user(1702), thread_id=77)
         helped = await fake.wait_reply(-1701, "Commands:")
         assert helped.params["message_thread_id"] == 77
@@ -287,8 +276,7 @@ async def test_in_a_forum_topic_replies_questions_and_buttons_stay_in_the_topic(
 @pytest.mark.anyio
 async def test_the_cancel_button_works_only_for_the_asker_and_nothing_is_saved(tmp_path: Path) -> None:
     async with running_bot(tmp_path) as bot:
-        fake, group = bot.fake, group_chat(-1801)
-        fake.administrators[-1801] = [creator(user(1801))]
+        fake, group = bot.fake, owned_group(bot.fake, -1801, 1801)
         fake.send(group, f"/mcp_add demo {bot.mcp_url} --bearer", sender=user(1801))
         buttons = await fake.wait_reply(-1801, "Press Cancel")
 
@@ -350,8 +338,7 @@ async def test_group_members_get_a_notice_naming_a_server_added_or_removed_witho
     tmp_path: Path,
 ) -> None:
     async with running_bot(tmp_path) as bot:
-        fake, group = bot.fake, group_chat(-1006, forum=True)
-        fake.administrators[-1006] = [creator(user(601))]
+        fake, group = bot.fake, owned_group(bot.fake, -1006, 601, forum=True)
 
         mark = fake.mark()
         fake.send(group, f"/mcp_add demo {bot.mcp_url} --bearer {DEMO_TOKEN}", sender=user(601), thread_id=7)
