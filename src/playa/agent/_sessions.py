@@ -6,6 +6,7 @@ import gc
 import logging
 import os
 from collections.abc import Awaitable, Callable, Collection, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -26,6 +27,7 @@ ScopeMove = Literal["moved", "nothing", "occupied"]
 already); or moved nothing because the new scope already holds a chat of its own."""
 
 
+@dataclass(eq=False)
 class ChatSessions:
     """The host's open chat sessions, each opened once, closed once, and never two for one chat.
 
@@ -34,28 +36,20 @@ class ChatSessions:
     SessionClose when it closes.
     """
 
-    def __init__(
-        self,
-        data_dir: Path,
-        make: Callable[[str, str], Awaitable[ChatSession]],
-        extensions: Extensions,
-        redactors: ChatRedactors,
-        storage: Storage | None = None,
-    ) -> None:
-        self._data_dir = data_dir
-        self._storage = storage
-        self._make = make
-        self._extensions = extensions
-        self._redactors = redactors
-        self._sessions: dict[str, ChatSession] = {}
-        self._closing: dict[str, ChatSession] = {}
-        self._opening: dict[str, anyio.Event] = {}
-        """The chats whose session is being made, each with an event set when it is."""
-        self._moving: dict[str, anyio.Event] = {}
-        """Scopes a move is under way from or to; set when it is done."""
-        self._move_lock = anyio.Lock()
-        self._lock = anyio.Lock()
-        self._closed_since_collect = 0
+    data_dir: Path
+    make: Callable[[str, str], Awaitable[ChatSession]]
+    extensions: Extensions
+    redactors: ChatRedactors
+    storage: Storage | None = None
+    _sessions: dict[str, ChatSession] = field(init=False, default_factory=dict)
+    _closing: dict[str, ChatSession] = field(init=False, default_factory=dict)
+    _opening: dict[str, anyio.Event] = field(init=False, default_factory=dict)
+    """The chats whose session is being made, each with an event set when it is."""
+    _moving: dict[str, anyio.Event] = field(init=False, default_factory=dict)
+    """Scopes a move is under way from or to; set when it is done."""
+    _move_lock: anyio.Lock = field(init=False, default_factory=anyio.Lock)
+    _lock: anyio.Lock = field(init=False, default_factory=anyio.Lock)
+    _closed_since_collect: int = field(init=False, default=0)
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -80,13 +74,13 @@ class ChatSessions:
             await opening.wait()
         opened = self._opening[scope] = anyio.Event()
         try:
-            session = await self._make(scope, owner)
+            session = await self.make(scope, owner)
             async with self._lock:
                 self._sessions[scope] = session
         finally:
             del self._opening[scope]
             opened.set()
-        await self._extensions.session_started(session)
+        await self.extensions.session_started(session)
         return session
 
     async def _settled(self, scope: str) -> None:
@@ -114,15 +108,15 @@ class ChatSessions:
                 outcome = await self._move_state(old_scope, new_scope)
                 if outcome != "moved":
                     return outcome
-                session = await self._make(new_scope, owner)
-                await self._extensions.scope_moved(old_scope, session)
+                session = await self.make(new_scope, owner)
+                await self.extensions.scope_moved(old_scope, session)
                 async with self._lock:
                     self._sessions[new_scope] = session
             finally:
                 del self._moving[old_scope], self._moving[new_scope]
                 done.set()
         logger.info("chat %s moved to %s", old_scope, new_scope)
-        await self._extensions.session_started(session)
+        await self.extensions.session_started(session)
         return "moved"
 
     async def _close_for_move(self, scope: str) -> None:
@@ -149,7 +143,7 @@ class ChatSessions:
         new scope has files of its own (in a folder or in rows) nothing is moved (``"occupied"``);
         when the old one has nothing, ``"nothing"`` (a move done already, and done again after a
         restart, is not refused)."""
-        storage = self._storage
+        storage = self.storage
         if storage is None:
             return await anyio.to_thread.run_sync(self._move_folders, old_scope, new_scope)
         # A chat served by another process before has rows here and maybe no folder.
@@ -176,7 +170,7 @@ class ChatSessions:
         """The old scope's folders in the data dir (its workspace, its private folder), each with
         the new scope's folder of the same kind."""
         pairs = [
-            (self._data_dir / kind / scope_folder(old_scope), self._data_dir / kind / scope_folder(new_scope))
+            (self.data_dir / kind / scope_folder(old_scope), self.data_dir / kind / scope_folder(new_scope))
             for kind in ("workspaces", "sessions")
         ]
         return [(old, new) for old, new in pairs if old.is_dir()]
@@ -260,10 +254,10 @@ class ChatSessions:
 
     async def _close_session(self, session: ChatSession) -> None:
         try:
-            await self._extensions.session_closing(session)
+            await self.extensions.session_closing(session)
         finally:
             session.closed.set()
-            self._redactors.forget(session)
+            self.redactors.forget(session)
             if self._closing.get(session.scope) is session:
                 del self._closing[session.scope]
 
