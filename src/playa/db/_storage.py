@@ -8,6 +8,7 @@ what queries find.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Final
 
 from ..core import ServerRow, StoredServers
@@ -129,54 +130,32 @@ class HistoryTable:
         return True
 
 
+@dataclass(eq=False)
 class DatabaseStorage:
     """The chats' state in one database (the core's ``Storage``), over the process's pool."""
 
-    def __init__(self, database: Database) -> None:
-        self.database = database
-        self._servers = ServerTable(database)
-        self._history = HistoryTable(database)
-        self._workspace = WorkspaceTable(database)
-        self._logins = LoginTable(database)
-        self._inbox = RecordTable(database, "telegram_inbox")
-        self._outbox = RecordTable(database, "telegram_outbox")
-        self._leases = ChatLeaseTable(database)
-        self._audit = AuditTable(database)
+    database: Database
+    servers: ServerTable = field(init=False)
+    history: HistoryTable = field(init=False)
+    workspace: WorkspaceTable = field(init=False)
+    logins: LoginTable = field(init=False)
+    inbox: RecordTable = field(init=False)
+    outbox: RecordTable = field(init=False)
+    leases: ChatLeaseTable = field(init=False)
+    audit: AuditTable = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.servers = ServerTable(self.database)
+        self.history = HistoryTable(self.database)
+        self.workspace = WorkspaceTable(self.database)
+        self.logins = LoginTable(self.database)
+        self.inbox = RecordTable(self.database, "telegram_inbox")
+        self.outbox = RecordTable(self.database, "telegram_outbox")
+        self.leases = ChatLeaseTable(self.database)
+        self.audit = AuditTable(self.database)
 
     def __repr__(self) -> str:
         return f"DatabaseStorage({self.where})"
-
-    @property
-    def servers(self) -> ServerTable:
-        return self._servers
-
-    @property
-    def history(self) -> HistoryTable:
-        return self._history
-
-    @property
-    def workspace(self) -> WorkspaceTable:
-        return self._workspace
-
-    @property
-    def logins(self) -> LoginTable:
-        return self._logins
-
-    @property
-    def inbox(self) -> RecordTable:
-        return self._inbox
-
-    @property
-    def outbox(self) -> RecordTable:
-        return self._outbox
-
-    @property
-    def leases(self) -> ChatLeaseTable:
-        return self._leases
-
-    @property
-    def audit(self) -> AuditTable:
-        return self._audit
 
     @property
     def where(self) -> str:
