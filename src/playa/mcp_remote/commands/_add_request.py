@@ -30,6 +30,7 @@ from ..store import (
     resource_of,
 )
 from ._grant_options import ENTERPRISE_FLAGS, EnterpriseRequest, check_grant
+from ._option_values import client_id_of, secret_option
 
 __all__ = [
     "RESERVED_HEADERS",
@@ -359,26 +360,16 @@ def _apply(request: AddRequest, flag: str, value: str | None, position: int) -> 
             raise ValidationError("oauth", "--oauth takes no value")
         request.oauth = True
     elif flag == "--client-id":
-        if not value or len(value) > 256 or not value.isprintable() or any(c.isspace() for c in value):
-            raise ValidationError("oauth", "--client-id takes the client's id (printable, no spaces)")
+        client_id = client_id_of(value, "--client-id takes the client's id (printable, no spaces)")
         if request.client_id is not None:
             raise ValidationError("oauth", "--client-id is given twice")
-        request.client_id = value
+        request.client_id = client_id
     elif flag == "--client-secret":
-        if request.client_secret is not None or request.ask_client_secret:
-            raise ValidationError("oauth", "--client-secret is given twice")
-        if value is None:
-            request.ask_client_secret = True
-        else:
-            check_secret("the client secret", value)
-            request.client_secret = value
+        taken = request.client_secret is not None or request.ask_client_secret
+        request.client_secret, request.ask_client_secret = secret_option(flag, taken, value, _client_secret)
     elif flag == "--client-key":
-        if request.client_key is not None or request.ask_client_key:
-            raise ValidationError("oauth", "--client-key is given twice")
-        if value is None:
-            request.ask_client_key = True
-        else:
-            request.client_key = client_key_of(value)
+        taken = request.client_key is not None or request.ask_client_key
+        request.client_key, request.ask_client_key = secret_option(flag, taken, value, client_key_of)
     elif flag == "--grant":
         if value not in _GRANTS:
             raise ValidationError("oauth", f"--grant takes {' or '.join(_GRANTS)}")
@@ -417,6 +408,11 @@ def _apply(request: AddRequest, flag: str, value: str | None, position: int) -> 
             _set(request, "Authorization", f"Bearer {value}")
     elif flag == "--header":
         _apply_header(request, value, f"the --header at word {position}")
+
+
+def _client_secret(value: str) -> str:
+    check_secret("the client secret", value)
+    return value
 
 
 def client_key_of(text: str) -> str:

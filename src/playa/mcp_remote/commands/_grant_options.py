@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from ...exceptions import ValidationError
 from ..store import IdentityProvider
+from ._option_values import client_id_of, secret_option
 
 __all__ = ["ENTERPRISE_FLAGS", "EnterpriseRequest", "check_grant", "check_id_token"]
 
@@ -38,17 +39,12 @@ class EnterpriseRequest:
         if flag == "--idp":
             self.idp = _issuer(value)
         elif flag == "--idp-client-id":
-            if not value or len(value) > 256 or not value.isprintable() or any(c.isspace() for c in value):
-                raise ValidationError(
-                    "oauth", "--idp-client-id takes Playa's client id at the IdP (no spaces)"
-                )
-            self.client_id = value
-        elif self.id_token is not None or self.ask_id_token:
-            raise ValidationError("oauth", "--id-token is given twice")
-        elif value is None:
-            self.ask_id_token = True
+            self.client_id = client_id_of(
+                value, "--idp-client-id takes Playa's client id at the IdP (no spaces)"
+            )
         else:
-            self.id_token = check_id_token(value)
+            taken = self.id_token is not None or self.ask_id_token
+            self.id_token, self.ask_id_token = secret_option("--id-token", taken, value, check_id_token)
 
     @property
     def used(self) -> bool:
