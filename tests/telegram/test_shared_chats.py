@@ -127,6 +127,29 @@ async def bot_process(
                 await done.wait()
 
 
+@asynccontextmanager
+async def served_api() -> AsyncIterator[tuple[FakeBotApi, str, anyio.abc.TaskGroup]]:
+    """The fake Bot API, served and posting its updates to the webhook its ``proxy`` names: it, its
+    URL, and the task group the bot processes run in. Closed on exit."""
+    fake = FakeBotApi(TOKEN)
+    async with serve_asgi(fake.app()) as api, anyio.create_task_group() as tg:
+        tg.start_soon(fake.post_to_webhook)
+        yield fake, api.url, tg
+        fake.close()
+        tg.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def two_processes(shared: str, tmp_path: Path) -> AsyncIterator[tuple[FakeBotApi, Process, Process]]:
+    """The fake Bot API, and two bot processes on the database at ``shared`` that serve it."""
+    async with (
+        served_api() as (fake, api_url, tg),
+        bot_process(fake, api_url, shared, tmp_path / "a", tg) as a,
+        bot_process(fake, api_url, shared, tmp_path / "b", tg) as b,
+    ):
+        yield fake, a, b
+
+
 @pytest.fixture
 async def shared(database_url: str) -> str:
     """This test's database, at the latest schema."""
@@ -149,38 +172,30 @@ async def wait_replies(fake: FakeBotApi, chat_id: int, count: int) -> list[str]:
 async def test_a_message_received_by_another_process_is_answered_by_the_chats_holder_once_in_order(
     shared: str, tmp_path: Path
 ) -> None:
-    fake = FakeBotApi(TOKEN)
-    async with serve_asgi(fake.app()) as api, anyio.create_task_group() as tg:
-        tg.start_soon(fake.post_to_webhook)
-        async with (
-            bot_process(fake, api.url, shared, tmp_path / "a", tg) as a,
-            bot_process(fake, api.url, shared, tmp_path / "b", tg) as b,
-        ):
-            me = user(41)
-            fake.proxy = a.url
-            fake.send(private_chat(41), "one", sender=me)
-            assert await wait_replies(fake, 41, 1) == ["echo: one"]
-            # Nobody held the chat: the processes raced for it, and one serves it.
-            holder, other = (a, b) if a.host.open_sessions else (b, a)
-            assert (holder.host.open_sessions, other.host.open_sessions) == (1, 0)
+    async with two_processes(shared, tmp_path) as (fake, a, b):
+        me = user(41)
+        fake.proxy = a.url
+        fake.send(private_chat(41), "one", sender=me)
+        assert await wait_replies(fake, 41, 1) == ["echo: one"]
+        # Nobody held the chat: the processes raced for it, and one serves it.
+        holder, other = (a, b) if a.host.open_sessions else (b, a)
+        assert (holder.host.open_sessions, other.host.open_sessions) == (1, 0)
 
-            # The other receives the chat's next messages; the holder answers them, in order.
-            fake.proxy = other.url
-            for text in ("two", "three", "four"):
-                fake.send(private_chat(41), text, sender=me)
-            assert await wait_replies(fake, 41, 4) == ["echo: one", "echo: two", "echo: three", "echo: four"]
-            assert other.host.open_sessions == 0  # it never served the chat: no session, no servers
+        # The other receives the chat's next messages; the holder answers them, in order.
+        fake.proxy = other.url
+        for text in ("two", "three", "four"):
+            fake.send(private_chat(41), text, sender=me)
+        assert await wait_replies(fake, 41, 4) == ["echo: one", "echo: two", "echo: three", "echo: four"]
+        assert other.host.open_sessions == 0  # it never served the chat: no session, no servers
 
-            fake.send(private_chat(42), "hello", sender=user(42))
-            assert await wait_replies(fake, 42, 1) == ["echo: hello"]
-            assert a.host.open_sessions + b.host.open_sessions == 2
+        fake.send(private_chat(42), "hello", sender=user(42))
+        assert await wait_replies(fake, 42, 1) == ["echo: hello"]
+        assert a.host.open_sessions + b.host.open_sessions == 2
 
-            # The holder stops (gracefully: its leases are released at once); the other takes the chat.
-            holder.scope.cancel()
-            fake.send(private_chat(41), "five", sender=me)
-            assert (await wait_replies(fake, 41, 5))[-1] == "echo: five"
-        fake.close()
-        tg.cancel_scope.cancel()
+        # The holder stops (gracefully: its leases are released at once); the other takes the chat.
+        holder.scope.cancel()
+        fake.send(private_chat(41), "five", sender=me)
+        assert (await wait_replies(fake, 41, 5))[-1] == "echo: five"
     assert replies(fake, 41) == ["echo: one", "echo: two", "echo: three", "echo: four", "echo: five"]
 
 
@@ -189,7 +204,6 @@ async def test_a_dead_holders_chat_is_taken_over_with_its_replies_then_its_cut_t
 ) -> None:
     """What a process killed mid-work leaves: a reply not yet delivered, a turn cut short, a
     message not yet handled, and its lease. Another process takes the chat once the lease expires."""
-    fake = FakeBotApi(TOKEN)
     chat = 51
     async with await Database.open(DatabaseUrl.parse(shared)) as database:
         storage = DatabaseStorage(database)
@@ -217,14 +231,11 @@ async def test_a_dead_holders_chat_is_taken_over_with_its_replies_then_its_cut_t
         await inbox.put("00000000000000000009", chat, {"update": {"update_id": 9, "message": message}})
         assert await storage.leases.take(bot_id(TOKEN), str(chat), "dead:1:0", 0.5) == "new"
 
-    async with serve_asgi(fake.app()) as api, anyio.create_task_group() as tg:
-        tg.start_soon(fake.post_to_webhook)
+    async with served_api() as (fake, api_url, tg):
         started = anyio.current_time()
-        async with bot_process(fake, api.url, shared, tmp_path / "b", tg):
+        async with bot_process(fake, api_url, shared, tmp_path / "b", tg):
             got = await wait_replies(fake, chat, 4)
             took = anyio.current_time() - started
-        fake.close()
-        tg.cancel_scope.cancel()
     assert got == ["echo: the reply it wrote", INTERRUPTED, INTERRUPTED, "echo: later"]
     assert took < 0.5 + LEASE + WAIT  # bounded; the failover bench measures it
 
@@ -233,27 +244,19 @@ async def test_a_key_sent_to_a_process_that_does_not_hold_the_chat_is_deleted_an
     shared: str, tmp_path: Path
 ) -> None:
     """The holder classifies what another process received, as if it had received it itself."""
-    fake = FakeBotApi(TOKEN)
     key = "sk-proj-" + "Q7vX2mN9pL4kR8sT1wY6zA3b"
-    async with serve_asgi(fake.app()) as api, anyio.create_task_group() as tg:
-        tg.start_soon(fake.post_to_webhook)
-        async with (
-            bot_process(fake, api.url, shared, tmp_path / "a", tg) as a,
-            bot_process(fake, api.url, shared, tmp_path / "b", tg) as b,
-        ):
-            me = user(61)
-            fake.proxy = a.url
-            fake.send(private_chat(61), "hello", sender=me)
-            assert await wait_replies(fake, 61, 1) == ["echo: hello"]
-            other = b if a.host.open_sessions else a  # the process that does not hold the chat
-            fake.proxy = other.url
-            sent = fake.send(private_chat(61), key, sender=me)
-            fake.send(private_chat(61), f"my key is {key} thanks", sender=me)
-            await fake.wait_call("deleteMessage", chat_id=61, message_id=sent, timeout=WAIT)
-            await fake.wait_reply(61, "looks like a key", timeout=WAIT)
-            assert await wait_replies(fake, 61, 2)
-            assert other.host.open_sessions == 0
-        fake.close()
-        tg.cancel_scope.cancel()
+    async with two_processes(shared, tmp_path) as (fake, a, b):
+        me = user(61)
+        fake.proxy = a.url
+        fake.send(private_chat(61), "hello", sender=me)
+        assert await wait_replies(fake, 61, 1) == ["echo: hello"]
+        other = b if a.host.open_sessions else a  # the process that does not hold the chat
+        fake.proxy = other.url
+        sent = fake.send(private_chat(61), key, sender=me)
+        fake.send(private_chat(61), f"my key is {key} thanks", sender=me)
+        await fake.wait_call("deleteMessage", chat_id=61, message_id=sent, timeout=WAIT)
+        await fake.wait_reply(61, "looks like a key", timeout=WAIT)
+        assert await wait_replies(fake, 61, 2)
+        assert other.host.open_sessions == 0
     assert not any(key in seen for seen in SEEN)
     assert all(key not in text for text in fake.texts(61))
