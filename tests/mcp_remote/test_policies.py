@@ -10,23 +10,18 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import anyio
 import mcp_types
 import pytest
 from mcp.server.mcpserver import MCPServer
 
+from playa.agent import Reply
 from playa.cli import remote_mcp
 from playa.core import (
     QUESTION_TIMEOUT,
-    Answer,
-    Question,
-    answer_from_text,
     beside_a_question,
     parse_command,
     render_question,
@@ -48,149 +43,52 @@ from servers.python_servers import serve_mcp
 from support.chat import GUEST, RecordingModel, ScriptedUI, msg
 from support.host import host_config
 from support.leaks import leaks
-from support.remote import SETTINGS, OwnerChat, owner_chat, remote_host
+from support.permissions import ARGUMENTS, SCOPE, AskChat, PermissionUI, call, files_chat
+from support.remote import SETTINGS, owner_chat, remote_host
 
 pytestmark = pytest.mark.anyio
 
-SCOPE = "console:policies"
-ARGUMENTS = {"path": "notes/today.md", "text": "line one\nline two, with a long tail " + "x" * 300}
-
-
-@dataclass
-class FilesServer:
-    """A server with a write tool that records every call that reaches it."""
-
-    calls: list[dict[str, Any]] = field(default_factory=list)
-
-    def mcp(self) -> MCPServer:
-        server = MCPServer("files")
-
-        @server.tool()
-        def write(path: str, text: str) -> str:
-            """Write a file."""
-            self.calls.append({"path": path, "text": text})
-            return f"wrote {len(text)} characters to {path}"
-
-        @server.tool()
-        def read(path: str) -> str:
-            """Read a file."""
-            return f"the text of {path}"
-
-        return server
-
-
-@dataclass
-class OwnerUI(ScriptedUI):
-    """A front end whose permission questions wait until the test answers them (``answer``)."""
-
-    pending: list[tuple[Question, anyio.Event]] = field(default_factory=list)
-    answered: dict[int, str] = field(default_factory=dict)
-    never: bool = False
-    """The owner never answers: only the timeout ends the question."""
-
-    async def question(self, question: Question, *, timeout: float = 300.0) -> Answer:
-        self.questions.append(question)
-        done = anyio.Event()
-        self.pending.append((question, done))
-        self._changed_now()
-        if self.never:
-            await anyio.sleep_forever()
-        await done.wait()
-        answer = answer_from_text(question, self.answered[len(self.pending) - 1])
-        assert isinstance(answer, Answer), answer
-        return answer
-
-    async def question_shown(self, count: int) -> Question:
-        await self.until(lambda seen: len(seen.questions) >= count)
-        return self.questions[count - 1]
-
-    def answer(self, line: str) -> None:
-        index = len(self.pending) - 1
-        self.answered[index] = line
-        self.pending[index][1].set()
-
-
-def call(arguments: dict[str, Any] = ARGUMENTS) -> str:
-    return f"files__write {json.dumps(arguments)}"
-
-
-@asynccontextmanager
-async def files_chat(
-    data_dir: Path,
-    host_secret: HostSecret,
-    *,
-    policy: str = "",
-    settings: RemoteMcpSettings = SETTINGS,
-    model: RecordingModel | None = None,
-) -> AsyncIterator[tuple[OwnerChat, FilesServer]]:
-    files = FilesServer()
-    async with (
-        serve_mcp(files.mcp()) as served,
-        owner_chat(data_dir, host_secret, SCOPE, model, settings) as chat,
-    ):
-        added = await chat.command(f"/mcp_add files {served.url} {policy}".strip())
-        assert added.startswith("Added files: connected"), added
-        yield chat, files
-
 
 async def test_under_ask_nothing_reaches_the_server_until_the_owner_allows_the_call(
-    data_dir: Path, host_secret: HostSecret
+    ask_chat: AskChat,
 ) -> None:
-    ui = OwnerUI()
+    chat, files, ui = ask_chat.chat, ask_chat.files, ask_chat.ui
     with anyio.fail_after(60):
-        async with files_chat(data_dir, host_secret, policy="--policy ask") as (chat, files):
-            async with anyio.create_task_group() as tg:
-                replies: list[str] = []
-
-                async def turn() -> None:
-                    replies.append((await chat.say(call(), ui)).text)
-
-                tg.start_soon(turn)
-                question = await ui.question_shown(1)
-                assert files.calls == []  # the call waits for the owner
-                assert question.permission and question.asker == "files"
-                shown = render_question(question)
-                # The server, the tool and every character of the arguments.
-                assert "write" in shown and "files" in shown
-                assert json.dumps(ARGUMENTS, ensure_ascii=False, indent=2) in shown
-                assert "/allow" in shown and "/deny" in shown
-                ui.answer("/allow")
-            assert files.calls == [ARGUMENTS]
-            assert "wrote" in replies[0]
-            # Allowed once: the next call asks again.
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(chat.say, call({"path": "b", "text": "second"}), ui)
-                await ui.question_shown(2)
-                assert len(files.calls) == 1
-                ui.answer("/deny")
+        async with ui.asking(chat.say, call(), ui) as asked:
+            assert files.calls == []  # the call waits for the owner
+            question = asked.question
+            assert question.permission and question.asker == "files"
+            shown = render_question(question)
+            # The server, the tool and every character of the arguments.
+            assert "write" in shown and "files" in shown
+            assert json.dumps(ARGUMENTS, ensure_ascii=False, indent=2) in shown
+            assert "/allow" in shown and "/deny" in shown
+            ui.answer("/allow")
+        assert files.calls == [ARGUMENTS]
+        assert isinstance(asked.result, Reply) and "wrote" in asked.result.text
+        # Allowed once: the next call asks again.
+        async with ui.asking(chat.say, call({"path": "b", "text": "second"}), ui, count=2):
             assert len(files.calls) == 1
+            ui.answer("/deny")
+        assert len(files.calls) == 1
 
 
 async def test_a_declined_call_never_reaches_the_server_and_the_model_learns_the_owner_declined(
-    data_dir: Path, host_secret: HostSecret
+    ask_chat: AskChat,
 ) -> None:
-    ui = OwnerUI()
-    replies: list[str] = []
+    chat, files, ui = ask_chat.chat, ask_chat.files, ask_chat.ui
     with anyio.fail_after(60):
-        async with (
-            files_chat(data_dir, host_secret, policy="--policy ask") as (chat, files),
-            anyio.create_task_group() as tg,
-        ):
-
-            async def turn() -> None:
-                replies.append((await chat.say(call(), ui)).text)
-
-            tg.start_soon(turn)
-            await ui.question_shown(1)
+        async with ui.asking(chat.say, call(), ui) as asked:
             ui.answer("/deny")
     assert files.calls == []
-    assert "files__write was not called: the owner declined." in replies[0]
+    assert isinstance(asked.result, Reply)
+    assert "files__write was not called: the owner declined." in asked.result.text
 
 
 async def test_an_unanswered_call_is_denied_after_the_ask_timeout(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
-    ui = OwnerUI(never=True)
+    ui = PermissionUI(never=True)
     settings = replace(SETTINGS, ask_timeout=0.5)  # the timeout under test; the server stays generous
     with anyio.fail_after(60):
         async with files_chat(data_dir, host_secret, policy="--policy ask", settings=settings) as (
@@ -205,36 +103,31 @@ async def test_an_unanswered_call_is_denied_after_the_ask_timeout(
     assert "files__write was not called: the owner did not answer." in reply.text
 
 
-async def test_always_for_this_tool_sets_its_policy_to_allow(data_dir: Path, host_secret: HostSecret) -> None:
-    ui = OwnerUI()
+async def test_always_for_this_tool_sets_its_policy_to_allow(ask_chat: AskChat) -> None:
+    chat, files, ui = ask_chat.chat, ask_chat.files, ask_chat.ui
     with anyio.fail_after(60):
-        async with files_chat(data_dir, host_secret, policy="--policy ask") as (chat, files):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(chat.say, call(), ui)
-                await ui.question_shown(1)
-                ui.answer("/allow always")
-            assert files.calls == [ARGUMENTS]
-            await chat.say(call({"path": "b", "text": "again"}), ui)
-            assert len(ui.questions) == 1  # not asked again
-            assert len(files.calls) == 2
-            listed = await chat.command("/mcp_policy")
+        async with ui.asking(chat.say, call(), ui):
+            ui.answer("/allow always")
+        assert files.calls == [ARGUMENTS]
+        await chat.say(call({"path": "b", "text": "again"}), ui)
+        assert len(ui.questions) == 1  # not asked again
+        assert len(files.calls) == 2
+        listed = await chat.command("/mcp_policy")
     assert "files: ask" in listed and "  write: allow" in listed
 
 
 async def test_a_members_call_asks_the_owner_and_says_whose_turn_it_is(
-    data_dir: Path, host_secret: HostSecret
+    ask_chat: AskChat,
 ) -> None:
-    ui = OwnerUI()
+    chat, files, ui = ask_chat.chat, ask_chat.files, ask_chat.ui
     with anyio.fail_after(60):
-        async with files_chat(data_dir, host_secret, policy="--policy ask") as (chat, files):
-            session = await chat.session()
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(chat.host.handle, session, msg(call(), GUEST), ui)
-                question = await ui.question_shown(1)
-                assert question.permission  # the front end asks the owner, not the sender
-                assert "in Guest's turn" in question.text
-                assert files.calls == []
-                ui.answer("/deny")
+        session = await chat.session()
+        async with ui.asking(chat.host.handle, session, msg(call(), GUEST), ui) as asked:
+            question = asked.question
+            assert question.permission  # the front end asks the owner, not the sender
+            assert "in Guest's turn" in question.text
+            assert files.calls == []
+            ui.answer("/deny")
     assert files.calls == []
 
 
@@ -440,18 +333,16 @@ async def test_a_read_only_hint_does_not_let_a_call_past_ask(data_dir: Path, hos
         calls.append(path)
         return "done"
 
-    ui = OwnerUI()
+    ui = PermissionUI()
     with anyio.fail_after(60):
         async with (
             serve_mcp(server) as served,
             owner_chat(data_dir, host_secret, SCOPE) as chat,
-            anyio.create_task_group() as tg,
         ):
             assert (await chat.command(f"/mcp_add hinted {served.url} --policy ask")).startswith("Added")
-            tg.start_soon(chat.say, 'hinted__erase {"path": "all"}', ui)
-            await ui.question_shown(1)
-            assert calls == []
-            ui.answer("/deny")
+            async with ui.asking(chat.say, 'hinted__erase {"path": "all"}', ui):
+                assert calls == []
+                ui.answer("/deny")
     assert calls == []
 
 
@@ -468,12 +359,10 @@ def test_listing_policies_runs_beside_a_question_and_setting_one_does_not(
 async def test_permissions_and_policy_changes_are_in_the_audit_log(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
-    ui = OwnerUI()
+    ui = PermissionUI()
     with anyio.fail_after(60):
         async with files_chat(data_dir, host_secret, policy="--policy ask") as (chat, _files):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(chat.say, call(), ui)
-                await ui.question_shown(1)
+            async with ui.asking(chat.say, call(), ui):
                 ui.answer("/allow always")
             await chat.command("/mcp_policy files deny")
             await chat.command("/mcp_policy files write read-only")
@@ -524,18 +413,17 @@ async def test_a_permission_question_shows_the_chats_credential_redacted_and_lea
         "path": "notes/today.md",
         "text": f"plain {token} and encoded {encoded} and hex {token.encode().hex()}",
     }
-    ui = OwnerUI()
+    ui = PermissionUI()
     with anyio.fail_after(60):
         async with (
             files_chat(data_dir, host_secret, policy=f"--policy ask --bearer {token}") as (
                 chat,
                 files,
             ),
-            anyio.create_task_group() as tg,
+            ui.asking(chat.say, call(arguments), ui) as asked,
         ):
-            tg.start_soon(chat.say, call(arguments), ui)
-            question = await ui.question_shown(1)
             ui.answer("/deny")
+    question = asked.question
     assert not files.calls
     assert question.text.count("[redacted]") >= 3, question.text
     assert leaks(token, question.text) == []
