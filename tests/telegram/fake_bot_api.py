@@ -54,6 +54,11 @@ def private_chat(user_id: int) -> dict[str, Any]:
     return {"id": user_id, "type": "private", "first_name": f"User{user_id}"}
 
 
+def basic_group(chat_id: int) -> dict[str, Any]:
+    """A basic group: what a group is before Telegram upgrades it to a supergroup."""
+    return {"id": chat_id, "type": "group", "title": "G"}
+
+
 def group_chat(chat_id: int, title: str = "Group", *, forum: bool = False) -> dict[str, Any]:
     chat: dict[str, Any] = {"id": chat_id, "type": "supergroup", "title": title}
     if forum:
@@ -602,3 +607,9 @@ def migration(fake: FakeBotApi, chat: dict[str, Any], sender: dict[str, Any], **
             }
         }
     )
+
+
+def upgraded(fake: FakeBotApi, old: dict[str, Any], new: dict[str, Any], sender: dict[str, Any]) -> None:
+    """Both service messages of the group ``old`` become the supergroup ``new``: in each chat, the other's id."""
+    migration(fake, old, sender, to=new["id"])
+    migration(fake, new, sender, **{"from": old["id"]})

@@ -23,7 +23,16 @@ from servers.python_servers import RunningServer, serve_mcp
 from support.chat import RecordingModel
 from support.telegram import Running, running_bot
 
-from .fake_bot_api import ApiCall, FakeBotApi, creator, group_chat, migration, private_chat, user
+from .fake_bot_api import (
+    ApiCall,
+    FakeBotApi,
+    basic_group,
+    creator,
+    group_chat,
+    private_chat,
+    upgraded,
+    user,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -336,15 +345,14 @@ async def test_an_approval_waiting_when_the_group_is_upgraded_approves_in_the_su
     tmp_path: Path,
 ) -> None:
     old_id, new_id = -5401, -1005401
-    old, new = {"id": old_id, "type": "group", "title": "G"}, group_chat(new_id)
+    old, new = basic_group(old_id), group_chat(new_id)
     owner, member = 5401, 5402
     async with bot_with_changing_server(tmp_path, old, owner) as (fake, model):
         fake.administrators[new_id] = [creator(user(owner))]
         shown = await change(fake, old, member, owner)  # in the owner's private chat
 
         mark = fake.mark()
-        migration(fake, old, user(owner), to=new_id)
-        migration(fake, new, user(owner), **{"from": old_id})
+        upgraded(fake, old, new, user(owner))
         await fake.wait_reply(new_id, "is now a supergroup, with a new chat id", after=mark)
 
         # The supergroup's chat no longer knows the definitions the owner approved before, so it

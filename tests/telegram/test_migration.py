@@ -11,7 +11,7 @@ import pytest
 from support.asking import bot_with_asking_server, edited, files_holding, form_shown, press
 from support.telegram import DEMO_TOKEN, OWNER_ANSWER_PROMPT, running_bot, sent_texts
 
-from .fake_bot_api import creator, group_chat, migration, user
+from .fake_bot_api import basic_group, creator, group_chat, migration, upgraded, user
 
 pytestmark = pytest.mark.anyio
 
@@ -20,7 +20,7 @@ async def test_a_group_upgraded_to_a_supergroup_keeps_its_servers_history_and_wo
     tmp_path: Path,
 ) -> None:
     old_id, new_id = -4001, -1004001
-    old, new = {"id": old_id, "type": "group", "title": "G"}, group_chat(new_id)
+    old, new = basic_group(old_id), group_chat(new_id)
     owner = user(901)
     async with running_bot(tmp_path) as bot:
         fake = bot.fake
@@ -35,8 +35,7 @@ async def test_a_group_upgraded_to_a_supergroup_keeps_its_servers_history_and_wo
         assert history > 0
 
         mark = fake.mark()
-        migration(fake, old, owner, to=new_id)
-        migration(fake, new, owner, **{"from": old_id})
+        upgraded(fake, old, new, owner)
         fake.send(new, "/mcp_list", sender=owner)
         told = await fake.wait_reply(new_id, "is now a supergroup", after=mark)
         assert "came along" in told.text
@@ -68,7 +67,7 @@ async def test_a_secret_question_waiting_when_the_group_is_upgraded_is_answered_
     tmp_path: Path,
 ) -> None:
     old_id, new_id = -4101, -1004101
-    old, new = {"id": old_id, "type": "group", "title": "G"}, group_chat(new_id)
+    old, new = basic_group(old_id), group_chat(new_id)
     owner = user(4101)
     async with running_bot(tmp_path) as bot:
         fake = bot.fake
@@ -78,8 +77,7 @@ async def test_a_secret_question_waiting_when_the_group_is_upgraded_is_answered_
         first = await fake.wait_reply(old_id, OWNER_ANSWER_PROMPT)
 
         mark = fake.mark()
-        migration(fake, old, owner, to=new_id)
-        migration(fake, new, owner, **{"from": old_id})
+        upgraded(fake, old, new, owner)
         asked = await fake.wait_reply(new_id, "asked again here", after=mark)
         assert OWNER_ANSWER_PROMPT in asked.text
         # Nothing of the asker's is in the new chat to reply to, so the reply is forced on everyone.
@@ -105,7 +103,7 @@ async def test_a_server_question_waiting_when_the_group_is_upgraded_is_asked_aga
     tmp_path: Path,
 ) -> None:
     old_id, new_id = -4201, -1004201
-    old, new = {"id": old_id, "type": "group", "title": "G"}, group_chat(new_id)
+    old, new = basic_group(old_id), group_chat(new_id)
     owner, member = user(4201), user(4202)
     async with bot_with_asking_server(tmp_path, old, 4201) as bot:
         fake = bot.fake

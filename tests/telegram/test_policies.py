@@ -18,7 +18,7 @@ import pytest
 
 from servers.python_servers import serve_mcp
 from support.files import ARGUMENTS, files_server
-from support.telegram import Running, running_bot
+from support.telegram import running_bot
 
 from .fake_bot_api import ApiCall, FakeBotApi, creator, group_chat, private_chat, user
 
@@ -31,14 +31,16 @@ LABELS = ["Allow once", "Always for this tool", "Deny"]
 
 @asynccontextmanager
 async def bot_with_files(
-    tmp_path: Path, calls: list[dict[str, Any]], environ: dict[str, str] | None = None
-) -> AsyncIterator[Running]:
-    """The bot, with the files server added to the group by its owner, every call asked."""
+    tmp_path: Path, environ: dict[str, str] | None = None
+) -> AsyncIterator[tuple[FakeBotApi, list[dict[str, Any]]]]:
+    """The bot, with the files server added to the group by its owner, every call asked: its fake
+    Bot API, and the arguments of every call that reached the server."""
+    calls: list[dict[str, Any]] = []
     async with serve_mcp(files_server(calls)) as served, running_bot(tmp_path, environ=environ) as bot:
         bot.fake.administrators[GROUP["id"]] = [creator(user(OWNER))]
         bot.fake.send(GROUP, f"/mcp_add files {served.url} --policy ask", sender=user(OWNER))
         await bot.fake.wait_reply(GROUP["id"], "Added files")
-        yield bot
+        yield bot.fake, calls
 
 
 def write_call(arguments: dict[str, Any] = ARGUMENTS) -> str:
@@ -52,9 +54,7 @@ async def owner_asked(fake: FakeBotApi, *, after: int) -> ApiCall:
 
 
 async def test_a_members_call_waits_for_the_owners_press_in_their_private_chat(tmp_path: Path) -> None:
-    calls: list[dict[str, Any]] = []
-    async with bot_with_files(tmp_path, calls) as bot:
-        fake = bot.fake
+    async with bot_with_files(tmp_path) as (fake, calls):
         mark = fake.mark()
         fake.send(GROUP, write_call(), sender=user(MEMBER))
         asked = await fake.wait_reply(OWNER, "The agent wants to call the tool write", after=mark)
@@ -81,9 +81,7 @@ async def test_a_members_call_waits_for_the_owners_press_in_their_private_chat(t
 async def test_the_owners_deny_keeps_the_call_from_the_server_and_the_model_learns_it(
     tmp_path: Path,
 ) -> None:
-    calls: list[dict[str, Any]] = []
-    async with bot_with_files(tmp_path, calls) as bot:
-        fake = bot.fake
+    async with bot_with_files(tmp_path) as (fake, calls):
         mark = fake.mark()
         asked = await owner_asked(fake, after=mark)
         fake.press(asked, "Deny", sender=user(OWNER))
@@ -92,9 +90,7 @@ async def test_the_owners_deny_keeps_the_call_from_the_server_and_the_model_lear
 
 
 async def test_always_for_this_tool_lets_later_calls_through_unasked(tmp_path: Path) -> None:
-    calls: list[dict[str, Any]] = []
-    async with bot_with_files(tmp_path, calls) as bot:
-        fake = bot.fake
+    async with bot_with_files(tmp_path) as (fake, calls):
         mark = fake.mark()
         asked = await owner_asked(fake, after=mark)
         fake.press(asked, "Always for this tool", sender=user(OWNER))
@@ -107,9 +103,7 @@ async def test_always_for_this_tool_lets_later_calls_through_unasked(tmp_path: P
 
 
 async def test_an_unanswered_call_is_not_made_once_the_ask_timeout_passed(tmp_path: Path) -> None:
-    calls: list[dict[str, Any]] = []
-    async with bot_with_files(tmp_path, calls, {"PLAYA_ASK_TIMEOUT": "0.5"}) as bot:
-        fake = bot.fake
+    async with bot_with_files(tmp_path, {"PLAYA_ASK_TIMEOUT": "0.5"}) as (fake, calls):
         mark = fake.mark()
         started = time.monotonic()
         fake.send(GROUP, write_call(), sender=user(MEMBER))
