@@ -46,11 +46,10 @@ from ._audit_chain import (
     BadLine,
     FieldValue,
     Head,
-    chained,
+    chain,
     parse_record,
-    scopes,
     sealed_head,
-    timestamp,
+    verified,
 )
 from ._audit_file import audit_paths, latest_records, read_head, tail_of, write_head
 from ._audit_rows import AuditRaced, RowWriter, latest_rows
@@ -139,14 +138,11 @@ class _Writer:
         """Chain, seal and write ``batch`` (one write, one fsync), then replace the head."""
         if self._last is None:
             self._last = self._resume()
-        seq, prev = self._last
-        lines: list[bytes] = [b"\n"] if self._torn else []
         entries = [(time.time(), kind, fields) for kind, fields in self._resumed] + batch
-        for now, kind, fields in entries:
-            seq += 1
-            record = chained(seq, prev, timestamp(now), kind, fields, self.scope, self.key)
-            lines.append(record.line())
-            prev = record.hash
+        records = chain(self._last, entries, self.scope, self.key)
+        seq, prev = (records[-1].seq, records[-1].hash) if records else self._last
+        lines: list[bytes] = [b"\n"] if self._torn else []
+        lines += [record.line() for record in records]
         log, head_path = audit_paths(self.folder)
         try:
             append_durably(log, b"".join(lines))
@@ -280,8 +276,4 @@ class AuditLog:
         if isinstance(writer, RowWriter):
             return await latest_rows(writer.rows, writer.chat, writer.key, count)
         records = await anyio.to_thread.run_sync(latest_records, audit_paths(writer.folder)[0], count)
-        sealed_for = scopes(records, writer.scope, writer.key)
-        return [
-            (record, record.verifies(writer.key, scope))
-            for record, scope in zip(records, sealed_for, strict=True)
-        ]
+        return verified(records, writer.scope, writer.key)

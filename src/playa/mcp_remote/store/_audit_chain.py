@@ -18,7 +18,7 @@ import hmac
 import json
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
@@ -33,12 +33,14 @@ __all__ = [
     "BadLine",
     "FieldValue",
     "Head",
+    "chain",
     "chained",
     "open_head",
     "parse_record",
     "scopes",
     "sealed_head",
     "timestamp",
+    "verified",
 ]
 
 AUDIT_VERSION: Final = 1
@@ -159,6 +161,23 @@ def chained(
     return record
 
 
+def chain(
+    last: tuple[int, str],
+    entries: Iterable[tuple[float, str, dict[str, FieldValue]]],
+    scope: str,
+    key: AuditKey,
+) -> list[AuditRecord]:
+    """``entries`` (time, kind, fields) as the records after ``last`` (its seq and hash), sealed for ``scope``."""
+    seq, prev = last
+    records: list[AuditRecord] = []
+    for now, kind, fields in entries:
+        seq += 1
+        record = chained(seq, prev, timestamp(now), kind, fields, scope, key)
+        records.append(record)
+        prev = record.hash
+    return records
+
+
 def _string(text: str) -> bytes:
     """A text as ``canonical_json`` encodes it (ASCII, JSON escapes)."""
     return json.dumps(text, ensure_ascii=True).encode("ascii")
@@ -241,6 +260,12 @@ def scopes(records: Sequence[AuditRecord | BadLine], scope: str, key: AuditKey) 
         ):
             scope = previous
     return found[::-1]
+
+
+def verified(records: Sequence[AuditRecord], scope: str, key: AuditKey) -> list[tuple[AuditRecord, bool]]:
+    """Each of a chat's last records with whether its MAC verifies for the scope it was sealed for."""
+    sealed_for = scopes(records, scope, key)
+    return [(record, record.verifies(key, s)) for record, s in zip(records, sealed_for, strict=True)]
 
 
 def timestamp(now: float) -> str:

@@ -28,12 +28,11 @@ from ._audit_chain import (
     BadLine,
     FieldValue,
     Head,
-    chained,
+    chain,
     open_head,
     parse_record,
-    scopes,
     sealed_head,
-    timestamp,
+    verified,
 )
 from ._audit_verify import Verification, verify_chain
 
@@ -112,17 +111,13 @@ class RowWriter:
         for _ in range(_TRIES):
             if self._last is None:
                 self._last = await self.resume()
-            seq, prev = self._last
-            records: list[tuple[int, bytes]] = []
-            for now, kind, fields in [(time.time(), kind, fields) for kind, fields in self._resumed] + batch:
-                seq += 1
-                record = chained(seq, prev, timestamp(now), kind, fields, self.scope, self.key)
-                records.append(_row(record))
-                prev = record.hash
+            entries = [(time.time(), kind, fields) for kind, fields in self._resumed] + batch
+            records = chain(self._last, entries, self.scope, self.key)
             if not records:
                 return
+            seq, prev = records[-1].seq, records[-1].hash
             head = sealed_head(Head(seq, prev), self.scope, self.key)
-            if await self.rows.append(self.chat, self._known, records, head):
+            if await self.rows.append(self.chat, self._known, [_row(record) for record in records], head):
                 self._last, self._known, self._resumed = (seq, prev), head, []
                 return
             # Another writer's head is there: read it, and chain the batch after its records.
@@ -148,8 +143,7 @@ async def latest_rows(
             records.append(parse_record(data))
         except BadLine:
             continue
-    sealed_for = scopes(records, scope, key)
-    return [(record, record.verifies(key, s)) for record, s in zip(records, sealed_for, strict=True)]
+    return verified(records, scope, key)
 
 
 async def verify_rows(rows: AuditRows, scope: str, key: AuditKey) -> Verification:
