@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
@@ -11,7 +10,7 @@ from mcp.client.auth.utils import is_valid_client_metadata_url
 from ..core import QUESTION_TIMEOUT
 from ..exceptions import ConfigError
 from .store import DECISIONS, Decision
-from .transport import ConnectionSettings
+from .transport import ConnectionSettings, check_seconds
 
 __all__ = ["CONNECT_WAIT_MARGIN", "FLOW_GUARD_MODES", "FlowGuardMode", "RemoteMcpSettings"]
 
@@ -69,17 +68,12 @@ class RemoteMcpSettings:
         return "ask" if group else "log"
 
     def __post_init__(self) -> None:
-        for name in ("backoff_initial", "backoff_max", "login_timeout", "approval_interval", "ask_timeout"):
-            value: float = getattr(self, name)
-            if not (value > 0 and math.isfinite(value)):
-                raise ConfigError(
-                    f"RemoteMcpSettings.{name} must be a positive number of seconds, got {value!r}"
-                )
-        if self.backoff_max < self.backoff_initial:
-            raise ConfigError(
-                f"RemoteMcpSettings.backoff_max ({self.backoff_max!r}) is below backoff_initial "
-                f"({self.backoff_initial!r}): raise it, or lower backoff_initial"
-            )
+        check_seconds(
+            self,
+            ("backoff_initial", "backoff_max", "login_timeout", "approval_interval", "ask_timeout"),
+            floor="backoff_initial",
+            ceiling="backoff_max",
+        )
         url = self.oauth_client_metadata_url
         if url is not None and not is_valid_client_metadata_url(url):
             raise ConfigError(

@@ -69,6 +69,7 @@ from ._resources import (
 )
 from ._result_type import complete_by_default
 from ._revoke import Revocation, revoke
+from ._seconds import check_seconds
 from ._skills import (
     SKILLS_EXTENSION,
     ListSkillsRequest,
@@ -135,6 +136,7 @@ __all__ = [
     "call_error",
     "cancel_task",
     "challenge_description",
+    "check_seconds",
     "client_metadata",
     "client_metadata_document",
     "complete_argument",

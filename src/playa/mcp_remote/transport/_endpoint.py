@@ -6,7 +6,6 @@ removed, cut to a reason's length, and the exception chain cut when it could car
 
 from __future__ import annotations
 
-import math
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from ..store import TransportChoice
 from ._egress import EgressPolicy
 from ._errors import MAX_REASON
 from ._oauth import ServerAuth
+from ._seconds import check_seconds
 
 __all__ = ["ConnectionSettings", "Endpoint", "TransportName", "redacted", "redactor_of", "safe_cause"]
 
@@ -62,17 +62,12 @@ class ConnectionSettings:
     on connects that all time out together."""
 
     def __post_init__(self) -> None:
-        for name in ("connect_timeout", "call_timeout", "call_max", "close_timeout"):
-            value: float = getattr(self, name)
-            if not (value > 0 and math.isfinite(value)):
-                raise ConfigError(
-                    f"ConnectionSettings.{name} must be a positive number of seconds, got {value!r}"
-                )
-        if self.call_max < self.call_timeout:
-            raise ConfigError(
-                f"ConnectionSettings.call_max ({self.call_max!r}) is below call_timeout "
-                f"({self.call_timeout!r}): raise it, or lower call_timeout"
-            )
+        check_seconds(
+            self,
+            ("connect_timeout", "call_timeout", "call_max", "close_timeout"),
+            floor="call_timeout",
+            ceiling="call_max",
+        )
         for name, least in (
             ("max_concurrent_connects", 1),
             ("max_tool_pages", 1),
