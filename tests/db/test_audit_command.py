@@ -8,9 +8,7 @@ never launders an edit or a cut.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -20,14 +18,15 @@ import pytest
 from playa.db import Database, DatabaseStorage, DatabaseUrl, upgrade
 from playa.mcp_remote import AuditKey, verify_log
 from playa.mcp_remote.store import AuditLog, verify_rows
+from support import cli_run
 from support.audit import SECRET, edited, folder_of, lines_of, write_log
+from support.cli_run import on_database
 
 pytestmark = pytest.mark.anyio
 
 SCOPE = "telegram:42"
 BROKEN = "telegram:43"
 KEY = AuditKey(SECRET.encode())
-RUN_TIMEOUT = 120.0
 
 
 @pytest.fixture
@@ -37,22 +36,8 @@ async def storage(database_url: str) -> AsyncIterator[DatabaseStorage]:
         yield DatabaseStorage(database)
 
 
-def environment(database_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("MCP_ENCRYPTION_SECRET", "TELEGRAM_BOT_TOKEN")}
-    return env | {"PLAYA_DATABASE_URL": database_url, "MCP_ENCRYPTION_SECRET": SECRET}
-
-
 async def playa(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return await anyio.to_thread.run_sync(
-        lambda: subprocess.run(
-            [sys.executable, "-m", "playa", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT,
-            check=False,
-        )
-    )
+    return await anyio.to_thread.run_sync(lambda: cli_run.playa(*args, env=env))
 
 
 async def write_rows(storage: DatabaseStorage, scope: str, count: int) -> None:
@@ -66,7 +51,7 @@ async def write_rows(storage: DatabaseStorage, scope: str, count: int) -> None:
 async def test_playa_audit_verifies_and_exports_the_log_in_the_database(
     storage: DatabaseStorage, database_url: str, tmp_path: Path
 ) -> None:
-    env = environment(database_url)
+    env = on_database(database_url, SECRET)
     data_dir = str(tmp_path / "data")
     done = await playa(env, "audit", "verify", "--chat", SCOPE, "--data-dir", data_dir)
     assert done.returncode == 1
@@ -94,7 +79,7 @@ async def test_playa_audit_verifies_and_exports_the_log_in_the_database(
 async def test_db_import_and_export_carry_a_log_that_verifies_and_report_one_that_does_not(
     storage: DatabaseStorage, database_url: str, tmp_path: Path
 ) -> None:
-    env = environment(database_url)
+    env = on_database(database_url, SECRET)
     source, target = tmp_path / "source", tmp_path / "target"
     folder = await write_log(source, SCOPE, 4)
     broken = await write_log(source, BROKEN, 3)

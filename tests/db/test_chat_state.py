@@ -7,7 +7,6 @@ was written to the data dir.
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
 import subprocess
@@ -19,12 +18,11 @@ from pathlib import Path
 import pytest
 
 from playa.db import Database, DatabaseUrl
+from support.cli_run import RUN_TIMEOUT, on_database, playa_output
 from support.db_text import database_text
 
 pytestmark = pytest.mark.anyio
 
-RUN_TIMEOUT = 120.0
-"""Bounds one run of the command, start to exit (a busy two-core machine)."""
 SERVER_LINE = re.compile(r"Playa demo MCP server: (?P<url>http://127\.0\.0\.1:\d+/mcp)")
 
 
@@ -52,37 +50,26 @@ def demo_server() -> Iterator[tuple[str, str]]:
         process.wait(timeout=30)
 
 
-def run(args: list[str], env: dict[str, str], stdin: str = "") -> tuple[int, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "playa", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=RUN_TIMEOUT,
-    )
-    return done.returncode, done.stdout + done.stderr
-
-
 async def test_a_console_chat_keeps_its_servers_and_history_in_the_database(
     database_url: str, demo_server: tuple[str, str], tmp_path: Path
 ) -> None:
     url, token = demo_server
     data = tmp_path / "data"
-    env = {k: v for k, v in os.environ.items() if k not in ("MCP_ENCRYPTION_SECRET", "TELEGRAM_BOT_TOKEN")}
-    env |= {"PLAYA_DATABASE_URL": database_url, "MCP_ENCRYPTION_SECRET": secrets.token_hex(32)}
+    env = on_database(database_url, secrets.token_hex(32))
     chat = ["chat", "--data-dir", str(data)]
 
-    code, output = run(chat, env, "hello\n")
+    code, output = playa_output(*chat, env=env, stdin="hello\n")
     assert code == 2 and "run playa db upgrade" in output  # no chat on a schema it does not know
-    code, output = run(["db", "upgrade"], env)
+    code, output = playa_output("db", "upgrade", env=env)
     assert code == 0, output
 
-    code, output = run(chat, env, f"/mcp_add demo {url} --bearer\n{token}\nremember the word tangerine\n")
+    code, output = playa_output(
+        *chat, env=env, stdin=f"/mcp_add demo {url} --bearer\n{token}\nremember the word tangerine\n"
+    )
     assert code == 0, output
     assert "Added demo: connected over streamable-http" in output
 
-    code, output = run(chat, env, "/mcp_list\n")
+    code, output = playa_output(*chat, env=env, stdin="/mcp_list\n")
     assert code == 0, output
     assert "demo" in output and "auth headers: Authorization" in output
     assert "not used" not in output and "does not verify" not in output

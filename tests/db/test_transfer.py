@@ -7,10 +7,7 @@ the rest moves, the servers verifying on the other side, no credential in clear 
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,20 +17,13 @@ from playa.agent import History
 from playa.core import scope_folder, session_state_dir
 from playa.db import Database, DatabaseUrl
 from playa.mcp_remote.store import Sealer, ServerStore, resolve_host_secret, store_path
+from support.cli_run import on_database, playa
 from support.db_text import database_text
 from support.store import CANARY, DOCS, OPEN
 
 pytestmark = pytest.mark.anyio
 
 SCOPE = "telegram:123"
-RUN_TIMEOUT = 120.0
-
-
-def run(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "playa", *args], capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT
-    )
-    return done.returncode, done.stdout, done.stderr
 
 
 async def everything(database_url: str) -> str:
@@ -45,8 +35,7 @@ async def test_chats_move_into_the_database_and_back_and_a_broken_entry_is_repor
     database_url: str, tmp_path: Path
 ) -> None:
     text = secrets.token_hex(32)
-    env = {k: v for k, v in os.environ.items() if k not in ("MCP_ENCRYPTION_SECRET", "TELEGRAM_BOT_TOKEN")}
-    env |= {"PLAYA_DATABASE_URL": database_url, "MCP_ENCRYPTION_SECRET": text}
+    env = on_database(database_url, text)
     secret = resolve_host_secret({"MCP_ENCRYPTION_SECRET": text}, data_dir=tmp_path, allow_generate=False)
     assert not isinstance(secret, str) and hasattr(secret, "value")
     sealer = Sealer(secret.value)
@@ -65,9 +54,10 @@ async def test_chats_move_into_the_database_and_back_and_a_broken_entry_is_repor
     )
     (source / "sessions" / "cut~0123").mkdir()  # a long scope's folder: its chat cannot be named
 
-    assert run(["db", "upgrade"], env)[0] == 0
-    code, out, err = run(["db", "import", "--data-dir", str(source)], env)
-    assert code == 1
+    assert playa("db", "upgrade", env=env).returncode == 0
+    done = playa("db", "import", "--data-dir", str(source), env=env)
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 1
     assert "imported into the database: 1 chats, 2 servers, 2 messages of history" in out
     assert f"not moved: {SCOPE}: server forged was not moved: seal does not verify" in err
     assert "not moved: cut~0123: not a chat's folder" in err
@@ -75,7 +65,7 @@ async def test_chats_move_into_the_database_and_back_and_a_broken_entry_is_repor
     assert "tangerine" in first and "docs.example" in first
     assert CANARY not in first
 
-    assert run(["db", "import", "--data-dir", str(source)], env)[1] == out  # again: the same
+    assert playa("db", "import", "--data-dir", str(source), env=env).stdout == out  # again: the same
     second = await everything(database_url)
     assert len(second.splitlines()) == len(first.splitlines())
     assert [line for line in second.splitlines() if line.startswith("history")] == [
@@ -84,8 +74,9 @@ async def test_chats_move_into_the_database_and_back_and_a_broken_entry_is_repor
 
     target = tmp_path / "target"
     for _ in range(2):  # idempotent this way too
-        code, out, err = run(["db", "export", "--data-dir", str(target)], env)
-        assert (code, err) == (0, "")
+        done = playa("db", "export", "--data-dir", str(target), env=env)
+        out = done.stdout
+        assert (done.returncode, done.stderr) == (0, "")
         assert f"exported into {target}: 1 chats, 2 servers, 2 messages of history" in out
     exported = ServerStore(
         target / "workspaces" / scope_folder(SCOPE), SCOPE, sealer, state_dir=session_state_dir(target, SCOPE)

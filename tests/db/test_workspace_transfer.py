@@ -10,33 +10,18 @@ from __future__ import annotations
 
 import os
 import secrets
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from playa.core import scope_folder
 from playa.db import Database, DatabaseStorage, DatabaseUrl
+from support.cli_run import on_database, playa
 
 pytestmark = pytest.mark.anyio
 
 SCOPE, ONLY_FILES = "telegram:123", "telegram:999"
-RUN_TIMEOUT = 120.0
-"""Bounds one run of the command, start to exit (a busy two-core machine)."""
 JPEG = b"\xff\xd8\xff\xe0" + bytes(range(256)) * 8 + b"\xff\xd9"
-
-
-def run(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "playa", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
-    return done.returncode, done.stdout, done.stderr
 
 
 def files_in(folder: Path) -> dict[str, bytes]:
@@ -50,8 +35,7 @@ def files_in(folder: Path) -> dict[str, bytes]:
 async def test_workspace_files_move_into_the_database_and_back_and_what_cannot_move_is_reported(
     database_url: str, tmp_path: Path
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("MCP_ENCRYPTION_SECRET", "TELEGRAM_BOT_TOKEN")}
-    env |= {"PLAYA_DATABASE_URL": database_url, "MCP_ENCRYPTION_SECRET": secrets.token_hex(32)}
+    env = on_database(database_url, secrets.token_hex(32))
     source = tmp_path / "source"
     workspace = source / "workspaces" / scope_folder(SCOPE)
     (workspace / "notes").mkdir(parents=True)
@@ -66,14 +50,15 @@ async def test_workspace_files_move_into_the_database_and_back_and_what_cannot_m
     os.mkfifo(workspace / "pipe")
     (workspace / os.fsdecode(b"bad\xff.txt")).write_text("a name that is not UTF-8")
 
-    assert run(["db", "upgrade"], env)[0] == 0
-    code, out, err = run(["db", "import", "--data-dir", str(source)], env)
-    assert code == 1, err
+    assert playa("db", "upgrade", env=env).returncode == 0
+    done = playa("db", "import", "--data-dir", str(source), env=env)
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 1, err
     assert "imported into the database: 1 chats, 0 servers, 0 messages of history, 2 workspace files" in out
     assert f"not moved: {SCOPE}: file 'link.txt' was not moved: not a regular file" in err
     assert f"not moved: {SCOPE}: file 'pipe' was not moved: not a regular file" in err
     assert f"not moved: {SCOPE}: file 'bad\\udcff.txt' was not moved: its name is not UTF-8" in err
-    assert run(["db", "import", "--data-dir", str(source)], env)[1] == out  # again: the same
+    assert playa("db", "import", "--data-dir", str(source), env=env).stdout == out  # again: the same
 
     async with await Database.open(DatabaseUrl.parse(database_url)) as database:
         rows = DatabaseStorage(database).workspace
@@ -88,8 +73,9 @@ async def test_workspace_files_move_into_the_database_and_back_and_what_cannot_m
                 )
 
     target = tmp_path / "target"
-    code, out, err = run(["db", "export", "--data-dir", str(target)], env)
-    assert code == 1, err
+    done = playa("db", "export", "--data-dir", str(target), env=env)
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 1, err
     assert f"exported into {target}: 2 chats, 0 servers, 0 messages of history, 3 workspace files" in out
     assert f"{SCOPE}: file '../escape.txt' was not moved: '../escape.txt' contains '..'" in err
     assert f"{SCOPE}: file '.volcanic/mcp/servers.json' was not moved: .volcanic/ holds the host's own" in err
@@ -100,4 +86,4 @@ async def test_workspace_files_move_into_the_database_and_back_and_what_cannot_m
     assert files_in(target / "workspaces" / scope_folder(ONLY_FILES)) == {"a.txt": b"only files"}
     assert not (tmp_path / "escape.txt").exists() and not (target / "escape.txt").exists()
     assert not (target / "workspaces" / "escape.txt").exists()
-    assert run(["db", "export", "--data-dir", str(target)], env)[1] == out  # again: the same
+    assert playa("db", "export", "--data-dir", str(target), env=env).stdout == out  # again: the same

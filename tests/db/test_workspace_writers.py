@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import secrets
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +24,7 @@ from playa.db import Database, DatabaseStorage, upgrade
 from playa.mcp_remote import HostSecret
 from servers.python_servers import serve_asgi, serve_mcp
 from support.chat import ScriptedUI, msg
+from support.cli_run import on_database, playa_output
 from support.host import new_host, remote_host
 from support.providers import serve_provider, text
 from support.telegram import TOKEN, bot_running
@@ -34,8 +32,6 @@ from support.telegram import TOKEN, bot_running
 pytestmark = pytest.mark.anyio
 
 WAIT = 60.0
-RUN_TIMEOUT = 120.0
-"""Bounds one run of the command, start to exit (a busy two-core machine)."""
 JPEG = b"\xff\xd8\xff\xe0" + b"\x00\x10JFIF\x00" + bytes(range(256)) * 4 + b"\xff\xd9"
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
 FULL = "the workspace is full: writing {size} bytes would take it to {total} bytes, over its quota of {quota} bytes; delete files first"
@@ -101,32 +97,14 @@ async def test_a_photo_and_a_document_sent_to_the_bot_land_in_the_chats_rows_wit
     assert [p for p in files_in(tmp_path) if p.startswith("workspaces/")] == []  # nothing in the data dir
 
 
-def run(args: list[str], env: dict[str, str], stdin: str = "") -> tuple[int, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "playa", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
-    return done.returncode, done.stdout + done.stderr
-
-
 async def test_a_file_the_console_owner_attaches_lands_in_the_rows_or_is_refused_past_the_quota(
     storage: DatabaseStorage, database_url: str, tmp_path: Path
 ) -> None:
     (tmp_path / "report.txt").write_text("tangerine report")
     (tmp_path / "big.txt").write_text("x" * 100)
-    env = {k: v for k, v in os.environ.items() if k not in ("MCP_ENCRYPTION_SECRET", "TELEGRAM_BOT_TOKEN")}
-    env |= {
-        "PLAYA_DATABASE_URL": database_url,
-        "MCP_ENCRYPTION_SECRET": secrets.token_hex(32),
-        "PLAYA_WORKSPACE_QUOTA": "50",
-    }
+    env = on_database(database_url, secrets.token_hex(32), PLAYA_WORKSPACE_QUOTA="50")
     lines = f"/attach {tmp_path / 'report.txt'} read this\n/attach {tmp_path / 'big.txt'}\n"
-    code, output = run(["chat", "--data-dir", str(tmp_path / "data")], env, lines)
+    code, output = playa_output("chat", "--data-dir", str(tmp_path / "data"), env=env, stdin=lines)
     assert code == 0, output
     assert (
         f"Could not keep that file in the workspace: {FULL.format(size=100, total=116, quota=50)}." in output
