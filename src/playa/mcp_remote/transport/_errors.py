@@ -303,26 +303,33 @@ def _status_reason(
     return _Failure(reason, "refused" if status in _NO_FALLBACK_STATUSES else "rejected", detail)
 
 
+_NETWORK_CAUSES: Final[tuple[tuple[type[BaseException], _Failure], ...]] = (
+    # In this order: a certificate error is an SSL error too.
+    (ssl.SSLCertVerificationError, _Failure("TLS certificate not trusted", "network")),
+    (ssl.SSLError, _Failure("TLS handshake failed", "network")),
+    (socket.gaierror, _Failure("host not found", "network")),
+    (ConnectionRefusedError, _Failure("connection refused", "network")),
+)
+"""What a cause inside a transport error says, the first that matches."""
+_TRANSPORT_ERRORS: Final[tuple[tuple[type[httpx2.TransportError], _Failure], ...]] = (
+    (httpx2.TimeoutException, _Failure("timed out", "timeout")),
+    (httpx2.ConnectError, _Failure("could not connect", "network")),
+    (httpx2.SSEError, _Failure("not an MCP endpoint (no event stream)", "rejected")),
+    (httpx2.ProxyError, _Failure("proxy error", "network")),
+)
+"""What a transport error says when none of its causes does, the first that matches."""
+
+
 def _network_reason(exc: httpx2.TransportError) -> _Failure:
     for cause in _causes(exc):
-        if isinstance(cause, ssl.SSLCertVerificationError):
-            return _Failure("TLS certificate not trusted", "network")
-        if isinstance(cause, ssl.SSLError):
-            return _Failure("TLS handshake failed", "network")
-        if isinstance(cause, socket.gaierror):
-            return _Failure("host not found", "network")
-        if isinstance(cause, ConnectionRefusedError):
-            return _Failure("connection refused", "network")
+        for kind, failure in _NETWORK_CAUSES:
+            if isinstance(cause, kind):
+                return failure
         if isinstance(cause, OSError) and cause.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH):
             return _Failure("host unreachable", "network")
-    if isinstance(exc, httpx2.TimeoutException):
-        return _Failure("timed out", "timeout")
-    if isinstance(exc, httpx2.ConnectError):
-        return _Failure("could not connect", "network")
-    if isinstance(exc, httpx2.SSEError):
-        return _Failure("not an MCP endpoint (no event stream)", "rejected")
-    if isinstance(exc, httpx2.ProxyError):
-        return _Failure("proxy error", "network")
+    for error, failure in _TRANSPORT_ERRORS:
+        if isinstance(exc, error):
+            return failure
     return _Failure("server closed the connection", "closed")
 
 
