@@ -95,6 +95,20 @@ def test_every_encoded_form_and_every_piece_of_one_is_removed() -> None:
     assert secrets.pieces.redact("nothing here, Bearer others") == "nothing here, Bearer others"
 
 
+def test_percent_escapes_in_any_case_or_a_mix_of_cases_are_removed() -> None:
+    secrets = OutboundSecrets()
+    secrets.add([SECRET])
+    escapes = [f"%{byte:02x}" for byte in SECRET.encode()]
+    escaped = "".join(escapes)
+    mixed = "".join(escape.upper() if n % 2 else escape for n, escape in enumerate(escapes))
+    for form in (escaped, escaped.upper(), mixed):
+        assert secrets.pieces.redact(f"GET /cb?code={form}&x=1") == f"GET /cb?code={REDACTED}&x=1"
+    # A cut of it, in the other case, too.
+    assert secrets.pieces.redact(f"at {escaped.upper()[9:40]} end") == f"at {REDACTED} end"
+    # Text around it keeps its own case and escapes.
+    assert secrets.pieces.redact("100%AB of %2F paths") == "100%AB of %2F paths"
+
+
 def test_a_value_held_by_a_chat_goes_when_the_last_holder_lets_go() -> None:
     secrets = OutboundSecrets()
     chat_a, chat_b = object(), object()

@@ -40,6 +40,14 @@ _RAW_TRAFFIC: Final = ("telegram",)
 _WORD: Final = re.compile(r"[A-Za-z0-9_\-.~+/=:]{8,}")
 PIECE: Final = 12
 """Characters of a credential that a log line may not show, wherever they were cut from."""
+_ESCAPE: Final = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def _folded(text: str) -> str:
+    """``text`` with its percent-escapes in lower case, at the same positions: windows are kept
+    and looked for in this form, so ``%2F`` and ``%2f`` (and a form mixing them) are one case,
+    covered by one set of windows rather than one per case."""
+    return _ESCAPE.sub(lambda match: match.group().lower(), text) if "%" in text else text
 
 
 def _count(counts: dict[str, int], keys: Iterable[str], step: int) -> None:
@@ -72,7 +80,9 @@ class _Pieces:
     Adding or dropping a value costs its own windows (a few hundred), never a rebuild over every
     value the process knows: a bot meets a new chat's keys all its life, and each must be covered
     at once. Logs are short and few next to tool results, so the windows are probed at every
-    position of each run of characters they are made of. Whitespace never joins a window
+    position of each run of characters they are made of. Percent-escapes are kept and probed in
+    lower case (``_folded``): a secret's escaped forms are one set of windows, whatever case a
+    library or a server escapes in. Whitespace never joins a window
     (``Bearer x`` is covered through ``x``), and a form cut by a line break (wrapped base64) is
     covered line by line: every line of it long enough to hold a window is made of the whole
     form's windows.
@@ -109,7 +119,7 @@ class _Pieces:
         parts: list[str] = []
         short: set[str] = set()
         for form in forms_of(value):
-            for part in form.split():
+            for part in _folded(form).split():
                 if len(part) >= PIECE:
                     parts.append(part)
                 elif len(part) >= MIN_SECRET_LENGTH:
@@ -181,8 +191,9 @@ class _Pieces:
     def redact(self, text: str) -> str:
         spans: list[tuple[int, int]] = []
         windows, runs = self._windows, self._runs
+        probe = _folded(text)  # the same length: a span found in it is the same span of ``text``
         if runs is not None:
-            for run in runs.finditer(text):
+            for run in runs.finditer(probe):
                 start, part = run.start(), run.group()
                 spans += [
                     (start + i, start + i + PIECE)
@@ -190,10 +201,10 @@ class _Pieces:
                     if part[i : i + PIECE] in windows
                 ]
         for form in self._short:
-            at = text.find(form)
+            at = probe.find(form)
             while at >= 0:
                 spans.append((at, at + len(form)))
-                at = text.find(form, at + 1)
+                at = probe.find(form, at + 1)
         if not spans:
             return text
         return REDACTED.join([text[start:end] for start, end in _kept(spans, len(text))])
