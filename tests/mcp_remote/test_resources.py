@@ -8,7 +8,6 @@ that records each request body: what the model got is the oracle.
 from __future__ import annotations
 
 import base64
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Literal
@@ -24,6 +23,7 @@ from servers.python_servers import serve_mcp
 from support import canary
 from support.chat import ScriptedUI, msg
 from support.host import HEALTHY, SETTINGS, remote_host
+from support.offline_turns import call, owner_says
 from support.providers import serve_provider, text, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -65,16 +65,8 @@ def resource_server(*, huge: int = 0) -> MCPServer:
     return server
 
 
-async def say(host: Host, text_: str) -> str:
-    session = await host.session(SCOPE, owner="owner")
-    with anyio.fail_after(WAIT):
-        reply = await host.handle(session, msg(text_), ScriptedUI())
-    assert reply is not None
-    return reply.text
-
-
-def call(tool: str, **arguments: str) -> str:
-    return f"{tool} {json.dumps(arguments)}"
+async def say(host: Host, line: str) -> str:
+    return await owner_says(host, SCOPE, line, within=WAIT)
 
 
 @pytest.mark.parametrize(
