@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, NoReturn, TypeVar
 
@@ -53,8 +52,7 @@ from ... import __version__
 from ...exceptions import CallFailed, RemoteTimeout
 from ._changes import ChangeFollower, list_tools, offers_changes
 from ._clock import CallClock, CallClocks, Progress, ProgressReport
-from ._egress import Resolver
-from ._endpoint import ConnectionSettings, Endpoint, TransportName, redacted, safe_cause
+from ._endpoint import TransportName, redacted, safe_cause
 from ._errors import ConnectFailure, call_error, connect_error, timed_out
 from ._resource_updates import ResourceUpdates
 from ._result_type import complete_by_default
@@ -103,19 +101,17 @@ class Connection:
 
     def __init__(
         self,
-        endpoint: Endpoint,
-        transport: TransportName,
+        wire: Wire,
         *,
-        settings: ConnectionSettings,
-        ssl_context: ssl.SSLContext,
-        resolve: Resolver | None = None,
         mode: str = HANDSHAKE,
         elicit: Elicit | None = None,
         on_tools: OnTools | None = None,
         tools_cache: ResponseCacheStore | None = None,
         prior_discover: mcp_types.DiscoverResult | None = None,
     ) -> None:
-        """``mode`` is the SDK's: NEGOTIATE, HANDSHAKE, or a modern protocol version to speak at once
+        """``wire``: the HTTP side, which says what the connection is to (endpoint, transport, settings).
+
+        ``mode`` is the SDK's: NEGOTIATE, HANDSHAKE, or a modern protocol version to speak at once
         (with ``prior_discover``, the server's last ``server/discover`` answer, still fresh).
 
         ``elicit`` answers the server's questions (elicitation), the call clocks stopped while it
@@ -124,8 +120,8 @@ class Connection:
         ``tools_cache`` keeps listings as the server allows, for this server's connections only
         (None: always list).
         """
-        self.endpoint = endpoint
-        self.transport: TransportName = transport
+        self.endpoint = wire.endpoint
+        self.transport: TransportName = wire.transport
         self.mode = mode
         self.protocol: str | None = None
         """The protocol version agreed with the server, once connected."""
@@ -135,8 +131,8 @@ class Connection:
         self._by_name: dict[str, mcp_types.Tool] = {}
         self.discovered: mcp_types.DiscoverResult | None = None
         """The server's ``server/discover`` answer when this connect asked for it (not reused)."""
-        self._settings = settings
-        self._wire = Wire(endpoint, transport, settings=settings, ssl_context=ssl_context, resolve=resolve)
+        self._settings = wire.settings
+        self._wire = wire
         self._elicit_handler = elicit
         self._on_tools = on_tools
         self._tools_cache = tools_cache
@@ -146,7 +142,7 @@ class Connection:
         self._broken_reason: str | None = None
         self._stop = anyio.Event()
         self._done = anyio.Event()
-        self._changes = ChangeFollower(server=endpoint.server, relist=self._relist, stopped=self._stop)
+        self._changes = ChangeFollower(server=self.endpoint.server, relist=self._relist, stopped=self._stop)
         self._relisting: anyio.CancelScope | None = None
         self.resource_updates = ResourceUpdates()
         """The resources this connection subscribed to, and which of them the server said changed."""

@@ -35,6 +35,7 @@ from ._connection import HANDSHAKE, NEGOTIATE, AttemptFailed, Connection, Elicit
 from ._egress import Resolver, guarded_transport
 from ._endpoint import ConnectionSettings, Endpoint, TransportName, redacted, safe_cause
 from ._errors import ConnectFailure
+from ._wire import Wire
 
 __all__ = ["Connector"]
 
@@ -197,12 +198,11 @@ class Connector:
         error: ConnectFailed | RemoteTimeout | None = None
         attempts = [(transport, mode) for transport in order for mode in self._modes(endpoint, transport)]
         for transport, mode in attempts:
+            wire = Wire(
+                endpoint, transport, settings=self.settings, ssl_context=ssl_context, resolve=self._resolve
+            )
             connection = Connection(
-                endpoint,
-                transport,
-                settings=self.settings,
-                ssl_context=ssl_context,
-                resolve=self._resolve,
+                wire,
                 mode=mode,
                 elicit=elicit,
                 on_tools=on_tools,

@@ -46,7 +46,7 @@ class Wire:
     ) -> None:
         self.endpoint = endpoint
         self.transport: TransportName = transport
-        self._settings = settings
+        self.settings = settings
         self._ssl_context = ssl_context
         self._resolve = resolve
         self.trace = HttpTrace()
@@ -65,7 +65,7 @@ class Wire:
         auth: httpx2.Auth | None = None,
     ) -> httpx2.AsyncClient:
         """An httpx2 client for this connection; its signature is the SDK's ``McpHttpClientFactory``."""
-        egress = self._settings.egress
+        egress = self.settings.egress
         transport = (
             guarded_transport(egress, ssl_context=self._ssl_context, resolve=self._resolve)
             if egress.checks
@@ -81,7 +81,7 @@ class Wire:
             verify=self._ssl_context,
             # Off by default so an environment proxy never sees the server's headers; never with
             # the public egress policy, since a proxy resolves and connects out of its reach.
-            trust_env=self._settings.trust_env and not egress.checks,
+            trust_env=self.settings.trust_env and not egress.checks,
             # The SDK follows redirects itself, and only within the endpoint's origin, so headers
             # never reach another origin; httpx2's own following stays off.
             follow_redirects=False,
@@ -113,8 +113,8 @@ class Wire:
                 await listening.wait()
 
     def _timeouts(self) -> httpx2.Timeout:
-        read = max(_STREAM_READ_TIMEOUT, self._settings.call_timeout)
-        return httpx2.Timeout(self._settings.connect_timeout, read=read)
+        read = max(_STREAM_READ_TIMEOUT, self.settings.call_timeout)
+        return httpx2.Timeout(self.settings.connect_timeout, read=read)
 
     async def open(self, stack: contextlib.AsyncExitStack) -> ClientTransport:
         url = self.endpoint.url
@@ -122,13 +122,13 @@ class Wire:
         if self.transport == "streamable-http":
             http = await stack.enter_async_context(self.http_client(headers=headers, auth=self.endpoint.auth))
             return streamable_http_client(
-                url, http_client=http, max_sse_event_size=self._settings.max_result_bytes
+                url, http_client=http, max_sse_event_size=self.settings.max_result_bytes
             )
         timeouts = self._timeouts()
         transport: ClientTransport = sse_client(
             url,
             headers=headers,
-            timeout=self._settings.connect_timeout,
+            timeout=self.settings.connect_timeout,
             sse_read_timeout=timeouts.read if timeouts.read is not None else _STREAM_READ_TIMEOUT,
             httpx_client_factory=self.http_client,
             auth=self.endpoint.auth,
@@ -180,5 +180,5 @@ class Wire:
 
     def event_limit(self) -> int:
         if self.transport == "sse":
-            return min(SSE_TRANSPORT_EVENT_LIMIT, self._settings.max_result_bytes)
-        return self._settings.max_result_bytes
+            return min(SSE_TRANSPORT_EVENT_LIMIT, self.settings.max_result_bytes)
+        return self.settings.max_result_bytes
