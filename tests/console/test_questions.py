@@ -178,14 +178,31 @@ async def chat_with(tmp_path: Path, mode: Mode) -> AsyncIterator[tuple[Chat, Run
         yield chat, served
 
 
+async def greet_asked(chat: Chat) -> int:
+    """The agent calls ``asking__greet``: where its question shows."""
+    mark = chat.mark()
+    chat.say("asking__greet {}")
+    return await chat.wait_for(QUESTION, after=mark)
+
+
+@asynccontextmanager
+async def bearer_asked(tmp_path: Path, mode: Mode) -> AsyncIterator[tuple[Chat, int]]:
+    """``playa chat`` in ``mode`` asks the bearer token for the asking server it is adding: the
+    chat, and where the question shows."""
+    async with (
+        asking(bearer=TOKEN) as served,
+        Chat(mode).running(tmp_path / "data", tmp_path / "err") as chat,
+    ):
+        chat.say(f"/mcp_add asking {served.url} --bearer")
+        yield chat, await chat.wait_for("Send the bearer token for asking.")
+
+
 @pytest.mark.parametrize("mode", ["pty", "pipe"])
 async def test_the_answer_typed_once_reaches_the_server_and_help_and_list_answer_while_it_waits(
     tmp_path: Path, mode: Mode
 ) -> None:
     async with chat_with(tmp_path, mode) as (chat, served):
-        mark = chat.mark()
-        chat.say("asking__greet {}")
-        at = await chat.wait_for(QUESTION, after=mark)
+        at = await greet_asked(chat)
         chat.say("/help")
         helped = await chat.wait_for("Commands:\n/help — list the commands", after=at)
         chat.say("/mcp_list")
@@ -205,9 +222,7 @@ async def test_another_command_cancels_the_question_with_a_note_and_then_runs(
     tmp_path: Path, mode: Mode
 ) -> None:
     async with chat_with(tmp_path, mode) as (chat, _):
-        mark = chat.mark()
-        chat.say("asking__greet {}")
-        at = await chat.wait_for(QUESTION, after=mark)
+        at = await greet_asked(chat)
         chat.say("/reset")
         noted = await chat.wait_for(cancelled_for("reset"), after=at)
         result = await chat.wait_for("asking__greet returned:\nno name: cancel", after=noted)
@@ -233,12 +248,7 @@ async def test_a_script_in_a_pipe_answers_the_question_with_the_line_after_the_m
 async def test_the_secret_question_takes_the_key_unshown_while_help_and_list_answer_at_once(
     tmp_path: Path, mode: Mode
 ) -> None:
-    async with (
-        asking(bearer=TOKEN) as served,
-        Chat(mode).running(tmp_path / "data", tmp_path / "err") as chat,
-    ):
-        chat.say(f"/mcp_add asking {served.url} --bearer")
-        at = await chat.wait_for("Send the bearer token for asking.")
+    async with bearer_asked(tmp_path, mode) as (chat, at):
         chat.say("/help")
         helped = await chat.wait_for("Commands:", after=at)
         chat.say("/mcp_list")
@@ -252,12 +262,7 @@ async def test_the_secret_question_takes_the_key_unshown_while_help_and_list_ans
 
 @pytest.mark.parametrize("mode", ["pty", "pipe"])
 async def test_a_command_cancels_the_secret_question_and_then_runs(tmp_path: Path, mode: Mode) -> None:
-    async with (
-        asking(bearer=TOKEN) as served,
-        Chat(mode).running(tmp_path / "data", tmp_path / "err") as chat,
-    ):
-        chat.say(f"/mcp_add asking {served.url} --bearer")
-        at = await chat.wait_for("Send the bearer token for asking.")
+    async with bearer_asked(tmp_path, mode) as (chat, at):
         chat.say("/mcp_remove asking")
         noted = await chat.wait_for(cancelled_for("mcp_remove"), after=at)
         unsaved = await chat.wait_for("No answer came, so nothing was saved.", after=noted)
