@@ -8,6 +8,7 @@ import os
 import ssl
 import time
 import traceback
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -38,6 +39,7 @@ from playa.mcp_remote.transport import (
 from servers.python_servers import (
     LOOPBACK,
     OneProtocol,
+    RecordingServer,
     RunningServer,
     blackhole,
     buffered,
@@ -457,42 +459,55 @@ async def test_a_bearer_protected_server_accepts_the_right_token(
             await connection.aclose()
 
 
-@pytest.mark.parametrize("transport", ["auto", "sse"])
+@dataclass
+class Guarded:
+    """A server behind a bearer token the tests never have, and the transport a client names."""
+
+    transport: str
+    served: RunningServer
+
+
+@pytest.fixture(params=["auto", "sse"])
+async def guarded(request: pytest.FixtureRequest) -> AsyncIterator[Guarded]:
+    """Over SSE, or over Streamable HTTP for a client on ``auto``."""
+    transport: str = request.param
+    server_transport: Literal["streamable-http", "sse"] = "sse" if transport == "sse" else "streamable-http"
+    async with serve_mcp(make_server(), server_transport, bearer="the-right-one") as served:
+        yield Guarded(transport, served)
+
+
 async def test_a_server_added_without_credentials_that_takes_a_bearer_token_needs_a_login(
-    task_group: TaskGroup, transport: str
+    task_group: TaskGroup, guarded: Guarded
 ) -> None:
     # A bare Bearer challenge names no metadata: a 2025-03-26 server keeps its authorization
     # server at its origin (metadata or the default endpoints), and the login finds it there.
-    server_transport = "sse" if transport == "sse" else "streamable-http"
+    transport, served = guarded.transport, guarded.served
     with anyio.fail_after(10):
-        async with serve_mcp(make_server(), server_transport, bearer="the-right-one") as served:  # type: ignore[arg-type]
-            with pytest.raises(NeedsLogin) as caught:
-                await Connector(HEALTHY).connect(endpoint(served.url, transport=transport), task_group)
-            assert caught.value.reason == "this server needs a login"
-            if transport == "auto":
-                # Only a login helps: no SSE attempt.
-                assert {(r.method, r.path) for r in served.requests} == {("POST", "/mcp")}
+        with pytest.raises(NeedsLogin) as caught:
+            await Connector(HEALTHY).connect(endpoint(served.url, transport=transport), task_group)
+        assert caught.value.reason == "this server needs a login"
+        if transport == "auto":
+            # Only a login helps: no SSE attempt.
+            assert {(r.method, r.path) for r in served.requests} == {("POST", "/mcp")}
 
 
-@pytest.mark.parametrize("transport", ["auto", "sse"])
 async def test_a_wrong_bearer_fails_with_401_and_never_shows_the_token(
-    task_group: TaskGroup, transport: str
+    task_group: TaskGroup, guarded: Guarded
 ) -> None:
-    server_transport = "sse" if transport == "sse" else "streamable-http"
+    transport, served = guarded.transport, guarded.served
     with anyio.fail_after(10):
-        async with serve_mcp(make_server(), server_transport, bearer="the-right-one") as served:  # type: ignore[arg-type]
-            target = endpoint(served.url, transport=transport, headers={"Authorization": f"Bearer {TOKEN}"})
-            with pytest.raises(ConnectFailed) as caught:
-                await Connector(HEALTHY).connect(target, task_group)
-            assert caught.value.reason == "HTTP 401 (unauthorized: check the credentials)"
-            assert TOKEN not in str(caught.value)
-            assert TOKEN not in repr(caught.value)
-            assert TOKEN not in repr(target)
-            assert "Authorization" in repr(target)
-            if transport == "auto":
-                # An auth failure is not a reason to try SSE: it would fail the same way. (The
-                # SDK follows a refused probe with the handshake: two POSTs.)
-                assert [(r.method, r.path) for r in served.requests] == [("POST", "/mcp")] * 2
+        target = endpoint(served.url, transport=transport, headers={"Authorization": f"Bearer {TOKEN}"})
+        with pytest.raises(ConnectFailed) as caught:
+            await Connector(HEALTHY).connect(target, task_group)
+        assert caught.value.reason == "HTTP 401 (unauthorized: check the credentials)"
+        assert TOKEN not in str(caught.value)
+        assert TOKEN not in repr(caught.value)
+        assert TOKEN not in repr(target)
+        assert "Authorization" in repr(target)
+        if transport == "auto":
+            # An auth failure is not a reason to try SSE: it would fail the same way. (The
+            # SDK follows a refused probe with the handshake: two POSTs.)
+            assert [(r.method, r.path) for r in served.requests] == [("POST", "/mcp")] * 2
 
 
 async def test_a_closed_port_is_refused_quickly_and_leaves_nothing_behind(task_group: TaskGroup) -> None:
@@ -694,44 +709,46 @@ async def test_cancelling_the_owning_task_group_still_closes_the_session() -> No
             assert [r.method for r in served.requests if r.method == "DELETE"] == ["DELETE"]
 
 
-def point_proxies_at(monkeypatch: pytest.MonkeyPatch, proxy_url: str) -> None:
-    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.setenv(name, proxy_url)
-    for name in ("NO_PROXY", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
+@pytest.fixture
+async def env_proxy(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[RecordingServer]:
+    """A proxy answering 502 to all, named by every proxy variable of the environment."""
+    async with recording_http_server(502) as proxy:
+        for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+            monkeypatch.setenv(name, proxy.url.removesuffix("/mcp"))
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        yield proxy
 
 
 async def test_environment_proxies_are_ignored_unless_trusted(
-    task_group: TaskGroup, monkeypatch: pytest.MonkeyPatch
+    task_group: TaskGroup, env_proxy: RecordingServer
 ) -> None:
     with anyio.fail_after(10):
-        async with serve_mcp(make_server()) as served, recording_http_server(502) as proxy:
-            point_proxies_at(monkeypatch, proxy.url.removesuffix("/mcp"))
+        async with serve_mcp(make_server()) as served:
             target = endpoint(served.url, headers={"Authorization": f"Bearer {TOKEN}"})
 
             connection = await Connector(HEALTHY).connect(target, task_group)
             await connection.aclose()
-            assert proxy.requests == []
+            assert env_proxy.requests == []
 
             # The control: trusting the environment routes the same request through the proxy.
             trusting = Connector(ConnectionSettings(connect_timeout=15.0, trust_env=True))
             with pytest.raises(ConnectFailed, match="HTTP 502"):
                 await trusting.connect(endpoint(served.url, transport="streamable-http"), task_group)
-            assert proxy.requests
-            assert {r.target for r in proxy.requests} == {served.url}
+            assert env_proxy.requests
+            assert {r.target for r in env_proxy.requests} == {served.url}
 
 
 async def test_the_public_egress_policy_never_goes_through_an_environment_proxy(
-    task_group: TaskGroup, monkeypatch: pytest.MonkeyPatch
+    task_group: TaskGroup, env_proxy: RecordingServer
 ) -> None:
     with anyio.fail_after(10):
-        async with serve_mcp(make_server()) as served, recording_http_server(502) as proxy:
-            point_proxies_at(monkeypatch, proxy.url.removesuffix("/mcp"))
+        async with serve_mcp(make_server()) as served:
             public = EgressPolicy(mode="public", allow=("127.0.0.1/32",))
             settings = ConnectionSettings(connect_timeout=15.0, trust_env=True, egress=public)
             connection = await Connector(settings).connect(endpoint(served.url), task_group)
             await connection.aclose()
-            assert proxy.requests == []
+            assert env_proxy.requests == []
 
 
 async def test_one_ssl_context_serves_every_connection_of_a_connector() -> None:
