@@ -83,6 +83,18 @@ def public_bot(
     )
 
 
+async def login_received(link: str, public: str) -> tuple[str, str]:
+    """The owner signs in at ``link`` elsewhere, and their browser lands on the public callback,
+    whose page says the login was received and is never cached: where it landed, and the code."""
+    ended_at = await sign_in_elsewhere(link)
+    assert ended_at.startswith(f"{public}/oauth/callback?")
+    async with httpx2.AsyncClient() as browser:
+        page = await browser.get(ended_at)
+    assert page.status_code == 200 and "received the login for linear" in page.text, page.text
+    assert page.headers["cache-control"] == "no-store"
+    return ended_at, parse_qs(urlsplit(ended_at).query)["code"][0]
+
+
 async def logged_in_and_signed_in(fake: FakeBotApi, *, after: int = 0) -> None:
     """The group is told the login connected the server, and the owner's call of its tool is signed in."""
     logged = await fake.wait_reply(GROUP_ID, "Logged in to linear", after=after, timeout=WAIT)
@@ -145,13 +157,9 @@ async def test_a_group_owner_logs_in_through_the_public_callback_and_the_tokens_
                 assert "--paste" not in private.text  # the public callback is reachable
                 assert all(link not in text for text in fake.texts(GROUP_ID))
 
-                ended_at = await sign_in_elsewhere(link)
-                assert ended_at.startswith(f"{public}/oauth/callback?")
-                secrets.add(parse_qs(urlsplit(ended_at).query)["code"][0])
+                ended_at, code = await login_received(link, public)
+                secrets.add(code)
                 async with httpx2.AsyncClient() as browser:
-                    page = await browser.get(ended_at)
-                    assert "received the login for linear" in page.text, page.text
-                    assert page.headers["cache-control"] == "no-store"
                     replayed = await browser.get(ended_at)
                     assert "unknown, used or expired" in replayed.text
                 await logged_in_and_signed_in(fake)
@@ -291,9 +299,7 @@ async def test_a_refresh_that_fails_leaves_the_server_waiting_for_the_owner_in_t
                 await fake.wait_call("setWebhook", timeout=WAIT)
                 fake.send(GROUP, f"/mcp_add linear {mcp.url}", sender=OWNER)
                 private = await fake.wait_reply(OWNER_ID, "Log in to linear", timeout=WAIT)
-                async with httpx2.AsyncClient() as browser:
-                    page = await browser.get(await sign_in_elsewhere(link_in(private.text)))
-                assert "received the login for linear" in page.text
+                await login_received(link_in(private.text), public)
                 logged = await fake.wait_reply(GROUP_ID, "Logged in to linear", timeout=WAIT)
                 assert "connected" in logged.text, logged.text
                 grant = stored_grant(data_dir)
@@ -346,13 +352,9 @@ async def test_in_polling_mode_a_public_url_serves_the_login_redirect_on_a_liste
             fake.send(GROUP, f"/mcp_add linear {mcp.url}", sender=OWNER)
             private = await fake.wait_reply(OWNER_ID, "Log in to linear", timeout=WAIT)
             assert "--paste" not in private.text  # the public callback is reachable
-            ended_at = await sign_in_elsewhere(link_in(private.text))
-            assert ended_at.startswith(f"{public}/oauth/callback?")
-            secrets.add(parse_qs(urlsplit(ended_at).query)["code"][0])
+            _, code = await login_received(link_in(private.text), public)
+            secrets.add(code)
             async with httpx2.AsyncClient() as browser:
-                page = await browser.get(ended_at)
-                assert page.status_code == 200 and "received the login for linear" in page.text, page.text
-                assert page.headers["cache-control"] == "no-store"
                 # The listener serves the redirect and nothing else.
                 other = await browser.post(f"{public}/hook", json={})
                 assert other.status_code == 404
