@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
@@ -107,6 +108,27 @@ async def link_sent(host: Host, server: EchoOAuthServer) -> tuple[ChatSession, O
     return session, ui, signed.headers["location"]
 
 
+class Waiting(NamedTuple):
+    """A login waiting in A's chat: the server, both processes, the chat, its owner, the redirect."""
+
+    server: EchoOAuthServer
+    run: Processes
+    session: ChatSession
+    ui: OwnerUI
+    address: str
+
+
+@contextlib.asynccontextmanager
+async def login_waiting(
+    database: Database, tmp_path: Path, host_secret: HostSecret
+) -> AsyncIterator[Waiting]:
+    """Two processes, and the owner's login to the echo server in A's chat, waiting for its redirect,
+    all bounded by the test's timeout."""
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with echo_oauth_server() as server, two_processes(database, tmp_path, host_secret) as run:
+            yield Waiting(server, run, *await link_sent(run.a, server))
+
+
 @contextlib.contextmanager
 def browser_unlogged() -> Iterator[None]:
     """The owner's browser runs elsewhere: what its HTTP client logs here (the code, before Playa
@@ -139,91 +161,83 @@ async def test_a_redirect_received_by_another_process_completes_the_login_once_a
     database: Database, tmp_path: Path, host_secret: HostSecret, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    with anyio.fail_after(TEST_TIMEOUT):
-        async with echo_oauth_server() as server, two_processes(database, tmp_path, host_secret) as run:
-            session, ui, address = await link_sent(run.a, server)
-            assert address.startswith(run.public + CALLBACK_PATH + "?")
-            code, state = code_and_state(address)
-            assert state not in run.extension(run.b).callbacks.pending  # B never saw this login
-            pending = await database_text(database)
-            assert "oauth_pending:" in pending and state not in pending
+    async with login_waiting(database, tmp_path, host_secret) as (server, run, session, ui, address):
+        assert address.startswith(run.public + CALLBACK_PATH + "?")
+        code, state = code_and_state(address)
+        assert state not in run.extension(run.b).callbacks.pending  # B never saw this login
+        pending = await database_text(database)
+        assert "oauth_pending:" in pending and state not in pending
 
-            page = await opened(address)
-            assert "Playa received the login for echo. You can close this window." in page
-            with anyio.fail_after(WAIT):
-                await ui.said.wait()
-            assert ui.sent[-1].startswith("Logged in to echo: connected"), ui.sent
-            assert server.codes == [code]  # A exchanged it, once
-            listed = await run.a.handle(session, msg("/mcp_list"), ScriptedUI())
-            assert listed is not None and "echo" in listed.text and "needs a login" not in listed.text
+        page = await opened(address)
+        assert "Playa received the login for echo. You can close this window." in page
+        with anyio.fail_after(WAIT):
+            await ui.said.wait()
+        assert ui.sent[-1].startswith("Logged in to echo: connected"), ui.sent
+        assert server.codes == [code]  # A exchanged it, once
+        listed = await run.a.handle(session, msg("/mcp_list"), ScriptedUI())
+        assert listed is not None and "echo" in listed.text and "needs a login" not in listed.text
 
-            # Replayed, to either process: refused, and nothing else happens.
-            assert UNKNOWN in await opened(address)
-            assert await run.extension(run.a).callbacks.receive(urlsplit(address).query) == UNKNOWN
-            assert server.codes == [code]
+        # Replayed, to either process: refused, and nothing else happens.
+        assert UNKNOWN in await opened(address)
+        assert await run.extension(run.a).callbacks.receive(urlsplit(address).query) == UNKNOWN
+        assert server.codes == [code]
 
-            stored = await database_text(database)
-            assert "oauth_pending:" not in stored and "oauth_redirects:" not in stored  # all taken
-            for where, text in {"the database": stored, "the log": caplog.text}.items():
-                assert leaks({code, state}, text) == [], where
+        stored = await database_text(database)
+        assert "oauth_pending:" not in stored and "oauth_redirects:" not in stored  # all taken
+        for where, text in {"the database": stored, "the log": caplog.text}.items():
+            assert leaks({code, state}, text) == [], where
 
 
 async def test_a_redirect_with_a_state_never_seen_or_another_code_is_refused_and_the_login_still_completes(
     database: Database, tmp_path: Path, host_secret: HostSecret
 ) -> None:
-    with anyio.fail_after(TEST_TIMEOUT):
-        async with echo_oauth_server() as server, two_processes(database, tmp_path, host_secret) as run:
-            _, ui, address = await link_sent(run.a, server)
-            code, state = code_and_state(address)
-            callback = run.public + CALLBACK_PATH
-            for hostile in (
-                f"{callback}?code={code}&state=another-state",
-                f"{callback}?code={code}",
-                f"{callback}?code={code}&state={state}&state=another-state",
-                f"{callback}?code=forged&state={state[:-1]}",
-            ):
-                assert UNKNOWN in await opened(hostile), hostile
-            assert server.codes == [] and not ui.said.is_set()
+    async with login_waiting(database, tmp_path, host_secret) as (server, run, _, ui, address):
+        code, state = code_and_state(address)
+        callback = run.public + CALLBACK_PATH
+        for hostile in (
+            f"{callback}?code={code}&state=another-state",
+            f"{callback}?code={code}",
+            f"{callback}?code={code}&state={state}&state=another-state",
+            f"{callback}?code=forged&state={state[:-1]}",
+        ):
+            assert UNKNOWN in await opened(hostile), hostile
+        assert server.codes == [] and not ui.said.is_set()
 
-            assert "received the login for echo" in await opened(address)
-            with anyio.fail_after(WAIT):
-                await ui.said.wait()
-            assert ui.sent[-1].startswith("Logged in to echo: connected"), ui.sent
+        assert "received the login for echo" in await opened(address)
+        with anyio.fail_after(WAIT):
+            await ui.said.wait()
+        assert ui.sent[-1].startswith("Logged in to echo: connected"), ui.sent
 
 
 async def test_a_redirect_after_its_login_expired_is_refused_and_completes_nothing(
     database: Database, tmp_path: Path, host_secret: HostSecret
 ) -> None:
-    with anyio.fail_after(TEST_TIMEOUT):
-        async with echo_oauth_server() as server, two_processes(database, tmp_path, host_secret) as run:
-            _, ui, address = await link_sent(run.a, server)
-            callbacks = run.extension(run.b).callbacks
-            assert callbacks.relay is not None
-            # B's clock is past the login's ten minutes (A's is not: its login still waits).
-            callbacks.relay = replace(callbacks.relay, clock=lambda: time.time() + 601)
-            assert UNKNOWN in await opened(address)
-            async with database.connection() as c:
-                assert await c.fetchval("SELECT count(*) FROM oauth_pending") == 0  # gone with the take
-                assert await c.fetchval("SELECT count(*) FROM oauth_redirects") == 0  # nothing handed
-            assert server.codes == [] and not ui.said.is_set()
+    async with login_waiting(database, tmp_path, host_secret) as (server, run, _, ui, address):
+        callbacks = run.extension(run.b).callbacks
+        assert callbacks.relay is not None
+        # B's clock is past the login's ten minutes (A's is not: its login still waits).
+        callbacks.relay = replace(callbacks.relay, clock=lambda: time.time() + 601)
+        assert UNKNOWN in await opened(address)
+        async with database.connection() as c:
+            assert await c.fetchval("SELECT count(*) FROM oauth_pending") == 0  # gone with the take
+            assert await c.fetchval("SELECT count(*) FROM oauth_redirects") == 0  # nothing handed
+        assert server.codes == [] and not ui.said.is_set()
 
 
 async def test_a_redirect_received_by_its_own_process_completes_there_and_is_refused_by_the_other_afterwards(
     database: Database, tmp_path: Path, host_secret: HostSecret
 ) -> None:
-    with anyio.fail_after(TEST_TIMEOUT):
-        async with echo_oauth_server() as server, two_processes(database, tmp_path, host_secret) as run:
-            _, ui, address = await link_sent(run.a, server)
-            query = urlsplit(address).query
-            said = await run.extension(run.a).callbacks.receive(query)
-            assert said == "Playa received the login for echo. You can close this window."
-            with anyio.fail_after(WAIT):
-                await ui.said.wait()
-            assert ui.sent[-1].startswith("Logged in to echo: connected"), ui.sent
-            # The login's row went when it ended (before its tokens were asked for): B hands nothing on.
-            assert "oauth_pending:" not in await database_text(database)
-            assert UNKNOWN in await opened(address)
-            assert len(server.codes) == 1
+    async with login_waiting(database, tmp_path, host_secret) as (server, run, _, ui, address):
+        query = urlsplit(address).query
+        said = await run.extension(run.a).callbacks.receive(query)
+        assert said == "Playa received the login for echo. You can close this window."
+        with anyio.fail_after(WAIT):
+            await ui.said.wait()
+        assert ui.sent[-1].startswith("Logged in to echo: connected"), ui.sent
+        # The login's row went when it ended (before its tokens were asked for): B hands nothing on.
+        assert "oauth_pending:" not in await database_text(database)
+        assert UNKNOWN in await opened(address)
+        assert len(server.codes) == 1
 
 
 async def test_a_pending_login_row_that_a_database_writer_forged_is_refused(
