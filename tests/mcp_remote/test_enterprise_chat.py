@@ -10,18 +10,27 @@ loopback, each keeping every token request it received.
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import pytest
 
 from playa.mcp_remote import HostSecret
-from servers.enterprise_oauth import CLIENT_ID, IDP_CLIENT_ID, INSTRUCTION, enterprise_oauth_server
+from servers.enterprise_oauth import (
+    CLIENT_ID,
+    IDP_CLIENT_ID,
+    INSTRUCTION,
+    EnterpriseServer,
+    enterprise_oauth_server,
+)
 from support.chat import ScriptedUI
+from support.host import ModelSource
 from support.leaks import leaks
 from support.oauth import every_file
 from support.providers import serve_provider, text, tool_call
-from support.remote import owner_chat
+from support.remote import OwnerChat, owner_chat
 
 pytestmark = [pytest.mark.anyio]
 
@@ -30,10 +39,25 @@ SCOPE = "console:enterprise"
 SECRET = "cs-" + "Hk4Wq9Zr2Tn7Lm3Vb8Xc5Pd1"
 
 
-def _add(url: str, idp: str) -> str:
-    return (
-        f"/mcp_add corp {url} --client-id {CLIENT_ID} --client-secret {SECRET} "
-        f"--grant enterprise --idp {idp} --idp-client-id {IDP_CLIENT_ID} --id-token"
+@asynccontextmanager
+async def enterprise_chat(
+    data_dir: Path, host_secret: HostSecret, model: ModelSource | None = None, *, refuse: bool = False
+) -> AsyncIterator[tuple[EnterpriseServer, OwnerChat]]:
+    """The enterprise servers on loopback (the IdP refusing if ``refuse``), and the owner's chat."""
+    async with (
+        enterprise_oauth_server(secret=SECRET, refuse=refuse) as server,
+        owner_chat(data_dir, host_secret, SCOPE, model) as chat,
+    ):
+        yield server, chat
+
+
+async def add_corp(chat: OwnerChat, server: EnterpriseServer, ui: ScriptedUI | None = None) -> str:
+    """The owner adds the server as ``corp`` with the enterprise grant, giving the ID token when
+    asked (on ``ui`` if given); the reply."""
+    return await chat.command(
+        f"/mcp_add corp {server.url} --client-id {CLIENT_ID} --client-secret {SECRET} "
+        f"--grant enterprise --idp {server.idp} --idp-client-id {IDP_CLIENT_ID} --id-token",
+        ui or ScriptedUI(answers=[server.id_token]),
     )
 
 
@@ -42,12 +66,9 @@ async def test_the_owners_id_token_asked_in_secret_gets_the_client_its_tokens_an
 ) -> None:
     caplog.set_level(logging.DEBUG)
     with anyio.fail_after(TEST_TIMEOUT):
-        async with (
-            enterprise_oauth_server(secret=SECRET) as server,
-            owner_chat(data_dir, host_secret, SCOPE) as chat,
-        ):
+        async with enterprise_chat(data_dir, host_secret) as (server, chat):
             ui = ScriptedUI(answers=[server.id_token])
-            added = await chat.command(_add(server.url, server.idp), ui)
+            added = await add_corp(chat, server, ui)
             assert added.startswith("Added corp: connected"), added
             ((question, secret),) = ui.asked
             assert secret and "ID token" in question
@@ -75,11 +96,10 @@ async def test_the_model_gets_the_servers_answer_and_nothing_of_the_grant(
 ) -> None:
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
-            enterprise_oauth_server(secret=SECRET) as server,
             serve_provider() as provider,
-            owner_chat(data_dir, host_secret, SCOPE, provider.model("openai-chat")) as chat,
+            enterprise_chat(data_dir, host_secret, provider.model("openai-chat")) as (server, chat),
         ):
-            added = await chat.command(_add(server.url, server.idp), ScriptedUI(answers=[server.id_token]))
+            added = await add_corp(chat, server)
             assert added.startswith("Added corp: connected"), added
             provider.script(tool_call("corp__whoami", {}), text("You are an enterprise user."))
             await chat.say("Who am I there?")
@@ -93,11 +113,8 @@ async def test_an_expired_access_token_is_replaced_by_a_new_exchange_without_the
     data_dir: Path, host_secret: HostSecret
 ) -> None:
     with anyio.fail_after(TEST_TIMEOUT):
-        async with (
-            enterprise_oauth_server(secret=SECRET) as server,
-            owner_chat(data_dir, host_secret, SCOPE) as chat,
-        ):
-            added = await chat.command(_add(server.url, server.idp), ScriptedUI(answers=[server.id_token]))
+        async with enterprise_chat(data_dir, host_secret) as (server, chat):
+            added = await add_corp(chat, server)
             assert added.startswith("Added corp: connected"), added
             server.drop_tokens()
             # The call that meets the refusal may fail; the next gets a new token by itself.
@@ -111,11 +128,8 @@ async def test_an_idps_refusal_is_told_in_fixed_words_never_its_own(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     with anyio.fail_after(TEST_TIMEOUT):
-        async with (
-            enterprise_oauth_server(secret=SECRET, refuse=True) as server,
-            owner_chat(data_dir, host_secret, SCOPE) as chat,
-        ):
-            added = await chat.command(_add(server.url, server.idp), ScriptedUI(answers=[server.id_token]))
+        async with enterprise_chat(data_dir, host_secret, refuse=True) as (server, chat):
+            added = await add_corp(chat, server)
             listed = await chat.command("/mcp_list")
             shown = added + listed
             assert "the identity provider refused the ID token (invalid_grant)" in shown, shown
