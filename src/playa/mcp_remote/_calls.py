@@ -14,7 +14,7 @@ from ..core import UI, LateResult, ToolResult, process_metrics
 from ..exceptions import CallFailed, NeedsLogin, RemoteError, RemoteTimeout
 from ..mcp import map_result
 from ._flow import FlowGuard
-from ._login import Logins
+from ._login import LoginOwner, Logins
 from ._policies import Permit, Policies
 from ._progress import ProgressFeed
 from ._resources import resource_link_hint
@@ -235,6 +235,4 @@ class Calls:
         ui = self._review.owner_ui
         if ui is None:
             return False
-        return await self._logins.step_up(
-            state, owner=self._session.owner, send_link=ui.send_private, report=ui.send
-        )
+        return await self._logins.step_up(state, LoginOwner(self._session.owner, ui.send_private, ui.send))

@@ -31,7 +31,7 @@ from .transport import (
     ServerAuth,
 )
 
-__all__ = ["Logins", "failure_words"]
+__all__ = ["LoginOwner", "Logins", "failure_words"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,14 +78,25 @@ def _reusable_client(
     return client
 
 
+@dataclass(frozen=True, slots=True)
+class LoginOwner:
+    """Whom a login is for, and where its words go."""
+
+    id: str
+    """The owner's id: only their browser's redirect completes the login."""
+    send_link: Callable[[str], Awaitable[object]]
+    """Sends to the owner alone (``UI.send_private``): the link, and what only they may see."""
+    report: Callable[[str], Awaitable[object]]
+    """Says in the chat how a login ended whose link went out (``UI.send``)."""
+
+
 @dataclass(eq=False)
 class _Attempt:
     """One login to one server as it goes: where its link goes, and what came of it."""
 
     server: RemoteServer
     start: LoginStart
-    owner: str
-    send_link: Callable[[str], Awaitable[object]]
+    owner: LoginOwner
     superseded: list[OAuthGrant]
     """The grants this login replaces: revoked once its own is sealed (``stored``), never before."""
     stored: bool = False
@@ -96,7 +107,7 @@ class _Attempt:
     details: str | None = None
     """What the authorization server said of a refusal: for the owner alone."""
     to_owner: bool = False
-    """The outcome goes where the link went (``send_link``), not to ``report``."""
+    """The outcome goes where the link went (the owner's ``send_link``), not to ``report``."""
 
     def refused(self, exc: Exception) -> None:
         """The authorization server refused the login: why, in Playa's words and (for the owner) its own."""
@@ -148,37 +159,24 @@ class Logins:
         self._step_ups: dict[str, _StepUp] = {}
         """Per server, the last step-up the owner was asked for."""
 
-    async def start(
-        self,
-        name: str,
-        *,
-        owner: str,
-        send_link: Callable[[str], Awaitable[object]],
-        report: Callable[[str], Awaitable[object]],
-    ) -> LoginStart:
+    async def start(self, name: str, owner: LoginOwner) -> LoginStart:
         """Begin the owner's login to ``name``; return once its link is sent, or the login ended before.
 
-        The link goes to ``send_link`` (the owner only). Once it is out, the login goes on in the
-        background, the chat goes on meanwhile, and how the login ended goes to ``report``. A
+        The link goes to ``owner.send_link`` (the owner only). Once it is out, the login goes on in
+        the background, the chat goes on meanwhile, and how the login ended goes to ``report``. A
         login that ends before its link is out (discovery or registration refused, no private
         chat) says why in the ``LoginStart`` returned instead. Preparing a link is bounded;
         beyond that the caller is told it is slow, and the outcome goes to ``report`` too. A
         login already in flight for the server is cancelled: only the newest link works.
         """
-        _, start = self._begin(self._servers[name], owner, send_link, report)
+        _, start = self._begin(self._servers[name], owner)
         return await self._link_out(start)
 
-    def _begin(
-        self,
-        state: RemoteServer,
-        owner: str,
-        send_link: Callable[[str], Awaitable[object]],
-        report: Callable[[str], Awaitable[object]],
-    ) -> tuple[anyio.CancelScope, LoginStart]:
+    def _begin(self, state: RemoteServer, owner: LoginOwner) -> tuple[anyio.CancelScope, LoginStart]:
         """Start a login in the background (replacing one in flight); nothing awaited."""
         scope = state.login.begin()
         start = LoginStart()
-        self._tg.start_soon(self._login, state, scope, start, owner, send_link, report)
+        self._tg.start_soon(self._login, state, scope, start, owner)
         return scope, start
 
     async def _link_out(self, start: LoginStart) -> LoginStart:
@@ -189,17 +187,10 @@ class Logins:
         start.waiting = False
         return start
 
-    async def step_up(
-        self,
-        state: RemoteServer,
-        *,
-        owner: str,
-        send_link: Callable[[str], Awaitable[object]],
-        report: Callable[[str], Awaitable[object]],
-    ) -> bool:
+    async def step_up(self, state: RemoteServer, owner: LoginOwner) -> bool:
         """A call was refused for want of a scope (403 ``insufficient_scope``): ask the owner to log in.
 
-        The link for the scopes ``state.login.scope`` names goes to ``send_link`` (the owner alone), as
+        The link for the scopes ``state.login.scope`` names goes to ``owner.send_link`` (them alone), as
         the first login's did; at most once per scope while a link for it is in use: calls that
         are refused meanwhile send none. Returns whether the owner was asked (now or before).
         """
@@ -213,14 +204,14 @@ class Logins:
             # A link for these scopes is out (or on its way) and still valid; or the owner was
             # told why none could be sent: a refused call is no reason to ask again.
             return asked.sent
-        login, start = self._begin(state, owner, send_link, report)
+        login, start = self._begin(state, owner)
         record = _StepUp(wanted, login, anyio.current_time() + self._settings.login_timeout)
         self._step_ups[state.entry.name] = record
         await self._link_out(start)
         if start.why is not None:
             # Ended before its link went out: nobody's command waits to say why; the owner hears it.
             self._step_ups[state.entry.name] = replace(record, sent=False)
-            await send_link(start.why)
+            await owner.send_link(start.why)
             return False
         return True
 
@@ -229,15 +220,13 @@ class Logins:
         state: RemoteServer,
         scope: anyio.CancelScope,
         start: LoginStart,
-        owner: str,
-        send_link: Callable[[str], Awaitable[object]],
-        report: Callable[[str], Awaitable[object]],
+        owner: LoginOwner,
     ) -> None:
         """One login, in the chat's task group: its link out, its grant sealed, the server reconnected."""
         name = state.entry.name
         # The grants this login replaces: revoked once its own is sealed (``stored``), never before.
         superseded = [state.login.superseded] if state.login.superseded is not None else []
-        attempt = _Attempt(state, start, owner, send_link, superseded)
+        attempt = _Attempt(state, start, owner, superseded)
         with scope:
             # The boundary: this runs in the task group every chat of the host shares.
             try:
@@ -266,7 +255,7 @@ class Logins:
                 start.why = f"A newer /mcp_auth {name} replaced this login."
                 start.settled.set()
             return
-        await self._ended(attempt, report)
+        await self._ended(attempt)
 
     async def _authorize(self, attempt: _Attempt) -> None:
         """The login's flow: the link out, the owner's consent awaited, the tokens received and sealed."""
@@ -283,14 +272,14 @@ class Logins:
                     "\nIf the page you end at does not load, copy its address and send "
                     f"/mcp_auth {name} --paste in the chat you started from."
                 )
-            if await attempt.send_link(text) is None:
+            if await attempt.owner.send_link(text) is None:
                 raise _Undelivered
             start.sent = True
             start.settled.set()
 
         attempt.pending = PendingLogin(
             self._session.scope,
-            attempt.owner,
+            attempt.owner.id,
             name,
             deliver,
             self._callbacks,
@@ -346,24 +335,24 @@ class Logins:
                 attempt.superseded.append(held)
         attempt.stored = await self._login_done(state, grant) or attempt.stored
 
-    async def _ended(self, attempt: _Attempt, report: Callable[[str], Awaitable[object]]) -> None:
+    async def _ended(self, attempt: _Attempt) -> None:
         """Say how the login ended: to the owner's command still waiting, where the link went, or ``report``."""
         state, start, message = attempt.server, attempt.start, attempt.message
         self._audit.record("login_completed" if not message else "login_failed", server=state.entry.name)
         if attempt.details is not None:
-            await attempt.send_link(self._secrets.redact_out(attempt.details)[:400])
+            await attempt.owner.send_link(self._secrets.redact_out(attempt.details)[:400])
         if not start.sent and start.waiting:
             # Ended before its link went out: the owner's command, still waiting, says why.
             start.why = self._redact(message)
             start.settled.set()
             return
-        if attempt.to_owner and await attempt.send_link(self._redact(message)) is not None:
+        if attempt.to_owner and await attempt.owner.send_link(self._redact(message)) is not None:
             return
         if not message:
             if not state.current:
                 return
             message = await self._logged_in(attempt)
-        await report(self._redact(message))
+        await attempt.owner.report(self._redact(message))
 
     async def _logged_in(self, attempt: _Attempt) -> str:
         """The login succeeded: the grants it replaced revoked, the server reconnected; what to say."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ...core import CommandContext
 from ...exceptions import StoreError
 from .._chat import ChatServers
+from .._login import LoginOwner
 from .._server import LoginStart
 from ._access import ChatAccess
 from ._replies import login_started, no_such_server
@@ -20,9 +21,7 @@ async def login(ctx: CommandContext, chat: ChatServers, name: str) -> tuple[Logi
     Returns, once it is known, what happened to the link (sent, and where, or why not) and the
     words for it.
     """
-    start = await chat.logins.start(
-        name, owner=ctx.sender.id, send_link=ctx.ui.send_private, report=ctx.ui.send
-    )
+    start = await chat.logins.start(name, LoginOwner(ctx.sender.id, ctx.ui.send_private, ctx.ui.send))
     return start, login_started(name, start, ctx.ui.private_place, chat.logins.timeout)
 
 
