@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import ipaddress
 import ssl
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,7 +31,7 @@ from playa.mcp_remote.transport import (
     GuardedBackend,
     guarded_transport,
 )
-from servers.python_servers import LOOPBACK, blackhole, serve_mcp
+from servers.python_servers import LOOPBACK, RunningServer, blackhole, serve_mcp
 from support.chat import ScriptedUI, msg
 from support.host import remote_host
 
@@ -341,17 +342,32 @@ def on_host(url: str, host: str) -> str:
 TRANSPORTS = pytest.mark.parametrize("transport", ["streamable-http", "sse"])
 
 
-@TRANSPORTS
+@dataclass
+class Local:
+    """The echo server on loopback, over ``transport``."""
+
+    served: RunningServer
+    transport: Transport
+
+    def endpoint(self, host: str = LOOPBACK) -> Endpoint:
+        """The server as ``local``, at ``host`` (a name resolved, or its address)."""
+        return Endpoint(server="local", url=on_host(self.served.url, host), transport=self.transport)
+
+
+@pytest.fixture(params=["streamable-http", "sse"])
+async def local(request: pytest.FixtureRequest) -> AsyncIterator[Local]:
+    transport: Transport = request.param
+    async with serve_mcp(make_server(), transport) as served:
+        yield Local(served, transport)
+
+
 async def test_the_public_policy_refuses_a_loopback_server_and_it_receives_nothing(
-    task_group: TaskGroup, transport: Transport
+    task_group: TaskGroup, local: Local
 ) -> None:
-    with anyio.fail_after(10):
-        async with serve_mcp(make_server(), transport) as served:
-            target = Endpoint(server="local", url=served.url, transport=transport)
-            with pytest.raises(ConnectFailed) as refused:
-                await Connector(settings(PUBLIC)).connect(target, task_group)
-            assert refused.value.reason == f"address 127.0.0.1 is loopback; {ONLY_PUBLIC}"
-            assert served.requests == []
+    with anyio.fail_after(10), pytest.raises(ConnectFailed) as refused:
+        await Connector(settings(PUBLIC)).connect(local.endpoint(), task_group)
+    assert refused.value.reason == f"address 127.0.0.1 is loopback; {ONLY_PUBLIC}"
+    assert local.served.requests == []
 
 
 @TRANSPORTS
@@ -378,42 +394,30 @@ async def test_a_name_that_does_not_resolve_fails_the_connect_clearly(task_group
     assert refused.value.reason == "host not found: gone.example.com does not resolve"
 
 
-@TRANSPORTS
-async def test_the_any_policy_connects_to_a_loopback_server(
-    task_group: TaskGroup, transport: Transport
-) -> None:
+async def test_the_any_policy_connects_to_a_loopback_server(task_group: TaskGroup, local: Local) -> None:
+    connector = Connector(settings(EgressPolicy(mode="any")))
     with anyio.fail_after(10):
-        async with serve_mcp(make_server(), transport) as served:
-            target = Endpoint(server="local", url=served.url, transport=transport)
-            assert (
-                await echoed(Connector(settings(EgressPolicy(mode="any"))), target, task_group, "hi") == "hi"
-            )
+        assert await echoed(connector, local.endpoint(), task_group, "hi") == "hi"
 
 
-@TRANSPORTS
 async def test_an_allowed_network_lets_the_public_policy_reach_a_loopback_server(
-    task_group: TaskGroup, transport: Transport
+    task_group: TaskGroup, local: Local
 ) -> None:
     policy = EgressPolicy(mode="public", allow=("127.0.0.1/32",))
     with anyio.fail_after(10):
-        async with serve_mcp(make_server(), transport) as served:
-            target = Endpoint(server="local", url=served.url, transport=transport)
-            assert await echoed(Connector(settings(policy)), target, task_group, "allowed") == "allowed"
+        assert await echoed(Connector(settings(policy)), local.endpoint(), task_group, "allowed") == "allowed"
 
 
-@TRANSPORTS
 async def test_an_allowed_host_name_lets_the_public_policy_reach_what_it_resolves_to(
-    task_group: TaskGroup, transport: Transport
+    task_group: TaskGroup, local: Local
 ) -> None:
     policy = EgressPolicy(mode="public", allow=("localhost",))
     connector = Connector(settings(policy), resolve=resolver({"localhost": [LOOPBACK]}))
     with anyio.fail_after(10):
-        async with serve_mcp(make_server(), transport) as served:
-            target = Endpoint(server="local", url=on_host(served.url, "localhost"), transport=transport)
-            assert await echoed(connector, target, task_group, "by name") == "by name"
-            # Only the allowed name: the same server by its address is still refused.
-            with pytest.raises(ConnectFailed, match="loopback"):
-                await connector.connect(Endpoint(server="local", url=served.url), task_group)
+        assert await echoed(connector, local.endpoint("localhost"), task_group, "by name") == "by name"
+        # Only the allowed name: the same server by its address is still refused.
+        with pytest.raises(ConnectFailed, match="loopback"):
+            await connector.connect(Endpoint(server="local", url=local.served.url), task_group)
 
 
 # --- The owner's command ----------------------------------------------------------------------
