@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
 
 from servers.machine_oauth import machine_oauth_server
+from support.client_keys import new_client_key
 from support.console import assert_nothing_leaks, debug_chat
 
 pytestmark = pytest.mark.anyio
@@ -18,11 +17,7 @@ pytestmark = pytest.mark.anyio
 async def test_the_client_key_is_asked_in_secret_on_one_line_and_never_printed_or_logged(
     tmp_path: Path,
 ) -> None:
-    key = ec.generate_private_key(ec.SECP256R1())
-    pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    lines = [line for line in pem.splitlines() if not line.startswith("-----")]
+    key, pem, lines = new_client_key()
     async with machine_oauth_server(client_id="svc", public_key=key.public_key()) as server:
         typed = [
             f"/mcp_add bot {server.url} --client-id svc --grant client-credentials --client-key",

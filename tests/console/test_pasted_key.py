@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from console.test_questions import Chat, Mode
 from playa.console._pem import MAX_PEM_LINES, TOO_LONG
 from servers.machine_oauth import machine_oauth_server
+from support.client_keys import new_client_key
 from support.leaks import leaks
 from support.oauth import every_file
 from support.providers import DUMMY_KEY, ProviderServer, serve_provider, text
@@ -46,13 +47,9 @@ def paste(chat: Chat, text: str) -> None:
 @pytest.mark.parametrize("mode", ["pty", "pipe"])
 @pytest.mark.parametrize("kind", ["ec", "rsa"])
 async def test_a_pasted_private_key_reaches_the_server_whole_and_no_line_of_it_the_model(
-    tmp_path: Path, mode: Mode, kind: str
+    tmp_path: Path, mode: Mode, kind: Literal["ec", "rsa"]
 ) -> None:
-    key = ec.generate_private_key(ec.SECP256R1()) if kind == "ec" else rsa.generate_private_key(65537, 2048)
-    pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    lines = [line for line in pem.splitlines() if not line.startswith("-----")]
+    key, pem, lines = new_client_key(kind)
     stderr = tmp_path / "stderr.log"
     async with (
         serve_provider() as provider,

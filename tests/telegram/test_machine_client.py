@@ -8,10 +8,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
 
 from servers.machine_oauth import machine_oauth_server
+from support.client_keys import new_client_key
 from support.leaks import leaks
 from support.oauth import every_file
 from support.telegram import running_bot, sent_texts
@@ -27,11 +26,7 @@ async def test_the_client_key_is_asked_in_secret_deleted_and_shown_nowhere(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    key = ec.generate_private_key(ec.SECP256R1())
-    pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    lines = [line for line in pem.splitlines() if not line.startswith("-----")]
+    key, pem, lines = new_client_key()
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
             machine_oauth_server(client_id="svc", public_key=key.public_key()) as server,
