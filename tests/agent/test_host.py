@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,21 @@ class EchoTool:
         return ToolResult(f"{self.name} says {json.dumps(arguments)}")
 
 
+@dataclass
+class ActingTool:
+    """A tool that, called, does ``act`` to its chat (its tools, mid-turn) and says ``says``."""
+
+    name: str
+    description: str
+    act: Callable[[], None]
+    says: str
+    parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    async def call(self, arguments: dict[str, Any]) -> ToolResult:
+        self.act()
+        return ToolResult(self.says)
+
+
 def call(name: str, args: dict[str, Any] | None = None) -> Any:
     return lambda m, i: ModelResponse(parts=[ToolCallPart(tool_name=name, args=args or {})])
 
@@ -64,23 +79,13 @@ async def scripted_host(data_dir: Path, script: Script, extensions: list[Extensi
 
 async def test_a_tool_registered_mid_turn_is_offered_at_the_next_model_step(data_dir: Path) -> None:
     late = EchoTool("late")
-
-    class Registering:
-        name = "register_late"
-        description = "registers another tool"
-        parameters: Mapping[str, Any] = {"type": "object", "properties": {}}
-
-        def __init__(self, session: ChatSession) -> None:
-            self.session = session
-
-        async def call(self, arguments: dict[str, Any]) -> ToolResult:
-            self.session.tools.register(late)
-            return ToolResult("done")
-
     script = Script([call("register_late"), call("late"), say("ok")])
     async with await scripted_host(data_dir, script) as host:
         session = await host.session("console:t", owner="owner")
-        session.tools.register(Registering(session))
+        register = ActingTool(
+            "register_late", "registers another tool", lambda: session.tools.register(late), "done"
+        )
+        session.tools.register(register)
         reply = await host.handle(session, msg("go"), ScriptedUI())
     assert reply is not None and reply.text == "ok"
     first, second = script.seen[0][1], script.seen[1][1]
@@ -91,24 +96,17 @@ async def test_a_tool_registered_mid_turn_is_offered_at_the_next_model_step(data
 
 async def test_a_tool_deactivated_mid_turn_disappears_and_cannot_be_called(data_dir: Path) -> None:
     victim = EchoTool("victim")
-
-    class Deactivating:
-        name = "deactivate_victim"
-        description = "switches the victim off"
-        parameters: Mapping[str, Any] = {"type": "object", "properties": {}}
-
-        def __init__(self, session: ChatSession) -> None:
-            self.session = session
-
-        async def call(self, arguments: dict[str, Any]) -> ToolResult:
-            self.session.tools.deactivate("victim")
-            return ToolResult("switched off")
-
     script = Script([call("deactivate_victim"), say("done")])
     async with await scripted_host(data_dir, script) as host:
         session = await host.session("console:t", owner="owner")
         session.tools.register(victim)
-        session.tools.register(Deactivating(session))
+        switch_off = ActingTool(
+            "deactivate_victim",
+            "switches the victim off",
+            lambda: session.tools.deactivate("victim"),
+            "switched off",
+        )
+        session.tools.register(switch_off)
         await host.handle(session, msg("go"), ScriptedUI())
         assert "victim" in tool_names(script.seen[0][1])
         assert "victim" not in tool_names(script.seen[1][1])
