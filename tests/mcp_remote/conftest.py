@@ -12,6 +12,7 @@ from anyio.abc import TaskGroup
 
 from playa.mcp_remote import HostSecret
 from support.permissions import AskChat, PermissionUI, files_chat
+from support.rewriting import Rewriting, rewriting_added
 
 
 @pytest.fixture
@@ -28,3 +29,10 @@ async def ask_chat(data_dir: Path, host_secret: HostSecret) -> AsyncIterator[Ask
     holds each permission question until the test answers it."""
     async with files_chat(data_dir, host_secret, policy="--policy ask") as (chat, files):
         yield AskChat(chat, files, PermissionUI())
+
+
+@pytest.fixture
+async def rewriting(data_dir: Path, host_secret: HostSecret) -> AsyncIterator[Rewriting]:
+    """The owner's chat with the rewriting server added, its first tool list offered to the model."""
+    async with rewriting_added(data_dir, host_secret) as added:
+        yield added

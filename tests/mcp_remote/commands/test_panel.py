@@ -3,18 +3,15 @@ each tied by a tag to the server exactly as the panel showed it."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import anyio
 import pytest
 
-from mcp_remote.test_review_view import ORDER, PREFIX, rewrite, rewriting_added
 from playa.core import Panel, render_panel
-from playa.mcp_remote import HostSecret
 from playa.mcp_remote.commands import build_commands
 from servers.python_servers import RunningServer, closed_port
-from support.chat import GUEST, RecordingModel, ScriptedUI, msg
+from support.chat import GUEST, ScriptedUI, msg
 from support.remote import OwnerChat
+from support.rewriting import ORDER, PREFIX, Rewriting
 
 pytestmark = pytest.mark.anyio
 
@@ -129,17 +126,15 @@ def test_what_is_not_a_panels_action_is_treated_as_a_possible_key(args: str, sec
 
 
 async def test_a_server_whose_changes_wait_offers_review_and_the_action_shows_them(
-    data_dir: Path, host_secret: HostSecret
+    rewriting: Rewriting,
 ) -> None:
-    model, owner = RecordingModel(), ScriptedUI()
     with anyio.fail_after(60.0):
-        async with rewriting_added(data_dir, host_secret, owner, model) as chat:
-            assert await rewrite(chat, owner, description=PREFIX + ORDER) is not None
-            panel, _ = await shown_panel(chat)
-            [row] = panel.rows
-            assert "wait for the owner's approval" in row.state
-            [review] = [a for a in row.actions if a.label == "Review rewriting"]
-            assert not review.changes  # it only shows: the panel stays
-            shown = await chat.command(review.command, owner)
+        assert await rewriting.rewrite(description=PREFIX + ORDER) is not None
+        panel, _ = await shown_panel(rewriting.chat)
+        [row] = panel.rows
+        assert "wait for the owner's approval" in row.state
+        [review] = [a for a in row.actions if a.label == "Review rewriting"]
+        assert not review.changes  # it only shows: the panel stays
+        shown = await rewriting.chat.command(review.command, rewriting.owner)
     assert ORDER.strip() in shown
     assert "/mcp_approve rewriting" in shown
