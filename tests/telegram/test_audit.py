@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mcp.server.mcpserver import MCPServer
 
+from servers.echo import echo_server
 from servers.python_servers import serve_mcp
 from support.telegram import running_bot
 
@@ -19,22 +19,11 @@ from .fake_bot_api import creator, group_chat, user
 pytestmark = pytest.mark.anyio
 
 
-def echo_server() -> MCPServer:
-    server = MCPServer("tools")
-
-    @server.tool()
-    def echo(text: str) -> str:
-        """Echo the text."""
-        return text
-
-    return server
-
-
 async def test_mcp_audit_in_a_group_goes_to_the_owner_privately_and_a_member_is_refused(
     tmp_path: Path,
 ) -> None:
     group, owner, member = group_chat(-4101), user(4101), user(4102)
-    async with serve_mcp(echo_server()) as served, running_bot(tmp_path) as bot:
+    async with serve_mcp(echo_server("tools")) as served, running_bot(tmp_path) as bot:
         fake = bot.fake
         fake.administrators[group["id"]] = [creator(owner)]
         fake.send(group, f"/mcp_add tools {served.url}", sender=owner)
