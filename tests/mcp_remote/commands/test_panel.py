@@ -8,9 +8,9 @@ import pytest
 
 from playa.core import Panel, render_panel
 from playa.mcp_remote.commands import build_commands
-from servers.python_servers import RunningServer, closed_port
+from servers.python_servers import closed_port
 from support.chat import GUEST, ScriptedUI, msg
-from support.remote import OwnerChat
+from support.remote import AddedServer, OwnerChat
 from support.rewriting import ORDER, PREFIX, Rewriting
 
 pytestmark = pytest.mark.anyio
@@ -31,10 +31,9 @@ async def shown_panel(chat: OwnerChat) -> tuple[Panel, str]:
 
 
 async def test_the_panel_shows_each_server_with_its_actions_and_the_reply_adds_nothing(
-    demo: RunningServer, demo_token: str, chat: OwnerChat
+    demo_added: AddedServer, demo_token: str, chat: OwnerChat
 ) -> None:
     with anyio.fail_after(TEST_TIMEOUT):
-        await chat.command(f"/mcp_add demo {demo.url} --bearer {demo_token}")
         async with closed_port() as refused:
             await chat.command(f"/mcp_add down {refused} --bearer {demo_token}x")
             panel, reply = await shown_panel(chat)
@@ -57,11 +56,8 @@ async def test_the_panel_shows_each_server_with_its_actions_and_the_reply_adds_n
     assert "/mcp remove demo " in text
 
 
-async def test_an_action_runs_on_the_server_shown(
-    demo: RunningServer, demo_token: str, chat: OwnerChat
-) -> None:
+async def test_an_action_runs_on_the_server_shown(demo_added: AddedServer, chat: OwnerChat) -> None:
     with anyio.fail_after(TEST_TIMEOUT):
-        await chat.command(f"/mcp_add demo {demo.url} --bearer {demo_token}")
         panel, _ = await shown_panel(chat)
         actions = panel.rows[0].actions
         reconnect, tools, remove = actions[0].command, actions[1].command, actions[-1].command
@@ -95,10 +91,9 @@ async def test_an_action_of_a_panel_shown_before_the_server_was_replaced_does_no
 
 
 async def test_only_the_owner_gets_a_panel_or_runs_its_actions(
-    demo: RunningServer, demo_token: str, chat: OwnerChat
+    demo_added: AddedServer, chat: OwnerChat
 ) -> None:
     with anyio.fail_after(TEST_TIMEOUT):
-        await chat.command(f"/mcp_add demo {demo.url} --bearer {demo_token}")
         panel, _ = await shown_panel(chat)
         ui = ScriptedUI()
         session = await chat.session()
