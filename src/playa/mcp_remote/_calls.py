@@ -14,12 +14,12 @@ from ..core import UI, LateResult, ToolResult, process_metrics
 from ..exceptions import CallFailed, NeedsLogin, RemoteError, RemoteTimeout
 from ..mcp import map_result
 from ._flow import FlowGuard
-from ._login import LoginOwner, Logins
+from ._login import Logins
 from ._policies import Permit, Policies
 from ._progress import ProgressFeed
 from ._resources import resource_link_hint
 from ._review import Review
-from ._server import ChatContext, RemoteServer
+from ._server import ChatContext, LoginOwner, RemoteServer
 from .transport import Connection, PendingTask
 
 __all__ = ["Calls"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Final
@@ -20,7 +19,7 @@ from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenEr
 from mcp.shared.auth import OAuthClientInformationFull
 
 from ._callback_listener import PendingLogin, duration_text
-from ._server import ChatContext, LoginStart, RemoteServer
+from ._server import ChatContext, LoginOwner, LoginStart, RemoteServer
 from ._views import state_text
 from .store import OAuthGrant
 from .transport import (
@@ -31,7 +30,7 @@ from .transport import (
     ServerAuth,
 )
 
-__all__ = ["LoginOwner", "Logins", "failure_words"]
+__all__ = ["Logins", "failure_words"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,18 +75,6 @@ def _reusable_client(
     ):
         return None  # registered for fewer scopes than a step-up asks for
     return client
-
-
-@dataclass(frozen=True, slots=True)
-class LoginOwner:
-    """Whom a login is for, and where its words go."""
-
-    id: str
-    """The owner's id: only their browser's redirect completes the login."""
-    send_link: Callable[[str], Awaitable[object]]
-    """Sends to the owner alone (``UI.send_private``): the link, and what only they may see."""
-    report: Callable[[str], Awaitable[object]]
-    """Says in the chat how a login ended whose link went out (``UI.send``)."""
 
 
 @dataclass(eq=False)

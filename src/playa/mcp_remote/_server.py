@@ -23,7 +23,7 @@ from ..exceptions import AccessRefused, NeedsLogin, RemoteError, StoreError, Too
 from ..mcp import exposed_names, normalize_schema
 from ._callback_listener import Callbacks
 from ._elicit import asking
-from ._server_login import LoginStart, ServerLogin
+from ._server_login import LoginOwner, LoginStart, ServerLogin
 from ._server_review import ServerReview
 from ._settings import RemoteMcpSettings
 from ._shared import Asker, ChatSecrets, Revoker
@@ -33,6 +33,7 @@ from .transport import Connection, Connector, Endpoint, GrantStorage, ServerAuth
 
 __all__ = [
     "ChatContext",
+    "LoginOwner",
     "LoginStart",
     "RemoteServer",
     "ServerEvents",

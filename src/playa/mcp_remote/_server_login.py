@@ -1,4 +1,4 @@
-"""An ``oauth`` server's login as its server holds it, and how the start of an owner's login went.
+"""An ``oauth`` server's login as its server holds it; whom an owner's login is for, and how its start went.
 
 A ``ServerLogin`` belongs to one ``RemoteServer`` and is the only writer of its fields: the
 chat's ``Logins`` runs the owner's logins through it, and the server's connects read it.
@@ -14,7 +14,19 @@ import anyio
 from .store import OAuthGrant, ServerEntry, resource_of
 from .transport import GrantStorage
 
-__all__ = ["LoginStart", "ServerLogin"]
+__all__ = ["LoginOwner", "LoginStart", "ServerLogin"]
+
+
+@dataclass(frozen=True, slots=True)
+class LoginOwner:
+    """Whom a login is for, and where its words go."""
+
+    id: str
+    """The owner's id: only their browser's redirect completes the login."""
+    send_link: Callable[[str], Awaitable[object]]
+    """Sends to the owner alone (``UI.send_private``): the link, and what only they may see."""
+    report: Callable[[str], Awaitable[object]]
+    """Says in the chat how a login ended whose link went out (``UI.send``)."""
 
 
 @dataclass(eq=False)

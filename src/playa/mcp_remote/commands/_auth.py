@@ -6,8 +6,7 @@ from __future__ import annotations
 from ...core import CommandContext
 from ...exceptions import StoreError
 from .._chat import ChatServers
-from .._login import LoginOwner
-from .._server import LoginStart
+from .._server import LoginOwner, LoginStart
 from ._access import ChatAccess
 from ._replies import login_started, no_such_server
 from ._requests import AuthRequest
