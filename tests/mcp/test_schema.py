@@ -34,36 +34,134 @@ def assert_acceptable(schema: dict[str, Any]) -> None:
     json.dumps(schema, allow_nan=False)
 
 
+_KEPT = {
+    "type": "object",
+    "properties": {"p": {"$ref": "#/$defs/P"}, "q": {"$ref": "#/definitions/Q"}},
+    "$defs": {"P": {"type": "string"}},
+    "definitions": {"Q": {"type": "number"}},
+    "additionalProperties": False,
+}
+"""Definitions and additional properties, all valid: kept as they are."""
+
+NORMALIZED = [
+    pytest.param(
+        {"type": ["object", "null"], "properties": {"q": {"type": "string"}}},
+        {"type": "object", "properties": {"q": {"type": "string"}}},
+        id="a_nullable_object_root_becomes_a_plain_object",
+    ),
+    pytest.param(
+        {"type": "string", "properties": {"q": {"type": "string"}}, "enum": ["a"]},
+        {"type": "object", "properties": {"q": {"type": "string"}}},
+        id="a_root_of_another_type_is_forced_to_object_and_keeps_its_properties",
+    ),
+    pytest.param(
+        {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": "urn:tool",
+            "type": "object",
+            "title": "Args",
+            "description": "what it takes",
+            "properties": {"n": {"type": "integer", "minimum": 0}},
+        },
+        {
+            "type": "object",
+            "title": "Args",
+            "description": "what it takes",
+            "properties": {"n": {"type": "integer", "minimum": 0}},
+        },
+        id="schema_and_id_are_dropped_and_other_keywords_kept",
+    ),
+    pytest.param(
+        {"type": "object", "required": ["x"]},
+        EMPTY,
+        id="required_naming_only_missing_properties_is_dropped",
+    ),
+    pytest.param(
+        {"type": "object", "properties": ["a", "b"]},
+        EMPTY,
+        id="properties_that_are_not_a_dict_become_empty",
+    ),
+    pytest.param(
+        {
+            "type": "object",
+            "properties": {"any": True, "odd": 5, "never": False},
+            "required": ["any", "odd", "never"],
+        },
+        {
+            "type": "object",
+            "properties": {"any": {}, "odd": {}},
+            "required": ["any", "odd"],
+        },
+        id="a_property_that_is_not_a_schema_accepts_anything_and_a_false_one_is_hidden",
+    ),
+    pytest.param(_KEPT, _KEPT, id="definitions_and_additional_properties_are_kept_when_valid"),
+    pytest.param(
+        {"type": "object", "$defs": [1], "definitions": "x", "additionalProperties": "no"},
+        EMPTY,
+        id="definitions_and_additional_properties_of_the_wrong_kind_are_dropped",
+    ),
+    pytest.param(
+        {
+            "anyOf": [
+                {
+                    "type": "object",
+                    "properties": {"id": {"type": "integer"}, "a": {}},
+                    "required": ["id", "a"],
+                },
+                {
+                    "type": "object",
+                    "properties": {"id": {"type": "integer"}, "b": {}},
+                    "required": ["id", "b"],
+                },
+            ]
+        },
+        {
+            "type": "object",
+            "properties": {"id": {"type": "integer"}, "a": {}, "b": {}},
+            "required": ["id"],
+        },
+        id="root_any_of_branches_are_folded_into_one_object",
+    ),
+    pytest.param(
+        {
+            "type": "object",
+            "properties": {"x": {}},
+            "allOf": [{"properties": {"y": {}}, "required": ["y"]}, {"required": ["x"]}],
+        },
+        {
+            "type": "object",
+            "properties": {"x": {}, "y": {}},
+            "required": ["y", "x"],
+        },
+        id="root_all_of_branches_add_up_their_required_names",
+    ),
+    pytest.param(
+        {
+            "type": "object",
+            "properties": {"n": {"type": "number", "maximum": math.inf, "default": object()}},
+            "x-extra": {1: "int key", "ok": (1, 2)},
+        },
+        {
+            "type": "object",
+            "properties": {"n": {"type": "number", "maximum": None, "default": None}},
+            "x-extra": {"ok": [1, 2]},
+        },
+        id="non_json_values_are_dropped_from_the_copy",
+    ),
+]
+"""Schemas as servers send them, and as the model is given them."""
+
+
+@pytest.mark.parametrize(("schema", "normalized"), NORMALIZED)
+def test_a_schema_is_normalized_to_what_every_provider_takes(
+    schema: object, normalized: dict[str, Any]
+) -> None:
+    assert normalize_schema(schema) == normalized
+
+
 @pytest.mark.parametrize("schema", [None, "string", 3, [], True, {}, {"type": "object"}])
 def test_a_missing_or_non_object_schema_becomes_an_empty_object_schema(schema: object) -> None:
     assert normalize_schema(schema) == EMPTY
-
-
-def test_a_nullable_object_root_becomes_a_plain_object() -> None:
-    schema = {"type": ["object", "null"], "properties": {"q": {"type": "string"}}}
-    assert normalize_schema(schema) == {"type": "object", "properties": {"q": {"type": "string"}}}
-
-
-def test_a_root_of_another_type_is_forced_to_object_and_keeps_its_properties() -> None:
-    schema = {"type": "string", "properties": {"q": {"type": "string"}}, "enum": ["a"]}
-    assert normalize_schema(schema) == {"type": "object", "properties": {"q": {"type": "string"}}}
-
-
-def test_schema_and_id_are_dropped_and_other_keywords_kept() -> None:
-    schema = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "urn:tool",
-        "type": "object",
-        "title": "Args",
-        "description": "what it takes",
-        "properties": {"n": {"type": "integer", "minimum": 0}},
-    }
-    assert normalize_schema(schema) == {
-        "type": "object",
-        "title": "Args",
-        "description": "what it takes",
-        "properties": {"n": {"type": "integer", "minimum": 0}},
-    }
 
 
 def test_required_keeps_only_names_of_existing_properties_once() -> None:
@@ -80,44 +178,6 @@ def test_a_required_that_is_not_a_list_is_repaired_or_dropped(required: object) 
     result = normalize_schema({"type": "object", "properties": {"a": {}}, "required": required})
     assert result.get("required") == (["a"] if required == "a" else None)
     assert_acceptable(result)
-
-
-def test_required_naming_only_missing_properties_is_dropped() -> None:
-    result = normalize_schema({"type": "object", "required": ["x"]})
-    assert result == EMPTY
-
-
-def test_properties_that_are_not_a_dict_become_empty() -> None:
-    assert normalize_schema({"type": "object", "properties": ["a", "b"]}) == EMPTY
-
-
-def test_a_property_that_is_not_a_schema_accepts_anything_and_a_false_one_is_hidden() -> None:
-    schema = {
-        "type": "object",
-        "properties": {"any": True, "odd": 5, "never": False},
-        "required": ["any", "odd", "never"],
-    }
-    assert normalize_schema(schema) == {
-        "type": "object",
-        "properties": {"any": {}, "odd": {}},
-        "required": ["any", "odd"],
-    }
-
-
-def test_definitions_and_additional_properties_are_kept_when_valid() -> None:
-    schema = {
-        "type": "object",
-        "properties": {"p": {"$ref": "#/$defs/P"}, "q": {"$ref": "#/definitions/Q"}},
-        "$defs": {"P": {"type": "string"}},
-        "definitions": {"Q": {"type": "number"}},
-        "additionalProperties": False,
-    }
-    assert normalize_schema(schema) == schema
-
-
-def test_definitions_and_additional_properties_of_the_wrong_kind_are_dropped() -> None:
-    schema = {"type": "object", "$defs": [1], "definitions": "x", "additionalProperties": "no"}
-    assert normalize_schema(schema) == EMPTY
 
 
 class Node(BaseModel):
@@ -141,33 +201,6 @@ def test_a_root_ref_cycle_does_not_loop() -> None:
     assert_acceptable(normalize_schema(schema))
 
 
-def test_root_any_of_branches_are_folded_into_one_object() -> None:
-    schema = {
-        "anyOf": [
-            {"type": "object", "properties": {"id": {"type": "integer"}, "a": {}}, "required": ["id", "a"]},
-            {"type": "object", "properties": {"id": {"type": "integer"}, "b": {}}, "required": ["id", "b"]},
-        ]
-    }
-    assert normalize_schema(schema) == {
-        "type": "object",
-        "properties": {"id": {"type": "integer"}, "a": {}, "b": {}},
-        "required": ["id"],
-    }
-
-
-def test_root_all_of_branches_add_up_their_required_names() -> None:
-    schema = {
-        "type": "object",
-        "properties": {"x": {}},
-        "allOf": [{"properties": {"y": {}}, "required": ["y"]}, {"required": ["x"]}],
-    }
-    assert normalize_schema(schema) == {
-        "type": "object",
-        "properties": {"x": {}, "y": {}},
-        "required": ["y", "x"],
-    }
-
-
 def test_the_input_schema_is_never_mutated() -> None:
     schema = {
         "$schema": "x",
@@ -180,19 +213,6 @@ def test_the_input_schema_is_never_mutated() -> None:
     result = normalize_schema(schema)
     result["properties"]["b"]["type"] = "changed"
     assert schema == before
-
-
-def test_non_json_values_are_dropped_from_the_copy() -> None:
-    schema = {
-        "type": "object",
-        "properties": {"n": {"type": "number", "maximum": math.inf, "default": object()}},
-        "x-extra": {1: "int key", "ok": (1, 2)},
-    }
-    assert normalize_schema(schema) == {
-        "type": "object",
-        "properties": {"n": {"type": "number", "maximum": None, "default": None}},
-        "x-extra": {"ok": [1, 2]},
-    }
 
 
 def test_subclasses_of_json_types_copy_as_their_base_types_do() -> None:
