@@ -13,6 +13,7 @@ from pydantic_ai.messages import ModelRequest, ToolReturnPart
 from playa.mcp_remote import ConnectionSettings, HostSecret, RemoteMcpSettings
 from servers.node import server_everything
 from support.chat import RecordingModel, ScriptedUI
+from support.progress import progress_done
 from support.remote import OwnerChat, owner_chat
 
 pytestmark = [pytest.mark.anyio, pytest.mark.npm]
@@ -49,7 +50,7 @@ async def test_a_task_only_tool_runs_as_a_task_and_its_states_are_shown(
     with anyio.fail_after(60):
         async with everything_chat(tmp_path, host_secret, ui) as chat:
             reply = await chat.command(f'{RESEARCH} {{"topic": "tides"}}', ui)
-            await ui.until(lambda seen: any(text.endswith(": done") for _, text in seen.progress_shown))
+            await progress_done(ui)
     assert reply.startswith(f"[offline model] {RESEARCH} returned:\n# Research Report: tides")
     texts = [text for _, text in ui.progress_shown]
     assert f"{RESEARCH}: Gathering sources..." in texts
@@ -106,7 +107,7 @@ async def test_progress_of_server_everythings_long_operation_is_shown(
             reply = await chat.command(
                 'everything__trigger-long-running-operation {"duration": 2, "steps": 4}', ui
             )
-            await ui.until(lambda seen: any(text.endswith(": done") for _, text in seen.progress_shown))
+            await progress_done(ui)
     assert "Long running operation completed. Duration: 2 seconds, Steps: 4." in reply
     texts = [text for _, text in ui.progress_shown]
     assert texts[0].startswith("everything__trigger-long-running-operation: ")

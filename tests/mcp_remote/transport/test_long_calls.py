@@ -26,6 +26,7 @@ from servers.python_servers import serve_asgi, serve_mcp
 from servers.task_server import TaskServer
 from support.chat import RecordingModel, ScriptedUI, msg
 from support.host import remote_host
+from support.progress import progress_done
 
 pytestmark = pytest.mark.anyio
 
@@ -163,7 +164,7 @@ async def test_progress_reaches_the_person_whose_turn_made_the_call_redacted(
             assert added is not None and added.text.startswith("Added prog: connected")
             reply = await host.handle(session, msg('prog__steady {"seconds": 1.5}'), ui)
             assert reply is not None and "steady done" in reply.text
-            await ui.until(lambda seen: any(text.endswith(": done") for _, text in seen.progress_shown))
+            await progress_done(ui)
     texts = [text for _, text in ui.progress_shown]
     assert texts[0].startswith("prog__steady: 1 — step 1 for ")
     assert all(KEY not in text for text in texts)
