@@ -33,6 +33,7 @@ from support.oauth import (
     log_in,
     protected_chat,
     protected_server,
+    sealed_entry,
     sign_in,
 )
 from support.providers import serve_provider, text, tool_call
@@ -41,11 +42,6 @@ from support.remote import SETTINGS, owner_chat, remote_host
 pytestmark = [pytest.mark.anyio, pytest.mark.npm]
 
 TEST_TIMEOUT = 60.0
-
-
-def sealed_secrets(data_dir: Path, secret: HostSecret, workspace: Path) -> frozenset[str]:
-    (entry,) = ServerStore(workspace, SCOPE, Sealer(secret.value)).load().entries
-    return entry.secrets
 
 
 async def test_a_server_that_needs_a_login_is_logged_in_by_the_owner_and_its_tokens_never_show(
@@ -95,7 +91,7 @@ async def test_a_server_that_needs_a_login_is_logged_in_by_the_owner_and_its_tok
                     replay = await browser.get(str(callback.url))
                 assert "unknown, used or expired" in replay.text
 
-                secrets = sealed_secrets(data_dir, host_secret, session.workspace)
+                secrets = sealed_entry(session.workspace, host_secret).secrets
                 assert len(secrets) >= 2  # the access and refresh tokens at least
                 listed = await host.handle(session, msg("/mcp_list"), ScriptedUI())
                 assert listed is not None
@@ -205,7 +201,7 @@ async def test_a_call_refused_for_a_scope_sends_the_owner_a_link_for_the_wider_s
             (first_scope,) = parse_qs(urlsplit(ui.link_url()).query)["scope"]
             assert "mcp:write" not in first_scope.split()
             assert ui.sent[-1] == "Logged in to notes: connected over streamable-http, 4 tools."
-            first_grant = sealed_secrets(data_dir, host_secret, session.workspace)
+            first_grant = sealed_entry(session.workspace, host_secret).secrets
 
             # The token lacks mcp:write: the call fails, and the owner is sent a link at once,
             # privately, as the first login's was; the model is told so.
@@ -240,7 +236,7 @@ async def test_a_call_refused_for_a_scope_sends_the_owner_a_link_for_the_wider_s
 
             # Neither login's tokens nor either registration's secret shows anywhere: not to
             # the model, in a reply, a log line, or a file outside the seal.
-            second_grant = sealed_secrets(data_dir, host_secret, session.workspace)
+            second_grant = sealed_entry(session.workspace, host_secret).secrets
             assert first_grant and second_grant and not first_grant & second_grant
             seen = [
                 repr(model.seen),
@@ -263,12 +259,14 @@ async def test_calls_refused_at_once_for_one_scope_send_the_owner_one_link(
 ) -> None:
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
-            authorization_server() as auth,
-            protected_server(auth, step_up=True) as mcp,
             serve_provider() as provider,
-            remote_host(data_dir, host_secret, provider.model("openai-chat")) as host,
+            protected_chat(data_dir, host_secret, provider.model("openai-chat"), step_up=True) as (
+                _,
+                mcp,
+                host,
+                session,
+            ),
         ):
-            session = await host.session(SCOPE, owner="owner")
             ui = await log_in(host, session, mcp.url, "notes")
             # The model calls the tool twice in one step: both calls are refused for mcp:write.
             provider.script(tool_call("notes__publish", {}, ("notes__publish", {})), text("done"))

@@ -19,7 +19,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToke
 from playa.agent import Host
 from playa.core import ChatSession
 from playa.mcp_remote import HostSecret
-from playa.mcp_remote.store import OAuthGrant, Sealer, ServerStore
+from playa.mcp_remote.store import OAuthGrant
 from playa.mcp_remote.transport import challenge_description, missing_scope, revoke
 from servers.oidc import authorization_server
 from support.chat import GUEST, RecordingModel, ScriptedUI, msg
@@ -35,6 +35,7 @@ from support.oauth import (
     protected_chat,
     protected_server,
     refuse_sign_in,
+    sealed_entry,
     sign_in_elsewhere,
 )
 from support.remote import SETTINGS, remote_host
@@ -45,9 +46,9 @@ TEST_TIMEOUT = 60.0
 
 
 def stored_grant(workspace: Path, secret: HostSecret) -> OAuthGrant:
-    (entry,) = ServerStore(workspace, SCOPE, Sealer(secret.value)).load().entries
-    assert entry.oauth is not None and entry.oauth.tokens is not None
-    return entry.oauth
+    oauth = sealed_entry(workspace, secret).oauth
+    assert oauth is not None and oauth.tokens is not None
+    return oauth
 
 
 @pytest.mark.npm

@@ -24,6 +24,7 @@ from playa._asgi import bind
 from playa.agent import Host
 from playa.core import ChatSession
 from playa.mcp_remote import HostSecret, RemoteMcpSettings
+from playa.mcp_remote.store import Sealer, ServerEntry, ServerStore
 from servers.oidc import AuthorizationServer, authorization_server
 from servers.python_servers import LOOPBACK, PostFilter, RunningServer, json_or_none, send_answer, serve_asgi
 from support.chat import RecordingModel, ScriptedUI, msg
@@ -293,6 +294,12 @@ async def protected_chat(
         remote_host(data_dir, secret, model, settings) as host,
     ):
         yield auth, mcp, host, await host.session(scope, owner="owner")
+
+
+def sealed_entry(workspace: Path, secret: HostSecret) -> ServerEntry:
+    """The one server entry sealed in the server file of chat ``SCOPE``, whose workspace this is."""
+    (entry,) = ServerStore(workspace, SCOPE, Sealer(secret.value)).load().entries
+    return entry
 
 
 def every_file(root: Path) -> dict[str, str]:
