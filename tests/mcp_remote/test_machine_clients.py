@@ -12,15 +12,15 @@ import shlex
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import anyio
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from playa.mcp_remote import HostSecret
 from servers.machine_oauth import INSTRUCTION, MachineServer, machine_oauth_server
 from support.chat import ScriptedUI
+from support.client_keys import new_client_key
 from support.leaks import leaks
 from support.oauth import every_file
 from support.remote import OwnerChat, owner_chat
@@ -101,17 +101,9 @@ async def test_a_server_that_names_another_authorization_server_gets_none_of_the
 
 @pytest.mark.parametrize("kind", ["ec", "rsa"])
 async def test_a_machine_client_signs_with_the_owners_key_asked_in_secret(
-    data_dir: Path, host_secret: HostSecret, kind: str
+    data_dir: Path, host_secret: HostSecret, kind: Literal["ec", "rsa"]
 ) -> None:
-    key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey = (
-        ec.generate_private_key(ec.SECP256R1())
-        if kind == "ec"
-        else rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    )
-    pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    lines = [line for line in pem.splitlines() if not line.startswith("-----")]
+    key, pem, lines = new_client_key(kind)
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
             machine_oauth_server(client_id="svc", public_key=key.public_key()) as server,
