@@ -8,6 +8,8 @@ event stream (SSE). Each tool call sends one request and reports what came back.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,7 +32,7 @@ from playa.mcp_remote import (
     RemoteMcpSettings,
     asking,
 )
-from servers.python_servers import OneProtocol, serve_asgi, serve_mcp
+from servers.python_servers import OneProtocol, RunningServer, serve_asgi, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
 from support.host import remote_host
 
@@ -110,6 +112,11 @@ class Person:
         return Answer("cancel")
 
 
+def texts(result: types.CallToolResult) -> list[str]:
+    """The text blocks of a tool's result."""
+    return [block.text for block in result.content if isinstance(block, types.TextContent)]
+
+
 async def _call(
     task_group: TaskGroup,
     transport: Literal["streamable-http", "sse"],
@@ -128,8 +135,7 @@ async def _call(
             took = anyio.current_time() - started
         finally:
             await connection.aclose()
-    text = "".join(block.text for block in result.content if isinstance(block, types.TextContent))
-    return text, took
+    return "".join(texts(result)), took
 
 
 TRANSPORTS = ["streamable-http", "sse"]
@@ -257,14 +263,21 @@ class SlowListening:
         await self.app(scope, receive, send)
 
 
+@asynccontextmanager
+async def listening_late(delay: float) -> AsyncIterator[RunningServer]:
+    """The asking server (the handshake protocol), whose listening stream opens ``delay`` s late."""
+    app = OneProtocol(asking_server().streamable_http_app(host="127.0.0.1"), "handshake")
+    async with serve_asgi(SlowListening(app, delay=delay), path="/mcp") as served:
+        yield served
+
+
 async def test_a_first_call_waits_for_the_listening_stream_a_question_outside_it_needs(
     task_group: TaskGroup,
 ) -> None:
     # The server sends its question on the listening stream, and drops it while none is open:
     # a call made before the stream opens would wait out its whole timeout.
-    app = OneProtocol(asking_server().streamable_http_app(host="127.0.0.1"), "handshake")
     with anyio.fail_after(30):
-        async with serve_asgi(SlowListening(app, delay=0.5), path="/mcp") as served:
+        async with listening_late(0.5) as served:
             endpoint = Endpoint(server="asking", url=served.url)
             connection = await Connector(HEALTHY).connect(
                 endpoint, task_group, elicit=asking(endpoint, Person("/accept age=7"))
@@ -274,9 +287,8 @@ async def test_a_first_call_waits_for_the_listening_stream_a_question_outside_it
                     result = await connection.call_tool("send", {"kind": "elicitation", "where": "outside"})
             finally:
                 await connection.aclose()
-    text = "".join(block.text for block in result.content if isinstance(block, types.TextContent))
     assert (
-        text
+        "".join(texts(result))
         == 'answered: {"action":"accept","content":{"name":"Ada","age":7,"colour":"green","subscribe":false}}'
     )
 
@@ -284,9 +296,8 @@ async def test_a_first_call_waits_for_the_listening_stream_a_question_outside_it
 async def test_a_listening_stream_that_never_opens_delays_the_connect_only_briefly(
     task_group: TaskGroup,
 ) -> None:
-    app = OneProtocol(asking_server().streamable_http_app(host="127.0.0.1"), "handshake")
     with anyio.fail_after(30):
-        async with serve_asgi(SlowListening(app, delay=3600), path="/mcp") as served:
+        async with listening_late(3600) as served:
             connection = await Connector(HEALTHY).connect(
                 Endpoint(server="asking", url=served.url), task_group
             )
@@ -294,9 +305,7 @@ async def test_a_listening_stream_that_never_opens_delays_the_connect_only_brief
                 result = await connection.call_tool("send", {"kind": "ping", "where": "inside"})
             finally:
                 await connection.aclose()
-    assert [block.text for block in result.content if isinstance(block, types.TextContent)] == [
-        "answered: {}"
-    ]
+    assert texts(result) == ["answered: {}"]
 
 
 async def test_the_call_timeout_stands_still_while_the_person_answers(task_group: TaskGroup) -> None:
