@@ -57,6 +57,21 @@ class SkillChat:
         await servers.skills.listing(servers.servers["docs"])
 
 
+async def add_docs(
+    chat: OwnerChat,
+    provider: ProviderServer,
+    served: RunningServer,
+    files: SkillFiles,
+    ui: ScriptedUI | None = None,
+) -> SkillChat:
+    """The owner adds the server as ``docs`` (through ``ui``), and its skills are listed."""
+    added = await chat.command(f"/mcp_add docs {served.url} --bearer {KEY}", ui)
+    assert "Added docs: connected" in added, added
+    run = SkillChat(chat, provider, served, files)
+    await run.listed()
+    return run
+
+
 @asynccontextmanager
 async def skill_chat(
     data_dir: Path, host_secret: HostSecret, files: SkillFiles, ui: ScriptedUI | None = None
@@ -67,11 +82,7 @@ async def skill_chat(
         serve_provider() as provider,
         owner_chat(data_dir, host_secret, SCOPE, provider.model("openai-chat")) as chat,
     ):
-        added = await chat.command(f"/mcp_add docs {served.url} --bearer {KEY}", ui)
-        assert "Added docs: connected" in added, added
-        run = SkillChat(chat, provider, served, files)
-        await run.listed()
-        yield run
+        yield await add_docs(chat, provider, served, files, ui)
 
 
 def load(file: str | None = None) -> dict[str, str]:
@@ -201,10 +212,7 @@ async def test_a_skill_changed_while_the_host_was_down_is_held_after_a_restart(
     with anyio.fail_after(TIMEOUT):
         async with serve_mcp(skills_server(files), bearer=KEY) as served, serve_provider() as provider:
             async with owner_chat(data_dir, host_secret, SCOPE, provider.model("openai-chat")) as chat:
-                assert "Added docs: connected" in await chat.command(
-                    f"/mcp_add docs {served.url} --bearer {KEY}"
-                )
-                await SkillChat(chat, provider, served, files).listed()
+                await add_docs(chat, provider, served, files)
             files.add("pdf-processing", DESCRIPTION, evil)
             async with owner_chat(data_dir, host_secret, SCOPE, provider.model("openai-chat")) as chat:
                 run = SkillChat(chat, provider, served, files)
