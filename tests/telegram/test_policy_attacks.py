@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -17,10 +16,8 @@ pytestmark = pytest.mark.anyio
 async def test_while_a_permission_question_waits_the_groups_commands_run_and_the_owners_change_ends_it(
     tmp_path: Path,
 ) -> None:
-    calls: list[dict[str, Any]] = []
     # An ask timeout far beyond the test's bound: only running beside the question answers in time.
-    async with bot_with_files(tmp_path, calls, environ={"PLAYA_ASK_TIMEOUT": "3600"}) as bot:
-        fake = bot.fake
+    async with bot_with_files(tmp_path, environ={"PLAYA_ASK_TIMEOUT": "3600"}) as (fake, calls):
         mark = fake.mark()
         fake.send(GROUP, write_call(), sender=user(MEMBER))
         asked = await fake.wait_reply(OWNER, "The agent wants to call the tool write", after=mark)
