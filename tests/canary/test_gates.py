@@ -45,6 +45,7 @@ from servers.python_servers import RunningServer, buffered, json_or_none, serve_
 from servers.task_server import TaskServer
 from support import canary
 from support.canary import GHP, IN_PROSE, LOW_HEX
+from support.canary_runs import played_chat
 from support.providers import serve_provider, text, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -314,13 +315,13 @@ async def test_no_credential_reaches_the_model_a_log_a_reply_or_a_file(tmp_path:
             *(f"look at the files, step {i}" for i in range(6)),
         ]
         # The task's turn ends when its call's time is up; the hostile tools all answer at once.
-        run = await canary.run_chat(tmp_path, provider, lines, level, {"PLAYA_CALL_TIMEOUT": "5"})
+        run = await played_chat(
+            tmp_path, provider, lines, level, {"PLAYA_CALL_TIMEOUT": "5"}, added="hostile"
+        )
     out, err = run.out, run.err
 
     # It ran: the server was added with both credentials, and the model called what it could.
-    assert "Added hostile: connected" in out, out[-3000:]
     assert out.index("No remote MCP servers") < out.index("Added hostile")  # /mcp_list ran at once
-    assert provider.pending == 0, "the model's script was not played to its end"
     offered = set(provider.requests[0].tool_names)
     assert "hostile__fine" in offered
     # Definitions that quote a credential are never offered; /mcp_list says which, without the value.

@@ -23,6 +23,7 @@ from mcp.server.mcpserver.prompts.base import Prompt
 
 from servers.python_servers import serve_mcp
 from support import canary
+from support.canary_runs import played_chat
 from support.providers import serve_provider, text, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -75,11 +76,9 @@ async def test_a_prompt_changed_after_approval_is_held_and_leaks_the_token_nowhe
             "/mcp_approve notes",
             "/prompt notes greet name=Cy",
         ]
-        run = await canary.run_chat(tmp_path, provider, lines, level)
+        run = await played_chat(tmp_path, provider, lines, level, added="notes")
     out, err = run.out, run.err
 
-    assert "Added notes: connected" in out, out[-3000:]
-    assert provider.pending == 0, "the model's script was not played to its end"
     assert "- greet <name> — Greet someone." in out
     assert "Hello, Ann!" in out
     assert "is new or changed since the owner approved its prompts" in out, out[-4000:]

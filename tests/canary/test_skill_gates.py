@@ -22,6 +22,7 @@ import pytest
 from servers.python_servers import serve_mcp
 from servers.skills import SkillFiles, skills_server
 from support import canary
+from support.canary_runs import played_chat
 from support.providers import serve_provider, text, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -73,11 +74,9 @@ async def test_a_skill_changed_after_approval_is_held_and_leaks_the_token_nowher
             "/mcp_approve docs",
             "fill it once more",
         ]
-        run = await canary.run_chat(tmp_path, provider, lines, level)
+        run = await played_chat(tmp_path, provider, lines, level, added="docs")
     out, err = run.out, run.err
 
-    assert "Added docs: connected" in out, out[-3000:]
-    assert provider.pending == 0, "the model's script was not played to its end"
     assert "Filled." in out and "Held." in out and "Done." in out
     assert "- skill pdf-processing (changed)" in out, out[-4000:]
     assert "Approved 1 skill(s) of docs: pdf-processing." in out
