@@ -274,17 +274,26 @@ class _Login:
     state: str
 
 
+async def login_recorded(
+    database: Database, host_secret: HostSecret, state: str, **timing: float
+) -> tuple[LoginTable, _Login, LoginRelay]:
+    """A login the owner started, recorded as A records it when its link goes out (the table at
+    the latest schema): the logins table, the login, and the relay, with ``timing``, that recorded it."""
+    await upgrade(database)
+    rows = DatabaseStorage(database).logins
+    login = _Login(SCOPE, "owner", "echo", state)
+    relay = LoginRelay(rows, Sealer(host_secret.value), **timing)
+    await relay.record(login, time.time() + 600)
+    return rows, login, relay
+
+
 async def test_a_redirect_handed_while_its_process_is_busy_is_sealed_in_the_table_and_completed_later(
     database: Database, host_secret: HostSecret
 ) -> None:
-    await upgrade(database)
-    rows = DatabaseStorage(database).logins
-    login = _Login(SCOPE, "owner", "echo", "state-of-a-busy-login")
+    # B's browser waits a moment only (the timeout under test): A takes no redirect meanwhile.
+    rows, login, b = await login_recorded(database, host_secret, "state-of-a-busy-login", answer_wait=0.2)
     code = "code-the-browser-carried-7f3a9c"
     query = f"code={code}&state={login.state}"
-    # B's browser waits a moment only (the timeout under test): A takes no redirect meanwhile.
-    b = LoginRelay(rows, Sealer(host_secret.value), answer_wait=0.2)
-    await b.record(login, time.time() + 600)  # as A did when its link went out
     with anyio.fail_after(WAIT):
         assert await b.hand(login.state, query) == RECEIVED
     stored = await database_text(database)
@@ -314,12 +323,10 @@ async def test_a_redirect_handed_while_its_process_is_busy_is_sealed_in_the_tabl
 async def test_a_waiting_process_is_woken_by_the_notification_not_its_poll(
     database: Database, host_secret: HostSecret
 ) -> None:
-    await upgrade(database)
-    rows = DatabaseStorage(database).logins
-    login = _Login(SCOPE, "owner", "echo", "state-of-a-waiting-login")
     # An hour between polls: only the NOTIFY can wake A in time; B's browser waits for the outcome.
-    relay = LoginRelay(rows, Sealer(host_secret.value), answer_wait=WAIT, poll=3600.0)
-    await relay.record(login, time.time() + 600)
+    _, login, relay = await login_recorded(
+        database, host_secret, "state-of-a-waiting-login", answer_wait=WAIT, poll=3600.0
+    )
     with anyio.fail_after(WAIT):
         async with anyio.create_task_group() as tg:
             await tg.start(relay.serve, {login.state: login}, lambda query: f"done: {query}")
