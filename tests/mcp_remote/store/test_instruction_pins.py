@@ -82,6 +82,14 @@ class Speaker:
         async with owner_chat(self.data_dir, self.secret, SCOPE, model) as chat:
             yield chat, model
 
+    @asynccontextmanager
+    async def added(self) -> AsyncIterator[tuple[OwnerChat, RecordingModel]]:
+        """A host started afresh on which the owner added the server: the chat, and the model."""
+        async with self.host() as (chat, model):
+            added = await self.add(chat)
+            assert added.startswith("Added speaker: connected"), added
+            yield chat, model
+
     async def add(self, chat: OwnerChat) -> str:
         """The owner adds the server; the reply."""
         return await chat.command(f"/mcp_add speaker {self.running.url}", self.owner)
@@ -117,9 +125,7 @@ async def test_changed_instructions_wait_for_the_owner_across_a_restart_and_reac
 ) -> None:
     owner = speaker.owner
     with anyio.fail_after(TEST_TIMEOUT):
-        async with speaker.host() as (chat, model):
-            added = await speaker.add(chat)
-            assert added.startswith("Added speaker: connected"), added
+        async with speaker.added() as (chat, model):
             seen = await turn(chat, model)
             assert "speaker's own instructions" in seen and "Look words up with lookup" in seen
 
@@ -171,8 +177,7 @@ async def test_rejected_instructions_stay_out_across_a_restart_and_a_further_cha
 ) -> None:
     owner = speaker.owner
     with anyio.fail_after(TEST_TIMEOUT):
-        async with speaker.host() as (chat, model):
-            await speaker.add(chat)
+        async with speaker.added() as (chat, model):
             await speaker.change(chat, NEW)
             rejected = await chat.command("/mcp_reject speaker", owner)
             assert rejected.startswith("Rejected the new instructions of speaker"), rejected
@@ -201,8 +206,7 @@ async def test_instructions_from_a_server_that_had_none_reach_the_model_only_onc
 ) -> None:
     owner = speaker.owner
     with anyio.fail_after(TEST_TIMEOUT):
-        async with speaker.host() as (chat, model):
-            await speaker.add(chat)
+        async with speaker.added() as (chat, model):
             assert "own instructions" not in await turn(chat, model)
             await speaker.change(chat, NEW)
             (approval,) = owner.approvals
