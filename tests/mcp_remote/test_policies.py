@@ -119,10 +119,9 @@ async def test_always_for_this_tool_sets_its_policy_to_allow(ask_chat: AskChat) 
 async def test_a_members_call_asks_the_owner_and_says_whose_turn_it_is(
     ask_chat: AskChat,
 ) -> None:
-    chat, files, ui = ask_chat.chat, ask_chat.files, ask_chat.ui
+    files, ui = ask_chat.files, ask_chat.ui
     with anyio.fail_after(60):
-        session = await chat.session()
-        async with ui.asking(chat.host.handle, session, msg(call(), GUEST), ui) as asked:
+        async with ask_chat.members_call(GUEST) as asked:
             question = asked.question
             assert question.permission  # the front end asks the owner, not the sender
             assert "in Guest's turn" in question.text

@@ -13,10 +13,10 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import MCPServer
 
-from playa.core import Answer, Question, answer_from_text
+from playa.core import Answer, Question, Sender, answer_from_text
 from playa.mcp_remote import HostSecret, RemoteMcpSettings
 from servers.python_servers import serve_mcp
-from support.chat import RecordingModel, ScriptedUI
+from support.chat import RecordingModel, ScriptedUI, msg
 from support.remote import SETTINGS, OwnerChat, owner_chat
 
 ADD_TIMEOUT = 60.0
@@ -137,3 +137,11 @@ class AskChat:
     chat: OwnerChat
     files: FilesServer
     ui: PermissionUI
+
+    @asynccontextmanager
+    async def members_call(self, member: Sender) -> AsyncIterator[Asked]:
+        """``member``'s turn calling ``files__write``, beside the block, which starts once the owner
+        was asked about the call (see ``PermissionUI.asking``)."""
+        session = await self.chat.session()
+        async with self.ui.asking(self.chat.host.handle, session, msg(call(), member), self.ui) as asked:
+            yield asked
