@@ -17,7 +17,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench._common import Report, Spread, machine, raise_fd_limit
+from bench._common import Report, Spread, machine, raise_fd_limit, verdict
 from bench._run import BENCHMARKS, measure
 from playa._runtime import HEAP_KEPT_FREE, HEAP_LARGEST, tune_runtime
 
@@ -76,7 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.only or list(BENCHMARKS):
         began = time.perf_counter()
         with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as process:
-            report = process.submit(measure, name, args.quick).result()
+            try:
+                report = process.submit(measure, name, args.quick).result()
+            except Exception as exc:  # boundary: one broken benchmark is reported, the rest still run
+                report = Report(name, f"{name}: the benchmark failed")
+                report.add("ran to its end", f"{type(exc).__name__}: {exc}"[:200], verdict=verdict(False))
         report.notes.append(f"took {time.perf_counter() - began:.1f} s")
         print_report(report)
         reports.append(report)

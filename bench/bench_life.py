@@ -105,7 +105,11 @@ def timed_steps(steps: dict[str, list[Step]], collections: list[float]) -> Itera
     allocates when the young generation is full pays it, Playa or pydantic-ai. It is taken out
     of the step's time and listed in ``collections``.
     """
-    patched: list[tuple[type, str]] = [(Host, "_window"), (Host, "instructions"), (GatedModel, "gate_batch")]
+    patched: list[tuple[object, str]] = [
+        (host_module, "_window"),
+        (Host, "instructions"),
+        (GatedModel, "gate_batch"),
+    ]
     originals = {name: getattr(owner, name) for owner, name in patched}
     # The collections' wall and CPU time so far, and when the running one started.
     paused = {"wall": 0.0, "cpu": 0.0, "wall started": 0.0, "cpu started": 0.0}
