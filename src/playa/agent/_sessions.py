@@ -27,7 +27,7 @@ ScopeMove = Literal["moved", "nothing", "occupied"]
 already); or moved nothing because the new scope already holds a chat of its own."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class ChatSessions:
     """The host's open chat sessions, each opened once, closed once, and never two for one chat.
 

@@ -16,7 +16,7 @@ __all__ = ["Hold"]
 T = TypeVar("T")
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Hold(Generic[T]):
     """One server's definitions of one kind as last listed: the live ones, and the ones held for the owner."""
 

@@ -47,7 +47,7 @@ __all__ = ["MessageHandler"]
 logger = logging.getLogger(__name__)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class MessageHandler:
     """Runs a chat's queued messages and approval presses as the host's turns and commands."""
 

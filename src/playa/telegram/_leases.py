@@ -56,7 +56,7 @@ def chat_of(update: Update) -> int | None:
     return message.chat.id if message is not None else None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Leases:
     """The chats this process holds, with their takeover, wake-ups, renewal and release."""
 
