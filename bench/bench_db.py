@@ -37,10 +37,7 @@ SEALED = b'{"name":"docs","url":"https://example.com/mcp","seal":{"ct":"' + b"A"
 READ_STORE = "SELECT generation FROM server_stores WHERE chat = %s"
 READ_SERVERS = "SELECT name, generation, entry FROM servers WHERE chat = %s ORDER BY name"
 ADD_HISTORY = "INSERT INTO history (chat, seq, message) VALUES (%s, %s, %s)"
-ADD_OUTBOX = (
-    "INSERT INTO telegram_outbox (bot, chat, sealed, deliver_by) "
-    "VALUES (%s, %s, %s, now() + interval '1 hour') RETURNING id"
-)
+ADD_OUTBOX = "INSERT INTO telegram_outbox (bot, name, chat, sealed) VALUES (%s, %s, %s, %s) RETURNING name"
 
 
 def dollar(sql: str) -> str:
@@ -61,6 +58,10 @@ class Chat:
         self.seq += 3
         return rows
 
+    def reply(self) -> tuple[str, str, str, bytes]:
+        """The outbox row of the turn whose history rows were made last: named for the turn."""
+        return ("1", f"{self.name}-{self.seq}", self.name, MESSAGE)
+
 
 async def psycopg_turn(pool: psycopg_pool.AsyncConnectionPool, chat: Chat) -> None:
     # Pipelined: the statements go out together and their results are read at the end.
@@ -69,7 +70,7 @@ async def psycopg_turn(pool: psycopg_pool.AsyncConnectionPool, chat: Chat) -> No
         servers = await conn.execute(READ_SERVERS, (chat.name,))
         async with conn.cursor() as cursor:
             await cursor.executemany(ADD_HISTORY, chat.next_rows())
-        outbox = await conn.execute(ADD_OUTBOX, ("1", chat.name, MESSAGE))
+        outbox = await conn.execute(ADD_OUTBOX, chat.reply())
         await store.fetchone()
         assert len(await servers.fetchall()) == SERVERS
         await outbox.fetchone()
@@ -84,7 +85,7 @@ async def asyncpg_turn(db: Database, chat: Chat) -> None:
         await conn.fetchval(ASYNCPG["store"], chat.name)
         assert len(await conn.fetch(ASYNCPG["servers"], chat.name)) == SERVERS
         await conn.executemany(ASYNCPG["history"], chat.next_rows())
-        await conn.fetchval(ASYNCPG["outbox"], "1", chat.name, MESSAGE)
+        await conn.fetchval(ASYNCPG["outbox"], *chat.reply())
 
 
 def prepare(url: str, chats: list[str]) -> None:
