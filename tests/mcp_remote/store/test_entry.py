@@ -86,6 +86,18 @@ def test_an_entry_keeps_a_private_copy_of_its_headers() -> None:
         entry.headers["X-Key"] = "w"  # type: ignore[index]
 
 
+def test_entries_share_one_empty_read_only_map_and_keep_their_own_when_not_empty() -> None:
+    # A host holds every open chat's entries, and most of their maps are empty.
+    plain = ServerEntry("x", "https://x.example/")
+    other = ServerEntry("y", "https://y.example/")
+    empties = [plain.headers, plain.policy.tools, plain.policy.read_only_tools, other.headers]
+    assert all(empty == {} and empty is plain.headers for empty in empties)
+    with pytest.raises(TypeError):
+        plain.headers["X-Key"] = "w"  # type: ignore[index]
+    keyed = ServerEntry("z", "https://z.example/", auth_kind="headers", headers={"X-Key": "v"})
+    assert keyed.headers == {"X-Key": "v"} and plain.headers == {}
+
+
 def test_an_entry_sends_its_headers_in_the_order_the_file_keeps_them(store: ServerStore) -> None:
     # An entry as the owner's command wrote it and as the file gives it back send the same request.
     headers = {"X-Api-Key": "k" * 20, "Authorization": "Bearer " + "t" * 20}

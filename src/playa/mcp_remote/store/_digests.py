@@ -11,8 +11,9 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 from typing import Final, Literal, Self
+
+from ._read_only import read_only
 
 __all__ = [
     "DIGEST_CHARS",
@@ -66,9 +67,9 @@ class DigestPins:
     rejected: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "approved", MappingProxyType(dict(self.approved)))
+        object.__setattr__(self, "approved", read_only(dict(self.approved)))
         rejected = {key: frozenset(digests) for key, digests in self.rejected.items()}
-        object.__setattr__(self, "rejected", MappingProxyType(rejected))
+        object.__setattr__(self, "rejected", read_only(rejected))
 
     def verdict_of(self, key: str, digest: str) -> Verdict:
         """Whether the definition is as approved, rejected as it is, or waits for the owner."""

@@ -6,7 +6,6 @@ opened from the file obey the same ones (the server name's rule has its home in 
 
 from __future__ import annotations
 
-import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
@@ -18,6 +17,7 @@ from ...mcp import server_name_problem
 from ._grant import OAuthGrant, resource_of
 from ._pins import Pins
 from ._policy import Policy
+from ._read_only import read_only
 from ._url import MaskedUrl, mask_url
 
 __all__ = ["AuthKind", "ServerEntry", "TransportChoice"]
@@ -87,7 +87,7 @@ class ServerEntry:
             raise ValidationError("oauth", f"auth kind {self.auth_kind!r} cannot carry an authorization")
         # A read-only copy (the caller's dict can change later, the entry must not), in the order
         # the file keeps them: an entry as written and as read back sends its headers alike.
-        object.__setattr__(self, "headers", types.MappingProxyType(dict(sorted(headers.items()))))
+        object.__setattr__(self, "headers", read_only(dict(sorted(headers.items()))))
 
     @property
     def header_names(self) -> tuple[str, ...]:

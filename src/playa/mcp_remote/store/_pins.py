@@ -27,7 +27,6 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 from typing import Any, Final
 
 import mcp_types
@@ -35,6 +34,7 @@ import mcp_types
 from ...exceptions import ValidationError
 from ._digests import DIGEST_CHARS, NULL_DIGEST, Verdict, canonical, digest_of, is_digest
 from ._prompt_digest import PromptPins, prompt_digest
+from ._read_only import read_only
 from ._skill_pins import SkillPins
 
 __all__ = [
@@ -159,9 +159,9 @@ class Pins:
 
     def __post_init__(self) -> None:
         tools = {name: tuple(fields) for name, fields in self.tools.items()}
-        object.__setattr__(self, "tools", MappingProxyType(tools))
+        object.__setattr__(self, "tools", read_only(tools))
         rejected = {name: frozenset(digests) for name, digests in self.rejected.items()}
-        object.__setattr__(self, "rejected", MappingProxyType(rejected))
+        object.__setattr__(self, "rejected", read_only(rejected))
         object.__setattr__(self, "rejected_instructions", frozenset(self.rejected_instructions))
 
     @classmethod

@@ -19,10 +19,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 from typing import Final, Literal, get_args
 
 from ...exceptions import ValidationError
+from ._read_only import read_only
 
 __all__ = ["DECISIONS", "READ_ONLY_MARKS", "Decision", "Policy", "decision_of", "read_only_of"]
 
@@ -60,10 +60,8 @@ class Policy:
     read_only_tools: Mapping[str, bool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "tools", MappingProxyType(dict(sorted(self.tools.items()))))
-        object.__setattr__(
-            self, "read_only_tools", MappingProxyType(dict(sorted(self.read_only_tools.items())))
-        )
+        object.__setattr__(self, "tools", read_only(dict(sorted(self.tools.items()))))
+        object.__setattr__(self, "read_only_tools", read_only(dict(sorted(self.read_only_tools.items()))))
 
     @property
     def empty(self) -> bool:
