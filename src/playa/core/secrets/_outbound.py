@@ -41,13 +41,16 @@ _WORD: Final = re.compile(r"[A-Za-z0-9_\-.~+/=:]{8,}")
 PIECE: Final = 12
 """Characters of a credential that a log line may not show, wherever they were cut from."""
 _ESCAPE: Final = re.compile(r"%[0-9A-Fa-f]{2}")
+_UPPER_ESCAPE: Final = re.compile(r"%(?:[A-F][0-9A-Fa-f]|[0-9a-f][A-F])")
 
 
 def _folded(text: str) -> str:
     """``text`` with its percent-escapes in lower case, at the same positions: windows are kept
     and looked for in this form, so ``%2F`` and ``%2f`` (and a form mixing them) are one case,
     covered by one set of windows rather than one per case."""
-    return _ESCAPE.sub(lambda match: match.group().lower(), text) if "%" in text else text
+    if "%" not in text or _UPPER_ESCAPE.search(text) is None:
+        return text  # nothing to fold: looked for in C, not escape by escape
+    return _ESCAPE.sub(lambda match: match.group().lower(), text)
 
 
 def _count(counts: dict[str, int], keys: Iterable[str], step: int) -> None:
