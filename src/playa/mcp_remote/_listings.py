@@ -64,7 +64,10 @@ class ServerListings:
 
     def _lock(self, server: RemoteServer) -> anyio.Lock:
         """The server's listing lock: one listing of this kind at a time."""
-        return self._locks.setdefault(server.entry.name, anyio.Lock())
+        lock = self._locks.get(server.entry.name)
+        if lock is None:
+            lock = self._locks[server.entry.name] = anyio.Lock()
+        return lock
 
     @staticmethod
     def _tools_pinned(server: RemoteServer) -> Pins | None:
