@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +38,23 @@ BEAT = 0.2
 KEY = "k3y-0f-the-pr0gress-server-5ecret"
 
 
+@dataclass
 class Clock:
     """When the server last reported progress (the test shares the server's event loop and clock)."""
 
-    def __init__(self) -> None:
-        self.last_progress = 0.0
-        self.reports = 0
+    last_progress: float = 0.0
+    reports: int = 0
+
+    async def report_every_beat(self, seconds: float, report: Callable[[int], Awaitable[None]]) -> None:
+        """``report`` steps 1, 2, … every BEAT until ``seconds`` have passed, noting when."""
+        end = anyio.current_time() + seconds
+        step = 0
+        while anyio.current_time() < end:
+            step += 1
+            await report(step)
+            self.last_progress = anyio.current_time()
+            self.reports += 1
+            await anyio.sleep(BEAT)
 
 
 def progress_server(clock: Clock) -> MCPServer:
@@ -50,26 +63,15 @@ def progress_server(clock: Clock) -> MCPServer:
     @server.tool()
     async def steady(seconds: float, ctx: Context) -> str:
         """Report progress every BEAT until ``seconds`` have passed, then answer."""
-        end = anyio.current_time() + seconds
-        step = 0
-        while anyio.current_time() < end:
-            step += 1
-            await ctx.report_progress(step, None, f"step {step} for {KEY}")
-            clock.last_progress = anyio.current_time()
-            clock.reports += 1
-            await anyio.sleep(BEAT)
+        await clock.report_every_beat(
+            seconds, lambda step: ctx.report_progress(step, None, f"step {step} for {KEY}")
+        )
         return "steady done"
 
     @server.tool()
     async def falls_silent(seconds: float, ctx: Context) -> str:
         """Report progress for ``seconds``, then never again and never answer."""
-        end = anyio.current_time() + seconds
-        step = 0
-        while anyio.current_time() < end:
-            step += 1
-            await ctx.report_progress(step, 10)
-            clock.last_progress = anyio.current_time()
-            await anyio.sleep(BEAT)
+        await clock.report_every_beat(seconds, lambda step: ctx.report_progress(step, 10))
         await anyio.sleep_forever()
         return "never"
 
