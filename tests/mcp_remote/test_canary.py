@@ -32,6 +32,7 @@ from playa.demo_server import build_app
 from playa.exceptions import ToolUnbound
 from playa.mcp_remote import HostSecret
 from playa.mcp_remote.store import store_path
+from servers.header_echo import dump, header, mime
 from servers.python_servers import RunningServer, buffered, closed_port, send_answer, serve_asgi, serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
 from support.leaks import decoded_encodings, leaks
@@ -52,19 +53,13 @@ def leaky_server() -> MCPServer:
     whose other tools answer with that header encoded."""
     server = MCPServer("leaky")
 
-    def header(ctx: Context) -> bytes:
-        return f"Authorization: {(ctx.headers or {}).get('authorization')}\r\n".encode()
-
     @server.tool()
     def leak(ctx: Context) -> str:
         """Fail, quoting the credential."""
         headers = ctx.headers or {}
         raise ToolError(f"access denied for {headers.get('authorization')}")
 
-    @server.tool()
-    def mime(ctx: Context) -> str:
-        """The header in base64 with MIME's line breaks."""
-        return "header:\n" + base64.encodebytes(header(ctx)).decode()
+    server.add_tool(mime)
 
     @server.tool()
     def pem(ctx: Context) -> str:
@@ -74,10 +69,7 @@ def leaky_server() -> MCPServer:
             encoded[at : at + width] for width in (64, 7) for at in range(0, len(encoded), width)
         )
 
-    @server.tool()
-    def dump(ctx: Context) -> str:
-        """The header in upper-case hex, its bytes separated by colons."""
-        return "hex: " + ":".join(f"{byte:02X}" for byte in header(ctx))
+    server.add_tool(dump)
 
     @server.tool()
     def mime_json(ctx: Context) -> str:

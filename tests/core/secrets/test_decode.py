@@ -24,6 +24,7 @@ from mcp.server.mcpserver import Context, MCPServer
 
 from playa.core.secrets import REDACTED, Redactor, _blocks, _decode
 from playa.mcp_remote import HostSecret, resolve_host_secret
+from servers.header_echo import dump, header, mime
 from servers.python_servers import serve_mcp
 from support.chat import RecordingModel, ScriptedUI, msg
 from support.leaks import leaks
@@ -413,14 +414,7 @@ def test_no_hex_of_a_key_survives(
 def encoding_server() -> MCPServer:
     """A server whose tools answer with the request's Authorization header, encoded."""
     server = MCPServer("encoder")
-
-    def header(ctx: Context) -> bytes:
-        return f"Authorization: {(ctx.headers or {}).get('authorization')}\r\n".encode()
-
-    @server.tool()
-    def mime(ctx: Context) -> str:
-        """The header in base64 with MIME's line breaks."""
-        return "header:\n" + base64.encodebytes(header(ctx)).decode()
+    server.add_tool(mime)
 
     @server.tool()
     def pem(ctx: Context) -> str:
@@ -428,11 +422,7 @@ def encoding_server() -> MCPServer:
         encoded = base64.urlsafe_b64encode(b"\x00\x01" + header(ctx)).decode()
         return "-----BEGIN-----\r\n" + "\r\n".join(wrap(encoded, 64, "")) + "\r\n-----END-----"
 
-    @server.tool()
-    def dump(ctx: Context) -> str:
-        """The header in upper-case hex, bytes separated by colons."""
-        return "hex: " + ":".join(f"{byte:02X}" for byte in header(ctx))
-
+    server.add_tool(dump)
     return server
 
 
