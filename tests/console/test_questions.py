@@ -24,9 +24,9 @@ import mcp_types as types
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.message import ServerMessageMetadata
-from pydantic import BaseModel
 
 from playa.core import NOTHING_TO_ANSWER, cancelled_for
+from servers.greeting import greeting_server
 from servers.python_servers import RunningServer, recording_http_server, serve_mcp
 
 pytestmark = pytest.mark.anyio
@@ -40,20 +40,8 @@ _NOISE = re.compile(r"\r|\x1b\[K|[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] [^\n]*?(?=\x1b
 """What a terminal shows besides the text: carriage returns, line clears, the status line."""
 
 
-class Name(BaseModel):
-    name: str
-
-
 def asking_server() -> MCPServer:
-    server = MCPServer("asking")
-
-    @server.tool()
-    async def greet(ctx: Context) -> str:
-        """Ask the person's name, and greet them."""
-        result = await ctx.elicit("What is your name?", Name)
-        if result.action == "accept":
-            return f"hello {result.data.name}"
-        return f"no name: {result.action}"
+    server = greeting_server()
 
     @server.tool()
     async def sign_in(ctx: Context, url: str) -> str:

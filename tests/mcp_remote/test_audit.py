@@ -15,12 +15,12 @@ import httpx2
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel
 from tests.telegram.fake_bot_api import FakeBotApi, creator, group_chat, private_chat, user
 
 from playa.mcp_remote import AuditKey, HostSecret, RemoteMcpExtension, verify_log
 from playa.mcp_remote.store import AuditRecord, FieldValue, Sealer, ServerStore, read_records
 from playa.telegram import TelegramSettings
+from servers.greeting import greeting_server
 from servers.oidc import authorization_server
 from servers.python_servers import serve_asgi, serve_mcp
 from servers.task_server import TaskServer
@@ -449,24 +449,12 @@ async def test_a_chat_moved_to_a_new_scope_goes_on_with_its_chain(
     assert done.returncode == 1 and "breaks at line 1: record 1 does not verify" in done.stderr, done.stderr
 
 
-class Name(BaseModel):
-    name: str
-
-
 async def test_a_servers_question_is_recorded_with_how_it_was_answered_never_the_values(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
-    server = MCPServer("asking")
-
-    @server.tool()
-    async def greet(ctx: Context) -> str:
-        """Ask for a name."""
-        answer = await ctx.elicit("What is your name?", Name)
-        return f"{answer.action}"
-
     with anyio.fail_after(60):
         async with (
-            serve_mcp(server, protocols="handshake") as served,
+            serve_mcp(greeting_server(), protocols="handshake") as served,
             owner_chat(data_dir, host_secret, SCOPE) as chat,
         ):
             assert (await chat.command(f"/mcp_add asking {served.url}")).startswith("Added asking")

@@ -14,14 +14,14 @@ from typing import Literal
 import anyio
 import pytest
 from anyio.abc import TaskGroup
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
-from pydantic import BaseModel
 from starlette.types import Receive, Scope, Send
 
 from playa.exceptions import CallFailed, RemoteError
 from playa.mcp_remote import HostSecret
 from playa.mcp_remote.transport import ANSWERED, Connector, Endpoint
+from servers.greeting import greeting_server
 from servers.python_servers import (
     LOOPBACK,
     PostFilter,
@@ -155,19 +155,9 @@ async def test_a_404_with_a_json_rpc_error_still_means_the_session_is_gone(task_
                 await connection.aclose()
 
 
-class Name(BaseModel):
-    name: str
-
-
 def asking_server() -> MCPServer:
     """The SDK's server with a tool that asks a question, which the stateless protocol cannot carry."""
-    server = MCPServer("asking")
-
-    @server.tool()
-    async def ask(ctx: Context) -> str:
-        """Ask for a name."""
-        answer = await ctx.elicit("Your name?", Name)
-        return str(answer)
+    server = greeting_server()
 
     @server.tool()
     def ok() -> str:
@@ -187,7 +177,7 @@ async def test_a_question_the_stateless_protocol_cannot_carry_is_the_servers_err
             try:
                 assert connection.protocol == "2026-07-28"
                 with pytest.raises(RemoteError) as caught:
-                    await connection.call_tool("ask", {})
+                    await connection.call_tool("greet", {})
                 assert not isinstance(caught.value, CallFailed)
                 assert caught.value.reason == ANSWERED
                 assert caught.value.detail is not None and "elicitation/create" in caught.value.detail
