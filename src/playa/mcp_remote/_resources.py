@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Final
 
 import anyio
@@ -117,35 +117,28 @@ class _ResourceTool:
         return await self.run(arguments)
 
 
+@dataclass(eq=False, repr=False)
 class ResourceTools:
     """One chat's resource tools: registered once, offered while a server of the chat has resources."""
 
-    def __init__(
-        self,
-        session: ChatSession,
-        servers: Mapping[str, RemoteServer],
-        *,
-        flows: FlowGuard,
-        policies: Policies,
-        audit: AuditLog,
-        redactor: Callable[[], Redactor],
-        task_group: TaskGroup,
-        timeout: float,
-        max_pages: int,
-    ) -> None:
-        """``servers``: the chat's servers now, by name (read only); ``redactor``: their credentials'
-        redactor as it is now; ``timeout``: each request's."""
-        self._session = session
-        self._redactor = redactor
-        self._servers = self.servers = servers
-        self._flows = flows
-        self._policies = policies
-        self._audit = audit
-        self._timeout = timeout
-        self._max_pages = max_pages
-        self._task_group = task_group
-        self._listeners: dict[str, anyio.CancelScope] = {}
-        """Each server's stream of resource updates (2026-07-28), by name."""
+    session: ChatSession
+    servers: Mapping[str, RemoteServer]
+    """The chat's servers now, by name (read only)."""
+    _: KW_ONLY
+    flows: FlowGuard
+    policies: Policies
+    audit: AuditLog
+    redactor: Callable[[], Redactor]
+    """Their credentials' redactor as it is now."""
+    task_group: TaskGroup
+    timeout: float
+    """Each request's."""
+    max_pages: int
+    _listeners: dict[str, anyio.CancelScope] = field(init=False, default_factory=dict)
+    """Each server's stream of resource updates (2026-07-28), by name."""
+    _tools: tuple[_ResourceTool, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
         self._tools = (
             self._take(LIST_TOOL, _LIST_DESCRIPTION, _LIST_SCHEMA, self._list),
             self._take(READ_TOOL, _READ_DESCRIPTION, _READ_SCHEMA, self._read),
@@ -159,23 +152,23 @@ class ResourceTools:
         run: Callable[[dict[str, Any]], Awaitable[ToolResult]],
     ) -> _ResourceTool:
         """The chat's tool of this name, registered now or taken over from the chat's earlier tools."""
-        tools = self._session.tools
+        tools = self.session.tools
         if name in tools and isinstance(existing := tools.get(name), _ResourceTool):
             existing.run = run
             return existing
         tool = _ResourceTool(name, description, schema, run)
         tools.register(tool, active=False)
-        self._session.kept_whole.add(name)
+        self.session.kept_whole.add(name)
         return tool
 
     def offer(self) -> None:
         """Offer the tools while a connected server of the chat declares resources; else withdraw them."""
-        wanted = any(self._connected(server) is not None for server in self._servers.values())
+        wanted = any(self._connected(server) is not None for server in self.servers.values())
         for tool in self._tools:
             if wanted:
-                self._session.tools.activate(tool.name)
+                self.session.tools.activate(tool.name)
             else:
-                self._session.tools.deactivate(tool.name)
+                self.session.tools.deactivate(tool.name)
 
     def sources(self, tool: str, arguments: Mapping[str, Any]) -> tuple[FlowSource, ...]:
         """The sources of a result of ``tool`` for the flow guard: the server it read from, or for a
@@ -184,11 +177,9 @@ class ResourceTools:
             return ()
         server = arguments.get("server")
         if isinstance(server, str):
-            return (FlowSource.of_server(server),) if server in self._servers else ()
+            return (FlowSource.of_server(server),) if server in self.servers else ()
         if tool == LIST_TOOL and server is None:
-            names = sorted(
-                name for name, state in self._servers.items() if self._connected(state) is not None
-            )
+            names = sorted(name for name, state in self.servers.items() if self._connected(state) is not None)
             return tuple(FlowSource.of_server(name) for name in names)
         return ()
 
@@ -208,9 +199,9 @@ class ResourceTools:
             if problem is not None:
                 return ToolResult.error(problem)
             assert isinstance(named, str)
-            chosen = [self._servers[named]]
+            chosen = [self.servers[named]]
         else:
-            chosen = [server for server in self._servers.values() if self._connected(server) is not None]
+            chosen = [server for server in self.servers.values() if self._connected(server) is not None]
             if not chosen:
                 return ToolResult.error(
                     f"No server of this chat offers resources now. {self._with_resources()}"
@@ -225,7 +216,7 @@ class ResourceTools:
 
     async def _list_one(self, server: RemoteServer) -> tuple[str, bool]:
         name = server.entry.name
-        if self._policies.of(server, READ_METHOD) == "deny":
+        if self.policies.of(server, READ_METHOD) == "deny":
             # A listing carries nothing of the turn, so only a denial keeps it from the server.
             return f"{name}: the owner's policy does not allow reading its resources.", False
         try:
@@ -235,7 +226,7 @@ class ResourceTools:
         if not offers_resources(connection):
             return f"{name}: this server offers no resources.", False
         try:
-            listing = await list_resources(connection, timeout=self._timeout, max_pages=self._max_pages)
+            listing = await list_resources(connection, timeout=self.timeout, max_pages=self.max_pages)
         except (CallFailed, RemoteTimeout) as exc:
             server.call_failed(connection, exc)
             return f"{name}: listing its resources failed: {exc.explained}", False
@@ -257,13 +248,13 @@ class ResourceTools:
             return ToolResult.error(
                 f"that URI is not an address: longer than {MAX_URI} characters or holding control characters"
             )
-        server = self._servers[server_name]
+        server = self.servers[server_name]
         # A read is a call like any other: the owner's policy for the server (or for
         # ``resources/read`` itself) applies, and a URI carrying another source's data of the
         # turn is put to the owner as a call's arguments would be.
-        read_only = self._policies.read_only(server, READ_METHOD)
-        held = self._flows.held(server_name, READ_METHOD, {"uri": uri}, read_only=read_only)
-        permit = await self._policies.permit(
+        read_only = self.policies.read_only(server, READ_METHOD)
+        held = self.flows.held(server_name, READ_METHOD, {"uri": uri}, read_only=read_only)
+        permit = await self.policies.permit(
             server, READ_TOOL, READ_METHOD, {"uri": uri}, flows=[flow.describe() for flow in held]
         )
         if permit.refusal is not None:
@@ -273,8 +264,8 @@ class ResourceTools:
             result = await self._read_from(server, uri)
             return result
         finally:
-            sender = self._session.turn_sender
-            self._audit.record(
+            sender = self.session.turn_sender
+            self.audit.record(
                 "resource_read",
                 sender=sender.id if sender is not None else None,
                 server=server_name,
@@ -294,7 +285,7 @@ class ResourceTools:
         updates = connection.resource_updates
         changed = updates.take(uri)
         try:
-            answer = await read_resource(connection, uri, timeout=self._timeout)
+            answer = await read_resource(connection, uri, timeout=self.timeout)
         except (CallFailed, RemoteTimeout) as exc:
             server.call_failed(connection, exc)
             return ToolResult.error(
@@ -320,7 +311,7 @@ class ResourceTools:
         if before is not None:
             before.cancel()
         scope = self._listeners[server] = anyio.CancelScope()
-        self._task_group.start_soon(
+        self.task_group.start_soon(
             self._follow, server, connection, sorted(connection.resource_updates.subscribed), scope
         )
 
@@ -350,12 +341,12 @@ class ResourceTools:
         data = decode_base64(item.blob)
         if data is None:
             return f"[binary {item.uri} ({mime}) not saved: its data is not valid base64]"
-        if self._redactor().contains_bytes(data):
+        if self.redactor().contains_bytes(data):
             # Bytes cannot be redacted in place, and a file in the workspace passes no gate until
             # it is read: one that quotes a credential is not written at all.
             return f"[binary {item.uri} ({mime}, {len(data):,} bytes) withheld: it holds a credential]"
         try:
-            path = await save_blob(self._session.files, server, item.uri, item.mime_type, data)
+            path = await save_blob(self.session.files, server, item.uri, item.mime_type, data)
         except WorkspaceError as exc:
             return f"[binary {item.uri} ({mime}, {len(data):,} bytes) not saved: {exc}]"
         except OSError as exc:
@@ -365,7 +356,7 @@ class ResourceTools:
     async def _subscribe(self, server: RemoteServer, connection: Connection, uri: str) -> bool:
         try:
             known = uri in connection.resource_updates.subscribed
-            subscribed = await subscribe_resource(connection, uri, timeout=self._timeout)
+            subscribed = await subscribe_resource(connection, uri, timeout=self.timeout)
             if subscribed and not known and listens_for_updates(connection):
                 self._listen(server.entry.name, connection)
             return subscribed
@@ -382,16 +373,16 @@ class ResourceTools:
         """Why ``name`` names no server of this chat with resources (None: it does); nothing is sent then."""
         if not isinstance(name, str) or not name:
             return f"give `server`, the name of one of this chat's servers. {self._with_resources()}"
-        if name not in self._servers:
+        if name not in self.servers:
             # Redacted before it is cut: a cut could leave a piece of a key the redactor cannot find.
-            redact = self._session.redact
+            redact = self.session.redact
             shown = one_line(redact(name) if redact is not None else name)
             shown = shown if len(shown) <= 40 else shown[:39] + "…"
             return f"{shown!r} is not a server of this chat. {self._with_resources()}"
         return None
 
     def _with_resources(self) -> str:
-        names = sorted(name for name, server in self._servers.items() if self._connected(server) is not None)
+        names = sorted(name for name, server in self.servers.items() if self._connected(server) is not None)
         return (
             f"Servers with resources now: {', '.join(names)}." if names else "No server offers resources now."
         )
