@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -52,6 +53,7 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     return parts.scheme, parts.hostname or "", parts.port or _DEFAULT_PORTS.get(parts.scheme)
 
 
+@dataclass(eq=False, repr=False)
 class IdentityLeg:
     """One ID-JAG from the IdP: its metadata, then the token exchange; then the request that
     presents the ID-JAG to the authorization server.
@@ -60,28 +62,25 @@ class IdentityLeg:
     request, the last being the authorization server's token request (``done`` is then true).
     """
 
-    def __init__(
-        self,
-        idp: IdentityProvider,
-        *,
-        audience: str,
-        resource: str,
-        scope: str | None,
-        present: Callable[[str], httpx2.Request],
-        known: Callable[[str], None],
-    ) -> None:
-        """``audience``: the authorization server's issuer; ``present``: the token request that
-        carries an ID-JAG; ``known``: registers a new secret with the outbound gate."""
-        self._idp = idp
-        self._audience = audience
-        self._resource = resource
-        self._scope = scope
-        self._present = present
-        self._known = known
-        self._urls = build_oauth_authorization_server_metadata_discovery_urls(idp.issuer, idp.issuer)
-        self._pending: httpx2.Request | None = None
-        self._exchanging = False
-        self.done = False
+    idp: IdentityProvider
+    _: KW_ONLY
+    audience: str
+    """The authorization server's issuer."""
+    resource: str
+    scope: str | None
+    present: Callable[[str], httpx2.Request]
+    """The token request that carries an ID-JAG."""
+    known: Callable[[str], None]
+    """Registers a new secret with the outbound gate."""
+    done: bool = field(default=False, init=False)
+    _urls: list[str] = field(init=False)
+    _pending: httpx2.Request | None = field(default=None, init=False)
+    _exchanging: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        self._urls = build_oauth_authorization_server_metadata_discovery_urls(
+            self.idp.issuer, self.idp.issuer
+        )
 
     def owns(self, request: httpx2.Request) -> bool:
         """Whether ``request`` is the leg's own (its answer goes to ``step``)."""
@@ -104,9 +103,9 @@ class IdentityLeg:
         jag = _id_jag(body)
         if jag is None:
             raise EnterpriseRefused("the identity provider answered the token exchange without an ID-JAG")
-        self._known(jag)
+        self.known(jag)
         self.done = True
-        return self._present(jag)
+        return self.present(jag)
 
     def _next(self, request: httpx2.Request) -> httpx2.Request:
         self._pending = request
@@ -114,25 +113,25 @@ class IdentityLeg:
 
     def _exchange(self, metadata: OAuthMetadata) -> httpx2.Request:
         """The token exchange (RFC 8693 2.1, SEP-990 4.3), to the named issuer's endpoint only."""
-        if str(metadata.issuer).rstrip("/") != self._idp.issuer.rstrip("/"):
+        if str(metadata.issuer).rstrip("/") != self.idp.issuer.rstrip("/"):
             # RFC 8414 3.3: metadata for another issuer is not this IdP's.
             raise EnterpriseRefused("the identity provider's metadata names another issuer")
         endpoint = str(metadata.token_endpoint)
-        if _origin(endpoint) != _origin(self._idp.issuer):
+        if _origin(endpoint) != _origin(self.idp.issuer):
             raise EnterpriseRefused("the identity provider's token endpoint is not on its own origin")
         self._exchanging = True
         data = {
             "grant_type": TOKEN_EXCHANGE,
             "requested_token_type": ID_JAG,
-            "audience": self._audience,
-            "resource": self._resource,
-            "subject_token": self._idp.id_token,
+            "audience": self.audience,
+            "resource": self.resource,
+            "subject_token": self.idp.id_token,
             "subject_token_type": ID_TOKEN_TYPE,
         }
-        if self._idp.client_id is not None:
-            data["client_id"] = self._idp.client_id
-        if self._scope:
-            data["scope"] = self._scope
+        if self.idp.client_id is not None:
+            data["client_id"] = self.idp.client_id
+        if self.scope:
+            data["scope"] = self.scope
         headers = {"Content-Type": "application/x-www-form-urlencoded"}
         return httpx2.Request("POST", endpoint, data=data, headers=headers)
 
