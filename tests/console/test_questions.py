@@ -17,7 +17,7 @@ import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 import anyio
 import mcp_types as types
@@ -56,6 +56,12 @@ def asking_server() -> MCPServer:
         return f"link: {result.action}"
 
     return server
+
+
+@pytest.fixture(params=["pty", "pipe"])
+def mode(request: pytest.FixtureRequest) -> Mode:
+    """A test that takes it runs in a pseudo-terminal and in a pipe."""
+    return cast(Mode, request.param)
 
 
 @asynccontextmanager
@@ -166,11 +172,14 @@ async def chat_with(tmp_path: Path, mode: Mode) -> AsyncIterator[tuple[Chat, Run
         yield chat, served
 
 
-async def greet_asked(chat: Chat) -> int:
-    """The agent calls ``asking__greet``: where its question shows."""
-    mark = chat.mark()
-    chat.say("asking__greet {}")
-    return await chat.wait_for(QUESTION, after=mark)
+@asynccontextmanager
+async def greet_asked(tmp_path: Path, mode: Mode) -> AsyncIterator[tuple[Chat, RunningServer, int]]:
+    """``playa chat`` in ``mode`` with the asking server added, whose ``greet`` the agent calls: the
+    chat, the server, and where its question shows."""
+    async with chat_with(tmp_path, mode) as (chat, served):
+        mark = chat.mark()
+        chat.say("asking__greet {}")
+        yield chat, served, await chat.wait_for(QUESTION, after=mark)
 
 
 @asynccontextmanager
@@ -185,12 +194,10 @@ async def bearer_asked(tmp_path: Path, mode: Mode) -> AsyncIterator[tuple[Chat, 
         yield chat, await chat.wait_for("Send the bearer token for asking.")
 
 
-@pytest.mark.parametrize("mode", ["pty", "pipe"])
 async def test_the_answer_typed_once_reaches_the_server_and_help_and_list_answer_while_it_waits(
     tmp_path: Path, mode: Mode
 ) -> None:
-    async with chat_with(tmp_path, mode) as (chat, served):
-        at = await greet_asked(chat)
+    async with greet_asked(tmp_path, mode) as (chat, served, at):
         chat.say("/help")
         helped = await chat.wait_for("Commands:\n/help — list the commands", after=at)
         chat.say("/mcp_list")
@@ -205,12 +212,10 @@ async def test_the_answer_typed_once_reaches_the_server_and_help_and_list_answer
     assert chat.out.count(QUESTION) == 1
 
 
-@pytest.mark.parametrize("mode", ["pty", "pipe"])
 async def test_another_command_cancels_the_question_with_a_note_and_then_runs(
     tmp_path: Path, mode: Mode
 ) -> None:
-    async with chat_with(tmp_path, mode) as (chat, _):
-        at = await greet_asked(chat)
+    async with greet_asked(tmp_path, mode) as (chat, _, at):
         chat.say("/reset")
         noted = await chat.wait_for(cancelled_for("reset"), after=at)
         result = await chat.wait_for("asking__greet returned:\nno name: cancel", after=noted)
@@ -232,7 +237,6 @@ async def test_a_script_in_a_pipe_answers_the_question_with_the_line_after_the_m
     assert "cancelled" not in chat.out
 
 
-@pytest.mark.parametrize("mode", ["pty", "pipe"])
 async def test_the_secret_question_takes_the_key_unshown_while_help_and_list_answer_at_once(
     tmp_path: Path, mode: Mode
 ) -> None:
@@ -248,7 +252,6 @@ async def test_the_secret_question_takes_the_key_unshown_while_help_and_list_ans
     assert not [p for p in (tmp_path / "data").rglob("*") if p.is_file() and TOKEN.encode() in p.read_bytes()]
 
 
-@pytest.mark.parametrize("mode", ["pty", "pipe"])
 async def test_a_command_cancels_the_secret_question_and_then_runs(tmp_path: Path, mode: Mode) -> None:
     async with bearer_asked(tmp_path, mode) as (chat, at):
         chat.say("/mcp_remove asking")
@@ -280,7 +283,6 @@ _LOOKALIKE = "Domain: p\u0430ypal.example (written xn--pypal-4ve.example)"
 _MIXED = "Warning: 'p\u0430ypal' mixes scripts (Cyrillic, Latin): it may imitate another name."
 
 
-@pytest.mark.parametrize("mode", ["pty", "pipe"])
 async def test_a_link_question_shows_the_whole_link_its_domain_and_the_warning_and_nothing_opens_it(
     tmp_path: Path, mode: Mode
 ) -> None:
