@@ -9,7 +9,7 @@ import pytest
 
 from servers.machine_oauth import machine_oauth_server
 from support.client_keys import new_client_key
-from support.console import assert_nothing_leaks, debug_chat
+from support.console import added_in_secret, assert_nothing_leaks
 
 pytestmark = pytest.mark.anyio
 
@@ -19,16 +19,10 @@ async def test_the_client_key_is_asked_in_secret_on_one_line_and_never_printed_o
 ) -> None:
     key, pem, lines = new_client_key()
     async with machine_oauth_server(client_id="svc", public_key=key.public_key()) as server:
-        typed = [
-            f"/mcp_add bot {server.url} --client-id svc --grant client-credentials --client-key",
-            "".join(pem.splitlines()),  # the key on one line, as `tr -d '\n' < key.pem` gives it
-            "bot__whoami",
-        ]
-        done = await debug_chat(tmp_path, typed)
-    assert done.returncode == 0, done.stderr
-    assert "Send the private key (PEM)" in done.stdout
-    assert "Added bot: connected" in done.stdout, done.stdout
-    assert "bot__whoami returned:\na machine" in done.stdout
+        add = f"/mcp_add bot {server.url} --client-id svc --grant client-credentials --client-key"
+        one_line = "".join(pem.splitlines())  # the key on one line, as `tr -d '\n' < key.pem` gives it
+        done = await added_in_secret(
+            tmp_path, "bot", add, one_line, asked="Send the private key (PEM)", whoami="a machine"
+        )
     assert any("client_assertion=" in request for request in server.home.requests)
-    assert "HTTP Request" in done.stderr  # the DEBUG log is there to be searched
     assert_nothing_leaks(done, tmp_path, [pem.strip(), *lines])

@@ -14,7 +14,7 @@ from support.canary import console_environment
 from support.leaks import leaks
 from support.oauth import every_file
 
-__all__ = ["assert_nothing_leaks", "chat", "debug_chat"]
+__all__ = ["added_in_secret", "assert_nothing_leaks", "chat", "debug_chat"]
 
 
 def chat(
@@ -45,6 +45,21 @@ async def debug_chat(data_dir: Path, lines: Sequence[str]) -> subprocess.Complet
         return chat(data_dir, lines, env=env, timeout=90)
 
     return await anyio.to_thread.run_sync(run)
+
+
+async def added_in_secret(
+    data_dir: Path, name: str, add: str, answer: str, *, asked: str, whoami: str
+) -> subprocess.CompletedProcess[str]:
+    """``debug_chat`` that adds server ``name`` with the command ``add``, answers the secret question
+    that says ``asked`` with ``answer``, and calls the server's ``whoami``: the run, checked to have
+    connected, to have been answered ``whoami``, and to have logged at DEBUG."""
+    done = await debug_chat(data_dir, [add, answer, f"{name}__whoami"])
+    assert done.returncode == 0, done.stderr
+    assert asked in done.stdout
+    assert f"Added {name}: connected" in done.stdout, done.stdout
+    assert f"{name}__whoami returned:\n{whoami}" in done.stdout
+    assert "HTTP Request" in done.stderr  # the DEBUG log is there to be searched
+    return done
 
 
 def assert_nothing_leaks(done: subprocess.CompletedProcess[str], data_dir: Path, secrets: list[str]) -> None:
