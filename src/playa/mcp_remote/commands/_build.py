@@ -30,6 +30,12 @@ _DECISIONS = {
 }
 
 
+def _without_arguments(args: str) -> bool:
+    """``read_only`` of a command that shows without arguments and changes the chat with them
+    (the panel's actions, a policy's setting)."""
+    return not args.strip()
+
+
 # Long: one table, a Command a row, read as the list of the owner's commands.
 def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> list[Command]:
     """The extension's commands; they work, and refuse clearly, even without a host secret."""
@@ -42,7 +48,7 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             partial(panel, access, PanelTags()),
             usage=PANEL_USAGE,
             carries_secret=panel_carries_secret,
-            read_only=lambda args: not args.strip(),  # the panel only shows; its actions change the chat
+            read_only=_without_arguments,
         ),
         Command(
             "mcp_add",
@@ -110,7 +116,7 @@ def build_commands(open_servers: OpenServers, clock: Callable[[], float]) -> lis
             "whether the agent may call a server's tools: allow, ask you first, or deny",
             partial(policy, access),
             usage=POLICY_USAGE,
-            read_only=lambda args: not args.strip(),  # the list only shows; a setting changes the chat
+            read_only=_without_arguments,
         ),
         Command(
             "prompts",
