@@ -6,6 +6,8 @@ The bot runs for real against the fake Bot API, with the demo MCP server on loop
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -33,15 +35,21 @@ async def panel_shown(
     )
 
 
+@asynccontextmanager
+async def demo_panel(tmp_path: Path, owner: int) -> AsyncIterator[tuple[Running, ApiCall]]:
+    """The bot, with the demo server added in ``owner``'s private chat, and the panel ``/mcp`` shows there."""
+    async with running_bot(tmp_path) as bot:
+        await demo_added(bot, owner)
+        yield bot, await panel_shown(bot, private_chat(owner), owner)
+
+
 async def answered(bot: Running, after: int) -> str:
     return str((await bot.fake.wait_call("answerCallbackQuery", after=after)).params.get("text", ""))
 
 
 async def test_the_owner_sees_each_servers_state_and_acts_on_it_from_one_message(tmp_path: Path) -> None:
-    async with running_bot(tmp_path) as bot:
+    async with demo_panel(tmp_path, 201) as (bot, shown):
         fake = bot.fake
-        await demo_added(bot, 201)
-        shown = await panel_shown(bot, private_chat(201), 201)
         assert "demo: connected" in shown.text
         assert DEMO_TOKEN not in shown.text
         assert shown.labels == ["Reconnect demo", "Tools of demo", "Remove demo"]
@@ -81,10 +89,8 @@ async def test_the_owner_sees_each_servers_state_and_acts_on_it_from_one_message
 
 
 async def test_reconnect_connects_the_server_again_and_the_panel_says_how_it_went(tmp_path: Path) -> None:
-    async with running_bot(tmp_path) as bot:
+    async with demo_panel(tmp_path, 202) as (bot, shown):
         fake = bot.fake
-        await demo_added(bot, 202)
-        shown = await panel_shown(bot, private_chat(202), 202)
         mark = fake.mark()
         fake.press(shown, "Reconnect demo", sender=user(202))
         done = await fake.wait_call("editMessageText", after=mark, chat_id=202)
@@ -161,10 +167,8 @@ async def test_a_button_of_a_panel_shown_before_the_server_was_replaced_does_not
 
 
 async def test_a_newer_panel_takes_the_older_ones_buttons_away(tmp_path: Path) -> None:
-    async with running_bot(tmp_path) as bot:
+    async with demo_panel(tmp_path, 205) as (bot, first):
         fake = bot.fake
-        await demo_added(bot, 205)
-        first = await panel_shown(bot, private_chat(205), 205)
         mark = fake.mark()
         second = await panel_shown(bot, private_chat(205), 205)
         superseded = await fake.wait_call(
