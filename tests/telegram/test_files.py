@@ -16,6 +16,8 @@ from support.telegram import DEMO_TOKEN, FAST, Running, demo_added, running_bot
 
 from .fake_bot_api import owned_group, private_chat, user
 
+pytestmark = pytest.mark.anyio
+
 # The smallest valid PNG: one transparent pixel.
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
@@ -38,7 +40,6 @@ def user_content(request: ProviderRequest) -> Any:
     return [m for m in request.body["messages"] if m["role"] == "user"][-1]["content"]
 
 
-@pytest.mark.anyio
 async def test_a_photo_is_kept_in_the_workspace_and_the_model_gets_it_as_an_image_with_the_caption(
     tmp_path: Path,
 ) -> None:
@@ -63,7 +64,6 @@ async def test_a_photo_is_kept_in_the_workspace_and_the_model_gets_it_as_an_imag
     assert image == "data:image/jpeg;base64," + base64.b64encode(JPEG).decode()
 
 
-@pytest.mark.anyio
 async def test_a_document_without_a_caption_is_a_turn_and_the_agent_is_told_where_it_is(
     tmp_path: Path,
 ) -> None:
@@ -91,7 +91,6 @@ async def test_a_document_without_a_caption_is_a_turn_and_the_agent_is_told_wher
     assert f"{ATTACHMENT_FOLDER}/data-2.csv" in second
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("sent_name", "kept"),
     [
@@ -118,7 +117,6 @@ async def test_a_documents_name_is_made_safe_and_never_reaches_the_hosts_folder(
         assert KEY not in "".join(fake.texts(103))
 
 
-@pytest.mark.anyio
 async def test_a_file_over_the_cap_is_refused_with_a_clear_reply_and_nothing_is_kept(tmp_path: Path) -> None:
     settings = TelegramSettings(poll_timeout=FAST.poll_timeout, typing_interval=1.0, max_file=1000)
     async with running_bot(tmp_path, settings=settings) as bot:
@@ -138,7 +136,6 @@ async def test_a_file_over_the_cap_is_refused_with_a_clear_reply_and_nothing_is_
         assert not [t for t in fake.texts(104) if "[offline model]" in t]
 
 
-@pytest.mark.anyio
 async def test_a_document_holding_a_key_is_deleted_and_withheld_like_a_message_holding_one(
     tmp_path: Path,
 ) -> None:
@@ -164,7 +161,6 @@ async def test_a_document_holding_a_key_is_deleted_and_withheld_like_a_message_h
     assert provider.requests == []
 
 
-@pytest.mark.anyio
 async def test_a_binary_file_holding_a_credential_the_chat_knows_is_withheld(tmp_path: Path) -> None:
     async with running_bot(tmp_path) as bot:
         fake = bot.fake
@@ -176,7 +172,6 @@ async def test_a_binary_file_holding_a_credential_the_chat_knows_is_withheld(tmp
         assert received(bot, 106) == {}
 
 
-@pytest.mark.anyio
 async def test_a_caption_is_classified_like_a_message_a_key_alone_is_refused_and_a_command_runs_alone(
     tmp_path: Path,
 ) -> None:
@@ -194,7 +189,6 @@ async def test_a_caption_is_classified_like_a_message_a_key_alone_is_refused_and
         assert received(bot, 107) == {}
 
 
-@pytest.mark.anyio
 async def test_a_group_members_photo_is_kept_in_the_groups_workspace(tmp_path: Path) -> None:
     async with running_bot(tmp_path) as bot:
         fake, group = bot.fake, owned_group(bot.fake, -1701, 1702)

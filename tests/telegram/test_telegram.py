@@ -14,8 +14,9 @@ from support.telegram import DEMO_TOKEN, OWNER_ANSWER_PROMPT, TOKEN, demo_added,
 
 from .fake_bot_api import ANONYMOUS_ADMIN, creator, group_chat, owned_group, private_chat, user
 
+pytestmark = pytest.mark.anyio
 
-@pytest.mark.anyio
+
 async def test_a_private_chat_adds_a_server_through_a_secret_question_and_calls_its_tool(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -51,7 +52,6 @@ async def test_a_private_chat_adds_a_server_through_a_secret_question_and_calls_
     assert any("HTTP Request" in r.getMessage() for r in caplog.records if r.name == "httpx")
 
 
-@pytest.mark.anyio
 async def test_a_message_with_a_credential_is_deleted_and_a_failed_delete_tells_the_owner_to_rotate(
     tmp_path: Path,
 ) -> None:
@@ -78,7 +78,6 @@ async def test_a_message_with_a_credential_is_deleted_and_a_failed_delete_tells_
     assert all(DEMO_TOKEN not in text for text in sent_texts(fake))
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("prefix", ["\u200b/", "\ufeff/", "\u2060/", "\uff0f", "\u2215"])
 async def test_a_hidden_or_look_alike_slash_before_mcp_add_still_makes_a_command_that_is_deleted(
     tmp_path: Path, prefix: str
@@ -89,7 +88,6 @@ async def test_a_hidden_or_look_alike_slash_before_mcp_add_still_makes_a_command
     assert all(DEMO_TOKEN not in text for text in sent_texts(bot.fake))
 
 
-@pytest.mark.anyio
 async def test_in_a_group_only_the_creator_is_the_owner_and_anonymous_admins_are_refused(
     tmp_path: Path,
 ) -> None:
@@ -114,7 +112,6 @@ async def test_in_a_group_only_the_creator_is_the_owner_and_anonymous_admins_are
         assert not list((bot.host.config.data_dir / "workspaces").glob("*/.volcanic/mcp/servers.json"))
 
 
-@pytest.mark.anyio
 async def test_a_chat_waiting_for_a_secret_answer_holds_only_its_own_queue(tmp_path: Path) -> None:
     async with running_bot(tmp_path) as bot:
         fake, group = bot.fake, owned_group(bot.fake, -1002, 601)
@@ -140,7 +137,6 @@ async def test_a_chat_waiting_for_a_secret_answer_holds_only_its_own_queue(tmp_p
         assert overview.params["reply_parameters"]["allow_sending_without_reply"] is True
 
 
-@pytest.mark.anyio
 async def test_two_chats_never_see_each_others_servers(tmp_path: Path) -> None:
     async with running_bot(tmp_path) as bot:
         fake = bot.fake
@@ -163,7 +159,6 @@ async def test_two_chats_never_see_each_others_servers(tmp_path: Path) -> None:
     assert "alpha__" not in second.text
 
 
-@pytest.mark.anyio
 async def test_edits_channel_posts_and_commands_for_other_bots_are_ignored(tmp_path: Path) -> None:
     async with running_bot(tmp_path) as bot:
         fake, chat = bot.fake, private_chat(1101)
@@ -184,7 +179,6 @@ async def test_edits_channel_posts_and_commands_for_other_bots_are_ignored(tmp_p
         assert offsets[-1] is not None  # every update was taken, ignored ones included
 
 
-@pytest.mark.anyio
 async def test_a_failing_message_is_answered_politely_logged_without_the_token_and_the_bot_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -206,7 +200,6 @@ async def test_a_failing_message_is_answered_politely_logged_without_the_token_a
     assert TOKEN not in caplog.text
 
 
-@pytest.mark.anyio
 async def test_the_owner_stops_a_running_turn_without_waiting_behind_it(tmp_path: Path) -> None:
     async with serve_provider() as provider:
         step = hang()
@@ -225,7 +218,6 @@ async def test_the_owner_stops_a_running_turn_without_waiting_behind_it(tmp_path
             await fake.wait_reply(101, "ready again", after=mark)
 
 
-@pytest.mark.anyio
 async def test_an_edit_that_adds_a_key_is_deleted_the_owner_told_to_rotate_and_nothing_runs(
     tmp_path: Path,
 ) -> None:
@@ -252,7 +244,6 @@ async def test_an_edit_that_adds_a_key_is_deleted_the_owner_told_to_rotate_and_n
         assert not [t for t in fake.texts(-1501, after=mark) if t.startswith("Added")]
 
 
-@pytest.mark.anyio
 async def test_in_a_forum_topic_replies_questions_and_buttons_stay_in_the_topic(tmp_path: Path) -> None:
     async with running_bot(tmp_path) as bot:
         fake, forum = bot.fake, owned_group(bot.fake, -1701, 1701, forum=True)
@@ -273,7 +264,6 @@ async def test_in_a_forum_topic_replies_questions_and_buttons_stay_in_the_topic(
         assert all(c.params.get("message_thread_id") in (77, 78, None) for c in typing)
 
 
-@pytest.mark.anyio
 async def test_the_cancel_button_works_only_for_the_asker_and_nothing_is_saved(tmp_path: Path) -> None:
     async with running_bot(tmp_path) as bot:
         fake, group = bot.fake, owned_group(bot.fake, -1801, 1801)
@@ -306,7 +296,6 @@ async def test_the_cancel_button_works_only_for_the_asker_and_nothing_is_saved(t
     assert not list((tmp_path / "sessions").rglob("history.json"))
 
 
-@pytest.mark.anyio
 async def test_a_command_is_never_taken_as_the_secret_answer(tmp_path: Path) -> None:
     async with running_bot(tmp_path) as bot:
         fake, chat = bot.fake, private_chat(1901)
@@ -319,7 +308,6 @@ async def test_a_command_is_never_taken_as_the_secret_answer(tmp_path: Path) -> 
         await fake.wait_reply(1901, "Added demo", after=mark)
 
 
-@pytest.mark.anyio
 async def test_start_in_a_private_chat_explains_the_bot_and_the_description_is_set(tmp_path: Path) -> None:
     async with running_bot(tmp_path) as bot:
         fake = bot.fake
@@ -333,7 +321,6 @@ async def test_start_in_a_private_chat_explains_the_bot_and_the_description_is_s
         assert "delete your answer" in welcome.text
 
 
-@pytest.mark.anyio
 async def test_group_members_get_a_notice_naming_a_server_added_or_removed_without_its_url_or_key(
     tmp_path: Path,
 ) -> None:
@@ -370,7 +357,6 @@ async def test_group_members_get_a_notice_naming_a_server_added_or_removed_witho
             assert bot.mcp_url.split("/mcp")[0] not in sent
 
 
-@pytest.mark.anyio
 async def test_with_privacy_mode_on_the_secret_question_forces_a_reply_that_reaches_the_bot(
     tmp_path: Path,
 ) -> None:
