@@ -43,16 +43,22 @@ async def everything_chat(
         yield chat
 
 
+async def shown_to_the_end(tmp_path: Path, secret: HostSecret, command: str) -> tuple[str, list[str]]:
+    """``command`` in a chat with server-everything added, run until its progress is done: the
+    reply, and the progress lines shown meanwhile."""
+    ui = ScriptedUI()
+    with anyio.fail_after(60):
+        async with everything_chat(tmp_path, secret, ui) as chat:
+            reply = await chat.command(command, ui)
+            await progress_done(ui)
+    return reply, [text for _, text in ui.progress_shown]
+
+
 async def test_a_task_only_tool_runs_as_a_task_and_its_states_are_shown(
     tmp_path: Path, host_secret: HostSecret
 ) -> None:
-    ui = ScriptedUI()
-    with anyio.fail_after(60):
-        async with everything_chat(tmp_path, host_secret, ui) as chat:
-            reply = await chat.command(f'{RESEARCH} {{"topic": "tides"}}', ui)
-            await progress_done(ui)
+    reply, texts = await shown_to_the_end(tmp_path, host_secret, f'{RESEARCH} {{"topic": "tides"}}')
     assert reply.startswith(f"[offline model] {RESEARCH} returned:\n# Research Report: tides")
-    texts = [text for _, text in ui.progress_shown]
     assert f"{RESEARCH}: Gathering sources..." in texts
     assert texts[-1] == f"{RESEARCH}: done"
 
@@ -101,15 +107,10 @@ async def test_a_task_that_outlives_the_turn_comes_to_the_chat_later_and_the_age
 async def test_progress_of_server_everythings_long_operation_is_shown(
     tmp_path: Path, host_secret: HostSecret
 ) -> None:
-    ui = ScriptedUI()
-    with anyio.fail_after(60):
-        async with everything_chat(tmp_path, host_secret, ui) as chat:
-            reply = await chat.command(
-                'everything__trigger-long-running-operation {"duration": 2, "steps": 4}', ui
-            )
-            await progress_done(ui)
+    reply, texts = await shown_to_the_end(
+        tmp_path, host_secret, 'everything__trigger-long-running-operation {"duration": 2, "steps": 4}'
+    )
     assert "Long running operation completed. Duration: 2 seconds, Steps: 4." in reply
-    texts = [text for _, text in ui.progress_shown]
     assert texts[0].startswith("everything__trigger-long-running-operation: ")
     assert any(text.endswith("/4") for text in texts)
     assert texts[-1] == "everything__trigger-long-running-operation: done"
