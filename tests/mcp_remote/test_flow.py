@@ -45,6 +45,8 @@ from support.flows import (
 )
 from support.remote import SETTINGS, remote_host
 
+pytestmark = pytest.mark.anyio
+
 FETCHER = FlowSource.of_server("fetcher")
 NOTES = FlowSource.of_file("notes/plan.md")
 
@@ -227,7 +229,6 @@ async def flow_records(host: Host, session: ChatSession) -> list[AuditRecord]:
     return [record for record in found.records if record.kind == "data_flow"]
 
 
-@pytest.mark.anyio
 async def test_in_a_private_chat_a_flow_is_logged_and_recorded_without_its_content_and_the_call_goes_through(
     data_dir: Path, host_secret: HostSecret, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -254,7 +255,6 @@ async def test_in_a_private_chat_a_flow_is_logged_and_recorded_without_its_conte
     assert "ghp_R8x2" not in every and FETCHER_TOKEN not in every
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("steps", [["page"], ["file"]], ids=["a result", "a workspace file"])
 async def test_in_a_group_nothing_reaches_the_other_server_unless_the_owner_allows_it(
     data_dir: Path, host_secret: HostSecret, steps: list[str]
@@ -279,7 +279,6 @@ async def test_in_a_group_nothing_reaches_the_other_server_unless_the_owner_allo
     assert {r.fields["guard"] for r in records} == {"ask"}
 
 
-@pytest.mark.anyio
 async def test_a_flow_the_owner_allows_goes_through_and_a_servers_own_result_needs_no_one(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
@@ -299,7 +298,6 @@ async def test_a_flow_the_owner_allows_goes_through_and_a_servers_own_result_nee
             assert len(extension.chat(session).flow_guard.turn) == 0
 
 
-@pytest.mark.anyio
 async def test_with_the_guard_off_nothing_is_recorded_or_asked(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
@@ -321,7 +319,6 @@ async def command(host: Host, session: ChatSession, text: str) -> str:
     return reply.text
 
 
-@pytest.mark.anyio
 async def test_a_flow_into_a_tool_the_owner_marked_read_only_goes_through_under_ask_and_is_recorded(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
@@ -350,7 +347,6 @@ async def test_a_flow_into_a_tool_the_owner_marked_read_only_goes_through_under_
     assert exempt == {("ask", True)} and held == {("ask", False)}
 
 
-@pytest.mark.anyio
 async def test_a_servers_read_only_hint_alone_does_not_let_a_flow_past_the_guard(
     data_dir: Path, host_secret: HostSecret
 ) -> None:
@@ -376,7 +372,6 @@ async def test_a_servers_read_only_hint_alone_does_not_let_a_flow_past_the_guard
     assert {r.fields["read_only"] for r in records} == {False}
 
 
-@pytest.mark.anyio
 async def test_the_agent_cannot_mark_a_tool_read_only(data_dir: Path, host_secret: HostSecret) -> None:
     written: list[str] = []
     marked_file: dict[str, str] = {}
