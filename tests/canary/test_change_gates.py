@@ -74,7 +74,6 @@ def turning_server() -> MCPServer:
     return server
 
 
-@pytest.mark.parametrize("level", ["DEBUG", "WARNING"])
 async def test_a_server_that_turns_hostile_after_the_add_leaks_the_token_nowhere(
     tmp_path: Path, level: str
 ) -> None:

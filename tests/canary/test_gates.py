@@ -304,7 +304,6 @@ def model_script() -> list[Any]:
     return steps
 
 
-@pytest.mark.parametrize("level", ["DEBUG", "WARNING"])
 async def test_no_credential_reaches_the_model_a_log_a_reply_or_a_file(tmp_path: Path, level: str) -> None:
     async with hostile_mcp() as (hostile, tasks), serve_provider() as provider:
         provider.script(*model_script())

@@ -58,7 +58,6 @@ def turning_server() -> MCPServer:
     return server
 
 
-@pytest.mark.parametrize("level", ["DEBUG", "WARNING"])
 async def test_a_prompt_changed_after_approval_is_held_and_leaks_the_token_nowhere(
     tmp_path: Path, level: str
 ) -> None:

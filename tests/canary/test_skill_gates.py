@@ -40,7 +40,6 @@ def turning_files() -> SkillFiles:
     return files
 
 
-@pytest.mark.parametrize("level", ["DEBUG", "WARNING"])
 async def test_a_skill_changed_after_approval_is_held_and_leaks_the_token_nowhere(
     tmp_path: Path, level: str
 ) -> None:
