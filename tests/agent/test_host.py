@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,17 @@ def returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
     return [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
 
 
+class CommandsOnly(Extension):
+    """An extension whose one part is the commands it adds."""
+
+    def __init__(self, name: str, *commands: Command) -> None:
+        self.id = name
+        self._commands = commands
+
+    def commands(self) -> Sequence[Command]:
+        return self._commands
+
+
 async def scripted_host(data_dir: Path, script: Script, extensions: list[Extension] | None = None) -> Host:
     return new_host(data_dir, script, extensions or [])
 
@@ -119,14 +130,9 @@ async def test_commands_and_their_replies_never_reach_history_or_the_model(data_
     async def secret_command(ctx: CommandContext) -> str:
         return "COMMAND-REPLY-7731"
 
-    class WithCommand(Extension):
-        id = "test"
-
-        def commands(self) -> list[Command]:
-            return [Command("zap", "zaps", secret_command)]
-
+    zap = CommandsOnly("test", Command("zap", "zaps", secret_command))
     script = Script([say("first"), say("second")])
-    async with await scripted_host(data_dir, script, [WithCommand()]) as host:
+    async with await scripted_host(data_dir, script, [zap]) as host:
         session = await host.session("console:t", owner="owner")
         ui = ScriptedUI()
         await host.handle(session, msg("hello"), ui)
@@ -209,14 +215,9 @@ async def test_a_secret_answer_never_enters_history_or_the_model(data_dir: Path)
         received.append(answer or "")
         return "stored"
 
-    class Asking(Extension):
-        id = "asking"
-
-        def commands(self) -> list[Command]:
-            return [Command("key", "asks for a key", ask_key)]
-
+    asking = CommandsOnly("asking", Command("key", "asks for a key", ask_key))
     script = Script([say("one"), say("two")])
-    async with await scripted_host(data_dir, script, [Asking()]) as host:
+    async with await scripted_host(data_dir, script, [asking]) as host:
         session = await host.session("console:t", owner="owner")
         ui = ScriptedUI(answers=["SECRET-ANSWER-4417"])
         await host.handle(session, msg("before"), ui)
