@@ -7,6 +7,7 @@ against its pins, and the requests that may find its connection broken.
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable
 from typing import ClassVar, TypeVar
 
@@ -25,7 +26,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class ServerListings:
+class ServerListings(ABC):
     """The chat's listings of one kind (``kind``: "prompts", "skills") of its servers' definitions."""
 
     kind: ClassVar[str]
@@ -37,9 +38,9 @@ class ServerListings:
         self._redact = context.secrets.redact_out
         self._locks: dict[str, anyio.Lock] = {}
 
+    @abstractmethod
     async def listing(self, server: RemoteServer, connection: Connection | None = None, /) -> object:
         """List the server's definitions now and hold them against its pins (each kind its way)."""
-        raise NotImplementedError
 
     async def _refresh(self, server: RemoteServer, connection: Connection) -> None:
         """List on ``connection`` in the background: a failure is logged, never raised."""
