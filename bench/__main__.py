@@ -8,6 +8,7 @@ or depends on where it comes in the run.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import multiprocessing
 import sys
@@ -58,6 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--chart", type=Path, metavar="PATH", help="also draw a PNG chart (needs matplotlib)")
     args = parser.parse_args(argv)
+    if args.chart and importlib.util.find_spec("matplotlib") is None:
+        # Said before the run, not after it: a full run takes minutes.
+        parser.error(
+            "--chart needs matplotlib, which Playa does not depend on: .venv/bin/pip install matplotlib"
+        )
     # Each table shows as soon as it is measured, also when the output goes to a file.
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     limit = raise_fd_limit()
