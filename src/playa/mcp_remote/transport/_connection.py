@@ -51,22 +51,12 @@ from mcp.client.subscriptions import Subscription
 from ... import __version__
 from ...exceptions import CallFailed, RemoteTimeout
 from ._changes import ChangeFollower, list_tools, offers_changes
-from ._clock import CallClock, CallClocks, Progress, ProgressReport
+from ._clock import CallClock, CallClocks, ProgressReport
 from ._endpoint import TransportName, redacted, safe_cause
 from ._errors import ConnectFailure, call_error, connect_error, timed_out
 from ._resource_updates import ResourceUpdates
 from ._result_type import complete_by_default
-from ._tasks import (
-    TERMINAL,
-    PendingTask,
-    cancel_task,
-    create_task,
-    get_task,
-    poll_seconds,
-    task_required,
-    task_result,
-    unrunnable_reason,
-)
+from ._tasks import PendingTask, cancel_task, create_task, follow_task, task_required, unrunnable_reason
 from ._wire import Wire
 
 __all__ = ["HANDSHAKE", "NEGOTIATE", "AttemptFailed", "Connection", "Elicit", "OnTools"]
@@ -216,7 +206,9 @@ class Connection:
                     return await client.call_tool(name, arguments, progress_callback=progressed)
                 task = await create_task(client, name, arguments, timeout=seconds, on_progress=progressed)
                 pending = PendingTask(server=server, tool=name, task=task, started=started)
-                return await self._follow(client, pending, on_progress)
+                return await follow_task(
+                    client, pending, on_progress, poll_timeout=self._settings.call_timeout
+                )
         except Exception as exc:  # boundary: every SDK and httpx2 failure is translated at this seam
             self._call_failed(exc, cuts_before, errors_before, seconds)
         # Only reached when the scope's deadline cancelled the call.
@@ -299,7 +291,9 @@ class Connection:
         call_max = self._settings.call_max
         try:
             with anyio.move_on_after(max(0.0, pending.started + call_max - anyio.current_time())):
-                return await self._follow(client, pending, on_progress)
+                return await follow_task(
+                    client, pending, on_progress, poll_timeout=self._settings.call_timeout
+                )
         except Exception as exc:  # boundary: every SDK and httpx2 failure is translated at this seam
             self._call_failed(exc, cuts_before, errors_before, call_max)
         with anyio.CancelScope(shield=True), anyio.move_on_after(self._settings.close_timeout):
@@ -308,20 +302,6 @@ class Connection:
             except Exception as exc:  # boundary: a courtesy to the server; its failure changes nothing
                 logger.debug("%s: cancelling task %s failed: %s", server, pending.task_id, type(exc).__name__)
         raise RemoteTimeout(f"the task did not finish within {call_max:g} s", server=server)
-
-    async def _follow(
-        self, client: Client, pending: PendingTask, on_progress: ProgressReport | None
-    ) -> mcp_types.CallToolResult:
-        """Poll the task until it is done (or waits for input), then fetch its result."""
-        shown: str | None = None
-        while pending.task.status not in TERMINAL and pending.task.status != "input_required":
-            if on_progress is not None and pending.task.status_message != shown:
-                shown = pending.task.status_message
-                await on_progress(Progress(message=shown))
-            await anyio.sleep(poll_seconds(pending.task))
-            pending.task = await get_task(client, pending.task_id, timeout=self._settings.call_timeout)
-        # Waits until the task is done; the server's questions come on this request's stream.
-        return await task_result(client, pending.task_id, timeout=None)
 
     def _tool(self, name: str) -> mcp_types.Tool | None:
         return self._by_name.get(name)

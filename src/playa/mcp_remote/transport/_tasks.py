@@ -22,17 +22,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+import anyio
 import mcp_types
 from mcp.client import Client
 from mcp.shared.dispatcher import CallOptions, ProgressFnT
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ._clock import Progress, ProgressReport
+
 __all__ = [
     "TERMINAL",
     "PendingTask",
     "cancel_task",
     "create_task",
+    "follow_task",
     "get_task",
     "poll_seconds",
     "task_required",
@@ -159,6 +163,25 @@ async def task_result(client: Client, task_id: str, *, timeout: float | None) ->
         mcp_types.CallToolResult,
         request_read_timeout_seconds=timeout,
     )
+
+
+async def follow_task(
+    client: Client, pending: PendingTask, on_progress: ProgressReport | None, *, poll_timeout: float
+) -> mcp_types.CallToolResult:
+    """Poll the task until it is done (or waits for input), then fetch its result.
+
+    Each state's message goes to ``on_progress`` when it changes; each ``tasks/get`` may take
+    ``poll_timeout`` seconds. Raises what the SDK raises.
+    """
+    shown: str | None = None
+    while pending.task.status not in TERMINAL and pending.task.status != "input_required":
+        if on_progress is not None and pending.task.status_message != shown:
+            shown = pending.task.status_message
+            await on_progress(Progress(message=shown))
+        await anyio.sleep(poll_seconds(pending.task))
+        pending.task = await get_task(client, pending.task_id, timeout=poll_timeout)
+    # Waits until the task is done; the server's questions come on this request's stream.
+    return await task_result(client, pending.task_id, timeout=None)
 
 
 async def cancel_task(client: Client, task_id: str, *, timeout: float) -> None:
