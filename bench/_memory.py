@@ -23,6 +23,7 @@ import contextlib
 import gc
 import json
 import os
+import ssl
 import subprocess
 import sys
 import time
@@ -56,6 +57,26 @@ async def hold_elsewhere(side: str, count: int, url: str, concurrency: int = 50)
     return result
 
 
+def sdk_client(
+    side: str, url: str, ssl_context: ssl.SSLContext
+) -> contextlib.AbstractAsyncContextManager[Client]:
+    """The bare SDK's client of ``side`` (``sdk-default``, ``sdk-same``, ``sdk-shared``) to ``url``."""
+    if side == "sdk-default":
+        return Client(url)
+    mode = "auto" if side == "sdk-same" else LATEST_MODERN_VERSION
+
+    @contextlib.asynccontextmanager
+    async def client() -> Any:
+        timeout = httpx2.Timeout(30.0, read=300.0)
+        async with (
+            httpx2.AsyncClient(verify=ssl_context, timeout=timeout, headers=HEADERS) as http,
+            Client(streamable_http_client(url, http_client=http), mode=mode) as c,
+        ):
+            yield c
+
+    return client()
+
+
 async def hold(args: argparse.Namespace) -> dict[str, Any]:
     raise_fd_limit()
     stop = anyio.Event()
@@ -72,22 +93,6 @@ async def hold(args: argparse.Namespace) -> dict[str, Any]:
         )
         assert connection.tools
         return connection.aclose
-
-    def sdk_client(side: str) -> contextlib.AbstractAsyncContextManager[Client]:
-        if side == "sdk-default":
-            return Client(args.url)
-        mode = "auto" if side == "sdk-same" else LATEST_MODERN_VERSION
-
-        @contextlib.asynccontextmanager
-        async def client() -> Any:
-            timeout = httpx2.Timeout(30.0, read=300.0)
-            async with (
-                httpx2.AsyncClient(verify=ssl_context, timeout=timeout, headers=HEADERS) as http,
-                Client(streamable_http_client(args.url, http_client=http), mode=mode) as c,
-            ):
-                yield c
-
-        return client()
 
     def tried() -> None:
         if opened + sum(failures.values()) >= args.count:
@@ -106,7 +111,7 @@ async def hold(args: argparse.Namespace) -> dict[str, Any]:
                 return
             async with contextlib.AsyncExitStack() as stack:
                 async with limiter:
-                    client = await stack.enter_async_context(sdk_client(args.side))
+                    client = await stack.enter_async_context(sdk_client(args.side, args.url, ssl_context))
                     assert (await client.list_tools()).tools
                 opened += 1
                 tried()
@@ -125,7 +130,7 @@ async def hold(args: argparse.Namespace) -> dict[str, Any]:
                 close = await playa(tg)
                 await close()
             else:
-                async with sdk_client(args.side) as client:
+                async with sdk_client(args.side, args.url, ssl_context) as client:
                     await client.list_tools()
             warm.set()
 
