@@ -34,22 +34,25 @@ async def serve(url: str, concurrency: int) -> None:
     stop = anyio.Event()
 
     async def one(tried: list[str | None], all_tried: anyio.Event, count: int) -> None:
-        outcome: str | None = None
+        """One connection of a round: ``tried`` hears None once it is open, or what failed."""
+
+        def done(outcome: str | None) -> None:
+            tried.append(outcome)
+            if len(tried) == count:
+                all_tried.set()
+
+        opened = False
         try:
             async with contextlib.AsyncExitStack() as stack:
                 async with limiter:
                     client = await stack.enter_async_context(sdk_client("sdk-same", url, ssl_context))
                     assert (await client.list_tools()).tools
-                tried.append(None)
-                if len(tried) == count:
-                    all_tried.set()
+                opened = True
+                done(None)
                 await stop.wait()
-                return
         except Exception as exc:  # boundary: a failed connect is counted, not fatal
-            outcome = type(exc).__name__
-        tried.append(outcome)
-        if len(tried) == count:
-            all_tried.set()
+            if not opened:
+                done(type(exc).__name__)
 
     async with sdk_client("sdk-same", url, ssl_context) as client:  # every import and lazy cache paid
         await client.list_tools()
