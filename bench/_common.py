@@ -176,13 +176,19 @@ class Served:
         return f"http://{LOOPBACK}:{self.port}/sse"
 
 
+def child_env() -> dict[str, str]:
+    """The environment of a process a benchmark starts (``python -m bench…``): this one's, with the
+    repository and its ``src`` on the import path."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")])}
+
+
 @contextlib.asynccontextmanager
 async def bench_server(*, json_response: bool = False, discover_ttl_ms: int = 0) -> AsyncIterator[Served]:
     """Start ``python -m bench.server`` on a free loopback port and stop it on exit."""
     args = [sys.executable, "-m", "bench.server", "--port", "0", "--discover-ttl", str(discover_ttl_ms)]
     if json_response:
         args.append("--json")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")])}
+    env = child_env()
     # Popen itself does not block: the wait for the server's first line runs in a thread.
     process = subprocess.Popen(  # noqa: ASYNC220
         args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT, env=env

@@ -22,7 +22,6 @@ import argparse
 import contextlib
 import gc
 import json
-import os
 import ssl
 import subprocess
 import sys
@@ -36,7 +35,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import LATEST_MODERN_VERSION
 
-from bench._common import ROOT, raise_fd_limit, rss_bytes
+from bench._common import ROOT, child_env, raise_fd_limit, rss_bytes
 from playa._runtime import tune_runtime
 from playa.mcp_remote import ConnectionSettings, Connector, Endpoint
 
@@ -45,7 +44,7 @@ HEADERS = {"Authorization": "Bearer bench-token-0123456789abcdef0123456789"}
 
 async def hold_elsewhere(side: str, count: int, url: str, concurrency: int = 50) -> dict[str, object]:
     """Run this module in a fresh process against ``url``; its result, or what crashed."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")])}
+    env = child_env()
     args = [sys.executable, "-m", "bench._memory", "--side", side, "--count", str(count), "--url", url]
     args += ["--concurrency", str(concurrency)]
     with anyio.fail_after(600):

@@ -29,7 +29,7 @@ from typing import Any
 
 import anyio
 
-from bench._common import ROOT, GcPauses, Report, Spread, bench_server, verdict
+from bench._common import ROOT, GcPauses, Report, Spread, bench_server, child_env, verdict
 from bench._playa import data_dir, entry, playa_host, timed_echo_turns, token_of, write_servers
 from playa.agent import Host
 from playa.core import ChatSession
@@ -52,7 +52,7 @@ def _cpu_seconds(pid: int) -> float:
 def _talking(module: str, *args: str) -> Iterator[Callable[[str], Any]]:
     """Start ``python -m module args``; once it says READY, yield a function that sends it one line
     and returns its JSON answer."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")])}
+    env = child_env()
     process = subprocess.Popen(
         [sys.executable, "-m", module, *args],
         stdin=subprocess.PIPE,
