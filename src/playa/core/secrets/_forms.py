@@ -31,7 +31,14 @@ import re
 from typing import Final
 from urllib.parse import quote, quote_plus
 
-__all__ = ["MIN_SECRET_LENGTH", "REDACTED", "auth_credential", "encoded_forms", "is_http_token"]
+__all__ = [
+    "MIN_SECRET_LENGTH",
+    "REDACTED",
+    "auth_credential",
+    "encoded_forms",
+    "is_http_token",
+    "lower_escapes",
+]
 
 REDACTED: Final = "[redacted]"
 """What every match is replaced with."""
@@ -75,11 +82,16 @@ _URLSAFE: Final = str.maketrans("+/", "-_")
 _URLSAFE_BYTES: Final = bytes.maketrans(b"+/", b"-_")
 
 
-_PERCENT_ESCAPE = re.compile(r"%[0-9A-F]{2}")
+_PERCENT_ESCAPE: Final = re.compile(r"%[0-9A-Fa-f]{2}")
+_UPPER_ESCAPE: Final = re.compile(r"%(?:[A-F][0-9A-Fa-f]|[0-9a-f][A-F])")
 
 
-def _lower_escapes(text: str) -> str:
-    return _PERCENT_ESCAPE.sub(lambda m: m.group().lower(), text)
+def lower_escapes(text: str) -> str:
+    """``text`` with its percent-escapes in lower case, at the same positions (``%2F`` and ``%2f``,
+    and a form mixing them, are one case)."""
+    if "%" not in text or _UPPER_ESCAPE.search(text) is None:
+        return text  # nothing to lower: looked for in C, not escape by escape
+    return _PERCENT_ESCAPE.sub(lambda match: match.group().lower(), text)
 
 
 def _base64_cores(secret: bytes) -> list[bytes]:
@@ -113,8 +125,8 @@ def _forms_of(secret: str) -> set[str]:
         # JSON may escape '/' as well (PHP, some Java encoders).
         json.dumps(secret)[1:-1].replace("/", "\\/"),
     }
-    # ``every_byte`` is escapes alone: lower-cased whole, it is what ``_lower_escapes`` makes of it.
-    forms |= {every_byte.lower(), *(_lower_escapes(form) for form in forms - {every_byte} if "%" in form)}
+    # ``every_byte`` is escapes alone: lower-cased whole, it is what ``lower_escapes`` makes of it.
+    forms |= {every_byte.lower(), *(lower_escapes(form) for form in forms - {every_byte} if "%" in form)}
     forms |= _base64_forms(data)
     return forms
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, Final
 
 from ._credentials import looks_like_credential
-from ._forms import MIN_SECRET_LENGTH, REDACTED
+from ._forms import MIN_SECRET_LENGTH, REDACTED, lower_escapes
 from ._held import forget, forms_of, keep
 from ._redact import _kept
 
@@ -40,17 +40,6 @@ _RAW_TRAFFIC: Final = ("telegram",)
 _WORD: Final = re.compile(r"[A-Za-z0-9_\-.~+/=:]{8,}")
 PIECE: Final = 12
 """Characters of a credential that a log line may not show, wherever they were cut from."""
-_ESCAPE: Final = re.compile(r"%[0-9A-Fa-f]{2}")
-_UPPER_ESCAPE: Final = re.compile(r"%(?:[A-F][0-9A-Fa-f]|[0-9a-f][A-F])")
-
-
-def _folded(text: str) -> str:
-    """``text`` with its percent-escapes in lower case, at the same positions: windows are kept
-    and looked for in this form, so ``%2F`` and ``%2f`` (and a form mixing them) are one case,
-    covered by one set of windows rather than one per case."""
-    if "%" not in text or _UPPER_ESCAPE.search(text) is None:
-        return text  # nothing to fold: looked for in C, not escape by escape
-    return _ESCAPE.sub(lambda match: match.group().lower(), text)
 
 
 def _count(counts: dict[str, int], keys: Iterable[str], step: int) -> None:
@@ -84,7 +73,7 @@ class _Pieces:
     value the process knows: a bot meets a new chat's keys all its life, and each must be covered
     at once. Logs are short and few next to tool results, so the windows are probed at every
     position of each run of characters they are made of. Percent-escapes are kept and probed in
-    lower case (``_folded``): a secret's escaped forms are one set of windows, whatever case a
+    lower case (``lower_escapes``): a secret's escaped forms are one set of windows, whatever case a
     library or a server escapes in. Whitespace never joins a window
     (``Bearer x`` is covered through ``x``), and a form cut by a line break (wrapped base64) is
     covered line by line: every line of it long enough to hold a window is made of the whole
@@ -122,7 +111,7 @@ class _Pieces:
         parts: list[str] = []
         short: set[str] = set()
         for form in forms_of(value):
-            for part in _folded(form).split():
+            for part in lower_escapes(form).split():
                 if len(part) >= PIECE:
                     parts.append(part)
                 elif len(part) >= MIN_SECRET_LENGTH:
@@ -194,7 +183,7 @@ class _Pieces:
     def redact(self, text: str) -> str:
         spans: list[tuple[int, int]] = []
         windows, runs = self._windows, self._runs
-        probe = _folded(text)  # the same length: a span found in it is the same span of ``text``
+        probe = lower_escapes(text)  # the same length: a span found in it is the same span of ``text``
         if runs is not None:
             for run in runs.finditer(probe):
                 start, part = run.start(), run.group()
