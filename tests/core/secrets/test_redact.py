@@ -136,6 +136,13 @@ def test_a_secret_with_every_byte_escaped_in_either_case_is_an_encoded_form(secr
         assert out == f"a={REDACTED}&b={REDACTED}&c=1"
 
 
+def test_a_secret_holding_escapes_of_mixed_case_is_redacted_with_them_lowered() -> None:
+    secret = "tok%aF%2f%3Dvalue-long"  # a value that was itself percent-encoded, in mixed case
+    assert "tok%af%2f%3dvalue-long" in encoded_forms(secret)
+    out = Redactor([secret]).redact("one tok%aF%2f%3Dvalue-long two tok%af%2f%3dvalue-long three")
+    assert out == f"one {REDACTED} two {REDACTED} three"
+
+
 @pytest.mark.parametrize("ensure_ascii", [True, False])
 def test_json_escaped_secret_with_quotes_backslashes_and_non_ascii_is_redacted(ensure_ascii: bool) -> None:
     redactor = Redactor([AWKWARD])
