@@ -46,9 +46,8 @@ from ._audit_chain import (
     BadLine,
     FieldValue,
     Head,
-    chain,
     parse_record,
-    sealed_head,
+    sealed_batch,
     verified,
 )
 from ._audit_file import audit_paths, latest_records, read_head, tail_of, write_head
@@ -138,11 +137,9 @@ class _Writer:
         """Chain, seal and write ``batch`` (one write, one fsync), then replace the head."""
         if self._last is None:
             self._last = self._resume()
-        entries = [(time.time(), kind, fields) for kind, fields in self._resumed] + batch
-        records = chain(self._last, entries, self.scope, self.key)
-        seq, prev = (records[-1].seq, records[-1].hash) if records else self._last
+        sealed = sealed_batch(self._last, self._resumed, batch, self.scope, self.key)
         lines: list[bytes] = [b"\n"] if self._torn else []
-        lines += [record.line() for record in records]
+        lines += [record.line() for record in sealed.records]
         log, head_path = audit_paths(self.folder)
         try:
             append_durably(log, b"".join(lines))
@@ -150,8 +147,8 @@ class _Writer:
             # The folder is made when first written (or again, if it went): not looked for at every batch.
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             append_durably(log, b"".join(lines))
-        self._last, self._torn, self._resumed = (seq, prev), False, []
-        write_head(head_path, sealed_head(Head(seq, prev), self.scope, self.key))
+        self._last, self._torn, self._resumed = sealed.last, False, []
+        write_head(head_path, sealed.head)
 
 
 def move_log(folder: Path, old_scope: str, new_scope: str, key: AuditKey) -> None:

@@ -33,11 +33,13 @@ __all__ = [
     "BadLine",
     "FieldValue",
     "Head",
+    "SealedBatch",
     "chain",
     "chained",
     "open_head",
     "parse_record",
     "scopes",
+    "sealed_batch",
     "sealed_head",
     "timestamp",
     "verified",
@@ -226,6 +228,31 @@ def sealed_head(head: Head, scope: str, key: AuditKey) -> bytes:
     return canonical_json(
         {"v": AUDIT_VERSION, "kid": key.key_id, **body, "mac": key.mac("head", scope, body)}
     )
+
+
+@dataclass(frozen=True)
+class SealedBatch:
+    """A batch chained and sealed: its records, where the chain now ends, and the head naming that end."""
+
+    records: list[AuditRecord]
+    last: tuple[int, str]
+    head: bytes
+
+
+def sealed_batch(
+    last: tuple[int, str],
+    resumed: Iterable[tuple[str, dict[str, FieldValue]]],
+    batch: Iterable[tuple[float, str, dict[str, FieldValue]]],
+    scope: str,
+    key: AuditKey,
+) -> SealedBatch:
+    """The records after ``last`` (its seq and hash), sealed for ``scope``: first what a resume
+    found (``resumed``, kind and fields, timed now), then ``batch``; and the head naming the last
+    of them (``last`` itself when there are none)."""
+    entries = [(time.time(), kind, fields) for kind, fields in resumed]
+    records = chain(last, [*entries, *batch], scope, key)
+    end = (records[-1].seq, records[-1].hash) if records else last
+    return SealedBatch(records, end, sealed_head(Head(*end), scope, key))
 
 
 def open_head(data: bytes, scope: str, key: AuditKey) -> Head | str:

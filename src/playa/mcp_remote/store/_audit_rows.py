@@ -28,9 +28,9 @@ from ._audit_chain import (
     BadLine,
     FieldValue,
     Head,
-    chain,
     open_head,
     parse_record,
+    sealed_batch,
     sealed_head,
     verified,
 )
@@ -111,14 +111,12 @@ class RowWriter:
         for _ in range(_TRIES):
             if self._last is None:
                 self._last = await self.resume()
-            entries = [(time.time(), kind, fields) for kind, fields in self._resumed] + batch
-            records = chain(self._last, entries, self.scope, self.key)
-            if not records:
+            sealed = sealed_batch(self._last, self._resumed, batch, self.scope, self.key)
+            if not sealed.records:
                 return
-            seq, prev = records[-1].seq, records[-1].hash
-            head = sealed_head(Head(seq, prev), self.scope, self.key)
-            if await self.rows.append(self.chat, self._known, [_row(record) for record in records], head):
-                self._last, self._known, self._resumed = (seq, prev), head, []
+            rows = [_row(record) for record in sealed.records]
+            if await self.rows.append(self.chat, self._known, rows, sealed.head):
+                self._last, self._known, self._resumed = sealed.last, sealed.head, []
                 return
             # Another writer's head is there: read it, and chain the batch after its records.
             was, self._last, self._resumed = self._last, None, []
