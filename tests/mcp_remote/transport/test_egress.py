@@ -186,7 +186,7 @@ def test_settings_carry_the_policy_and_default_to_any() -> None:
 # --- The backend: resolve once, check every address, connect to a checked one --------------------
 
 
-class Recorder:
+class Recorder(httpcore2.AsyncNetworkBackend):
     """A fake DNS and socket connect: answers from a script, records what was asked and connected."""
 
     def __init__(self, *answers: Sequence[str] | OSError) -> None:
@@ -201,7 +201,7 @@ class Recorder:
             raise answer
         return list(answer)
 
-    async def connect(
+    async def connect_tcp(
         self,
         host: str,
         port: int,
@@ -230,7 +230,7 @@ class TlsRecorder(httpcore2.AsyncNetworkStream):
 
 async def test_dns_rebinding_cannot_move_a_checked_connection_to_a_private_address() -> None:
     fake = Recorder([SOME_PUBLIC_IP], ["10.0.0.5"])
-    backend = GuardedBackend(PUBLIC, resolve=fake.resolve, connect=fake.connect)
+    backend = GuardedBackend(PUBLIC, resolve=fake.resolve, network_backend=fake)
     with anyio.fail_after(5):
         await backend.connect_tcp("mcp.example.com", 443)
         # The second resolution answers privately: that connection is refused before any connect.
@@ -243,7 +243,7 @@ async def test_dns_rebinding_cannot_move_a_checked_connection_to_a_private_addre
 
 async def test_a_name_resolving_to_both_public_and_private_addresses_is_refused_before_any_connect() -> None:
     fake = Recorder([SOME_PUBLIC_IP, "127.0.0.1"])
-    backend = GuardedBackend(PUBLIC, resolve=fake.resolve, connect=fake.connect)
+    backend = GuardedBackend(PUBLIC, resolve=fake.resolve, network_backend=fake)
     with anyio.fail_after(5), pytest.raises(EgressRefused) as refused:
         await backend.connect_tcp("mixed.example.com", 443)
     assert (
@@ -256,7 +256,7 @@ async def test_a_name_that_does_not_resolve_is_refused_with_a_clear_reason() -> 
     import socket
 
     fake = Recorder(socket.gaierror(socket.EAI_NONAME, "Name or service not known"))
-    backend = GuardedBackend(PUBLIC, resolve=fake.resolve, connect=fake.connect)
+    backend = GuardedBackend(PUBLIC, resolve=fake.resolve, network_backend=fake)
     with (
         anyio.fail_after(5),
         pytest.raises(EgressRefused, match=r"host not found: nowhere\.example does not resolve"),
@@ -268,7 +268,7 @@ async def test_a_name_that_does_not_resolve_is_refused_with_a_clear_reason() -> 
 async def test_an_empty_or_malformed_dns_answer_is_refused() -> None:
     for answer in ([], ["not-an-address"]):
         fake = Recorder(answer)
-        backend = GuardedBackend(PUBLIC, resolve=fake.resolve, connect=fake.connect)
+        backend = GuardedBackend(PUBLIC, resolve=fake.resolve, network_backend=fake)
         with anyio.fail_after(5), pytest.raises(EgressRefused, match="host not found"):
             await backend.connect_tcp("odd.example.com", 443)
         assert fake.connected == []
@@ -277,7 +277,7 @@ async def test_an_empty_or_malformed_dns_answer_is_refused() -> None:
 async def test_a_disguised_literal_is_checked_and_connected_as_the_address_it_spells() -> None:
     fake = Recorder([SOME_PUBLIC_IP])
     allowing = EgressPolicy(mode="public", allow=("127.0.0.1/32",))
-    backend = GuardedBackend(allowing, resolve=fake.resolve, connect=fake.connect)
+    backend = GuardedBackend(allowing, resolve=fake.resolve, network_backend=fake)
     with anyio.fail_after(5):
         await backend.connect_tcp("0x7f.1", 80)
         with pytest.raises(EgressRefused, match=r"0x7f\.2 \(127\.0\.0\.2\) is loopback"):
@@ -289,7 +289,7 @@ async def test_a_disguised_literal_is_checked_and_connected_as_the_address_it_sp
 async def test_tls_verifies_the_url_host_name_while_the_socket_goes_to_the_checked_address() -> None:
     fake = Recorder([SOME_PUBLIC_IP])
     transport = guarded_transport(
-        PUBLIC, ssl_context=ssl.create_default_context(), resolve=fake.resolve, connect=fake.connect
+        PUBLIC, ssl_context=ssl.create_default_context(), resolve=fake.resolve, network_backend=fake
     )
     async with httpx2.AsyncClient(transport=transport) as client:
         with anyio.fail_after(5), pytest.raises(httpx2.ConnectError):

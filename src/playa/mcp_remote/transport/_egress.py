@@ -25,7 +25,7 @@ import socket
 import ssl
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal, Protocol, get_args
+from typing import Final, Literal, get_args
 from urllib.parse import urlsplit
 
 import anyio
@@ -353,31 +353,23 @@ async def system_resolver(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(sockaddr[0]) for *_, sockaddr in answers))
 
 
-class _Connect(Protocol):
-    async def __call__(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[httpcore2.SOCKET_OPTION] | None = None,
-    ) -> httpcore2.AsyncNetworkStream: ...
-
-
 class GuardedBackend(httpcore2.AsyncNetworkBackend):
     """An httpcore network backend that resolves, checks every address, and connects to a checked one.
 
-    ``resolve`` is the DNS seam (``system_resolver`` by default); ``connect`` opens a TCP
-    connection to an address literal (httpcore's anyio backend by default).
+    ``resolve`` is the DNS seam (``system_resolver`` by default); ``network_backend`` opens the
+    TCP connection to an address literal (httpcore's anyio backend by default).
     """
 
     def __init__(
-        self, policy: EgressPolicy, *, resolve: Resolver | None = None, connect: _Connect | None = None
+        self,
+        policy: EgressPolicy,
+        *,
+        resolve: Resolver | None = None,
+        network_backend: httpcore2.AsyncNetworkBackend | None = None,
     ) -> None:
         self._policy = policy
         self._resolve: Resolver = resolve if resolve is not None else system_resolver
-        self._inner = httpcore2.AnyIOBackend()
-        self._connect: _Connect = connect if connect is not None else self._inner.connect_tcp
+        self._inner = network_backend if network_backend is not None else httpcore2.AnyIOBackend()
 
     async def addresses(self, host: str, port: int) -> list[IPAddress]:
         """The addresses to connect to for ``host``, all checked.
@@ -431,7 +423,7 @@ class GuardedBackend(httpcore2.AsyncNetworkBackend):
                 break
             try:
                 # The checked address itself, never the name: nothing is resolved a second time.
-                return await self._connect(
+                return await self._inner.connect_tcp(
                     str(address),
                     port,
                     timeout=None if math.isinf(remaining) else remaining,
@@ -479,12 +471,12 @@ def guarded_transport(
     *,
     ssl_context: ssl.SSLContext,
     resolve: Resolver | None = None,
-    connect: _Connect | None = None,
+    network_backend: httpcore2.AsyncNetworkBackend | None = None,
 ) -> httpx2.AsyncBaseTransport:
     """An httpx2 transport that only opens connections ``policy`` allows, to the addresses it checked.
 
-    ``resolve`` and ``connect`` are ``GuardedBackend``'s seams. No proxy is used: a proxy
+    ``resolve`` and ``network_backend`` are ``GuardedBackend``'s seams. No proxy is used: a proxy
     would resolve and connect on its own, out of the policy's reach.
     """
-    backend = GuardedBackend(policy, resolve=resolve, connect=connect)
+    backend = GuardedBackend(policy, resolve=resolve, network_backend=network_backend)
     return _GuardedTransport(ssl_context=ssl_context, backend=backend)
