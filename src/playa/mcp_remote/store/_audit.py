@@ -44,6 +44,7 @@ from ._audit_chain import (
     AuditKey,
     AuditRecord,
     BadLine,
+    Batch,
     FieldValue,
     Head,
     parse_record,
@@ -133,7 +134,7 @@ class _Writer:
             return record if record.verifies(self.key, self.scope) else None
         return None
 
-    def append(self, batch: list[tuple[float, str, dict[str, FieldValue]]]) -> None:
+    def append(self, batch: Batch) -> None:
         """Chain, seal and write ``batch`` (one write, one fsync), then replace the head."""
         if self._last is None:
             self._last = self._resume()
@@ -201,7 +202,7 @@ class AuditLog:
         self._tg = task_group
         self._redact = redact
         self._clock = clock
-        self._pending: list[tuple[float, str, dict[str, FieldValue]]] = []
+        self._pending: Batch = []
         self._flushed: anyio.Event | None = None
 
     def __repr__(self) -> str:
@@ -240,7 +241,7 @@ class AuditLog:
             if done is not None:
                 done.set()
 
-    async def _write(self, batch: list[tuple[float, str, dict[str, FieldValue]]]) -> None:
+    async def _write(self, batch: Batch) -> None:
         writer = self._writer
         assert writer is not None
         if isinstance(writer, RowWriter):

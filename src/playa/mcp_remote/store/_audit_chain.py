@@ -31,6 +31,7 @@ __all__ = [
     "AuditKey",
     "AuditRecord",
     "BadLine",
+    "Batch",
     "FieldValue",
     "Head",
     "SealedBatch",
@@ -58,6 +59,8 @@ MOVED: Final = "chat_moved"
 _SHOWN_FIRST: Final = {name: n for n, name in enumerate(("sender", "server", "tool", "outcome"))}
 
 FieldValue: TypeAlias = "str | int | bool | None"
+Batch: TypeAlias = "list[tuple[float, str, dict[str, FieldValue]]]"
+"""Records to be, in order: each one's time, kind and fields."""
 
 
 class AuditKey:
@@ -242,7 +245,7 @@ class SealedBatch:
 def sealed_batch(
     last: tuple[int, str],
     resumed: Iterable[tuple[str, dict[str, FieldValue]]],
-    batch: Iterable[tuple[float, str, dict[str, FieldValue]]],
+    batch: Batch,
     scope: str,
     key: AuditKey,
 ) -> SealedBatch:

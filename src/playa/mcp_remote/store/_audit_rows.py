@@ -26,6 +26,7 @@ from ._audit_chain import (
     AuditKey,
     AuditRecord,
     BadLine,
+    Batch,
     FieldValue,
     Head,
     open_head,
@@ -44,8 +45,6 @@ _TRIES: Final = 8
 """Appends raced and lost in a row before a batch is given up: each loss is another writer's
 batch written, so this many means a writer that never stops, not a chain that cannot go on."""
 LOST: Final = "audit_head_lost"
-
-Batch = list[tuple[float, str, dict[str, FieldValue]]]
 
 
 class AuditRaced(Exception):
