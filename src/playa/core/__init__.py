@@ -30,6 +30,7 @@ from ._env import DEFAULT_DENIED, EnvPolicy
 from ._extension import Extension, ToolResultEvent
 from ._inbound import Inbound, classify, oauth_redirect
 from ._links import LinkCheck, check_link
+from ._locks import KeyedLocks
 from ._metrics import Gauge, Metrics, exposition, process_metrics
 from ._normalize import normalize, one_line
 from ._panel import Panel, PanelAction, PanelRow, render_panel
@@ -119,6 +120,7 @@ __all__ = [
     "HistoryRows",
     "Inbound",
     "IncomingMessage",
+    "KeyedLocks",
     "LateResult",
     "Leadership",
     "LeaseTaken",

@@ -13,6 +13,7 @@ from typing import ClassVar, TypeVar
 
 import anyio
 
+from ..core import KeyedLocks
 from ..exceptions import CallFailed, RemoteError, RemoteTimeout, ToolError
 from ._review import Review
 from ._server import ChatContext, RemoteServer
@@ -36,7 +37,7 @@ class ServerListings(ABC):
         self._review = review
         self._timeout = context.settings.connection.call_timeout
         self._redact = context.secrets.redact_out
-        self._locks: dict[str, anyio.Lock] = {}
+        self._locks: KeyedLocks[str] = KeyedLocks()
 
     @abstractmethod
     async def listing(self, server: RemoteServer, connection: Connection | None = None, /) -> object:
@@ -65,10 +66,7 @@ class ServerListings(ABC):
 
     def _lock(self, server: RemoteServer) -> anyio.Lock:
         """The server's listing lock: one listing of this kind at a time."""
-        lock = self._locks.get(server.entry.name)
-        if lock is None:
-            lock = self._locks[server.entry.name] = anyio.Lock()
-        return lock
+        return self._locks.of(server.entry.name)
 
     @staticmethod
     def _tools_pinned(server: RemoteServer) -> Pins | None:

@@ -28,10 +28,9 @@ import anyio
 from anyio.abc import TaskGroup
 from telegram import Update
 
-from ..core import ChatLeases, Leadership, process_metrics
+from ..core import ChatLeases, KeyedLocks, Leadership, process_metrics
 from ..exceptions import DatabaseError
 from ._journal import Journal
-from ._locks import ChatLocks
 from ._outbox import Outbox
 from ._recovery import left_behind
 
@@ -70,7 +69,7 @@ class Leases:
     holder: str = field(init=False, default_factory=holder_name)
     held: dict[int, float] = field(init=False, default_factory=dict)
     """Each chat held, with when it was last active (the event loop's clock)."""
-    _locks: ChatLocks = field(init=False, default_factory=ChatLocks)
+    _locks: KeyedLocks[int] = field(init=False, default_factory=KeyedLocks)
     _elsewhere: dict[int, float] = field(init=False, default_factory=dict)
     """Chats another process held when this one last tried, until when it does not try again."""
     _retakes: set[int] = field(init=False, default_factory=set)

@@ -38,9 +38,9 @@ from telegram.constants import ChatAction
 from telegram.error import BadRequest, ChatMigrated, NetworkError, RetryAfter, TelegramError
 from telegram.warnings import PTBDeprecationWarning
 
+from ..core import KeyedLocks
 from ..exceptions import ConfigError
 from ._journal import Journal
-from ._locks import ChatLocks
 from ._split import Part
 
 __all__ = ["Delivery", "Outbox", "RetryPolicy", "check_seconds", "entities_of", "retry_seconds"]
@@ -185,7 +185,7 @@ class Outbox:
         self.retry = retry or RetryPolicy()
         self._journal = journal
         self._clock = clock
-        self._locks = ChatLocks()
+        self._locks: KeyedLocks[int] = KeyedLocks()
         """Each chat's order: one reply at a time, the resumed ones first."""
         self._names = itertools.count()
         self.depth = 0
