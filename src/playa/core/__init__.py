@@ -58,6 +58,7 @@ from ._session import ChatSession, LateResult
 from ._storage import (
     AuditRows,
     ChatLeases,
+    ChatRows,
     HistoryRows,
     Leadership,
     LeaseTaken,
@@ -107,6 +108,7 @@ __all__ = [
     "Attachment",
     "AuditRows",
     "ChatLeases",
+    "ChatRows",
     "ChatSession",
     "Command",
     "CommandContext",

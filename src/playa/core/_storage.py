@@ -21,6 +21,7 @@ from typing import Literal, Protocol, TypeAlias
 __all__ = [
     "AuditRows",
     "ChatLeases",
+    "ChatRows",
     "HistoryRows",
     "Leadership",
     "LeaseTaken",
@@ -77,7 +78,16 @@ class ServerRows(Protocol):
         ...
 
 
-class HistoryRows(Protocol):
+class ChatRows(Protocol):
+    """A chat's state of one kind as rows, which go with the chat when it gets a new scope."""
+
+    async def move(self, old_scope: str, new_scope: str) -> bool:
+        """Make ``old_scope``'s rows ``new_scope``'s (a chat that got a new scope); nothing is
+        moved, and False returned, when ``new_scope`` has rows of its own."""
+        ...
+
+
+class HistoryRows(ChatRows, Protocol):
     """A chat's conversation: one encoded message a row, in order."""
 
     async def load(self, scope: str) -> list[bytes]:
@@ -92,13 +102,8 @@ class HistoryRows(Protocol):
         """Forget every message of the chat."""
         ...
 
-    async def move(self, old_scope: str, new_scope: str) -> bool:
-        """Make ``old_scope``'s messages ``new_scope``'s (a chat that got a new scope); nothing is
-        moved, and False returned, when ``new_scope`` has messages of its own."""
-        ...
 
-
-class WorkspaceRows(Protocol):
+class WorkspaceRows(ChatRows, Protocol):
     """A chat's workspace as rows: one file a row, by its path relative to the workspace.
 
     Paths come checked (``workspace_path``: relative, no ``..``, never the host's folder); the
@@ -120,11 +125,6 @@ class WorkspaceRows(Protocol):
 
     async def delete(self, scope: str, path: str) -> bool:
         """Remove the file; whether there was one."""
-        ...
-
-    async def move(self, old_scope: str, new_scope: str) -> bool:
-        """Make ``old_scope``'s files ``new_scope``'s (a chat that got a new scope); nothing is
-        moved, and False returned, when ``new_scope`` has files of its own."""
         ...
 
 
@@ -278,7 +278,7 @@ class Storage(Protocol):
         ...
 
 
-class AuditRows(Protocol):
+class AuditRows(ChatRows, Protocol):
     """A chat's audit log as rows: each record's bytes by its sequence number, and the head (how
     far the log went), both as the writer sealed them.
 
@@ -302,11 +302,6 @@ class AuditRows(Protocol):
 
     async def last(self, scope: str, count: int) -> tuple[bytes | None, list[tuple[int, bytes]]]:
         """The head and the ``count`` records of the highest sequence numbers, in order."""
-        ...
-
-    async def move(self, old_scope: str, new_scope: str) -> bool:
-        """Make ``old_scope``'s records and head ``new_scope``'s (a chat that got a new scope);
-        nothing is moved, and False returned, when ``new_scope`` has records of its own."""
         ...
 
     async def scopes(self) -> list[str]:
