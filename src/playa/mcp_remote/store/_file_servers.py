@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 
 import anyio.to_thread
@@ -13,15 +14,12 @@ from ._store import LoadResult, Saved, ServerStore
 __all__ = ["FileServers"]
 
 
+@dataclass(eq=False)
 class FileServers:
     """``ServerStore`` for callers on the event loop: its reads and writes take a lock and fsync,
     so each runs in a worker thread; ``changed`` is one ``lstat`` and stays on the loop."""
 
-    def __init__(self, file: ServerStore) -> None:
-        self.file = file
-
-    def __repr__(self) -> str:
-        return f"FileServers({self.file!r})"
+    file: ServerStore
 
     @property
     def scope(self) -> str:
