@@ -40,13 +40,13 @@ from ...core import AuditRows
 from ...exceptions import DatabaseError
 from ._audit_chain import (
     GENESIS,
-    MOVED,
     AuditKey,
     AuditRecord,
     BadLine,
     Batch,
     FieldValue,
     Head,
+    moved,
     parse_record,
     sealed_batch,
     verified,
@@ -165,7 +165,7 @@ def move_log(folder: Path, old_scope: str, new_scope: str, key: AuditKey) -> Non
     if writer._resumed:
         writer.append([])  # what the resume found goes first, sealed for the old scope
     writer.scope = new_scope
-    writer.append([(time.time(), MOVED, {"from": old_scope})])
+    writer.append(moved(old_scope))
 
 
 class AuditLog:

@@ -37,6 +37,7 @@ __all__ = [
     "SealedBatch",
     "chain",
     "chained",
+    "moved",
     "open_head",
     "parse_record",
     "scopes",
@@ -274,6 +275,12 @@ def open_head(data: bytes, scope: str, key: AuditKey) -> Head | str:
     if not hmac.compare_digest(raw["mac"], key.mac("head", scope, {"seq": seq, "hash": digest})):
         return "the head record does not verify (edited, or copied from another chat)"
     return Head(seq, digest)
+
+
+def moved(old_scope: str) -> Batch:
+    """What a chat's chain says first under its new scope: a ``chat_moved`` record naming the old
+    one, which ``scopes`` follows back."""
+    return [(time.time(), MOVED, {"from": old_scope})]
 
 
 def scopes(records: Sequence[AuditRecord | BadLine], scope: str, key: AuditKey) -> list[str]:

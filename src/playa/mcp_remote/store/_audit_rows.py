@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -22,13 +21,13 @@ from typing import Final
 from ...core import AuditRows
 from ._audit_chain import (
     GENESIS,
-    MOVED,
     AuditKey,
     AuditRecord,
     BadLine,
     Batch,
     FieldValue,
     Head,
+    moved,
     open_head,
     parse_record,
     sealed_batch,
@@ -164,5 +163,5 @@ async def move_rows(rows: AuditRows, old_scope: str, new_scope: str, key: AuditK
     if writer._resumed:
         await writer.append([])  # what the resume found goes first, sealed for the old scope
     writer.scope = new_scope
-    await writer.append([(time.time(), MOVED, {"from": old_scope})])
+    await writer.append(moved(old_scope))
     return True
