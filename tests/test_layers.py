@@ -322,9 +322,10 @@ def test_the_parts_of_the_servers_service_are_handed_no_callbacks(part: str) -> 
     assert callables in ([], ["clock"]), f"{name} is handed {callables}"
 
 
-# The transport talks to servers: of the core it needs only the secrets' rules and the text
-# helpers, never the person's side (the UI, questions and answers live above it, in the service).
-TRANSPORT_CORE_NAMES = {"Redactor", "one_line", "outbound_secrets"}
+# The transport talks to servers: of the core it needs only the secrets' rules, the text helpers
+# and the settings' floor rule, never the person's side (the UI, questions and answers live above
+# it, in the service).
+TRANSPORT_CORE_NAMES = {"Redactor", "check_at_least", "one_line", "outbound_secrets"}
 
 
 def core_names_imported(source: str) -> set[str]:

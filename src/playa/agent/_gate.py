@@ -50,8 +50,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
-from ..core import Redactor
-from ..exceptions import ConfigError
+from ..core import Redactor, check_at_least
 
 __all__ = ["GateLimits", "GateMemory", "GatedModel", "gate_messages"]
 
@@ -71,14 +70,7 @@ class GateLimits:
     max_description_chars: int = 1024
 
     def __post_init__(self) -> None:
-        if self.max_result_chars < 1000:
-            raise ConfigError(
-                f"GateLimits.max_result_chars must be at least 1000, got {self.max_result_chars!r}"
-            )
-        if self.max_description_chars < 10:
-            raise ConfigError(
-                f"GateLimits.max_description_chars must be at least 10, got {self.max_description_chars!r}"
-            )
+        check_at_least(self, max_result_chars=1000, max_description_chars=10)
 
 
 def withheld_note(media_type: str) -> str:

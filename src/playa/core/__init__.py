@@ -18,6 +18,7 @@ from ._attachments import (
     safe_file_name,
     save_attachment,
 )
+from ._bounds import check_at_least
 from ._commands import (
     Command,
     CommandContext,
@@ -163,6 +164,7 @@ __all__ = [
     "auth_credential",
     "beside_a_question",
     "cancelled_for",
+    "check_at_least",
     "check_link",
     "classify",
     "encoded_forms",

@@ -7,7 +7,7 @@ from typing import Final, Literal, get_args
 
 from mcp.client.auth.utils import is_valid_client_metadata_url
 
-from ..core import QUESTION_TIMEOUT
+from ..core import QUESTION_TIMEOUT, check_at_least
 from ..exceptions import ConfigError
 from .store import DECISIONS, Decision
 from .transport import ConnectionSettings, check_seconds
@@ -95,10 +95,7 @@ class RemoteMcpSettings:
                 f"RemoteMcpSettings.flow_guard must be one of {', '.join(FLOW_GUARD_MODES)}, "
                 f"got {self.flow_guard!r}"
             )
-        if self.max_tools_per_server < 1:
-            raise ConfigError(
-                f"RemoteMcpSettings.max_tools_per_server must be at least 1, got {self.max_tools_per_server!r}"
-            )
+        check_at_least(self, max_tools_per_server=1)
 
     @property
     def connect_wait(self) -> float:

@@ -13,8 +13,8 @@ from types import MappingProxyType
 from typing import Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from ...core import Redactor
-from ...exceptions import ConfigError, RemoteError
+from ...core import Redactor, check_at_least
+from ...exceptions import RemoteError
 from ..store import TransportChoice
 from ._egress import EgressPolicy
 from ._errors import MAX_REASON
@@ -68,14 +68,7 @@ class ConnectionSettings:
             floor="call_timeout",
             ceiling="call_max",
         )
-        for name, least in (
-            ("max_concurrent_connects", 1),
-            ("max_tool_pages", 1),
-            ("max_result_bytes", 1024),
-        ):
-            count: int = getattr(self, name)
-            if count < least:
-                raise ConfigError(f"ConnectionSettings.{name} must be at least {least}, got {count!r}")
+        check_at_least(self, max_concurrent_connects=1, max_tool_pages=1, max_result_bytes=1024)
 
 
 def _display_url(url: str) -> str:
