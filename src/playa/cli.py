@@ -320,7 +320,14 @@ async def _chat(args: argparse.Namespace) -> None:
 async def _telegram(args: argparse.Namespace) -> None:
     try:
         # Imported here: python-telegram-bot is an optional dependency.
-        from .telegram import LEASE_SECONDS, RedirectRoute, TelegramSettings, run_telegram, telegram_options
+        from .telegram import (
+            LEASE_SECONDS,
+            RedirectRoute,
+            Serving,
+            TelegramSettings,
+            run_telegram,
+            telegram_options,
+        )
     except ImportError:
         raise ConfigError(
             "the Telegram front end needs python-telegram-bot: pip install 'playa[telegram]'"
@@ -346,15 +353,17 @@ async def _telegram(args: argparse.Namespace) -> None:
             host,
             token=options.token,
             base_url=options.base_url,
-            webhook=options.webhook,
             settings=TelegramSettings(
                 stop_grace=env_seconds(os.environ, "PLAYA_TELEGRAM_STOP_GRACE", 30.0),
                 lease_seconds=env_seconds(os.environ, "PLAYA_LEASE_SECONDS", LEASE_SECONDS),
             ),
-            stop=stop,
-            redirect=redirect,
-            listen=options.listen,
-            probe=_database_probe(config),
+            serving=Serving(
+                webhook=options.webhook,
+                listen=options.listen,
+                redirect=redirect,
+                probe=_database_probe(config),
+                stop=stop,
+            ),
             storage=config.storage,
         )
         tg.cancel_scope.cancel()

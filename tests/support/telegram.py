@@ -15,7 +15,7 @@ from pydantic_ai.models import Model
 from tests.telegram.fake_bot_api import ApiCall, FakeBotApi, private_chat, user
 
 from playa.agent import Host
-from playa.telegram import TelegramSettings, WebhookConfig, run_telegram
+from playa.telegram import Serving, TelegramSettings, WebhookConfig, run_telegram
 from servers.python_servers import serve_asgi
 from support.cli_host import cli_host
 from support.remote import demo_server
@@ -43,9 +43,8 @@ async def bot_running(
                 host,
                 token=fake.token,
                 base_url=api_url,
-                webhook=webhook,
                 settings=settings,
-                listening=listening,
+                serving=Serving(webhook=webhook, listening=listening),
             )
         )
         await fake.wait_call("setWebhook" if webhook else "getUpdates")

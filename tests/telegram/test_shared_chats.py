@@ -24,6 +24,7 @@ from playa.db import Database, DatabaseStorage, DatabaseUrl, upgrade
 from playa.telegram import (
     INTERRUPTED,
     Journal,
+    Serving,
     TelegramSettings,
     WebhookConfig,
     bot_id,
@@ -102,9 +103,8 @@ async def bot_process(
                     host,
                     token=TOKEN,
                     base_url=api_url,
-                    webhook=webhook,
                     settings=TelegramSettings(poll_timeout=5, lease_seconds=LEASE),
-                    listening=heard,
+                    serving=Serving(webhook=webhook, listening=heard),
                     storage=storage,
                 )
 

@@ -12,6 +12,7 @@ from ._notices import INTERRUPTED
 from ._options import TelegramOptions, public_url_from, telegram_options
 from ._outbox import RetryPolicy
 from ._owner import ANONYMOUS_ADMIN_ID
+from ._serving import Serving
 from ._settings import TelegramSettings, build_bot
 from ._split import MESSAGE_LIMIT, split_message, utf16_len
 from ._webhook import SECRET_HEADER, RedirectRoute, WebhookConfig, webhook_secret
@@ -31,6 +32,7 @@ __all__ = [
     "Operations",
     "RedirectRoute",
     "RetryPolicy",
+    "Serving",
     "TelegramBot",
     "TelegramOptions",
     "TelegramSettings",

@@ -43,9 +43,10 @@ from ._panel import PanelMessages, PanelPress
 from ._parts import BotParts
 from ._polling import ALLOWED_UPDATES, Poller
 from ._recovery import left_behind
+from ._serving import Serving
 from ._settings import TelegramSettings, build_bot
 from ._updates import Queued, migration_of, note, text_of
-from ._webhook import RedirectRoute, WebhookConfig, serve_listener, serve_webhook
+from ._webhook import serve_listener, serve_webhook
 
 __all__ = ["ALLOWED_UPDATES", "TelegramBot", "run_telegram"]
 
@@ -124,27 +125,15 @@ class TelegramBot:
 
     # Running
 
-    async def run(
-        self,
-        *,
-        webhook: WebhookConfig | None = None,
-        listening: Callable[[int], None] | None = None,
-        stop: anyio.Event | None = None,
-        redirect: RedirectRoute | None = None,
-        listen: tuple[str, int] | None = None,
-        probe: Callable[[], Awaitable[None]] | None = None,
-    ) -> None:
-        """Serve until cancelled, or until ``stop`` is set: then stop gracefully.
-
-        ``redirect`` (a login's redirect), ``/healthz`` and ``/metrics`` are served by the
-        webhook's listener, or with long polling by a listener of its own on ``listen``; the
-        health check runs ``probe`` (the database's ``SELECT 1``).
+    async def run(self, serving: Serving | None = None) -> None:
+        """Serve as ``serving`` says (long polling by default) until cancelled, or until its
+        ``stop`` is set: then stop gracefully.
 
         A graceful stop takes no more updates, lets running turns finish within
         ``settings.stop_grace``, and leaves what is unfinished in the journals for the restart.
         """
-        if webhook is None and redirect is not None and listen is None:
-            raise ConfigError("the login redirect has no address to listen on: set PLAYA_LISTEN")
+        serving = serving or Serving()
+        webhook, redirect = serving.webhook, serving.redirect
         if webhook is not None:
             outbound_secrets().add([webhook.secret_token])  # whoever knows it can post updates
         try:
@@ -160,12 +149,14 @@ class TelegramBot:
                         partial(self.leases.run, tg, route=self.route, drop=self._drop, busy=self._busy)
                     )
                 async with anyio.create_task_group() as intake:
-                    if stop is not None:
-                        intake.start_soon(self._stop_when, stop, intake.cancel_scope)
-                    operations = self._operations(probe)
+                    if serving.stop is not None:
+                        intake.start_soon(self._stop_when, serving.stop, intake.cancel_scope)
+                    operations = self._operations(serving.probe)
                     if webhook is None:
-                        if listen is not None:
-                            serve = partial(serve_listener, listen, redirect=redirect, operations=operations)
+                        if serving.listen is not None:
+                            serve = partial(
+                                serve_listener, serving.listen, redirect=redirect, operations=operations
+                            )
                             intake.start_soon(serve)
                         poll = partial(self.poller.run, self.receive)
                         if self.leases is None:
@@ -178,7 +169,7 @@ class TelegramBot:
                             webhook,
                             self.receive,
                             allowed_updates=ALLOWED_UPDATES,
-                            listening=listening,
+                            listening=serving.listening,
                             redirect=redirect,
                             operations=operations,
                         )
@@ -455,22 +446,15 @@ async def run_telegram(
     *,
     token: str,
     base_url: str | None = None,
-    webhook: WebhookConfig | None = None,
     settings: TelegramSettings | None = None,
-    listening: Callable[[int], None] | None = None,
-    stop: anyio.Event | None = None,
-    redirect: RedirectRoute | None = None,
-    listen: tuple[str, int] | None = None,
-    probe: Callable[[], Awaitable[None]] | None = None,
+    serving: Serving | None = None,
     storage: Storage | None = None,
 ) -> None:
-    """Run ``host``'s chats as a Telegram bot until cancelled, or gracefully until ``stop`` is set.
+    """Run ``host``'s chats as a Telegram bot, served as ``serving`` says (long polling by
+    default), until cancelled, or gracefully once its ``stop`` is set.
 
     With ``storage`` (a database) the updates and replies are kept in its rows, and this process
     is one of several that serve the bot: each chat is served by the process holding its lease.
-
-    ``redirect`` serves logins' redirects, beside ``/healthz`` and ``/metrics``: on the webhook's
-    listener, or with long polling on a listener of its own on ``listen``.
     """
     settings = settings or TelegramSettings()
     # Before the bot is built: every Bot API URL holds the token, and httpx logs each at INFO.
@@ -478,6 +462,4 @@ async def run_telegram(
     outbound_secrets().add([token])
     quiet_raw_traffic()
     bot = build_bot(token, base_url=base_url, poll_timeout=settings.poll_timeout)
-    await TelegramBot(host, bot, settings=settings, storage=storage).run(
-        webhook=webhook, listening=listening, stop=stop, redirect=redirect, listen=listen, probe=probe
-    )
+    await TelegramBot(host, bot, settings=settings, storage=storage).run(serving)
