@@ -134,8 +134,7 @@ class Connection:
         self._done = anyio.Event()
         self._changes = ChangeFollower(server=self.endpoint.server, relist=self._relist, stopped=self._stop)
         self._relisting: anyio.CancelScope | None = None
-        self.resource_updates = ResourceUpdates()
-        """The resources this connection subscribed to, and which of them the server said changed."""
+        self._resource_updates: ResourceUpdates | None = None
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"broken: {self._broken_reason}" if self.broken else "open"
@@ -154,6 +153,14 @@ class Connection:
         self._tools = tools
         # A call looks its tool up (does it run as a task?): by name, not by a scan of thousands.
         self._by_name = {tool.name: tool for tool in reversed(tools)}
+
+    @property
+    def resource_updates(self) -> ResourceUpdates:
+        """The resources this connection subscribed to, and which of them the server said changed
+        (made when first asked for: most connections never subscribe)."""
+        if self._resource_updates is None:
+            self._resource_updates = ResourceUpdates()
+        return self._resource_updates
 
     @property
     def broken(self) -> bool:
@@ -343,7 +350,8 @@ class Connection:
         if isinstance(message, mcp_types.ToolListChangedNotification):
             self._changes.changed()
         elif isinstance(message, mcp_types.ResourceUpdatedNotification):
-            self.resource_updates.heard(message.params.uri)
+            if self._resource_updates is not None:  # none yet: nothing subscribed, nothing to hear
+                self._resource_updates.heard(message.params.uri)
         elif isinstance(message, mcp_types.PromptListChangedNotification):
             self._changes.prompts_changed()
 
