@@ -709,6 +709,26 @@ async def test_cancelling_the_owning_task_group_still_closes_the_session() -> No
             assert [r.method for r in served.requests if r.method == "DELETE"] == ["DELETE"]
 
 
+async def test_one_watch_stops_every_connection_of_a_cancelled_group_and_ends_with_the_last() -> None:
+    with anyio.fail_after(20):
+        async with serve_mcp(make_server(), protocols="handshake") as served:
+            connector = Connector(HEALTHY)
+            # Every connection of this group ends: so does its watch, and the group with it.
+            async with anyio.create_task_group() as quiet:
+                first = await connector.connect(endpoint(served.url), quiet)
+                await first.aclose()
+                second = await connector.connect(endpoint(served.url), quiet)
+                assert second.watch is not None and second.watch is not first.watch
+                await second.aclose()
+            async with anyio.create_task_group() as owner:
+                connections = [await connector.connect(endpoint(served.url), owner) for _ in range(3)]
+                assert len({id(connection.watch) for connection in connections}) == 1
+                owner.cancel_scope.cancel()
+            assert all(connection.closed for connection in connections)
+            # Each session closed with its DELETE, the cancelled ones too.
+            assert [r.method for r in served.requests if r.method == "DELETE"] == ["DELETE"] * 5
+
+
 @pytest.fixture
 async def env_proxy(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[RecordingServer]:
     """A proxy answering 502 to all, named by every proxy variable of the environment."""

@@ -54,6 +54,7 @@ from ._changes import ChangeFollower, list_tools, offers_changes
 from ._clock import CallClock, CallClocks, ProgressReport
 from ._endpoint import TransportName, redacted, safe_cause
 from ._errors import ConnectFailure, call_error, connect_error, timed_out
+from ._owner_watch import OwnerWatch
 from ._resource_updates import ResourceUpdates
 from ._result_type import complete_by_default
 from ._tasks import PendingTask, cancel_task, create_task, follow_task, task_required, unrunnable_reason
@@ -135,6 +136,8 @@ class Connection:
         self._changes = ChangeFollower(server=self.endpoint.server, relist=self._relist, stopped=self._stop)
         self._relisting: anyio.CancelScope | None = None
         self._resource_updates: ResourceUpdates | None = None
+        self.watch: OwnerWatch | None = None
+        """What stops this connection when its owner's task group is cancelled (set by the connector)."""
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"broken: {self._broken_reason}" if self.broken else "open"
@@ -338,6 +341,10 @@ class Connection:
         # The connection's own task closes the session; the caller does not wait for it.
         self._halt()
 
+    def stop(self) -> None:
+        """Ask the connection's task to close the session, without waiting (``aclose`` waits)."""
+        self._halt()
+
     def _halt(self) -> None:
         """Ask the connection's task to close the session (a listing in flight is given up)."""
         self._stop.set()
@@ -387,13 +394,6 @@ class Connection:
             max_pages=self._settings.max_tool_pages,
             cache_mode=cache_mode,
         )
-
-    async def _stop_with_owner(self) -> None:
-        """Runs beside ``_run`` in the owner's task group: when that group is cancelled, stop."""
-        try:
-            await self._done.wait()
-        finally:
-            self._halt()
 
     async def _enter(self, stack: contextlib.AsyncExitStack) -> Client:
         """Open the transport and the session, and list the tools; the session's client."""
@@ -449,7 +449,7 @@ class Connection:
                     await self._wire.listening_opened()
                     # From here on the owner's cancellation must not reach the SDK's tasks: it
                     # would cancel them one by one and the session would end without its
-                    # DELETE. ``_stop_with_owner`` turns that cancellation into a stop instead.
+                    # DELETE. The owner's ``OwnerWatch`` turns that cancellation into a stop instead.
                     scope.shield = True
                     scope.deadline = math.inf
                     self._client = client
@@ -469,6 +469,8 @@ class Connection:
         finally:
             self._client = None
             self._done.set()
+            if self.watch is not None:
+                self.watch.closed(self)
         if not started:
             # The deadline passed, and the scope swallowed the cancellation it caused.
             raise AttemptFailed(

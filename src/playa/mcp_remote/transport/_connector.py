@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+import weakref
 
 import anyio
 import httpx2
@@ -35,6 +36,7 @@ from ._connection import HANDSHAKE, NEGOTIATE, AttemptFailed, Connection, Elicit
 from ._egress import Resolver, guarded_transport
 from ._endpoint import ConnectionSettings, Endpoint, TransportName, redacted, safe_cause
 from ._errors import ConnectFailure
+from ._owner_watch import OwnerWatch
 from ._wire import Wire
 
 __all__ = ["Connector"]
@@ -64,6 +66,8 @@ class Connector:
         self._protocols: dict[str, str] = {}
         # Per server (see ``_discover_key``), its last discover answer and until when it is fresh.
         self._discovered: dict[tuple[object, ...], tuple[mcp_types.DiscoverResult, float]] = {}
+        # Per task group the connections run in, the one task that stops them when it is cancelled.
+        self._watches: weakref.WeakKeyDictionary[TaskGroup, OwnerWatch] = weakref.WeakKeyDictionary()
 
     def remembered_transport(self, url: str) -> TransportName | None:
         """The transport that last worked for ``url`` with ``transport="auto"``, if any."""
@@ -156,6 +160,18 @@ class Connector:
             # The server answered, but not as it did before: negotiate again.
             self._protocols.pop(url, None)
 
+    def _watch(self, connection: Connection, task_group: TaskGroup) -> None:
+        """Have ``task_group``'s watch stop ``connection`` when the group is cancelled (one task a
+        group, not one a connection)."""
+        if connection.closed:
+            return  # already ended: it would never be let go of
+        watch = self._watches.get(task_group)
+        if watch is None or watch.ended:
+            watch = self._watches[task_group] = OwnerWatch()
+            task_group.start_soon(watch.run)
+        watch.watch(connection)
+        connection.watch = watch
+
     async def connect(
         self,
         endpoint: Endpoint,
@@ -219,7 +235,7 @@ class Connector:
                 if failed.failure.try_other_transport:
                     continue
                 raise error from safe_cause(error, failed.__cause__, endpoint)
-            task_group.start_soon(connection._stop_with_owner)
+            self._watch(connection, task_group)
             if endpoint.transport == "auto":
                 self._spoken[endpoint.url] = transport
             if transport == "streamable-http":
