@@ -331,7 +331,7 @@ class Connection:
 
     async def aclose(self) -> None:
         """Close the session (bounded by the settings' ``close_timeout``) and wait until it is. Idempotent."""
-        self._halt()
+        self.stop()
         await self._done.wait()
 
     def _break(self, reason: str) -> None:
@@ -339,14 +339,11 @@ class Connection:
             self._broken_reason = reason
             logger.info("%s: connection dropped: %s", self.endpoint.server, reason)
         # The connection's own task closes the session; the caller does not wait for it.
-        self._halt()
+        self.stop()
 
     def stop(self) -> None:
-        """Ask the connection's task to close the session, without waiting (``aclose`` waits)."""
-        self._halt()
-
-    def _halt(self) -> None:
-        """Ask the connection's task to close the session (a listing in flight is given up)."""
+        """Ask the connection's task to close the session, without waiting (``aclose`` waits); a
+        listing in flight is given up."""
         self._stop.set()
         self._changes.stop()
         if self._relisting is not None:
