@@ -6,12 +6,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
 import pytest
 
-from playa.telegram import utf16_len
-from support.telegram import demo_added, running_bot
+from playa.telegram import build_bot, utf16_len
+from playa.telegram._journal import Journal
+from playa.telegram._outbox import Outbox
+from playa.telegram._render import plain
+from servers.python_servers import serve_asgi
+from support.telegram import TOKEN, demo_added, running_bot
 
-from .fake_bot_api import private_chat, user
+from .fake_bot_api import FakeBotApi, private_chat, user
 
 pytestmark = pytest.mark.anyio
 
@@ -97,3 +102,50 @@ async def test_server_errors_are_retried_with_backoff_and_the_reply_arrives_once
         attempts = fake.find("sendMessage", chat_id=1501)
     assert [a.status for a in attempts] == [502, 502, 200]
     assert attempts[2].at - attempts[1].at >= 1.9  # the second wait doubled the first (1 s)
+
+
+class _SlowFirstWrite:
+    """A journal's place whose first write waits to be let go; the others are at once."""
+
+    def __init__(self) -> None:
+        self.writing = anyio.Event()
+        self.let_go = anyio.Event()
+        self.records: dict[str, bytes] = {}
+
+    async def add(self, name: str, chat: str, data: bytes) -> bool:
+        raise AssertionError("replies are put, not added")
+
+    async def put(self, name: str, chat: str, data: bytes) -> None:
+        if not self.writing.is_set():
+            self.writing.set()
+            await self.let_go.wait()
+        self.records[name] = data
+
+    async def delete(self, name: str) -> None:
+        self.records.pop(name, None)
+
+    async def load(self, chat: str | None) -> list[tuple[str, bytes]]:
+        return sorted(self.records.items())
+
+    async def unreadable(self, name: str) -> None:
+        self.records.pop(name, None)
+
+
+async def test_replies_are_sent_in_the_order_they_were_asked_for_however_long_their_journal_writes_take() -> (
+    None
+):
+    fake = FakeBotApi(TOKEN)
+    place = _SlowFirstWrite()
+    async with serve_asgi(fake.app()) as api:
+        bot = build_bot(TOKEN, base_url=api.url)
+        async with bot, anyio.create_task_group() as tg:
+            outbox = Outbox(bot, journal=Journal(place, token=TOKEN, kind="outbox"))
+            with anyio.fail_after(30):
+                tg.start_soon(outbox.send, 1001, plain("first"))
+                await place.writing.wait()
+                tg.start_soon(outbox.send, 1001, plain("second"))
+                await anyio.wait_all_tasks_blocked()
+                place.let_go.set()
+                await fake.wait_call("sendMessage", chat_id=1001, text="second")
+    assert [call.text for call in fake.find("sendMessage", chat_id=1001)] == ["first", "second"]
+    assert place.records == {}  # both delivered, so both forgotten

@@ -135,18 +135,25 @@ class PendingAnswers:
         """The chat's owner, as the questions waiting there know them; ``None`` when none does."""
         return next((known.owner_id for known in self.asked_in(chat_id) if known.owner_id is not None), None)
 
+    def _cancellable(self, chat_id: int, user_id: int | None) -> list[Listener]:
+        if user_id is None:
+            return []  # an anonymous sender can be nobody's asker, nor the owner
+        return [
+            listener
+            for (where, asker), listener in self._waiting.items()
+            if where == chat_id and listener.open and user_id in (asker, listener.owner_id)
+        ]
+
+    def cancels(self, chat_id: int, user_id: int | None) -> bool:
+        """Whether a command of ``user_id`` would cancel a question (see ``cancel_for``); changes nothing."""
+        return bool(self._cancellable(chat_id, user_id))
+
     def cancel_for(self, chat_id: int, user_id: int | None) -> int:
         """A command of ``user_id`` cancels the questions it may: its own, and every one when it is the owner's.
 
         How many were cancelled.
         """
-        if user_id is None:
-            return 0  # an anonymous sender can be nobody's asker, nor the owner
-        cancelled = 0
-        for (where, asker), listener in list(self._waiting.items()):
-            if where == chat_id and user_id in (asker, listener.owner_id) and listener.hear(None):
-                cancelled += 1
-        return cancelled
+        return sum(listener.hear(None) for listener in self._cancellable(chat_id, user_id))
 
     def offer(self, chat_id: int, user_id: int, answer: AnswerMessage) -> bool:
         """Give a plain message to the question waiting for it; ``False`` when none takes it."""

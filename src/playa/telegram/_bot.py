@@ -321,8 +321,10 @@ class TelegramBot:
             if beside_a_question(parsed, self.host.commands, is_owner=is_owner):
                 tg.start_soon(self._handle_now, queued)
                 return True
-            if self.answers.cancel_for(chat_id, asker):
+            if self.answers.cancels(chat_id, asker):
+                # The note takes its place in the chat first: the cancelled question's own reply follows it.
                 tg.start_soon(note, self.outbox, message, cancelled_for(parsed.name))
+                self.answers.cancel_for(chat_id, asker)
         if parsed is not None and parsed.name == "stop":
             # /stop is for the turn at the head of the chat's queue: it cannot wait behind it.
             tg.start_soon(self._handle_now, queued)
