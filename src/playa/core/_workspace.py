@@ -14,6 +14,7 @@ import os
 import stat
 import tempfile
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -76,6 +77,7 @@ def open_workspace(folder: Path, scope: str, storage: Storage | None, *, quota: 
     return RowWorkspace(storage.workspace, scope, quota=quota)
 
 
+@dataclass(eq=False)
 class FolderWorkspace:
     """A chat's workspace in a folder of the data dir; its blocking work runs in a worker thread.
 
@@ -83,20 +85,15 @@ class FolderWorkspace:
     writer: two writes cannot both pass the check against the old total.
     """
 
-    def __init__(self, root: Path, *, quota: int | None = None) -> None:
-        self.root = root
-        self._quota = quota
-        self._writing = threading.Lock()
+    root: Path
+    quota: int | None = field(default=None, kw_only=True)
+    _writing: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __repr__(self) -> str:
         return f"FolderWorkspace({str(self.root)!r})"
 
-    @property
-    def quota(self) -> int | None:
-        return self._quota
-
     def tools(self) -> list[Tool]:
-        return workspace_tools(self.root, quota=self._quota, writing=self._writing)
+        return workspace_tools(self.root, quota=self.quota, writing=self._writing)
 
     async def write(self, path: str, data: bytes, *, new: bool = False) -> bool:
         return await anyio.to_thread.run_sync(self._write, path, data, new)
@@ -118,7 +115,7 @@ class FolderWorkspace:
             if new and os.path.lexists(file):
                 return False
             # Checked before a folder is made: a refused write leaves nothing behind.
-            quota = self._quota
+            quota = self.quota
             if quota is not None and (total := usage(self.root.resolve(), file) + len(data)) > quota:
                 raise over_quota(len(data), total, quota)
             folder.mkdir(parents=True, exist_ok=True)

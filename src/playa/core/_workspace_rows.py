@@ -9,6 +9,7 @@ stores: it exists while a file is in it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -93,44 +94,40 @@ async def file_target(rows: WorkspaceRows, scope: str, path: str) -> str:
     return target.as_posix()
 
 
+@dataclass(eq=False)
 class RowWorkspace:
     """A chat's workspace as rows of ``WorkspaceRows`` (``playa.db``), the quota checked in the
     writing transaction."""
 
-    def __init__(self, rows: WorkspaceRows, scope: str, *, quota: int | None = None) -> None:
-        self._rows = rows
-        self._scope = scope
-        self._quota = quota
-        self._creating = anyio.Lock()
-        """One ``new`` write at a time: its check that no file is there, and the write. Enough
-        while one process serves a chat (its lease); two writers of one chat in two processes
-        could both create the same name, the later one replacing the other's file."""
+    rows: WorkspaceRows
+    scope: str
+    quota: int | None = field(default=None, kw_only=True)
+    _creating: anyio.Lock = field(default_factory=anyio.Lock, init=False)
+    """One ``new`` write at a time: its check that no file is there, and the write. Enough
+    while one process serves a chat (its lease); two writers of one chat in two processes
+    could both create the same name, the later one replacing the other's file."""
 
     def __repr__(self) -> str:
-        return f"RowWorkspace({self._scope!r})"
-
-    @property
-    def quota(self) -> int | None:
-        return self._quota
+        return f"RowWorkspace({self.scope!r})"
 
     def tools(self) -> list[Tool]:
-        return workspace_row_tools(self._rows, self._scope, quota=self._quota)
+        return workspace_row_tools(self.rows, self.scope, quota=self.quota)
 
     async def write(self, path: str, data: bytes, *, new: bool = False) -> bool:
-        target = await file_target(self._rows, self._scope, path)
+        target = await file_target(self.rows, self.scope, path)
         if not new:
-            await self._rows.write(self._scope, target, data, quota=self._quota)
+            await self.rows.write(self.scope, target, data, quota=self.quota)
             return True
         async with self._creating:
-            if target in await self._rows.paths(self._scope, target):
+            if target in await self.rows.paths(self.scope, target):
                 return False
-            await self._rows.write(self._scope, target, data, quota=self._quota)
+            await self.rows.write(self.scope, target, data, quota=self.quota)
         return True
 
     async def read(self, path: str) -> bytes | None:
-        return await self._rows.read(self._scope, workspace_path(path).as_posix())
+        return await self.rows.read(self.scope, workspace_path(path).as_posix())
 
     async def paths(self, folder: str = ".", *, limit: int | None = None) -> list[str]:
         prefix = workspace_path(folder)
-        found = await self._rows.paths(self._scope, prefix.as_posix() + "/" if prefix.parts else "")
+        found = await self.rows.paths(self.scope, prefix.as_posix() + "/" if prefix.parts else "")
         return found if limit is None else found[:limit]
