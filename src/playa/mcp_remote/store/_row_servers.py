@@ -94,36 +94,31 @@ def _strict_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
     return dict(pairs)
 
 
+@dataclass(eq=False)
 class RowServers:
     """A chat's servers in a database's rows (``ServerStorage``); every read verifies the record."""
 
-    def __init__(self, rows: ServerRows, scope: str, sealer: Sealer, memory: RowMemory) -> None:
-        if not isinstance(scope, str) or not scope:
+    rows: ServerRows = field(repr=False)
+    scope: str
+    sealer: Sealer = field(repr=False)
+    memory: RowMemory = field(repr=False)
+    _loaded: int | None = field(default=None, init=False, repr=False)
+    """The generation the last load read (None: no load yet)."""
+    _loaded_whole: bool = field(default=False, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.scope, str) or not self.scope:
             raise ValueError("scope must be a non-empty string")
-        self._rows = rows
-        self._scope = scope
-        self._sealer = sealer
-        self._memory = memory
-        self._loaded: int | None = None
-        """The generation the last load read (None: no load yet)."""
-        self._loaded_whole = False
-
-    def __repr__(self) -> str:
-        return f"RowServers(scope={self._scope!r})"
-
-    @property
-    def scope(self) -> str:
-        return self._scope
 
     # --- reading -----------------------------------------------------------------------
 
     async def changed(self) -> bool:
         """Whether the rows may differ from what the last ``load`` read: one read of the generation."""
-        return self._loaded is None or await self._rows.generation(self._scope) != self._loaded
+        return self._loaded is None or await self.rows.generation(self.scope) != self._loaded
 
     async def load(self) -> LoadResult:
         """The entries whose seals open, every other row with a reason; never raises for a row."""
-        stored = await self._rows.read(self._scope)
+        stored = await self.rows.read(self.scope)
         self._loaded = stored.generation
         result = self._verified(stored)
         self._loaded_whole = result.warning is None and not result.rejected
@@ -131,7 +126,7 @@ class RowServers:
 
     def _refusal(self, stored: StoredServers) -> str | None:
         """Why the stored rows are not what Playa wrote (no name is shown), or None."""
-        seen = self._memory.seen.get(self._scope, 0)
+        seen = self.memory.seen.get(self.scope, 0)
         if stored.record is None:
             if stored.rows:
                 return f"the database holds {count(len(stored.rows))} that Playa did not record writing"
@@ -140,7 +135,7 @@ class RowServers:
             return None
         try:
             envelope = json.loads(stored.record, object_pairs_hook=_strict_object)
-            self._sealer.open(envelope, _record_context(self._scope, stored.generation, stored.rows))
+            self.sealer.open(envelope, _record_context(self.scope, stored.generation, stored.rows))
         except SealError as exc:
             return f"the servers' record does not verify ({exc.reason}), so none is used; {_RESTORE_HINT}"
         except (ValueError, RecursionError):
@@ -158,7 +153,7 @@ class RowServers:
         for index, name in enumerate(sorted(stored.rows)):
             try:
                 raw = json.loads(stored.rows[name].entry, object_pairs_hook=_strict_object)
-                entry = open_entry(self._sealer, self._scope, raw)
+                entry = open_entry(self.sealer, self.scope, raw)
             except EntryRejected as exc:
                 rejected.append(Rejected(index, name, exc.reason))
                 continue
@@ -174,8 +169,8 @@ class RowServers:
         return LoadResult(tuple(entries), tuple(rejected))
 
     def _saw(self, generation: int) -> None:
-        if generation > self._memory.seen.get(self._scope, 0):
-            self._memory.seen[self._scope] = generation
+        if generation > self.memory.seen.get(self.scope, 0):
+            self.memory.seen[self.scope] = generation
 
     # --- writing -----------------------------------------------------------------------
 
@@ -185,14 +180,12 @@ class RowServers:
         if len(set(names)) != len(names):
             dupe = next(n for n in names if names.count(n) > 1)
             raise StoreError(f"cannot save two servers named {dupe!r}")
-        new: dict[str, ServerRow | bytes] = {
-            e.name: encode_row(self._sealer, self._scope, e) for e in entries
-        }
+        new: dict[str, ServerRow | bytes] = {e.name: encode_row(self.sealer, self.scope, e) for e in entries}
         return await self._update(lambda _rows: (dict(new), True))
 
     async def put(self, entry: ServerEntry) -> Saved:
         """Add ``entry``, replacing its namesake; ``changed`` when one was replaced."""
-        data = encode_row(self._sealer, self._scope, entry)
+        data = encode_row(self.sealer, self.scope, entry)
 
         def change(rows: dict[str, ServerRow | bytes]) -> tuple[dict[str, ServerRow | bytes], bool]:
             replaced = entry.name in rows
@@ -203,7 +196,7 @@ class RowServers:
     async def rewrite(self, entry: ServerEntry, *, built_from: ServerEntry) -> Saved | None:
         """Write ``entry`` over its namesake only while that is still ``built_from``'s server
         (``same_server``, compared in the rows' transaction); None when it is not, nothing written."""
-        data = encode_row(self._sealer, self._scope, entry)
+        data = encode_row(self.sealer, self.scope, entry)
         dropped = False
 
         def change(rows: dict[str, ServerRow | bytes]) -> tuple[dict[str, ServerRow | bytes], bool]:
@@ -215,7 +208,7 @@ class RowServers:
         saved = await self._update(change, always=False)
         if dropped:
             logger.debug(
-                "%s in %s is not the entry its writer was built from: not written", entry.name, self._scope
+                "%s in %s is not the entry its writer was built from: not written", entry.name, self.scope
             )
             return None
         return replace(saved, entry=entry)
@@ -223,7 +216,7 @@ class RowServers:
     def _holds(self, name: str, row: ServerRow, built_from: ServerEntry) -> bool:
         try:
             raw = json.loads(row.entry, object_pairs_hook=_strict_object)
-            stored = open_entry(self._sealer, self._scope, raw)
+            stored = open_entry(self.sealer, self.scope, raw)
         except (EntryRejected, ValueError, RecursionError):
             return False
         return stored.name == name and same_server(stored, built_from)
@@ -244,7 +237,7 @@ class RowServers:
 
     async def restore(self) -> Saved:
         """Put back the state this process wrote last (``/mcp_restore``)."""
-        copy = self._memory.written.get(self._scope)
+        copy = self.memory.written.get(self.scope)
         if copy is None:
             raise StoreError(
                 "there is no saved copy to restore: no server was saved here since this Playa started"
@@ -259,7 +252,7 @@ class RowServers:
             changed = True
             return self._written(stored, {name: row.entry for name, row in copy.rows.items()})
 
-        stored = await self._rows.update(self._scope, apply)
+        stored = await self.rows.update(self.scope, apply)
         if changed:
             self._remember(stored)
         return Saved(changed)
@@ -277,7 +270,7 @@ class RowServers:
             if (refused := self._refusal(stored)) is not None:
                 # Not what Playa wrote: the owner's change starts from the state it wrote last,
                 # never from rows put back or forged.
-                copy = self._memory.written.get(self._scope)
+                copy = self.memory.written.get(self.scope)
                 rows = dict(copy.rows) if copy is not None else {}
                 notes.append(refused.split(";")[0])
                 notes.append(f"I started from the copy Playa saved last ({count(len(rows))})")
@@ -285,7 +278,7 @@ class RowServers:
             wrote = always or changed or bool(notes)
             return self._written(stored, updated) if wrote else None
 
-        stored = await self._rows.update(self._scope, apply)
+        stored = await self.rows.update(self.scope, apply)
         if wrote:
             self._remember(stored)
         token = stored.generation if follows and not notes else None
@@ -293,13 +286,13 @@ class RowServers:
 
     def _written(self, stored: StoredServers, updated: Mapping[str, ServerRow | bytes]) -> StoredServers:
         """The state to store: ``updated``'s new entries at the next generation, and a record of it."""
-        generation = max(stored.generation, self._memory.seen.get(self._scope, 0)) + 1
+        generation = max(stored.generation, self.memory.seen.get(self.scope, 0)) + 1
         rows = {
             name: value if isinstance(value, ServerRow) else ServerRow(generation, value)
             for name, value in updated.items()
         }
-        return StoredServers(generation, record_of(self._sealer, self._scope, generation, rows), rows)
+        return StoredServers(generation, record_of(self.sealer, self.scope, generation, rows), rows)
 
     def _remember(self, stored: StoredServers) -> None:
         self._saw(stored.generation)
-        self._memory.written[self._scope] = stored
+        self.memory.written[self.scope] = stored
