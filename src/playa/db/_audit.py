@@ -48,15 +48,14 @@ class AuditTable:
         # One statement, one round trip, atomic: the head replaced only over ``known``, and the
         # records inserted only when it was.
         try:
-            async with self._database.connection() as connection:
-                done: str = await connection.execute(
-                    _FIRST_HEAD if known is None else _OVER_HEAD,
-                    scope,
-                    head,
-                    known,
-                    [seq for seq, _ in records],
-                    [record for _, record in records],
-                )
+            done: str = await self._database.execute(
+                _FIRST_HEAD if known is None else _OVER_HEAD,
+                scope,
+                head,
+                known,
+                [seq for seq, _ in records],
+                [record for _, record in records],
+            )
         except DatabaseError as exc:
             if exc.sqlstate == _TAKEN:
                 return False
@@ -92,10 +91,9 @@ class AuditTable:
         return True
 
     async def scopes(self) -> list[str]:
-        async with self._database.connection() as connection:
-            rows = await connection.fetch(
-                "SELECT chat FROM audit_heads UNION SELECT DISTINCT chat FROM audit_records ORDER BY chat"
-            )
+        rows = await self._database.fetch(
+            "SELECT chat FROM audit_heads UNION SELECT DISTINCT chat FROM audit_records ORDER BY chat"
+        )
         return [row["chat"] for row in rows]
 
     async def replace(self, scope: str, head: bytes, records: Sequence[tuple[int, bytes]]) -> None:

@@ -94,9 +94,8 @@ class ChatLeaseTable:
         self._database = database
 
     async def take(self, bot: str, chat: str, holder: str, seconds: float) -> LeaseTaken | None:
-        async with self._database.connection() as connection:
-            # `before` reads the snapshot the statement started from: the holder it replaced.
-            row = await connection.fetchrow(_TAKE, bot, chat, holder, seconds)
+        # `before` reads the snapshot the statement started from: the holder it replaced.
+        row = await self._database.fetchrow(_TAKE, bot, chat, holder, seconds)
         if row is None:
             return None
         if row["new"]:
@@ -104,47 +103,42 @@ class ChatLeaseTable:
         return "held" if row["before"] == holder else "moved"
 
     async def remaining(self, bot: str, chat: str) -> float | None:
-        async with self._database.connection() as connection:
-            left: float | None = await connection.fetchval(
-                "SELECT extract(epoch FROM expires_at - now())::float8 FROM chat_leases WHERE bot = $1 AND chat = $2",
-                bot,
-                chat,
-            )
+        left: float | None = await self._database.fetchval(
+            "SELECT extract(epoch FROM expires_at - now())::float8 FROM chat_leases WHERE bot = $1 AND chat = $2",
+            bot,
+            chat,
+        )
         return left
 
     async def renew(self, bot: str, holder: str, seconds: float) -> set[str]:
-        async with self._database.connection() as connection:
-            rows = await connection.fetch(
-                "UPDATE chat_leases SET expires_at = now() + make_interval(secs => $3) "
-                "WHERE bot = $1 AND holder = $2 RETURNING chat",
-                bot,
-                holder,
-                seconds,
-            )
+        rows = await self._database.fetch(
+            "UPDATE chat_leases SET expires_at = now() + make_interval(secs => $3) "
+            "WHERE bot = $1 AND holder = $2 RETURNING chat",
+            bot,
+            holder,
+            seconds,
+        )
         return {row["chat"] for row in rows}
 
     async def release(self, bot: str, holder: str, chats: Sequence[str] | None = None) -> None:
-        async with self._database.connection() as connection:
-            if chats is None:
-                await connection.execute(
-                    "DELETE FROM chat_leases WHERE bot = $1 AND holder = $2", bot, holder
-                )
-            elif chats:
-                await connection.execute(
-                    "DELETE FROM chat_leases WHERE bot = $1 AND holder = $2 AND chat = ANY($3::text[])",
-                    bot,
-                    holder,
-                    list(chats),
-                )
+        if chats is None:
+            await self._database.execute(
+                "DELETE FROM chat_leases WHERE bot = $1 AND holder = $2", bot, holder
+            )
+        elif chats:
+            await self._database.execute(
+                "DELETE FROM chat_leases WHERE bot = $1 AND holder = $2 AND chat = ANY($3::text[])",
+                bot,
+                holder,
+                list(chats),
+            )
 
     async def orphans(self, bot: str, holder: str, limit: int) -> list[str]:
-        async with self._database.connection() as connection:
-            rows = await connection.fetch(_ORPHANS, bot, holder, limit)
+        rows = await self._database.fetch(_ORPHANS, bot, holder, limit)
         return [row["chat"] for row in rows]
 
     async def prune(self, bot: str, older_than: float) -> int:
-        async with self._database.connection() as connection:
-            done: str = await connection.execute(_PRUNE, bot, older_than)
+        done: str = await self._database.execute(_PRUNE, bot, older_than)
         return int(done.rpartition(" ")[2] or 0)
 
     @contextlib.asynccontextmanager

@@ -72,16 +72,15 @@ class LoginTable:
         self._database = database
 
     async def put(self, state_hash: bytes, scope: str, server: str, sealed: bytes, expires_at: float) -> None:
-        async with self._database.connection() as connection:
-            await connection.execute(
-                "INSERT INTO oauth_pending (state_hash, chat, server, sealed, expires_at) "
-                "VALUES ($1, $2, $3, $4, $5)",
-                state_hash,
-                scope,
-                server,
-                sealed,
-                datetime.fromtimestamp(expires_at, UTC),
-            )
+        await self._database.execute(
+            "INSERT INTO oauth_pending (state_hash, chat, server, sealed, expires_at) "
+            "VALUES ($1, $2, $3, $4, $5)",
+            state_hash,
+            scope,
+            server,
+            sealed,
+            datetime.fromtimestamp(expires_at, UTC),
+        )
 
     async def take(self, state_hash: bytes, now: float) -> tuple[str, str, bytes] | None:
         async with self._database.transaction() as connection:
@@ -109,14 +108,12 @@ class LoginTable:
         """The sealed queries handed for these logins (state hash, sealed), each taken once."""
         if not state_hashes:
             return []
-        async with self._database.connection() as connection:
-            rows = await connection.fetch(_RECEIVED, list(state_hashes))
+        rows = await self._database.fetch(_RECEIVED, list(state_hashes))
         return [(row["state_hash"], row["sealed"]) for row in rows]
 
     async def answer(self, state_hash: bytes, outcome: str) -> None:
         """What the browser of a handed redirect is told, for the process that received it."""
-        async with self._database.connection() as connection:
-            await connection.execute(_ANSWER, state_hash, outcome)
+        await self._database.execute(_ANSWER, state_hash, outcome)
 
     async def outcome(self, state_hash: bytes, wait: float) -> str | None:
         """The answer to a handed redirect (its row removed with it), waited for at most ``wait``
@@ -130,8 +127,7 @@ class LoginTable:
         with anyio.move_on_after(wait):
             async with self._listening(OUTCOMES, notified):
                 while True:
-                    async with self._database.connection() as connection:
-                        found: str | None = await connection.fetchval(_OUTCOME, state_hash)
+                    found: str | None = await self._database.fetchval(_OUTCOME, state_hash)
                     if found is not None:
                         return found
                     with anyio.move_on_after(OUTCOME_POLL):

@@ -12,7 +12,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import anyio
 import asyncpg
@@ -62,8 +62,10 @@ class PoolOptions:
 class Database:
     """An open pool of connections to one database; ``async with Database.open(url) as db``.
 
-    ``transaction()`` is what stores use: a connection of the pool in a transaction, committed
-    when the block ends, rolled back when it raises. ``aclose`` is idempotent and bounded.
+    A store's single statement runs on a connection of the pool (``execute``, ``fetch``,
+    ``fetchrow``, ``fetchval``, as asyncpg's ``Pool`` offers them); statements that go together
+    run in ``transaction()``: a connection of the pool in a transaction, committed when the block
+    ends, rolled back when it raises. ``aclose`` is idempotent and bounded.
     """
 
     def __init__(self, pool: asyncpg.Pool[asyncpg.Record], url: DatabaseUrl) -> None:
@@ -86,8 +88,7 @@ class Database:
             )
         database = cls(pool, url)
         if options.min_size == 0:
-            async with database.connection() as connection:  # the login, checked now
-                await connection.fetchval("SELECT 1")
+            await database.fetchval("SELECT 1")  # the login, checked now
         logger.info("connected to PostgreSQL at %s", url.where)
         return database
 
@@ -103,6 +104,26 @@ class Database:
         with translated(self.url.where):
             async with self._pool.acquire() as connection:
                 yield connection
+
+    async def execute(self, query: str, *args: object) -> str:
+        """Run one statement outside any transaction; its status (``DELETE 3``)."""
+        async with self.connection() as connection:
+            return await connection.execute(query, *args)
+
+    async def fetch(self, query: str, *args: object) -> list[asyncpg.Record]:
+        """Run one statement; the rows it returns."""
+        async with self.connection() as connection:
+            return await connection.fetch(query, *args)
+
+    async def fetchrow(self, query: str, *args: object) -> asyncpg.Record | None:
+        """Run one statement; the first row it returns, or None."""
+        async with self.connection() as connection:
+            return await connection.fetchrow(query, *args)
+
+    async def fetchval(self, query: str, *args: object) -> Any:
+        """Run one statement; the first column of its first row, or None."""
+        async with self.connection() as connection:
+            return await connection.fetchval(query, *args)
 
     @contextlib.asynccontextmanager
     async def transaction(self, *, isolation: Isolation = "read_committed") -> AsyncIterator[Connection]:
@@ -131,8 +152,7 @@ class Database:
 
     async def ping(self) -> None:
         """One ``SELECT 1`` on a connection of the pool (a health check); raises DatabaseError."""
-        async with self.connection() as connection:
-            await connection.fetchval("SELECT 1")
+        await self.fetchval("SELECT 1")
 
     async def aclose(self) -> None:
         """Close the pool: connections in use get ``CLOSE_TIMEOUT`` seconds, then are terminated."""

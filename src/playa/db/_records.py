@@ -63,22 +63,18 @@ class RecordTable:
         self._sql = _QUERIES[table]
 
     async def add(self, bot: str, name: str, chat: str, sealed: bytes) -> bool:
-        async with self._database.connection() as connection:
-            added = await connection.fetch(self._sql.add, bot, name, chat, sealed)
+        added = await self._database.fetch(self._sql.add, bot, name, chat, sealed)
         return bool(added)
 
     async def put(self, bot: str, name: str, chat: str, sealed: bytes) -> None:
-        async with self._database.connection() as connection:
-            await connection.execute(self._sql.put, bot, name, chat, sealed)
+        await self._database.execute(self._sql.put, bot, name, chat, sealed)
 
     async def done(self, bot: str, name: str) -> None:
-        async with self._database.connection() as connection:
-            await connection.execute(self._sql.done, bot, name)
+        await self._database.execute(self._sql.done, bot, name)
 
     async def load(self, bot: str, chat: str | None = None) -> list[tuple[str, bytes]]:
-        async with self._database.connection() as connection:
-            if chat is None:
-                rows = await connection.fetch(self._sql.load_all, bot)
-            else:
-                rows = await connection.fetch(self._sql.load_chat, bot, chat)
+        if chat is None:
+            rows = await self._database.fetch(self._sql.load_all, bot)
+        else:
+            rows = await self._database.fetch(self._sql.load_chat, bot, chat)
         return [(row["name"], row["sealed"]) for row in rows]

@@ -50,10 +50,9 @@ class ServerTable:
         self._database = database
 
     async def generation(self, scope: str) -> int:
-        async with self._database.connection() as connection:
-            generation: int | None = await connection.fetchval(
-                "SELECT generation FROM server_stores WHERE chat = $1", scope
-            )
+        generation: int | None = await self._database.fetchval(
+            "SELECT generation FROM server_stores WHERE chat = $1", scope
+        )
         return generation or 0
 
     async def read(self, scope: str) -> StoredServers:
@@ -106,8 +105,7 @@ class HistoryTable:
         self._database = database
 
     async def load(self, scope: str) -> list[bytes]:
-        async with self._database.connection() as connection:
-            rows = await connection.fetch("SELECT message FROM history WHERE chat = $1 ORDER BY seq", scope)
+        rows = await self._database.fetch("SELECT message FROM history WHERE chat = $1 ORDER BY seq", scope)
         return [row["message"] for row in rows]
 
     async def append(self, scope: str, messages: Sequence[bytes]) -> None:
@@ -115,12 +113,10 @@ class HistoryTable:
             return
         # One statement, one round trip: the turn's rows numbered after the chat's last, in order.
         # A turn's append costs this and the commit's flush, whatever the history's length.
-        async with self._database.connection() as connection:
-            await connection.execute(_APPEND_HISTORY, scope, list(messages))
+        await self._database.execute(_APPEND_HISTORY, scope, list(messages))
 
     async def clear(self, scope: str) -> None:
-        async with self._database.connection() as connection:
-            await connection.execute("DELETE FROM history WHERE chat = $1", scope)
+        await self._database.execute("DELETE FROM history WHERE chat = $1", scope)
 
     async def move(self, old_scope: str, new_scope: str) -> bool:
         async with self._database.transaction() as connection:
@@ -163,10 +159,9 @@ class DatabaseStorage:
 
     async def scopes(self) -> list[str]:
         """Every chat that has servers or history here, sorted (for ``playa db export``)."""
-        async with self.database.connection() as connection:
-            rows = await connection.fetch(
-                "SELECT chat FROM server_stores WHERE generation > 0 UNION SELECT chat FROM history ORDER BY chat"
-            )
+        rows = await self.database.fetch(
+            "SELECT chat FROM server_stores WHERE generation > 0 UNION SELECT chat FROM history ORDER BY chat"
+        )
         return [row["chat"] for row in rows]
 
     async def claim_key(self, purpose: str, key_id: str) -> None:

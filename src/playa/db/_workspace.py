@@ -16,19 +16,17 @@ class WorkspaceTable:
         self._database = database
 
     async def paths(self, scope: str, prefix: str) -> list[str]:
-        async with self._database.connection() as connection:
-            rows = await connection.fetch(
-                "SELECT path FROM workspace_files WHERE chat = $1 AND starts_with(path, $2) ORDER BY path",
-                scope,
-                prefix,
-            )
+        rows = await self._database.fetch(
+            "SELECT path FROM workspace_files WHERE chat = $1 AND starts_with(path, $2) ORDER BY path",
+            scope,
+            prefix,
+        )
         return [row["path"] for row in rows]
 
     async def read(self, scope: str, path: str) -> bytes | None:
-        async with self._database.connection() as connection:
-            data: bytes | None = await connection.fetchval(
-                "SELECT content FROM workspace_files WHERE chat = $1 AND path = $2", scope, path
-            )
+        data: bytes | None = await self._database.fetchval(
+            "SELECT content FROM workspace_files WHERE chat = $1 AND path = $2", scope, path
+        )
         return data
 
     async def write(self, scope: str, path: str, data: bytes, *, quota: int | None) -> None:
@@ -50,10 +48,9 @@ class WorkspaceTable:
                     raise over_quota(len(data), total, quota)  # rolls the write back
 
     async def delete(self, scope: str, path: str) -> bool:
-        async with self._database.connection() as connection:
-            done: str = await connection.execute(
-                "DELETE FROM workspace_files WHERE chat = $1 AND path = $2", scope, path
-            )
+        done: str = await self._database.execute(
+            "DELETE FROM workspace_files WHERE chat = $1 AND path = $2", scope, path
+        )
         return done != "DELETE 0"
 
     async def move(self, old_scope: str, new_scope: str) -> bool:
@@ -70,6 +67,5 @@ class WorkspaceTable:
 
     async def scopes(self) -> list[str]:
         """Every chat that has files here, sorted (for ``playa db export``)."""
-        async with self._database.connection() as connection:
-            rows = await connection.fetch("SELECT DISTINCT chat FROM workspace_files ORDER BY chat")
+        rows = await self._database.fetch("SELECT DISTINCT chat FROM workspace_files ORDER BY chat")
         return [row["chat"] for row in rows]
