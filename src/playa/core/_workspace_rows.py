@@ -29,17 +29,18 @@ def _text(arguments: dict[str, Any], name: str, default: str | None = None) -> s
     return value
 
 
+def _prefix(folder: str) -> str:
+    """The prefix of the row paths in the folder ``folder`` names (``""``: the top), or a refusal."""
+    path = workspace_path(folder)
+    return path.as_posix() + "/" if path.parts else ""
+
+
 def workspace_row_tools(rows: WorkspaceRows, scope: str, *, quota: int | None = None) -> list[Tool]:
     """The list, read, write and delete tools over the chat ``scope``'s files in ``rows``."""
 
-    async def _folder(shown: str) -> str:
-        """The prefix of the folder ``shown`` names (``""``: the top), or a refusal."""
-        folder = workspace_path(shown)
-        return folder.as_posix() + "/" if folder.parts else ""
-
     async def _list(arguments: dict[str, Any]) -> str:
         shown = _text(arguments, "path", ".")
-        prefix = await _folder(shown)
+        prefix = _prefix(shown)
         paths = await rows.paths(scope, prefix)
         if prefix and not paths:
             raise WorkspaceError(f"{shown!r} is not a folder")
@@ -128,6 +129,5 @@ class RowWorkspace:
         return await self.rows.read(self.scope, workspace_path(path).as_posix())
 
     async def paths(self, folder: str = ".", *, limit: int | None = None) -> list[str]:
-        prefix = workspace_path(folder)
-        found = await self.rows.paths(self.scope, prefix.as_posix() + "/" if prefix.parts else "")
+        found = await self.rows.paths(self.scope, _prefix(folder))
         return found if limit is None else found[:limit]
