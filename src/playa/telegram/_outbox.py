@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
@@ -40,10 +39,11 @@ from telegram.warnings import PTBDeprecationWarning
 
 from ..core import KeyedLocks
 from ..exceptions import ConfigError
+from ._bounds import check_count, check_seconds
 from ._journal import Journal
 from ._split import Part
 
-__all__ = ["Delivery", "Outbox", "RetryPolicy", "check_seconds", "entities_of", "retry_seconds"]
+__all__ = ["Delivery", "Outbox", "RetryPolicy", "entities_of", "retry_seconds"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,24 +73,7 @@ class RetryPolicy:
             raise ConfigError(
                 f"RetryPolicy.backoff ({self.backoff}) must not exceed RetryPolicy.backoff_max ({self.backoff_max})"
             )
-        if not isinstance(self.attempts, int) or isinstance(self.attempts, bool) or self.attempts < 1:
-            raise ConfigError(f"RetryPolicy.attempts must be a whole number >= 1, got {self.attempts!r}")
-
-
-def check_seconds(settings: object, name: str, *, positive: bool) -> None:
-    """Refuse a setting that is not a finite number of seconds (``> 0`` when ``positive``), naming it."""
-    value = getattr(settings, name)
-    ok = (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and (value > 0 if positive else value >= 0)
-    )
-    if not ok:
-        bound = "> 0" if positive else ">= 0"
-        raise ConfigError(
-            f"{type(settings).__name__}.{name} must be a finite number of seconds {bound}, got {value!r}"
-        )
+        check_count(self, "attempts")
 
 
 def retry_seconds(exc: RetryAfter) -> float:

@@ -9,8 +9,9 @@ from telegram.request import HTTPXRequest
 
 from ..core import MAX_ATTACHMENT
 from ..exceptions import ConfigError
+from ._bounds import check_count, check_seconds
 from ._leases import LEASE_SECONDS
-from ._outbox import RetryPolicy, check_seconds
+from ._outbox import RetryPolicy
 from ._owner import OWNER_TTL
 
 __all__ = ["TelegramSettings", "build_bot"]
@@ -42,10 +43,7 @@ class TelegramSettings:
             check_seconds(self, name, positive=False)
         check_seconds(self, "typing_interval", positive=True)
         check_seconds(self, "lease_seconds", positive=True)
-        if not isinstance(self.max_queued, int) or isinstance(self.max_queued, bool) or self.max_queued < 1:
-            raise ConfigError(
-                f"TelegramSettings.max_queued must be a whole number >= 1, got {self.max_queued!r}"
-            )
+        check_count(self, "max_queued")
         if (
             not isinstance(self.max_file, int)
             or isinstance(self.max_file, bool)
