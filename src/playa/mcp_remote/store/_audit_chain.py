@@ -20,6 +20,7 @@ import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from typing import Final, TypeAlias
 
 from ._seal import JSONValue, canonical_json, derive_key
@@ -186,7 +187,7 @@ def chain(
 
 def _string(text: str) -> bytes:
     """A text as ``canonical_json`` encodes it (ASCII, JSON escapes)."""
-    return json.dumps(text, ensure_ascii=True).encode("ascii")
+    return encode_basestring_ascii(text).encode("ascii")
 
 
 class BadLine(Exception):

@@ -88,13 +88,17 @@ class SealBroken(SealError):
     """Authentication failed: the entry or its seal was edited, moved or forged."""
 
 
+_CANONICAL: Final = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+)
+"""Made once: ``json.dumps`` with these options makes an encoder at every call."""
+
+
 def canonical_json(value: JSONValue) -> bytes:
     """Encode ``value`` as one unambiguous byte string (sorted keys, no spaces, ASCII only)."""
     # A delimiter join ("a|b") would let "a|" + "b" collide with "a" + "|b"; JSON escapes
     # every string, so distinct values always encode differently.
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
-    ).encode("ascii")
+    return _CANONICAL.encode(value).encode("ascii")
 
 
 def derive_key(secret: bytes, info: bytes, length: int = 32) -> bytes:

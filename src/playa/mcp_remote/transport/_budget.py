@@ -208,16 +208,18 @@ class ResultBudget:
         self.exceeded_events = 0
 
     async def on_response(self, response: httpx2.Response) -> None:
-        encoding = response.headers.get("content-encoding", "identity").strip().lower() or "identity"
-        if encoding not in ("identity", "gzip", "x-gzip", "deflate"):
-            encoding = "unsupported"
+        headers = response.headers
+        encoding = "identity"
+        if (given := headers.get("content-encoding")) is not None:
+            encoding = given.strip().lower() or "identity"
+            if encoding not in ("identity", "gzip", "x-gzip", "deflate"):
+                encoding = "unsupported"
+            # Decoded here, so httpx2 must not decode again.
+            del headers["content-encoding"]
         stream = response.stream
         assert isinstance(stream, httpx2.AsyncByteStream)
         per_event = response.request.method == "GET"
         response.stream = _CappedStream(stream, self, encoding, per_event=per_event)
-        # Decoded here, so httpx2 must not decode again.
-        if "content-encoding" in response.headers:
-            del response.headers["content-encoding"]
 
 
 def oversized_event(exc: BaseException) -> bool:

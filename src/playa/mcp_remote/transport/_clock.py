@@ -6,6 +6,7 @@ import contextlib
 import math
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 from mcp.shared.dispatcher import ProgressFnT
@@ -31,16 +32,30 @@ class CallClock:
     """One call's time: ``base`` seconds from its start or its last progress, never past ``limit``.
 
     A question to a person stops it (``pause``), and the time the person took is added back.
+    Made by ``CallClocks.start``; ``with clock:`` runs the call in its cancel scope, counted
+    among its connection's calls in flight.
     """
 
-    def __init__(self, base: float, limit: float) -> None:
+    __slots__ = ("_left", "_paused_at", "_running", "base", "limit", "scope")
+
+    def __init__(self, base: float, limit: float, now: float, running: CallClocks) -> None:
         self.base = base
         self.limit = limit
         """The latest deadline (the event loop's clock): the call's start plus ``call_max``."""
-        self.scope = anyio.CancelScope(deadline=min(anyio.current_time() + base, limit))
+        self.scope = anyio.CancelScope(deadline=min(now + base, limit))
         self._left: float | None = None
         """While paused: the seconds the call had left."""
         self._paused_at = 0.0
+        self._running = running
+
+    def __enter__(self) -> CallClock:
+        self.scope.__enter__()
+        self._running.add(self)
+        return self
+
+    def __exit__(self, *exc_info: Any) -> bool:
+        self._running.discard(self)
+        return self.scope.__exit__(*exc_info)
 
     @property
     def capped(self) -> bool:
@@ -85,16 +100,17 @@ class CallClocks:
         self._clocks: set[CallClock] = set()
         self._questions = 0
 
-    @contextlib.contextmanager
-    def running(self, clock: CallClock) -> Iterator[None]:
-        """Count ``clock`` among the calls in flight (which a question stops) while inside."""
+    def start(self, base: float, limit: float, now: float) -> CallClock:
+        """The clock of a call starting ``now`` (the event loop's clock); counted while inside its ``with``."""
+        return CallClock(base, limit, now, self)
+
+    def add(self, clock: CallClock) -> None:
         if self._questions:
             clock.pause(anyio.current_time())
         self._clocks.add(clock)
-        try:
-            yield
-        finally:
-            self._clocks.discard(clock)
+
+    def discard(self, clock: CallClock) -> None:
+        self._clocks.discard(clock)
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:

@@ -51,7 +51,7 @@ from mcp.client.subscriptions import Subscription
 from ... import __version__
 from ...exceptions import CallFailed, RemoteTimeout
 from ._changes import ChangeFollower, list_tools, offers_changes
-from ._clock import CallClock, CallClocks, ProgressReport
+from ._clock import CallClocks, ProgressReport
 from ._endpoint import TransportName, redacted, safe_cause
 from ._errors import ConnectFailure, call_error, connect_error, timed_out
 from ._owner_watch import OwnerWatch
@@ -207,11 +207,11 @@ class Connection:
         errors_before = self._wire.trace.errors
         cuts_before = self._wire.cuts()
         started = anyio.current_time()
-        clock = CallClock(seconds, started + max(seconds, self._settings.call_max))
+        clock = self._clocks.start(seconds, started + max(seconds, self._settings.call_max), started)
         progressed = clock.progress_callback(on_progress)
         pending: PendingTask | None = None
         try:
-            with clock.scope, self._clocks.running(clock):
+            with clock:
                 if not task_required(self._tool(name)):
                     return await client.call_tool(name, arguments, progress_callback=progressed)
                 task = await create_task(client, name, arguments, timeout=seconds, on_progress=progressed)

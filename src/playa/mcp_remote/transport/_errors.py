@@ -202,7 +202,7 @@ class HttpTrace:
                 # RFC 6750's Bearer, or RFC 9449's DPoP: both are OAuth access tokens.
                 if words and words[0].rstrip(",").lower() in ("bearer", "dpop"):
                     self.login_challenge = True
-        elif response.is_redirect and (location := response.headers.get("location")):
+        elif 300 <= response.status_code < 400 and (location := response.headers.get("location")):
             try:
                 target = response.request.url.join(location)
             except httpx2.InvalidURL:

@@ -85,7 +85,7 @@ class Wire:
             # The SDK follows redirects itself, and only within the endpoint's origin, so headers
             # never reach another origin; httpx2's own following stays off.
             follow_redirects=False,
-            event_hooks={"response": [self.trace.on_response, self.budget.on_response, self._on_response]},
+            event_hooks={"response": [self._on_response]},
         )
         # Over Streamable HTTP the SDK also opens the listening GET stream of a session: a server
         # sends its requests outside a call there (roots/list, ping, a question), and one that
@@ -93,11 +93,14 @@ class Wire:
         return httpx2.AsyncClient(**options)
 
     async def _on_response(self, response: httpx2.Response) -> None:
+        """Every response's one hook: the trace first (it may read a short error body), then the budget."""
+        await self.trace.on_response(response)
+        await self.budget.on_response(response)
         if response.request.method == "GET":
             self._listened = True
             if self._listening is not None:
                 self._listening.set()
-        elif "mcp-session-id" in response.headers:
+        elif not self._has_session and "mcp-session-id" in response.headers:
             self._has_session = True
 
     async def listening_opened(self) -> None:
