@@ -35,7 +35,7 @@ from ._notices import (
     WELCOME,
     WELCOME_GROUP,
 )
-from ._owner import CommandChat, Owners, SenderInfo
+from ._owner import CommandChat, Owners, SenderInfo, owner_name
 from ._panel import PanelPress
 from ._parts import BotParts
 from ._render import one_part, plain, render
@@ -99,7 +99,7 @@ class MessageHandler:
             outcome = await self.host.move_scope(
                 f"telegram:{old_id}",
                 f"telegram:{new_id}",
-                owner=str(creator) if creator is not None else "unknown",
+                owner=owner_name(creator),
             )
             text = {"moved": MOVED, "occupied": NOT_MOVED}.get(outcome)
         except Exception as exc:  # boundary: a failed move is logged and told; the bot goes on
@@ -235,12 +235,11 @@ class MessageHandler:
         text = SORRY
         try:
             owner_id = await self.owners.owner_of(chat_id, private=not chat.group)
-            owner = str(owner_id) if owner_id is not None else "unknown"
-            session = await self.host.session(f"telegram:{chat_id}", owner=owner)
+            session = await self.host.session(f"telegram:{chat_id}", owner=owner_name(owner_id))
             session.group = chat.group
             sender = Sender(str(presser), "owner", is_owner=presser == owner_id)
             place = Place(chat_id=chat_id, thread_id=chat.thread_id, message_id=None, private=not chat.group)
-            ui = self._ui(session, place, SenderInfo(sender, presser, owner, owner_id))
+            ui = self._ui(session, place, SenderInfo(sender, presser, owner_id))
             reply = await self.host.handle(session, IncomingMessage(command, sender), ui)
             text = reply.text if reply is not None else SORRY
         except Exception as exc:  # boundary: a failed action is logged and shown; the bot goes on

@@ -18,7 +18,7 @@ from telegram import Message
 from ..core import Sender
 from ._outbox import Outbox
 
-__all__ = ["ANONYMOUS_ADMIN_ID", "OWNER_TTL", "CommandChat", "Owners", "SenderInfo"]
+__all__ = ["ANONYMOUS_ADMIN_ID", "OWNER_TTL", "CommandChat", "Owners", "SenderInfo", "owner_name"]
 
 ANONYMOUS_ADMIN_ID: Final = 1087968824
 """``@GroupAnonymousBot``: the ``from`` of messages that anonymous group admins send."""
@@ -29,15 +29,24 @@ _FAILED_TTL: Final = 30.0
 """A failed lookup is retried after this long, not at once: the chat must not flood the API."""
 
 
+def owner_name(owner_id: int | None) -> str:
+    """The chat's owner as the host names it (``ChatSession.owner``): the Telegram user id, or
+    ``unknown`` when it cannot be known."""
+    return str(owner_id) if owner_id is not None else "unknown"
+
+
 @dataclass(frozen=True, slots=True)
 class SenderInfo:
     """The host's view of a sender, the user id to address questions to, and the chat's owner."""
 
     sender: Sender
     user_id: int | None
-    owner: str
     owner_id: int | None = None
     """The owner's Telegram user id, who alone may approve (``None`` when it cannot be known)."""
+
+    @property
+    def owner(self) -> str:
+        return owner_name(self.owner_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,11 +105,10 @@ class Owners:
             or user.is_bot
         )
         owner_id = await self.owner_of(chat.id, private=chat.type == chat.PRIVATE)
-        owner = str(owner_id) if owner_id is not None else "unknown"
         if anonymous or user is None:
             on_behalf = message.sender_chat
             sender_id = f"chat:{on_behalf.id}" if on_behalf is not None else "unknown"
             name = (on_behalf.title or on_behalf.username or "") if on_behalf is not None else ""
-            return SenderInfo(Sender(sender_id, name or "anonymous", is_owner=False), None, owner, owner_id)
+            return SenderInfo(Sender(sender_id, name or "anonymous", is_owner=False), None, owner_id)
         is_owner = owner_id is not None and user.id == owner_id
-        return SenderInfo(Sender(str(user.id), user.full_name, is_owner=is_owner), user.id, owner, owner_id)
+        return SenderInfo(Sender(str(user.id), user.full_name, is_owner=is_owner), user.id, owner_id)
