@@ -13,13 +13,14 @@ from ._admin import upgrade_database
 from ._audit import AuditTable
 from ._host_key import claim_host_key
 from ._leases import ChatLeaseTable, Leader
+from ._logins import LoginTable
 from ._migrations import LOCK_KEY, Migration, Upgrade, latest_version, migrations, schema_version, upgrade
 from ._open import open_storage
 from ._pool import Connection, Database, PoolOptions
 from ._records import RecordTable
 from ._storage import DatabaseStorage, HistoryTable, ServerTable
 from ._url import DEFAULT_PORT, ENV_DATABASE_URL, SSL_MODES, ConnectArguments, DatabaseUrl, database_url
-from ._workspace import LoginTable, WorkspaceTable
+from ._workspace import WorkspaceTable
 
 __all__ = [
     "DEFAULT_PORT",

@@ -11,7 +11,6 @@ the rows are the truth. Rows are found by the SHA-256 of the login's ``state``, 
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Final
@@ -24,8 +23,6 @@ from ._errors import translated
 from ._pool import Database
 
 __all__ = ["HANDED", "OUTCOMES", "LoginTable"]
-
-logger = logging.getLogger(__name__)
 
 HANDED: Final = "playa_oauth_redirects"
 """The NOTIFY channel a handed redirect is announced on: the payload is its state's hash in hex."""

@@ -15,9 +15,10 @@ from ..core import ServerRow, StoredServers
 from ._audit import AuditTable
 from ._host_key import claim_host_key
 from ._leases import ChatLeaseTable
+from ._logins import LoginTable
 from ._pool import Connection, Database
 from ._records import RecordTable
-from ._workspace import LoginTable, WorkspaceTable
+from ._workspace import WorkspaceTable
 
 __all__ = ["DatabaseStorage", "HistoryTable", "ServerTable"]
 

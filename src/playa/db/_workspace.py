@@ -1,12 +1,11 @@
-"""The chats' workspaces (``WorkspaceRows``) in PostgreSQL; pending OAuth logins are in ``_logins``."""
+"""The chats' workspaces (``WorkspaceRows``) in PostgreSQL."""
 
 from __future__ import annotations
 
 from ..core import over_quota
-from ._logins import LoginTable
 from ._pool import Database
 
-__all__ = ["LoginTable", "WorkspaceTable"]
+__all__ = ["WorkspaceTable"]
 
 
 class WorkspaceTable:
