@@ -79,6 +79,8 @@ class Connector:
 
     async def ssl_context(self) -> ssl.SSLContext:
         """The SSL context of every connection, built once (in a worker thread: it takes ~27 ms)."""
+        if self._ssl_context is not None:
+            return self._ssl_context  # every connect but the first: no lock, so no trip round the loop
         async with self._ssl_lock:
             if self._ssl_context is None:
                 trust_env = self.settings.trust_env
