@@ -104,48 +104,23 @@ async def test_server_errors_are_retried_with_backoff_and_the_reply_arrives_once
     assert attempts[2].at - attempts[1].at >= 1.9  # the second wait doubled the first (1 s)
 
 
-class _SlowFirstWrite:
-    """A journal's place whose first write waits to be let go; the others are at once."""
-
-    def __init__(self) -> None:
-        self.writing = anyio.Event()
-        self.let_go = anyio.Event()
-        self.records: dict[str, bytes] = {}
-
-    async def add(self, name: str, chat: str, data: bytes) -> bool:
-        raise AssertionError("replies are put, not added")
-
-    async def put(self, name: str, chat: str, data: bytes) -> None:
-        if not self.writing.is_set():
-            self.writing.set()
-            await self.let_go.wait()
-        self.records[name] = data
-
-    async def delete(self, name: str) -> None:
-        self.records.pop(name, None)
-
-    async def load(self, chat: str | None) -> list[tuple[str, bytes]]:
-        return sorted(self.records.items())
-
-    async def unreadable(self, name: str) -> None:
-        self.records.pop(name, None)
-
-
-async def test_replies_are_sent_in_the_order_they_were_asked_for_however_long_their_journal_writes_take() -> (
-    None
-):
+async def test_a_discarded_reply_leaves_the_journal_and_is_never_sent_not_even_after_a_restart(
+    tmp_path: Path,
+) -> None:
     fake = FakeBotApi(TOKEN)
-    place = _SlowFirstWrite()
     async with serve_asgi(fake.app()) as api:
         bot = build_bot(TOKEN, base_url=api.url)
         async with bot, anyio.create_task_group() as tg:
-            outbox = Outbox(bot, journal=Journal(place, token=TOKEN, kind="outbox"))
+            journal = Journal.for_bot(tmp_path, TOKEN, "outbox")
+            outbox = Outbox(bot, journal=journal)
+            kept = await outbox.post(1001, plain("kept"))
+            dropped = await outbox.post(1001, plain("dropped"))
+            assert [name for name, _ in await journal.load()] == [kept.name, dropped.name]
+            await outbox.discard(dropped)
+            assert [name for name, _ in await journal.load()] == [kept.name]
+            # A restart resumes what the journal holds: the kept reply alone.
+            resumed = await Outbox(bot, journal=journal).resume(tg)
+            assert [delivery.name for delivery in resumed] == [kept.name]
             with anyio.fail_after(30):
-                tg.start_soon(outbox.send, 1001, plain("first"))
-                await place.writing.wait()
-                tg.start_soon(outbox.send, 1001, plain("second"))
-                await anyio.wait_all_tasks_blocked()
-                place.let_go.set()
-                await fake.wait_call("sendMessage", chat_id=1001, text="second")
-    assert [call.text for call in fake.find("sendMessage", chat_id=1001)] == ["first", "second"]
-    assert place.records == {}  # both delivered, so both forgotten
+                await fake.wait_call("sendMessage", chat_id=1001, text="kept")
+    assert [call.text for call in fake.find("sendMessage", chat_id=1001)] == ["kept"]

@@ -45,7 +45,7 @@ from ._polling import ALLOWED_UPDATES, Poller
 from ._recovery import left_behind
 from ._serving import Serving
 from ._settings import TelegramSettings, build_bot
-from ._updates import Queued, migration_of, note, text_of
+from ._updates import Queued, migration_of, note, posted_note, text_of
 from ._webhook import serve_listener, serve_webhook
 
 __all__ = ["ALLOWED_UPDATES", "TelegramBot", "run_telegram"]
@@ -322,15 +322,29 @@ class TelegramBot:
                 tg.start_soon(self._handle_now, queued)
                 return True
             if self.answers.cancels(chat_id, asker):
-                # The note takes its place in the chat first: the cancelled question's own reply follows it.
-                tg.start_soon(note, self.outbox, message, cancelled_for(parsed.name))
-                self.answers.cancel_for(chat_id, asker)
+                await self._cancel_question(tg, message, asker, parsed.name)
         if parsed is not None and parsed.name == "stop":
             # /stop is for the turn at the head of the chat's queue: it cannot wait behind it.
             tg.start_soon(self._handle_now, queued)
             return True
         self._enqueue(chat_id, queued)
         return True
+
+    async def _cancel_question(
+        self, tg: TaskGroup, message: Message, asker: int | None, command: str
+    ) -> None:
+        """``command`` cancels the questions waiting in the chat that ``asker`` may cancel, and says so.
+
+        The note is in the journal, and its delivery has its place in the chat's order, before
+        any question hears of it: the question's own reply ("No answer came…") follows it.
+        """
+        chat_id = message.chat.id
+        told = await posted_note(self.outbox, message, cancelled_for(command))
+        if not self.answers.cancels(chat_id, asker):
+            await self.outbox.discard(told)  # the question ended while the note was written
+            return
+        tg.start_soon(self.outbox.deliver, told)
+        self.answers.cancel_for(chat_id, asker)
 
     async def _store(self, update: Update) -> str:
         """Seal ``update`` into the inbox (one process, no database); its record's name."""

@@ -216,14 +216,12 @@ class Outbox:
             self.depth -= 1
 
     async def send(self, chat_id: int, parts: Sequence[Part], **placed: Unpack[Placement]) -> int | None:
-        """``post`` and ``deliver`` in one, in the chat's order from the moment it is called: a
-        reply posted later waits for it, however long its journal write takes."""
-        self.depth += 1
-        try:
-            async with self._locks.of(chat_id):
-                return await self._deliver(await self.post(chat_id, parts, **placed))
-        finally:
-            self.depth -= 1
+        """``post`` and ``deliver`` in one."""
+        return await self.deliver(await self.post(chat_id, parts, **placed))
+
+    async def discard(self, delivery: Delivery) -> None:
+        """Forget a posted reply that is not to be delivered after all."""
+        await self._forget(delivery)
 
     async def resume(self, tg: TaskGroup, chat_id: int | None = None) -> list[Delivery]:
         """Deliver, in ``tg``, the replies a previous run (or a process now dead) left for

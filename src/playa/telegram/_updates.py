@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from telegram import Message
 
 from ..core import Inbound
-from ._outbox import Outbox
+from ._outbox import Delivery, Outbox
 from ._render import plain
 
-__all__ = ["Queued", "migration_of", "note", "text_of", "thread_of"]
+__all__ = ["Queued", "migration_of", "note", "posted_note", "text_of", "thread_of"]
 
 
 def text_of(message: Message) -> str | None:
@@ -49,11 +49,17 @@ class Queued:
     """For a group upgrade: the old and the new chat id."""
 
 
-async def note(outbox: Outbox, message: Message, text: str) -> None:
-    """A short note of the bot's own about ``message``, in its chat and topic (in reply, in a group)."""
-    await outbox.send(
+async def posted_note(outbox: Outbox, message: Message, text: str) -> Delivery:
+    """A short note of the bot's own about ``message``, in its chat and topic (in reply, in a
+    group), posted: in the journal, to be delivered."""
+    return await outbox.post(
         message.chat.id,
         plain(text),
         thread_id=thread_of(message),
         reply_to=message.message_id if message.chat.type != message.chat.PRIVATE else None,
     )
+
+
+async def note(outbox: Outbox, message: Message, text: str) -> None:
+    """``posted_note``, delivered."""
+    await outbox.deliver(await posted_note(outbox, message, text))
