@@ -25,3 +25,9 @@ def test_the_first_setting_below_its_floor_is_named_with_the_floor_and_the_value
         check_at_least(Limits(pages=0, bytes=0), pages=1, bytes=1024)
     with pytest.raises(ConfigError, match=r"^Limits\.bytes must be at least 1024, got 1023$"):
         check_at_least(Limits(bytes=1023), pages=1, bytes=1024)
+
+
+@pytest.mark.parametrize("value", [True, 2.0, "3", None])
+def test_a_setting_that_is_not_a_whole_number_is_refused_naming_it(value: object) -> None:
+    with pytest.raises(ConfigError, match=r"^Limits\.pages must be a whole number of at least 1, got "):
+        check_at_least(Limits(pages=value), pages=1)  # type: ignore[arg-type]

@@ -14,5 +14,7 @@ def check_at_least(settings: object, **floors: int) -> None:
     kind = type(settings).__name__
     for name, least in floors.items():
         value = getattr(settings, name)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConfigError(f"{kind}.{name} must be a whole number of at least {least}, got {value!r}")
         if value < least:
             raise ConfigError(f"{kind}.{name} must be at least {least}, got {value!r}")

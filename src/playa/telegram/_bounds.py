@@ -1,5 +1,5 @@
-"""The rules for the bot's settings: a number of seconds, a count; a ``ConfigError`` names the
-setting and the value given."""
+"""The rule for the bot's settings in seconds; a ``ConfigError`` names the setting and the value
+given (counts: ``core.check_at_least``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 from ..exceptions import ConfigError
 
-__all__ = ["check_count", "check_seconds"]
+__all__ = ["check_seconds"]
 
 
 def check_seconds(settings: object, name: str, *, positive: bool) -> None:
@@ -24,10 +24,3 @@ def check_seconds(settings: object, name: str, *, positive: bool) -> None:
         raise ConfigError(
             f"{type(settings).__name__}.{name} must be a finite number of seconds {bound}, got {value!r}"
         )
-
-
-def check_count(settings: object, name: str) -> None:
-    """Refuse a setting that is not a whole number >= 1, naming it."""
-    value = getattr(settings, name)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"{type(settings).__name__}.{name} must be a whole number >= 1, got {value!r}")

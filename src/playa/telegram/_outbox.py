@@ -37,9 +37,9 @@ from telegram.constants import ChatAction
 from telegram.error import BadRequest, ChatMigrated, NetworkError, RetryAfter, TelegramError
 from telegram.warnings import PTBDeprecationWarning
 
-from ..core import KeyedLocks
+from ..core import KeyedLocks, check_at_least
 from ..exceptions import ConfigError
-from ._bounds import check_count, check_seconds
+from ._bounds import check_seconds
 from ._journal import Journal
 from ._split import Part
 
@@ -73,7 +73,7 @@ class RetryPolicy:
             raise ConfigError(
                 f"RetryPolicy.backoff ({self.backoff}) must not exceed RetryPolicy.backoff_max ({self.backoff_max})"
             )
-        check_count(self, "attempts")
+        check_at_least(self, attempts=1)
 
 
 def retry_seconds(exc: RetryAfter) -> float:

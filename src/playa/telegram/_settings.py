@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from telegram import Bot
 from telegram.request import HTTPXRequest
 
-from ..core import MAX_ATTACHMENT
+from ..core import MAX_ATTACHMENT, check_at_least
 from ..exceptions import ConfigError
-from ._bounds import check_count, check_seconds
+from ._bounds import check_seconds
 from ._leases import LEASE_SECONDS
 from ._outbox import RetryPolicy
 from ._owner import OWNER_TTL
@@ -43,7 +43,7 @@ class TelegramSettings:
             check_seconds(self, name, positive=False)
         check_seconds(self, "typing_interval", positive=True)
         check_seconds(self, "lease_seconds", positive=True)
-        check_count(self, "max_queued")
+        check_at_least(self, max_queued=1)
         if (
             not isinstance(self.max_file, int)
             or isinstance(self.max_file, bool)
