@@ -24,6 +24,7 @@ from playa.core import (
     Question,
     Sender,
     scope_folder,
+    session_state_dir,
 )
 from playa.mcp_remote import (
     Connector,
@@ -155,10 +156,12 @@ def entry(name: str, url: str, token: str = TOKEN) -> ServerEntry:
 
 
 def write_servers(data: Path, scope: str, entries: list[ServerEntry]) -> None:
-    """Seal ``entries`` into the chat's server file before its session starts."""
+    """Seal ``entries`` into the chat's server file before its session starts, as Playa saved them:
+    with the copy and the record in the chat's private folder, which a chat that ran before has."""
     workspace = data / "workspaces" / scope_folder(scope)
     workspace.mkdir(parents=True, exist_ok=True)
-    ServerStore(workspace, scope, Sealer(host_secret(data).value)).save(entries)
+    sealer = Sealer(host_secret(data).value)
+    ServerStore(workspace, scope, sealer, state_dir=session_state_dir(data, scope)).save(entries)
 
 
 @contextlib.asynccontextmanager

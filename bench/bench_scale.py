@@ -4,8 +4,8 @@ The baseline: the same 2,000 connections made by the bare SDK in a process of it
 (``bench._sdk_storm``: what Playa sends per connection, ``server/discover`` and ``tools/list``,
 as many at once as Playa's connector allows; neither side holds a change stream, which Playa
 opens when a connection is first called). Every chat's sealed ``servers.json`` is written first,
-its entries holding the pins a first connect saved (as after a restart: the first chat connects
-first, and its pins are every chat's). Then the storm runs in rounds, alternating with the SDK's:
+with its copy and record in the chat's private folder, its entries holding the pins a first
+connect saved (as after a restart: the first chat connects first, and its pins are every chat's). Then the storm runs in rounds, alternating with the SDK's:
 in each, a quarter of the chats start at once (each SessionStart connects in the background) and
 the clock runs until every one of their connects has ended, and the SDK opens as many
 connections again; each side's earlier rounds stay open beside it. The two sides' totals are

@@ -20,7 +20,7 @@ from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from playa.agent import Host, Reply
-from playa.core import ChatSession
+from playa.core import ChatSession, scope_folder, session_state_dir
 from playa.exceptions import ToolUnbound, ValidationError
 from playa.mcp_remote import (
     ConnectionSettings,
@@ -28,7 +28,7 @@ from playa.mcp_remote import (
     RemoteMcpExtension,
     RemoteMcpSettings,
 )
-from playa.mcp_remote.store import LoadResult, Sealer, ServerEntry, ServerStore, store_path
+from playa.mcp_remote.store import LoadResult, Read, Sealer, ServerEntry, ServerStore, store_path
 from playa.mcp_remote.store import _entry as entry_module
 from playa.mcp_remote.store import _server_file as server_file_module
 from servers.python_servers import (
@@ -438,6 +438,47 @@ async def test_the_servers_file_is_read_and_written_in_a_worker_thread(
     kinds = {kind for kind, _ in touched}
     assert kinds == {"load", "write"}
     assert all(thread != loop_thread for _, thread in touched), touched
+
+
+@pytest.mark.parametrize(("count", "opened_on_the_loop"), [(2, True), (80, False)])
+async def test_a_chats_open_reads_its_servers_file_in_a_worker_thread_and_opens_a_small_one_on_the_loop(
+    data_dir: Path,
+    host_secret: HostSecret,
+    monkeypatch: pytest.MonkeyPatch,
+    count: int,
+    opened_on_the_loop: bool,
+) -> None:
+    # A restarted bot's chat: its file was saved before. The read (a lock, the record, the bytes)
+    # never runs on the event loop; opening the seals of a small file does, where it is cheapest,
+    # and of a large one (over 16 KiB) in the worker thread, so it holds no other chat up.
+    loop_thread = threading.get_ident()
+    touched: list[tuple[str, bool]] = []
+    real_read, real_opened = ServerStore.read, ServerStore.opened
+
+    def read(store: ServerStore) -> Read:
+        touched.append(("read", threading.get_ident() == loop_thread))
+        return real_read(store)
+
+    def opened(store: ServerStore, found: Read) -> LoadResult:
+        touched.append(("opened", threading.get_ident() == loop_thread))
+        return real_opened(store, found)
+
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with closed_port() as url:
+            workspace = data_dir / "workspaces" / scope_folder(SCOPE)
+            saved = ServerStore(
+                workspace, SCOPE, Sealer(host_secret.value), state_dir=session_state_dir(data_dir, SCOPE)
+            )
+            saved.save([ServerEntry(name=f"s{n:02d}", url=url) for n in range(count)])
+            assert (saved.path.stat().st_size > 16 * 1024) is not opened_on_the_loop
+            monkeypatch.setattr(ServerStore, "read", read)
+            monkeypatch.setattr(ServerStore, "opened", opened)
+            async with remote_host(data_dir, host_secret) as host:
+                (extension,) = host.extensions
+                assert isinstance(extension, RemoteMcpExtension)
+                session = await host.session(SCOPE, owner="owner")
+                assert sorted(extension.chat(session).servers) == [f"s{n:02d}" for n in range(count)]
+    assert touched[:2] == [("read", False), ("opened", opened_on_the_loop)]
 
 
 def test_the_store_refuses_the_reserved_name_as_the_commands_do() -> None:

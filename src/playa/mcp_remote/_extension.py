@@ -6,6 +6,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Final
 from weakref import WeakKeyDictionary
 
 import anyio
@@ -25,6 +26,7 @@ from .store import (
     HostSecret,
     LoadResult,
     NoHostSecret,
+    Read,
     RowMemory,
     RowServers,
     Sealer,
@@ -143,7 +145,7 @@ class RemoteMcpExtension(Extension):
         opening = self._opening[session] = _FileRead(
             ServerStore(session.workspace, session.scope, self._sealer, state_dir=session.state_dir)
         )
-        return opening.read
+        return opening
 
     def chat(self, session: ChatSession) -> ChatServers:
         """The servers of a chat, set up on first use."""
@@ -153,9 +155,11 @@ class RemoteMcpExtension(Extension):
                 raise RuntimeError("the mcp-remote extension is used outside the host's lifespan")
             store: ServerStorage | None = None
             opened = None
-            if (read := self._opening.pop(session, None)) is not None and read.result is not None:
-                # Read (and verified) in the open; ``reconcile`` reads again if it changed since.
-                store, opened = FileServers(read.file), read.result
+            if (read := self._opening.pop(session, None)) is not None and (
+                opened := read.opened()
+            ) is not None:
+                # Read in the open; ``reconcile`` reads again if the file changed since.
+                store = FileServers(read.file)
             elif self._sealer is not None:
                 store = self._storage(session, session.scope)
             chat = self._chats[session.scope] = ChatServers(
@@ -267,12 +271,33 @@ class RemoteMcpExtension(Extension):
             await chat.close()
 
 
+OPENED_ON_THE_LOOP: Final = 16 * 1024
+"""A sealed file up to this size (some 30 servers) is read in the open's worker thread and opened
+on the event loop; a larger one is opened in the thread too.
+
+Parsing a file and opening its seals is Python work: in the worker thread it waits for the GIL
+after every step, behind the event loop, and a storm of chats opening at once spent several
+times the work's own CPU on those waits. A large file's seals, opened on the loop, would hold
+every other chat up."""
+
+
 @dataclass(eq=False)
 class _FileRead:
-    """A chat's sealed file read in a worker thread, in the chat's open."""
+    """A chat's sealed file, read in a worker thread in the chat's open (``__call__``)."""
 
     file: ServerStore
+    read: Read | None = None
     result: LoadResult | None = None
 
-    def read(self) -> None:
-        self.result = self.file.load()
+    def __call__(self) -> None:
+        read = self.file.read()
+        if read.data is not None and len(read.data) > OPENED_ON_THE_LOOP:
+            self.result = self.file.opened(read)
+        else:
+            self.read = read
+
+    def opened(self) -> LoadResult | None:
+        """What the read found, its entries opened; None when the read did not run or failed."""
+        if self.result is None and self.read is not None:
+            self.result, self.read = self.file.opened(self.read), None
+        return self.result

@@ -52,13 +52,14 @@ from ._seal import JSONValue, Sealer
 from ._server_file import (
     RESTORE_HINT,
     FileSignature,
+    Record,
     ServerFile,
     Unreadable,
     parse_document,
     refusal,
 )
 
-__all__ = ["LoadResult", "Rejected", "Saved", "ServerStore"]
+__all__ = ["LoadResult", "Read", "Rejected", "Saved", "ServerStore"]
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +90,17 @@ class LoadResult:
     def entry(self, name: str) -> ServerEntry | None:
         """The usable entry called ``name``, if any."""
         return next((e for e in self.entries if e.name == name), None)
+
+
+@dataclass(frozen=True)
+class Read:
+    """A sealed file as ``ServerStore.read`` found it, not yet opened (``ServerStore.opened``)."""
+
+    signature: FileSignature | None
+    record: Record | None = None
+    data: bytes | None = None
+    failed: LoadResult | None = None
+    """The load's result when the file or its lock could not be read."""
 
 
 @dataclass(frozen=True)
@@ -158,13 +170,13 @@ class ServerStore:
         Never raises for anything in the file: a missing file means no servers; an unusable
         one means no servers and a warning for the owner.
         """
+        return self.opened(self.read())
+
+    def read(self) -> Read:
+        """The file's bytes and record as they are now, under the lock: ``opened`` makes the
+        ``load`` of them. The blocking half of a load, for a worker thread."""
         signature = self.signature()
         self._loaded, self._ever_loaded = signature, True
-        result = self._read(signature)
-        self._loaded_whole = result.warning is None and not result.rejected
-        return result
-
-    def _read(self, signature: FileSignature | None) -> LoadResult:
         try:
             with self._file.locked(exclusive=False):
                 record = self._file.read_record()
@@ -172,9 +184,21 @@ class ServerStore:
                     data = self._file.read_bytes()
                 except Unreadable as exc:
                     hint = f"; {RESTORE_HINT}" if record is not None else ""
-                    return LoadResult(warning=exc.warning + hint, signature=signature)
+                    return Read(signature, failed=LoadResult(warning=exc.warning + hint, signature=signature))
         except StoreError as exc:
-            return LoadResult(warning=str(exc), signature=signature)
+            return Read(signature, failed=LoadResult(warning=str(exc), signature=signature))
+        return Read(signature, record, data)
+
+    def opened(self, read: Read) -> LoadResult:
+        """The ``load`` of what ``read`` read: its entries opened, without touching the disk."""
+        result = self._opened(read)
+        self._loaded_whole = result.warning is None and not result.rejected
+        return result
+
+    def _opened(self, read: Read) -> LoadResult:
+        signature, record, data = read.signature, read.record, read.data
+        if read.failed is not None:
+            return read.failed
         if record is not None and (refused := refusal(record, data)) is not None:
             return LoadResult(warning=refused, signature=signature, refused=True)
         if data is None:
