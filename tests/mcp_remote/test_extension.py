@@ -28,7 +28,7 @@ from playa.mcp_remote import (
     RemoteMcpExtension,
     RemoteMcpSettings,
 )
-from playa.mcp_remote.store import LoadResult, Read, Sealer, ServerEntry, ServerStore, store_path
+from playa.mcp_remote.store import LoadResult, Sealer, ServerEntry, ServerStore, UnopenedFile, store_path
 from playa.mcp_remote.store import _entry as entry_module
 from playa.mcp_remote.store import _server_file as server_file_module
 from servers.python_servers import (
@@ -455,11 +455,11 @@ async def test_a_chats_open_reads_its_servers_file_in_a_worker_thread_and_opens_
     touched: list[tuple[str, bool]] = []
     real_read, real_opened = ServerStore.read, ServerStore.opened
 
-    def read(store: ServerStore) -> Read:
+    def read(store: ServerStore) -> UnopenedFile:
         touched.append(("read", threading.get_ident() == loop_thread))
         return real_read(store)
 
-    def opened(store: ServerStore, found: Read) -> LoadResult:
+    def opened(store: ServerStore, found: UnopenedFile) -> LoadResult:
         touched.append(("opened", threading.get_ident() == loop_thread))
         return real_opened(store, found)
 

@@ -26,12 +26,12 @@ from .store import (
     HostSecret,
     LoadResult,
     NoHostSecret,
-    Read,
     RowMemory,
     RowServers,
     Sealer,
     ServerStorage,
     ServerStore,
+    UnopenedFile,
     audit_folder,
     move_log,
     move_rows,
@@ -286,7 +286,7 @@ class _FileRead:
     """A chat's sealed file, read in a worker thread in the chat's open (``__call__``)."""
 
     file: ServerStore
-    read: Read | None = None
+    read: UnopenedFile | None = None
     result: LoadResult | None = None
 
     def __call__(self) -> None:

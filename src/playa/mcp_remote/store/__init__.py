@@ -48,7 +48,7 @@ from ._secret import KEY_FILE_NAME, HostSecret, NoHostSecret, resolve_host_secre
 from ._server_file import MAX_FILE_BYTES, store_path
 from ._skill_pins import SkillPins
 from ._skill_views import skill_change, skill_definition
-from ._store import LoadResult, Read, Rejected, Saved, ServerStore
+from ._store import LoadResult, Rejected, Saved, ServerStore, UnopenedFile
 from ._url import mask_url
 
 __all__ = [
@@ -81,7 +81,6 @@ __all__ = [
     "Pins",
     "Policy",
     "PromptPins",
-    "Read",
     "Rejected",
     "RowMemory",
     "RowServers",
@@ -95,6 +94,7 @@ __all__ = [
     "SkillPins",
     "TransportChoice",
     "UnknownSealVersion",
+    "UnopenedFile",
     "Verification",
     "WrongKey",
     "approval_digest",

@@ -59,7 +59,7 @@ from ._server_file import (
     refusal,
 )
 
-__all__ = ["LoadResult", "Read", "Rejected", "Saved", "ServerStore"]
+__all__ = ["LoadResult", "Rejected", "Saved", "ServerStore", "UnopenedFile"]
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ class LoadResult:
 
 
 @dataclass(frozen=True)
-class Read:
+class UnopenedFile:
     """A sealed file as ``ServerStore.read`` found it, not yet opened (``ServerStore.opened``)."""
 
     signature: FileSignature | None
@@ -172,7 +172,7 @@ class ServerStore:
         """
         return self.opened(self.read())
 
-    def read(self) -> Read:
+    def read(self) -> UnopenedFile:
         """The file's bytes and record as they are now, under the lock: ``opened`` makes the
         ``load`` of them. The blocking half of a load, for a worker thread."""
         signature = self.signature()
@@ -184,18 +184,20 @@ class ServerStore:
                     data = self._file.read_bytes()
                 except Unreadable as exc:
                     hint = f"; {RESTORE_HINT}" if record is not None else ""
-                    return Read(signature, failed=LoadResult(warning=exc.warning + hint, signature=signature))
+                    return UnopenedFile(
+                        signature, failed=LoadResult(warning=exc.warning + hint, signature=signature)
+                    )
         except StoreError as exc:
-            return Read(signature, failed=LoadResult(warning=str(exc), signature=signature))
-        return Read(signature, record, data)
+            return UnopenedFile(signature, failed=LoadResult(warning=str(exc), signature=signature))
+        return UnopenedFile(signature, record, data)
 
-    def opened(self, read: Read) -> LoadResult:
+    def opened(self, read: UnopenedFile) -> LoadResult:
         """The ``load`` of what ``read`` read: its entries opened, without touching the disk."""
         result = self._opened(read)
         self._loaded_whole = result.warning is None and not result.rejected
         return result
 
-    def _opened(self, read: Read) -> LoadResult:
+    def _opened(self, read: UnopenedFile) -> LoadResult:
         signature, record, data = read.signature, read.record, read.data
         if read.failed is not None:
             return read.failed
