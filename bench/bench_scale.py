@@ -5,12 +5,13 @@ The baseline: the same 2,000 connections made by the bare SDK in a process of it
 as many at once as Playa's connector allows; neither side holds a change stream, which Playa
 opens when a connection is first called). Every chat's sealed ``servers.json`` is written first,
 with its copy and record in the chat's private folder, its entries holding the pins a first
-connect saved (as after a restart: the first chat connects first, and its pins are every chat's). Then the storm runs in rounds, alternating with the SDK's:
-in each, a quarter of the chats start at once (each SessionStart connects in the background) and
-the clock runs until every one of their connects has ended, and the SDK opens as many
-connections again; each side's earlier rounds stay open beside it. The two sides' totals are
-compared: the rounds are seconds apart, so a change in the machine's speed (this VM switches
-between a fast and a slow state) hits both alike, where one storm each, minutes apart, did not.
+connect saved (as after a restart: the first chat connects first, and its pins are every chat's).
+Then the storm runs in rounds, alternating with the SDK's: in each, a quarter of the chats start
+at once (each SessionStart connects in the background) and the clock runs until every one of
+their connects has ended, and the SDK opens as many connections again; each side's earlier
+rounds stay open beside it. The two sides' totals are compared: the rounds are seconds apart, so
+a change in the machine's speed (this VM switches between a fast and a slow state) hits both
+alike, where one storm each, minutes apart, did not.
 A turn that calls a remote tool (``a__echo`` through the offline model) in one chat is then timed
 while all chats stay connected, in alternating blocks with the same turn in a host that has that
 single chat (``bench._single_chat``, another process, the same server).
