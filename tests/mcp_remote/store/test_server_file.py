@@ -12,6 +12,7 @@ import stat
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -403,3 +404,57 @@ def test_three_processes_adding_twenty_servers_each_lose_none(tmp_path: Path) ->
     result = ServerStore(workspace, "console:shared", Sealer(resolved.value), state_dir=state_dir).load()
     assert result.warning is None and result.rejected == ()
     assert {entry.name for entry in result.entries} == added
+
+
+# --- a load in two halves: the read (blocking) and the opening (on the event loop) ---------------
+
+
+def _edited(store: ServerStore) -> None:
+    doc = doc_of(store)
+    doc["servers"][0]["url"] = "https://evil.example/"
+    write_doc(store, doc)
+
+
+def _rolled_back(store: ServerStore) -> None:
+    before = store.path.read_bytes()
+    store.put(NEW)
+    store.path.write_bytes(before)  # an older copy put back: the record names the newer file
+
+
+@pytest.mark.parametrize(
+    "situation",
+    [
+        pytest.param(lambda store: None, id="entries"),
+        pytest.param(_edited, id="edited"),
+        pytest.param(lambda store: store.path.unlink(), id="deleted"),
+        pytest.param(_rolled_back, id="rolled-back"),
+        pytest.param(lambda store: store.path.write_text("{not json"), id="not-json"),
+        pytest.param(lambda store: (store.path.unlink(), store.path.mkdir()), id="a-folder"),
+    ],
+)
+@pytest.mark.parametrize("kept", [True, False], ids=["with-record", "without"])
+def test_opening_what_read_found_is_the_load(
+    tmp_path: Path, situation: Callable[[ServerStore], None], kept: bool
+) -> None:
+    # With the private record, a file changed outside Playa is refused in the read; without it,
+    # an edited entry fails its seal and a broken file its parse, in the opening.
+    def store_of() -> ServerStore:
+        return private_store(tmp_path) if kept else new_store(tmp_path / "ws")
+
+    store = store_of()
+    store.save(ALL)
+    situation(store)
+    expected = store_of().load()
+    reader = store_of()
+    read = reader.read()
+    assert reader.opened(read) == expected
+    assert reader.changed() is False  # the read took the file's signature, as a load does
+
+
+def test_the_opening_opens_what_was_read_not_what_the_file_holds_since(tmp_path: Path) -> None:
+    store = private_store(tmp_path)
+    store.save(ALL)
+    read = store.read()
+    store.remove("docs")
+    assert store.opened(read).entries == ALL
+    assert store.changed() and store.load().entries == tuple(e for e in ALL if e.name != "docs")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,20 +23,7 @@ from playa.mcp_remote.store import (
     ServerStore,
     store_path,
 )
-from support.store import (
-    ALL,
-    CANARY,
-    DOCS,
-    FORGED,
-    NEW,
-    OPEN,
-    WIKI,
-    doc_of,
-    edit,
-    new_store,
-    private_store,
-    reasons,
-)
+from support.store import ALL, CANARY, DOCS, FORGED, OPEN, WIKI, doc_of, edit, new_store, reasons
 
 # --- round trip ---------------------------------------------------------------------------
 
@@ -202,48 +188,3 @@ def test_the_store_and_the_audit_log_offer_every_member_of_the_seams_they_fill(
     members = {name for name in vars(seam) if not name.startswith("_")}
     assert members
     assert all(hasattr(backend, name) for name in members), members - set(dir(backend))
-
-
-# --- a load in two halves: the read (blocking) and the opening (on the event loop) ---------------
-
-
-def _rolled_back(store: ServerStore) -> None:
-    before = store.path.read_bytes()
-    store.put(NEW)
-    store.path.write_bytes(before)  # an older copy put back: the record names the newer file
-
-
-@pytest.mark.parametrize(
-    "situation",
-    [
-        pytest.param(lambda store: None, id="entries"),
-        pytest.param(
-            lambda store: edit(store, lambda servers: servers[0].update(url="https://evil.example/")),
-            id="forged",
-        ),
-        pytest.param(lambda store: store.path.unlink(), id="deleted"),
-        pytest.param(_rolled_back, id="rolled-back"),
-        pytest.param(lambda store: store.path.write_text("{not json"), id="unreadable"),
-        pytest.param(lambda store: (store.path.unlink(), store.path.mkdir()), id="a-folder"),
-    ],
-)
-def test_opening_what_read_found_is_the_load(
-    tmp_path: Path, situation: Callable[[ServerStore], None]
-) -> None:
-    store = private_store(tmp_path)
-    store.save(ALL)
-    situation(store)
-    expected = private_store(tmp_path).load()
-    reader = private_store(tmp_path)
-    read = reader.read()
-    assert reader.opened(read) == expected
-    assert reader.changed() is False  # the read took the file's signature, as a load does
-
-
-def test_the_opening_opens_what_was_read_not_what_the_file_holds_since(tmp_path: Path) -> None:
-    store = private_store(tmp_path)
-    store.save(ALL)
-    read = store.read()
-    store.remove("docs")
-    assert store.opened(read).entries == ALL
-    assert store.changed() and store.load().entries == (WIKI, OPEN)

@@ -52,7 +52,6 @@ from ._seal import JSONValue, Sealer
 from ._server_file import (
     RESTORE_HINT,
     FileSignature,
-    Record,
     ServerFile,
     Unreadable,
     parse_document,
@@ -97,10 +96,10 @@ class UnopenedFile:
     """A sealed file as ``ServerStore.read`` found it, not yet opened (``ServerStore.opened``)."""
 
     signature: FileSignature | None
-    record: Record | None = None
     data: bytes | None = None
     failed: LoadResult | None = None
-    """The load's result when the file or its lock could not be read."""
+    """The load's result when the file or its lock could not be read, or the file is not the one
+    the private record names."""
 
 
 @dataclass(frozen=True)
@@ -173,8 +172,9 @@ class ServerStore:
         return self.opened(self.read())
 
     def read(self) -> UnopenedFile:
-        """The file's bytes and record as they are now, under the lock: ``opened`` makes the
-        ``load`` of them. The blocking half of a load, for a worker thread."""
+        """The file's bytes as they are now, read under the lock and checked against the private
+        record: ``opened`` makes the ``load`` of them. The blocking half of a load, for a worker
+        thread."""
         signature = self.signature()
         self._loaded, self._ever_loaded = signature, True
         try:
@@ -189,7 +189,11 @@ class ServerStore:
                     )
         except StoreError as exc:
             return UnopenedFile(signature, failed=LoadResult(warning=str(exc), signature=signature))
-        return UnopenedFile(signature, record, data)
+        if record is not None and (refused := refusal(record, data)) is not None:
+            return UnopenedFile(
+                signature, failed=LoadResult(warning=refused, signature=signature, refused=True)
+            )
+        return UnopenedFile(signature, data)
 
     def opened(self, read: UnopenedFile) -> LoadResult:
         """The ``load`` of what ``read`` read: its entries opened, without touching the disk."""
@@ -198,11 +202,9 @@ class ServerStore:
         return result
 
     def _opened(self, read: UnopenedFile) -> LoadResult:
-        signature, record, data = read.signature, read.record, read.data
+        signature, data = read.signature, read.data
         if read.failed is not None:
             return read.failed
-        if record is not None and (refused := refusal(record, data)) is not None:
-            return LoadResult(warning=refused, signature=signature, refused=True)
         if data is None:
             return LoadResult(signature=signature)
         try:
