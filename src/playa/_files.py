@@ -1,13 +1,25 @@
-"""File writes that survive a crash: the one atomic replace every Playa file uses."""
+"""File writes that survive a crash (the one atomic replace every Playa file uses), and reads
+straight from a descriptor."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["append_durably", "atomic_write", "create_durably", "fsync_directory"]
+__all__ = [
+    "append_durably",
+    "atomic_write",
+    "create_durably",
+    "fsync_directory",
+    "read_at_most",
+    "read_whole",
+]
+
+_READ_ON = 64 * 1024
+"""Bytes asked for at a time past the size the file had (its end is usually the next read)."""
 
 
 def fsync_directory(folder: Path) -> None:
@@ -89,3 +101,26 @@ def append_durably(path: Path, data: bytes, *, mode: int = 0o600) -> None:
         os.close(fd)
     if created:
         fsync_directory(path.parent)
+
+
+def read_at_most(fd: int, limit: int, first: int) -> bytes:
+    """Up to ``limit`` bytes of ``fd``, read until its end: ``first`` bytes asked for first (the
+    size the file had, and one more to see its end). Straight from the descriptor: a file object
+    over a copy of it costs four more system calls, each a wait for the GIL in a worker thread
+    while a host opens its chats. A file that grew meanwhile is read on, up to ``limit``."""
+    chunks: list[bytes] = []
+    read, ask = 0, first
+    while read < limit and (chunk := os.read(fd, min(ask, limit - read))):
+        chunks.append(chunk)
+        read += len(chunk)
+        ask = _READ_ON
+    return b"".join(chunks)
+
+
+def read_whole(path: Path) -> bytes:
+    """All of the file at ``path``: five system calls, where ``Path.read_bytes`` makes nine."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return read_at_most(fd, sys.maxsize, os.fstat(fd).st_size + 1)
+    finally:
+        os.close(fd)

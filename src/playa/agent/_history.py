@@ -14,7 +14,7 @@ import anyio
 from pydantic import TypeAdapter, ValidationError
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from .._files import append_durably, atomic_write
+from .._files import append_durably, atomic_write, read_whole
 from ..core import HistoryRows
 from ._context import message_bytes
 
@@ -157,7 +157,7 @@ def read_file(folder: Path) -> tuple[list[ModelMessage], list[int]]:
 
 def _load(path: Path) -> tuple[list[ModelMessage], list[int]]:
     try:
-        data = path.read_bytes()
+        data = read_whole(path)
     except FileNotFoundError:
         messages = _migrate(path)
         return messages, [message_bytes(m) for m in messages]

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from playa._files import read_at_most
 from playa.core import scope_folder
 from playa.exceptions import StoreError
 from playa.mcp_remote import HostSecret, resolve_host_secret
 from playa.mcp_remote.store import MAX_FILE_BYTES, LoadResult, Saved, Sealer, ServerEntry, ServerStore
-from playa.mcp_remote.store._server_file import ServerFile, _read_at_most
+from playa.mcp_remote.store._server_file import ServerFile
 from support.store import (
     ALL,
     CANARY,
@@ -140,7 +141,7 @@ def test_a_file_is_read_to_its_end_or_its_limit_whatever_the_first_read_gives(
     try:
         os.write(write_end, b"0123456789")
         os.close(write_end)
-        assert _read_at_most(read_end, limit, first) == b"0123456789"[:expected]
+        assert read_at_most(read_end, limit, first) == b"0123456789"[:expected]
     finally:
         os.close(read_end)
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from ..._files import atomic_write
+from ..._files import atomic_write, read_at_most
 from ...exceptions import StoreError
 
 __all__ = [
@@ -216,22 +216,6 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 _RECORD_LIMIT: Final = 4096
 """Bytes of the private record read at the most (it holds a generation, a count and a digest)."""
-_READ_ON: Final = 64 * 1024
-"""Bytes asked for at a time past the size the file had (its end is usually the next read)."""
-
-
-def _read_at_most(fd: int, limit: int, first: int) -> bytes:
-    """Up to ``limit`` bytes of ``fd``, read until its end: ``first`` bytes asked for first (the
-    size the file had, and one more to see its end). Straight from the descriptor: a file object
-    over a copy of it costs three more system calls, each a wait for the GIL in a worker thread
-    while a host opens its chats. A file that grew meanwhile is read on, up to ``limit``."""
-    chunks: list[bytes] = []
-    read, ask = 0, first
-    while read < limit and (chunk := os.read(fd, min(ask, limit - read))):
-        chunks.append(chunk)
-        read += len(chunk)
-        ask = _READ_ON
-    return b"".join(chunks)
 
 
 def _real_folders(*paths: Path) -> bool:
@@ -296,7 +280,7 @@ class ServerFile:
                 raise Unreadable(f"{rel} is not a regular file", movable=True)
             if st.st_size > MAX_FILE_BYTES:
                 raise Unreadable(f"{rel} is larger than {MAX_FILE_BYTES // 2**20} MiB", movable=True)
-            data = _read_at_most(fd, MAX_FILE_BYTES + 1, st.st_size + 1)
+            data = read_at_most(fd, MAX_FILE_BYTES + 1, st.st_size + 1)
         except OSError as exc:
             raise Unreadable(f"cannot read {rel}: {exc.strerror}", movable=True) from None
         finally:
@@ -416,7 +400,7 @@ class ServerFile:
             # Straight from a descriptor, as the file is read: four system calls, not nine.
             fd = os.open(self._private / _RECORD_NAME, os.O_RDONLY | os.O_CLOEXEC)
             try:
-                data = _read_at_most(fd, _RECORD_LIMIT, _RECORD_LIMIT)
+                data = read_at_most(fd, _RECORD_LIMIT, _RECORD_LIMIT)
             finally:
                 os.close(fd)
         except FileNotFoundError:
