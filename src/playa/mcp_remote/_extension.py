@@ -286,18 +286,16 @@ class _FileRead:
     """A chat's sealed file, read in a worker thread in the chat's open (``__call__``)."""
 
     file: ServerStore
-    read: UnopenedFile | None = None
-    result: LoadResult | None = None
+    found: UnopenedFile | LoadResult | None = None
+    """What the read found, already opened when the file is large; None until the read ran."""
 
     def __call__(self) -> None:
-        read = self.file.read()
-        if read.data is not None and len(read.data) > OPENED_ON_THE_LOOP:
-            self.result = self.file.opened(read)
-        else:
-            self.read = read
+        found = self.file.read()
+        large = found.data is not None and len(found.data) > OPENED_ON_THE_LOOP
+        self.found = self.file.opened(found) if large else found
 
     def opened(self) -> LoadResult | None:
         """What the read found, its entries opened; None when the read did not run or failed."""
-        if self.result is None and self.read is not None:
-            self.result, self.read = self.file.opened(self.read), None
-        return self.result
+        if isinstance(self.found, UnopenedFile):
+            self.found = self.file.opened(self.found)
+        return self.found
