@@ -109,6 +109,19 @@ def test_percent_escapes_in_any_case_or_a_mix_of_cases_are_removed() -> None:
     assert secrets.pieces.redact("100%AB of %2F paths") == "100%AB of %2F paths"
 
 
+def test_only_escapes_change_case_when_a_text_is_matched() -> None:
+    secrets = OutboundSecrets()
+    value = "lower-case-key-" + uuid.uuid4().hex
+    secrets.add([value])
+    # Its letters in capitals are another text, also beside an escape in capitals.
+    upper = value.upper()
+    assert secrets.pieces.redact(f"/%2F{upper}") == f"/%2F{upper}"
+    # Its every-byte form in capitals, in lower-case text, is the value.
+    every_byte = "".join(f"%{byte:02X}" for byte in value.encode())
+    assert secrets.pieces.redact(f"x={every_byte} ok") == f"x={REDACTED} ok"
+    assert secrets.pieces.redact(f"X={every_byte} OK") == f"X={REDACTED} OK"
+
+
 def test_a_value_held_by_a_chat_goes_when_the_last_holder_lets_go() -> None:
     secrets = OutboundSecrets()
     chat_a, chat_b = object(), object()

@@ -91,6 +91,11 @@ def lower_escapes(text: str) -> str:
     and a form mixing them, are one case)."""
     if "%" not in text or _UPPER_ESCAPE.search(text) is None:
         return text  # nothing to lower: looked for in C, not escape by escape
+    rest = _PERCENT_ESCAPE.sub("", text)
+    if rest == rest.lower():
+        # Only the escapes have capitals (a secret's every-byte form is escapes alone): lowered
+        # whole, in C, rather than escape by escape.
+        return text.lower()
     return _PERCENT_ESCAPE.sub(lambda match: match.group().lower(), text)
 
 
