@@ -4,6 +4,7 @@ import copy
 import json
 import math
 import time
+import uuid
 from typing import Any
 
 import anyio
@@ -157,6 +158,28 @@ def test_a_schema_is_normalized_to_what_every_provider_takes(
     schema: object, normalized: dict[str, Any]
 ) -> None:
     assert normalize_schema(schema) == normalized
+
+
+def test_a_schema_kept_by_its_key_is_given_out_as_a_fresh_copy_of_the_same_schema() -> None:
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "properties": {"q": {"type": "string", "enum": ["a", "b"]}, "n": {"type": "number", "default": 1.5}},
+        "required": ["q", "gone"],
+    }
+    key = uuid.uuid4().bytes
+    first = normalize_schema(schema, key=key)
+    second = normalize_schema(schema, key=key)
+    assert first == second == normalize_schema(schema)
+    assert list(second) == list(first) and list(second["properties"]) == ["q", "n"]
+    # Each call's schema is its own: changing one changes no other, nor what is kept.
+    second["properties"]["q"]["enum"].append("c")
+    assert normalize_schema(schema, key=key)["properties"]["q"]["enum"] == ["a", "b"]
+    assert first["properties"]["q"]["enum"] == ["a", "b"]
+    # The key names the schema: the one kept by it is not walked again.
+    assert normalize_schema(None, key=key) == first
+    # Another key is another schema.
+    other = normalize_schema({"properties": {"x": {"type": "integer"}}}, key=uuid.uuid4().bytes)
+    assert other["properties"] == {"x": {"type": "integer"}}
 
 
 @pytest.mark.parametrize("schema", [None, "string", 3, [], True, {}, {"type": "object"}])

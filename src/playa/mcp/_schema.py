@@ -9,9 +9,10 @@ break the whole turn, so the schema is repaired here instead of rejected.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 __all__ = ["normalize_schema"]
 
@@ -27,14 +28,45 @@ _DROPPED_ROOT_KEYS = frozenset({"$schema", "$id"})
 _ROOT_COMBINATORS = ("allOf", "anyOf", "oneOf")
 _ROOT_FORBIDDEN = frozenset({"allOf", "anyOf", "oneOf", "not", "enum", "const", "$ref"})
 
+_KEPT_CHARS: Final = 8 * 1024 * 1024
+"""Characters of normalized schemas kept by key, in all (the oldest go first)."""
+_KEPT_LARGEST: Final = 256 * 1024
+_kept: dict[bytes, str] = {}
+_kept_chars = 0
 
-def normalize_schema(schema: object) -> dict[str, Any]:
+
+def normalize_schema(schema: object, *, key: bytes | None = None) -> dict[str, Any]:
     """An object-root JSON schema for a tool's arguments, built from whatever the server sent.
 
     The result is a fresh JSON value (the input is never mutated), has ``type: "object"`` and
     a ``properties`` dict, and its ``required`` (when present) lists only existing properties.
     Never raises.
+
+    ``key``: a digest of the JSON that ``schema`` was parsed from (a tool definition's, say).
+    The result is kept by it as JSON, and a later call with the same key parses it again, in C:
+    every chat that binds one server's tools gets its own copy of each schema without walking
+    the server's schema again.
     """
+    if key is not None and (known := _kept.get(key)) is not None:
+        parsed: dict[str, Any] = json.loads(known)
+        return parsed
+    result = _normalized(schema)
+    if key is not None:
+        _keep(key, json.dumps(result, ensure_ascii=False, allow_nan=False))
+    return result
+
+
+def _keep(key: bytes, encoded: str) -> None:
+    global _kept_chars
+    if len(encoded) > _KEPT_LARGEST:
+        return
+    while _kept and _kept_chars + len(encoded) > _KEPT_CHARS:
+        _kept_chars -= len(_kept.pop(next(iter(_kept))))
+    _kept[key] = encoded
+    _kept_chars += len(encoded)
+
+
+def _normalized(schema: object) -> dict[str, Any]:
     copied = _JsonCopier().copy(schema)
     root: dict[str, Any] = copied if isinstance(copied, dict) else {}
     root = _inline_root_ref(root)

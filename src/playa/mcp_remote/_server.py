@@ -7,6 +7,7 @@ the chat that holds it what happened through ``ServerEvents``, and never reaches
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -339,11 +340,13 @@ class RemoteServer:
         """
         entry, context = self.entry, self._context
         allowed: dict[str, mcp_types.Tool] = {}
+        keys: dict[str, bytes] = {}
         withheld: list[str] = []
         redactor, redact = context.secrets.redactor, context.secrets.redact
         for tool in connection.tools:
             if (entry.tools is None or tool.name in entry.tools) and tool.name not in allowed:
-                if redactor.contains(without_format(tool.model_dump_json(by_alias=True))):
+                dumped = tool.model_dump_json(by_alias=True)
+                if redactor.contains(without_format(dumped)):
                     # Its name, title, description or schema quotes a credential: the model must
                     # not see it, and redacting a definition would change what the tool means.
                     withheld.append(f"{_shown(redact, tool.name)!r}: its definition holds a credential")
@@ -353,6 +356,8 @@ class RemoteServer:
                     withheld.append(f"{_shown(redact, tool.name)!r}: {why}")
                     continue
                 allowed[tool.name] = tool
+                # Every chat of a bot binds the same definitions: each schema is normalized once.
+                keys[tool.name] = hashlib.sha256(dumped.encode()).digest()
         # A server offering hundreds of tools would drown the model (and slow every step); the
         # owner picks the ones they want with --tools.
         limit = context.settings.max_tools_per_server
@@ -376,7 +381,7 @@ class RemoteServer:
                 server=entry.name,
                 remote_name=remote,
                 description=f"[{entry.name}] {description}".strip(),
-                parameters=normalize_schema(tool.input_schema),
+                parameters=normalize_schema(tool.input_schema, key=keys[remote]),
                 call=partial(self._caller.call, self, names[remote]),
             )
         self.tools = context.tools.bind(bindings, self.tools)
