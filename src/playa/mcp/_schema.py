@@ -52,12 +52,16 @@ def normalize_schema(schema: object, *, key: bytes | None = None) -> dict[str, A
         return parsed
     result = _normalized(schema)
     if key is not None:
-        _keep(key, json.dumps(result, ensure_ascii=False, allow_nan=False))
+        _keep(key, result)
     return result
 
 
-def _keep(key: bytes, encoded: str) -> None:
+def _keep(key: bytes, schema: dict[str, Any]) -> None:
     global _kept_chars
+    try:
+        encoded = json.dumps(schema, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        return  # an integer too long to write as text (Python's 4,300 digits): walked each time
     if len(encoded) > _KEPT_LARGEST:
         return
     while _kept and _kept_chars + len(encoded) > _KEPT_CHARS:
