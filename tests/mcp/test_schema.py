@@ -182,6 +182,23 @@ def test_a_schema_kept_by_its_key_is_given_out_as_a_fresh_copy_of_the_same_schem
     assert other["properties"] == {"x": {"type": "integer"}}
 
 
+def test_kept_schemas_are_bounded_the_oldest_going_first() -> None:
+    def schema(n: int, chars: int) -> dict[str, Any]:
+        return {"properties": {"x": {"type": "string", "description": f"{n} " + "d" * chars}}}
+
+    too_large = uuid.uuid4().bytes
+    assert normalize_schema(schema(0, 300_000), key=too_large)["properties"]["x"]["description"].startswith(
+        "0 "
+    )
+    assert normalize_schema(None, key=too_large) == EMPTY  # over 256 KiB: not kept
+    keys = [uuid.uuid4().bytes for _ in range(40)]
+    for n, key in enumerate(keys):
+        normalize_schema(schema(n, 250_000), key=key)
+    # 8 MiB hold 33 of them: the first ones went, the last ones stay.
+    assert normalize_schema(None, key=keys[0]) == EMPTY
+    assert normalize_schema(None, key=keys[-1])["properties"]["x"]["description"].startswith("39 ")
+
+
 def test_a_schema_that_cannot_be_kept_as_json_is_normalized_each_time() -> None:
     # Python writes no integer of over 4,300 digits as text; a server may send one all the same.
     schema = {"properties": {"n": {"type": "integer", "maximum": 10**5000}}}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -31,8 +32,36 @@ _ROOT_FORBIDDEN = frozenset({"allOf", "anyOf", "oneOf", "not", "enum", "const", 
 _KEPT_CHARS: Final = 8 * 1024 * 1024
 """Characters of normalized schemas kept by key, in all (the oldest go first)."""
 _KEPT_LARGEST: Final = 256 * 1024
-_kept: dict[bytes, str] = {}
-_kept_chars = 0
+
+
+class _Kept:
+    """Normalized schemas by key, as JSON; safe to use from any thread."""
+
+    def __init__(self) -> None:
+        self._schemas: dict[bytes, str] = {}
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: bytes) -> str | None:
+        return self._schemas.get(key)
+
+    def keep(self, key: bytes, schema: dict[str, Any]) -> None:
+        try:
+            encoded = json.dumps(schema, ensure_ascii=False, allow_nan=False)
+        except ValueError:
+            return  # an integer too long to write as text (Python's 4,300 digits): walked each time
+        if len(encoded) > _KEPT_LARGEST:
+            return
+        with self._lock:
+            if key in self._schemas:
+                return
+            while self._schemas and self._chars + len(encoded) > _KEPT_CHARS:
+                self._chars -= len(self._schemas.pop(next(iter(self._schemas))))
+            self._schemas[key] = encoded
+            self._chars += len(encoded)
+
+
+_kept = _Kept()
 
 
 def normalize_schema(schema: object, *, key: bytes | None = None) -> dict[str, Any]:
@@ -52,22 +81,8 @@ def normalize_schema(schema: object, *, key: bytes | None = None) -> dict[str, A
         return parsed
     result = _normalized(schema)
     if key is not None:
-        _keep(key, result)
+        _kept.keep(key, result)
     return result
-
-
-def _keep(key: bytes, schema: dict[str, Any]) -> None:
-    global _kept_chars
-    try:
-        encoded = json.dumps(schema, ensure_ascii=False, allow_nan=False)
-    except ValueError:
-        return  # an integer too long to write as text (Python's 4,300 digits): walked each time
-    if len(encoded) > _KEPT_LARGEST:
-        return
-    while _kept and _kept_chars + len(encoded) > _KEPT_CHARS:
-        _kept_chars -= len(_kept.pop(next(iter(_kept))))
-    _kept[key] = encoded
-    _kept_chars += len(encoded)
 
 
 def _normalized(schema: object) -> dict[str, Any]:
