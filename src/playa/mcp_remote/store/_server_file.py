@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from ..._files import atomic_write, read_at_most
+from ..._files import atomic_write, read_at_most, read_whole
 from ...exceptions import StoreError
 
 __all__ = [
@@ -397,12 +397,7 @@ class ServerFile:
         if self._private is None:
             return None
         try:
-            # Straight from a descriptor, as the file is read: four system calls, not nine.
-            fd = os.open(self._private / _RECORD_NAME, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                data = read_at_most(fd, _RECORD_LIMIT, _RECORD_LIMIT)
-            finally:
-                os.close(fd)
+            data = read_whole(self._private / _RECORD_NAME, at_most=_RECORD_LIMIT)
         except FileNotFoundError:
             return None
         except OSError as exc:
