@@ -14,7 +14,15 @@ import hmac
 import pytest
 
 from playa.mcp_remote import AuditKey
-from playa.mcp_remote.store._audit_chain import AUDIT_VERSION, GENESIS, chained, parse_record
+from playa.mcp_remote.store._audit_chain import (
+    AUDIT_VERSION,
+    GENESIS,
+    ChainEnd,
+    chained,
+    chains_to,
+    good_records,
+    parse_record,
+)
 from playa.mcp_remote.store._seal import canonical_json
 
 KEY = AuditKey(b"k" * 32)
@@ -49,3 +57,35 @@ def test_the_first_record_chains_to_genesis_and_another_key_does_not_verify_it()
     record = chained(1, GENESIS, "2026-12-03T16:11:22.000Z", "server_added", {"server": "a"}, "s", KEY)
     assert record.prev == GENESIS and record.verifies(KEY, "s")
     assert not record.verifies(AuditKey(b"o" * 32), "s")
+
+
+def test_bad_lines_are_passed_over_and_what_follows_one_chains_to_its_bytes() -> None:
+    first = chained(1, GENESIS, "2026-12-03T16:11:22.000Z", "server_added", {"server": "a"}, "s", KEY)
+    second = chained(2, first.hash, "2026-12-03T16:11:23.000Z", "tool_call", {"tool": "t"}, "s", KEY)
+    lines = [b"not json", first.line().rstrip(b"\n"), b'{"v": 1}', b"", second.line().rstrip(b"\n")]
+
+    assert list(good_records(lines)) == [first, second]
+    assert list(good_records(reversed(lines))) == [second, first]
+    assert chains_to(first.line().rstrip(b"\n")) == first.hash == second.prev
+    assert chains_to(b"not json") == hashlib.sha256(b"not json").hexdigest()
+
+
+def test_a_chain_end_says_a_lost_head_first_then_the_batch_and_forgets_it_once_written() -> None:
+    end = ChainEnd("s", KEY)
+    with pytest.raises(RuntimeError, match="resumed"):
+        end.seal([])
+    end.last = (4, hashlib.sha256(b"four").hexdigest())
+    end.head_lost("missing", 4)
+
+    sealed = end.seal([(0.0, "tool_call", {"tool": "t"})])
+    assert [(r.seq, r.kind, dict(r.fields)) for r in sealed.records] == [
+        (5, "audit_head_lost", {"why": "missing", "last_seq": 4}),
+        (6, "tool_call", {"tool": "t"}),
+    ]
+    assert sealed.records[0].prev == end.last[1] and sealed.last == (6, sealed.records[1].hash)
+    assert all(record.verifies(KEY, "s") for record in sealed.records)
+    assert end.last == (4, hashlib.sha256(b"four").hexdigest())  # not moved until written
+
+    end.went_on(sealed)
+    assert end.last == sealed.last and end.found == []
+    assert end.seal([]).records == [] and end.seal([]).last == sealed.last

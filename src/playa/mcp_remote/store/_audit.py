@@ -27,7 +27,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -44,11 +44,11 @@ from ._audit_chain import (
     AuditRecord,
     BadLine,
     Batch,
+    ChainEnd,
     FieldValue,
     Head,
     moved,
     parse_record,
-    sealed_batch,
     verified,
 )
 from ._audit_file import audit_paths, latest_records, read_head, tail_of, write_head
@@ -96,14 +96,10 @@ def _checked(kind: str, fields: Mapping[str, object], redact: Callable[[str], st
 
 
 @dataclass
-class _Writer:
+class _Writer(ChainEnd):
     """The chain's end and the files: used by one worker thread at a time."""
 
     folder: Path
-    scope: str
-    key: AuditKey
-    _last: tuple[int, str] | None = None
-    _resumed: list[tuple[str, dict[str, FieldValue]]] = field(default_factory=list)
     _torn: bool = False
 
     def _resume(self) -> tuple[int, str]:
@@ -119,7 +115,7 @@ class _Writer:
             return head.seq, head.hash
         if tail is not None:
             # The head is gone or broken while records exist: say so in the chain itself.
-            self._resumed.append(("audit_head_lost", {"why": head or "missing", "last_seq": tail.seq}))
+            self.head_lost(head or "missing", tail.seq)
             return tail.seq, tail.hash
         return 0, GENESIS
 
@@ -136,9 +132,9 @@ class _Writer:
 
     def append(self, batch: Batch) -> None:
         """Chain, seal and write ``batch`` (one write, one fsync), then replace the head."""
-        if self._last is None:
-            self._last = self._resume()
-        sealed = sealed_batch(self._last, self._resumed, batch, self.scope, self.key)
+        if self.last is None:
+            self.last = self._resume()
+        sealed = self.seal(batch)
         lines: list[bytes] = [b"\n"] if self._torn else []
         lines += [record.line() for record in sealed.records]
         log, head_path = audit_paths(self.folder)
@@ -148,7 +144,8 @@ class _Writer:
             # The folder is made when first written (or again, if it went): not looked for at every batch.
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             append_durably(log, b"".join(lines))
-        self._last, self._torn, self._resumed = sealed.last, False, []
+        self.went_on(sealed)
+        self._torn = False
         write_head(head_path, sealed.head)
 
 
@@ -160,9 +157,9 @@ def move_log(folder: Path, old_scope: str, new_scope: str, key: AuditKey) -> Non
     """
     if not audit_paths(folder)[0].exists():
         return
-    writer = _Writer(folder, old_scope, key)
-    writer._last = writer._resume()
-    if writer._resumed:
+    writer = _Writer(old_scope, key, folder)
+    writer.last = writer._resume()
+    if writer.found:
         writer.append([])  # what the resume found goes first, sealed for the old scope
     writer.scope = new_scope
     writer.append(moved(old_scope))
@@ -194,9 +191,9 @@ class AuditLog:
         """``rows``: the host's database keeps the log (then ``folder`` is not used)."""
         self._writer: _Writer | RowWriter | None = None
         if key is not None and rows is not None:
-            self._writer = RowWriter(rows, scope, key)
+            self._writer = RowWriter(scope, key, rows)
         elif key is not None and folder is not None:
-            self._writer = _Writer(folder, scope, key)
+            self._writer = _Writer(scope, key, folder)
         self._commit_delay = commit_delay
         self._now = anyio.Event()
         self._tg = task_group

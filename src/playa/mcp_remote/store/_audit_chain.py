@@ -18,8 +18,8 @@ import hmac
 import json
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii
 from typing import Final, TypeAlias
 
@@ -28,21 +28,24 @@ from ._seal import JSONValue, canonical_json, derive_key
 __all__ = [
     "AUDIT_VERSION",
     "GENESIS",
+    "HEAD_LOST",
     "MOVED",
     "AuditKey",
     "AuditRecord",
     "BadLine",
     "Batch",
+    "ChainEnd",
     "FieldValue",
     "Head",
     "SealedBatch",
     "chain",
     "chained",
+    "chains_to",
+    "good_records",
     "moved",
     "open_head",
     "parse_record",
     "scopes",
-    "sealed_batch",
     "sealed_head",
     "timestamp",
     "verified",
@@ -57,6 +60,7 @@ _RECORD_FIELDS: Final = frozenset({"v", "seq", "time", "kind", "fields", "prev",
 _HEAD_FIELDS: Final = frozenset({"v", "kid", "seq", "hash", "mac"})
 _HEX64_RE: Final = re.compile(r"[0-9a-f]{64}")
 MOVED: Final = "chat_moved"
+HEAD_LOST: Final = "audit_head_lost"
 
 _SHOWN_FIRST: Final = {name: n for n, name in enumerate(("sender", "server", "tool", "outcome"))}
 
@@ -219,6 +223,24 @@ def parse_record(line: bytes) -> AuditRecord:
     return AuditRecord(seq, when, kind, fields, prev, mac)
 
 
+def good_records(lines: Iterable[bytes]) -> Iterator[AuditRecord]:
+    """The records of ``lines`` that parse, in order: a line that does not is passed over."""
+    for line in lines:
+        try:
+            yield parse_record(line)
+        except BadLine:
+            continue
+
+
+def chains_to(line: bytes) -> str:
+    """What the record after ``line`` holds as ``prev``: its record's hash, or the line's own
+    SHA-256 when it is no record."""
+    try:
+        return parse_record(line).hash
+    except BadLine:
+        return hashlib.sha256(line).hexdigest()
+
+
 @dataclass(frozen=True)
 class Head:
     """How far the log went: the last record's sequence number and hash."""
@@ -244,20 +266,34 @@ class SealedBatch:
     head: bytes
 
 
-def sealed_batch(
-    last: tuple[int, str],
-    resumed: Iterable[tuple[str, dict[str, FieldValue]]],
-    batch: Batch,
-    scope: str,
-    key: AuditKey,
-) -> SealedBatch:
-    """The records after ``last`` (its seq and hash), sealed for ``scope``: first what a resume
-    found (``resumed``, kind and fields, timed now), then ``batch``; and the head naming the last
-    of them (``last`` itself when there are none)."""
-    entries = [(time.time(), kind, fields) for kind, fields in resumed]
-    records = chain(last, [*entries, *batch], scope, key)
-    end = (records[-1].seq, records[-1].hash) if records else last
-    return SealedBatch(records, end, sealed_head(Head(*end), scope, key))
+@dataclass
+class ChainEnd:
+    """Where one writer's chain goes on (the file's and the rows'): its last record, seq and hash,
+    once resumed; and what the resume found to say before the next batch (a head lost)."""
+
+    scope: str
+    key: AuditKey
+    last: tuple[int, str] | None = field(default=None, init=False)
+    found: list[tuple[str, dict[str, FieldValue]]] = field(default_factory=list, init=False)
+
+    def head_lost(self, why: str, last_seq: int) -> None:
+        """Say in the chain itself, before the next batch, that the head was lost or went back."""
+        self.found.append((HEAD_LOST, {"why": why, "last_seq": last_seq}))
+
+    def seal(self, batch: Batch) -> SealedBatch:
+        """The records after the last one, sealed for the scope: first what the resume found
+        (timed now), then ``batch``; and the head naming the last of them (the last record itself
+        when there are none)."""
+        if self.last is None:
+            raise RuntimeError("a chain is sealed on only once resumed")
+        entries = [(time.time(), kind, fields) for kind, fields in self.found]
+        records = chain(self.last, [*entries, *batch], self.scope, self.key)
+        end = (records[-1].seq, records[-1].hash) if records else self.last
+        return SealedBatch(records, end, sealed_head(Head(*end), self.scope, self.key))
+
+    def went_on(self, sealed: SealedBatch) -> None:
+        """``sealed`` is written: the chain ends at its last record, and what was found is said."""
+        self.last, self.found = sealed.last, []
 
 
 def open_head(data: bytes, scope: str, key: AuditKey) -> Head | str:

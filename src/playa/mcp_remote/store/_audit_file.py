@@ -14,13 +14,14 @@ of a batch.
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Final
 
-from ._audit_chain import AuditKey, AuditRecord, BadLine, Head, open_head, parse_record
+from ._audit_chain import AuditKey, AuditRecord, Head, good_records, open_head
 from ._audit_verify import Break, Verification, verify_chain
 from ._server_file import private_folder
 
@@ -70,13 +71,7 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
 
 def read_records(folder: Path) -> list[AuditRecord]:
     """Every record of the log that parses, in file order (verified or not: see ``verify_log``)."""
-    found: list[AuditRecord] = []
-    for _, line in _lines(audit_paths(folder)[0]):
-        try:
-            found.append(parse_record(line))
-        except BadLine:
-            continue
-    return found
+    return list(good_records(line for _, line in _lines(audit_paths(folder)[0])))
 
 
 def latest_records(path: Path, count: int) -> list[AuditRecord]:
@@ -96,15 +91,7 @@ def latest_records(path: Path, count: int) -> list[AuditRecord]:
     lines = tail.splitlines()
     if end > 0:
         lines = lines[1:]  # the first may be the end of a longer line
-    found: list[AuditRecord] = []
-    for line in reversed(lines):
-        if len(found) == count:
-            break
-        try:
-            found.append(parse_record(line))
-        except BadLine:
-            continue
-    return found[::-1]
+    return list(itertools.islice(good_records(reversed(lines)), count))[::-1]
 
 
 def read_head(path: Path, scope: str, key: AuditKey) -> Head | str | None:

@@ -12,10 +12,9 @@ hand, or from a backup) is said in the chain itself, as a lost head is in the fi
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
 from ...core import AuditRows
@@ -23,14 +22,13 @@ from ._audit_chain import (
     GENESIS,
     AuditKey,
     AuditRecord,
-    BadLine,
     Batch,
-    FieldValue,
+    ChainEnd,
     Head,
+    chains_to,
+    good_records,
     moved,
     open_head,
-    parse_record,
-    sealed_batch,
     sealed_head,
     verified,
 )
@@ -43,19 +41,10 @@ logger = logging.getLogger(__name__)
 _TRIES: Final = 8
 """Appends raced and lost in a row before a batch is given up: each loss is another writer's
 batch written, so this many means a writer that never stops, not a chain that cannot go on."""
-LOST: Final = "audit_head_lost"
 
 
 class AuditRaced(Exception):
     """Other writers' appends kept landing first: the batch was not written."""
-
-
-def _tail_hash(data: bytes) -> tuple[AuditRecord | None, str]:
-    try:
-        record = parse_record(data)
-    except BadLine:
-        return None, hashlib.sha256(data).hexdigest()
-    return record, record.hash
 
 
 def _row(record: AuditRecord) -> tuple[int, bytes]:
@@ -73,16 +62,12 @@ def log_rows(
 
 
 @dataclass
-class RowWriter:
+class RowWriter(ChainEnd):
     """The chain's end in the rows of chat ``chat`` (its records sealed for ``scope``)."""
 
     rows: AuditRows
-    scope: str
-    key: AuditKey
     chat: str = ""
     _known: bytes | None = None
-    _last: tuple[int, str] | None = None
-    _resumed: list[tuple[str, dict[str, FieldValue]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.chat = self.chat or self.scope
@@ -93,38 +78,40 @@ class RowWriter:
         self._known = data
         head = open_head(data, self.scope, self.key) if data is not None else None
         last_seq = tail[-1][0] if tail else 0
-        last_hash = _tail_hash(tail[-1][1])[1] if tail else GENESIS
+        last_hash = chains_to(tail[-1][1]) if tail else GENESIS
         if isinstance(head, Head):
             if last_seq <= head.seq:
                 return head.seq, head.hash
             # Records after the head: only a head put back does that (they are written together).
-            why = f"the head record named record {head.seq}, the log goes on to {last_seq}"
-            self._resumed.append((LOST, {"why": why, "last_seq": last_seq}))
+            self.head_lost(
+                f"the head record named record {head.seq}, the log goes on to {last_seq}", last_seq
+            )
         elif tail:
-            self._resumed.append((LOST, {"why": head or "missing", "last_seq": last_seq}))
+            self.head_lost(head or "missing", last_seq)
         return last_seq, last_hash
 
     async def append(self, batch: Batch) -> None:
         """Chain and seal ``batch`` after the chat's last record, and write it with its head."""
         for _ in range(_TRIES):
-            if self._last is None:
-                self._last = await self.resume()
-            sealed = sealed_batch(self._last, self._resumed, batch, self.scope, self.key)
+            if self.last is None:
+                self.last = await self.resume()
+            sealed = self.seal(batch)
             if not sealed.records:
                 return
             rows = [_row(record) for record in sealed.records]
             if await self.rows.append(self.chat, self._known, rows, sealed.head):
-                self._last, self._known, self._resumed = sealed.last, sealed.head, []
+                self.went_on(sealed)
+                self._known = sealed.head
                 return
             # Another writer's head is there: read it, and chain the batch after its records.
-            was, self._last, self._resumed = self._last, None, []
+            was, self.last, self.found = self.last, None, []
             now_at = await self.resume()
             if now_at[0] < was[0] or (now_at[0] == was[0] and now_at[1] != was[1]):
                 # Behind what this writer wrote itself: the head was put back, which is no race.
                 why = f"the head went back from record {was[0]} to {now_at[0]}"
                 logger.error("the audit log of %s: %s", self.chat, why)
-                self._resumed.append((LOST, {"why": why, "last_seq": now_at[0]}))
-            self._last = now_at
+                self.head_lost(why, now_at[0])
+            self.last = now_at
         raise AuditRaced(f"other writers' appends came first {_TRIES} times")
 
 
@@ -133,13 +120,7 @@ async def latest_rows(
 ) -> list[tuple[AuditRecord, bool]]:
     """The last ``count`` records that parse, in order, each with whether its MAC verifies."""
     _, found = await rows.last(scope, count)
-    records: list[AuditRecord] = []
-    for _, data in found:
-        try:
-            records.append(parse_record(data))
-        except BadLine:
-            continue
-    return verified(records, scope, key)
+    return verified(list(good_records(data for _, data in found)), scope, key)
 
 
 async def verify_rows(rows: AuditRows, scope: str, key: AuditKey) -> Verification:
@@ -156,11 +137,11 @@ async def move_rows(rows: AuditRows, old_scope: str, new_scope: str, key: AuditK
     if not await rows.move(old_scope, new_scope):
         logger.warning("the audit log of %s stays: %s has one of its own", old_scope, new_scope)
         return False
-    writer = RowWriter(rows, old_scope, key, chat=new_scope)
-    writer._last = await writer.resume()
-    if writer._last == (0, GENESIS):
+    writer = RowWriter(old_scope, key, rows, chat=new_scope)
+    writer.last = await writer.resume()
+    if writer.last == (0, GENESIS):
         return True  # no log to go on with
-    if writer._resumed:
+    if writer.found:
         await writer.append([])  # what the resume found goes first, sealed for the old scope
     writer.scope = new_scope
     await writer.append(moved(old_scope))
