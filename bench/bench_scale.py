@@ -11,7 +11,12 @@ at once (each SessionStart connects in the background) and the clock runs until 
 their connects has ended, and the SDK opens as many connections again; each side's earlier
 rounds stay open beside it. The two sides' totals are compared: the rounds are seconds apart, so
 a change in the machine's speed (this VM switches between a fast and a slow state) hits both
-alike, where one storm each, minutes apart, did not.
+alike, where one storm each, minutes apart, did not. Each side's round ends, inside its clock, with
+a collection of the collector's young and middle generations (``gc.collect(1)``): every object
+that lives on is scanned there once, sooner or later, and this way each side pays for what its
+round made. Left to the collector, that pass comes after every fiftieth young collection, so
+whether a side's rounds held one (~0.6 s over every object made since the last) depended on
+where its counter stood when the storm began.
 A turn that calls a remote tool (``a__echo`` through the offline model) in one chat is then timed
 while all chats stay connected, in alternating blocks with the same turn in a host that has that
 single chat (``bench._single_chat``, another process, the same server).
@@ -20,6 +25,7 @@ single chat (``bench._single_chat``, another process, the same server).
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import subprocess
@@ -119,6 +125,8 @@ class _Storm:
     reasons: dict[str, int] = field(default_factory=dict)
     rounds: list[float] = field(default_factory=list)
     """Each round's seconds."""
+    collected: float = 0.0
+    """Seconds of the middle-generation passes that end the rounds."""
 
 
 async def _storm_round(
@@ -146,6 +154,10 @@ async def _storm_round(
         while any(state.connecting for chat in servers_of for state in chat.servers.values()):
             for chat in servers_of:
                 await chat.wait_for_connects()
+    # The round's objects get their middle-generation pass before the clock stops, as the SDK's do.
+    collected = anyio.current_time()
+    gc.collect(1)
+    storm.collected += anyio.current_time() - collected
     took = anyio.current_time() - started
     storm.took += took
     storm.rounds.append(took)
@@ -261,6 +273,11 @@ async def run(quick: bool) -> Report:
         "with the same requests (discover, tools/list; no change stream, which Playa opens only at a "
         "connection's first call) in a process of its own, its earlier rounds held open; for the turn, the "
         "same turn in a host with that single chat, in another process, in alternating blocks"
+    )
+    sdk_collected = sum(float(r["collected"]) for r in sdk_rounds)
+    report.notes.append(
+        f"each round ends with the young and middle generations collected (gc.collect(1)), inside its "
+        f"clock: {storm.collected:.2f} s of Playa's rounds, {sdk_collected:.2f} s of the SDK's"
     )
     report.notes.append(f"garbage collection during the crowded turns: {gc_crowded.text() or 'none'}")
     report.chart = {"connect_seconds": took, "connected": connected, "total": total, "crowded": a, "alone": b}
