@@ -24,7 +24,7 @@ import logging
 import re
 import threading
 import traceback
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, Final
 
@@ -222,6 +222,8 @@ class OutboundSecrets:
         """How many ``releasing_together`` blocks are open."""
         self._unheld: list[str] = []
         """Values nobody holds any more, still covered until the last such block ends."""
+        self._finalized: deque[object] = deque()
+        """Owners whose finalizer ran (``release_later``), let go of by the next call that takes the lock."""
 
     @contextlib.contextmanager
     def releasing_together(self) -> Iterator[None]:
@@ -230,11 +232,13 @@ class OutboundSecrets:
         chats), which costs one rebuild of the tables rather than a removal per value. Until
         then a log line still loses them, which is never less safe."""
         with self._lock:
+            self._let_go_finalized()
             self._together += 1
         try:
             yield
         finally:
             with self._lock:
+                self._let_go_finalized()
                 self._together -= 1
                 if not self._together and self._unheld:
                     # A value held again meanwhile stays.
@@ -247,6 +251,7 @@ class OutboundSecrets:
         if not new:
             return
         with self._lock:
+            self._let_go_finalized()
             for value in new - self._permanent:
                 self._permanent.add(value)
                 self._acquire(value)
@@ -255,6 +260,7 @@ class OutboundSecrets:
         """``owner`` holds exactly ``values`` now (what it held before and no longer does is let go)."""
         kept = frozenset(value for value in values if len(value) >= MIN_SECRET_LENGTH)
         with self._lock:
+            self._let_go_finalized()
             before = self._held.get(owner, frozenset())
             if kept == before:
                 return
@@ -267,7 +273,26 @@ class OutboundSecrets:
     def release(self, owner: object) -> None:
         """``owner`` can log nothing of its values any more."""
         with self._lock:
+            self._let_go_finalized()
             for value in self._held.pop(owner, frozenset()):
+                self._release(value)
+
+    def release_later(self, owner: object) -> None:
+        """``release``, for a finalizer (``weakref.finalize``): it takes no lock.
+
+        The collector runs finalizers inside whatever allocation starts a collection, also one
+        made while this registry's lock is held by the same thread (a new secret's windows are
+        thousands of allocations), where ``release`` would wait for that lock for ever and stop
+        the thread, event loop and all. This only queues ``owner``; the next call that takes the
+        lock, this thread's or another's, lets go of its values. Until then they stay covered,
+        which is never less safe.
+        """
+        self._finalized.append(owner)
+
+    def _let_go_finalized(self) -> None:
+        """Let go of what finalized owners held (called with the lock held)."""
+        while self._finalized:
+            for value in self._held.pop(self._finalized.popleft(), frozenset()):
                 self._release(value)
 
     def _acquire(self, value: str) -> None:
@@ -286,7 +311,10 @@ class OutboundSecrets:
             self.pieces.remove(value)
 
     def __contains__(self, value: object) -> bool:
-        return value in self._counts
+        """Whether ``value`` is covered now (what finalized owners held is let go of first)."""
+        with self._lock:
+            self._let_go_finalized()
+            return value in self._counts
 
     def __repr__(self) -> str:
         return f"<OutboundSecrets: {len(self._counts)} values>"

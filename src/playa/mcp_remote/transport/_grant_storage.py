@@ -46,7 +46,7 @@ class GrantStorage:
         # each token kept would cost the gate its pieces for ever. Let go with this object.
         self._holder = object()
         outbound_secrets().hold(self._holder, grant.secrets)
-        weakref.finalize(self, outbound_secrets().release, self._holder)
+        weakref.finalize(self, outbound_secrets().release_later, self._holder)
         self.dpop_bound = False
         """Whether the tokens stored next are DPoP-bound (the token response said so)."""
 
