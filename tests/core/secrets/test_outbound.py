@@ -12,6 +12,7 @@ import pytest
 
 from playa.core import REDACTED, OutboundSecrets, encoded_forms, install_outbound_gate, outbound_secrets
 from playa.core.secrets import PIECE
+from playa.core.secrets._outbound import _Pieces
 from support.leaks import leaks
 
 SECRET = "Zq7Xw3KpL9vR2mN8-" + uuid.uuid4().hex
@@ -251,3 +252,25 @@ def test_letting_go_of_most_values_at_once_leaves_what_one_by_one_would() -> Non
         for value in values[5:]:
             together.release(value)
     assert not together.pieces and not together.pieces._extra and not together.pieces._short_counts
+
+
+def test_a_finalized_holder_is_let_go_of_at_the_next_call_and_a_value_still_held_is_never_uncovered() -> None:
+    removed: list[str] = []
+
+    class Recording(_Pieces):
+        def remove(self, value: str) -> None:
+            removed.append(value)
+            super().remove(value)
+
+    secrets = OutboundSecrets()
+    secrets.pieces = Recording()
+    gone, stays = "Gone-key-" + uuid.uuid4().hex, "Stays-key-" + uuid.uuid4().hex
+    finalized, successor = object(), object()
+    secrets.hold(finalized, [gone, stays])
+    secrets.release_later(finalized)  # a finalizer's call: it takes no lock, so nothing changes yet
+    assert secrets.pieces.redact(f"{gone} {stays}") == f"{REDACTED} {REDACTED}"
+    # A new holder of one of its values (a reconnect's grant): that value never leaves the windows.
+    secrets.hold(successor, [stays])
+    assert removed == [gone]
+    assert secrets.pieces.redact(f"{gone} {stays}") == f"{gone} {REDACTED}"
+    assert gone not in secrets and stays in secrets

@@ -251,24 +251,24 @@ class OutboundSecrets:
         if not new:
             return
         with self._lock:
-            self._let_go_finalized()
             for value in new - self._permanent:
                 self._permanent.add(value)
                 self._acquire(value)
+            self._let_go_finalized()
 
     def hold(self, owner: object, values: Iterable[str]) -> None:
         """``owner`` holds exactly ``values`` now (what it held before and no longer does is let go)."""
         kept = frozenset(value for value in values if len(value) >= MIN_SECRET_LENGTH)
         with self._lock:
-            self._let_go_finalized()
             before = self._held.get(owner, frozenset())
-            if kept == before:
-                return
-            for value in kept - before:
-                self._acquire(value)
-            self._held[owner] = kept
-            for value in before - kept:
-                self._release(value)
+            if kept != before:
+                for value in kept - before:
+                    self._acquire(value)
+                self._held[owner] = kept
+                for value in before - kept:
+                    self._release(value)
+            # Last: a value a finalized owner held and this one holds too stays covered throughout.
+            self._let_go_finalized()
 
     def release(self, owner: object) -> None:
         """``owner`` can log nothing of its values any more."""
@@ -290,7 +290,8 @@ class OutboundSecrets:
         self._finalized.append(owner)
 
     def _let_go_finalized(self) -> None:
-        """Let go of what finalized owners held (called with the lock held)."""
+        """Let go of what finalized owners held (called with the lock held, after any acquiring:
+        another thread's log record reads the windows without the lock)."""
         while self._finalized:
             for value in self._held.pop(self._finalized.popleft(), frozenset()):
                 self._release(value)
