@@ -11,7 +11,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -82,13 +82,21 @@ def verdict(ok: bool) -> Verdict:
     return "PASS" if ok else "MISS"
 
 
-async def timed_calls(call: Callable[[], Awaitable[object]], count: int, into: list[float]) -> float:
-    """Run ``call`` ``count`` times, append each wall time to ``into``; return the CPU seconds spent."""
+async def timed_calls(
+    call: Callable[[], Awaitable[object]],
+    count: int,
+    into: list[float],
+    settle: Callable[[], Awaitable[object]] | None = None,
+) -> float:
+    """Run ``call`` ``count`` times, append each wall time to ``into``; return the CPU seconds
+    spent, with ``settle``'s: the work the calls left to do later (an audit batch), done now."""
     cpu = time.process_time()
     for _ in range(count):
         started = anyio.current_time()
         await call()
         into.append(anyio.current_time() - started)
+    if settle is not None:
+        await settle()
     return time.process_time() - cpu
 
 
@@ -97,14 +105,20 @@ async def alternating_blocks(
     blocks: int,
     per_block: int,
     cpu: dict[str, list[float]],
+    settle: Mapping[str, Callable[[], Awaitable[object]]] | None = None,
 ) -> None:
     """Time ``blocks`` blocks of ``per_block`` calls of each side, the order reversed every other
     block so that neither side always runs on a warmer or cooler machine; each call's wall time
-    goes to the side's list, each block's CPU seconds per call to ``cpu[name]``."""
+    goes to the side's list, each block's CPU seconds per call to ``cpu[name]``.
+
+    ``settle[name]`` ends each of that side's blocks inside its clock: what its calls left to do
+    later (an audit batch waiting to be written) is charged to them, not to the next side's block.
+    """
+    settle = settle or {}
     for block in range(blocks):
         order = list(sides) if block % 2 == 0 else list(reversed(sides))
         for name, call, into in order:
-            cpu[name].append(await timed_calls(call, per_block, into) / per_block)
+            cpu[name].append(await timed_calls(call, per_block, into, settle.get(name)) / per_block)
 
 
 def reference() -> int:

@@ -111,7 +111,9 @@ async def _measure(samples: _Samples, quick: bool) -> None:
                 for _ in range(20):
                     await call()
             sides = [("ours", playa_call, ours), ("sdk", sdk_call, sdk), ("conn", connection_call, conn)]
-            await alternating_blocks(sides, blocks, PER_BLOCK, cpu)
+            # Each call's audit record is written in a batch after it: in the block's CPU.
+            audit = extension.chat(session).audit
+            await alternating_blocks(sides, blocks, PER_BLOCK, cpu, settle={"ours": audit.flush})
 
             # 1 MB results: the costs that grow with the result, side by side.
             async def big_playa_call() -> object:
@@ -127,7 +129,9 @@ async def _measure(samples: _Samples, quick: bool) -> None:
             for call in (big_playa_call, big_sdk_call):
                 await call()
             big_sides = [("big_ours", big_playa_call, big_ours), ("big_sdk", big_sdk_call, big_sdk)]
-            await alternating_blocks(big_sides, big_blocks, BIG_PER_BLOCK, cpu)
+            await alternating_blocks(
+                big_sides, big_blocks, BIG_PER_BLOCK, cpu, settle={"big_ours": audit.flush}
+            )
             # What the model-bound gate adds when the result is sent to the model: its redaction.
             text = (await host.call_tool(session, "bench__blob", BIG_ARGS)).text
             redactor = host.redactor(session)

@@ -134,7 +134,9 @@ async def run(quick: bool) -> Report:
                 for _ in range(20):
                     await call()
             sides = [("guarded", guarded_call, guarded), ("plain", plain_call, plain)]
-            await alternating_blocks(sides, blocks, PER_BLOCK, cpu)
+            # Each side's audit batch is written within its own block.
+            settle = {"guarded": extension.chat(chat).audit.flush, "plain": extension.chat(bare).audit.flush}
+            await alternating_blocks(sides, blocks, PER_BLOCK, cpu, settle=settle)
             assert extension.chat(chat).flow_guard.turn.check("bench", arguments) == []
 
     a, b = Spread.of(guarded), Spread.of(plain)
