@@ -23,9 +23,11 @@ from playa.mcp_remote.store._audit_chain import (
     good_records,
     parse_record,
 )
-from playa.mcp_remote.store._seal import canonical_json
+from playa.mcp_remote.store._seal import canonical_json, derive_key
 
 KEY = AuditKey(b"k" * 32)
+MAC_KEY = derive_key(b"k" * 32, b"playa/mcp-remote/audit/v1")
+"""What the records' MACs are made with: the key derived for this purpose alone."""
 
 FIELDS: list[dict[str, str | int | bool | None]] = [
     {},
@@ -46,7 +48,7 @@ def test_a_sealed_record_is_its_canonical_encoding_and_verifies(
 
     assert record.line() == canonical_json(record.as_json()) + b"\n"
     message = canonical_json({"v": AUDIT_VERSION, "what": "record", "scope": scope, "body": record.body()})
-    assert record.mac == hmac.new(KEY._key, message, hashlib.sha256).hexdigest()
+    assert record.mac == hmac.new(MAC_KEY, message, hashlib.sha256).hexdigest()
     assert record.verifies(KEY, scope)
     assert not record.verifies(KEY, scope + "x")
     assert parse_record(record.line().rstrip(b"\n")) == record

@@ -72,10 +72,11 @@ Batch: TypeAlias = "list[tuple[float, str, dict[str, FieldValue]]]"
 class AuditKey:
     """The key that seals a host's audit records, derived once from the host secret."""
 
-    __slots__ = ("_key", "key_id")
+    __slots__ = ("_keyed", "key_id")
 
     def __init__(self, secret: bytes) -> None:
-        self._key = derive_key(secret, _KEY_INFO)
+        self._keyed = hmac.new(derive_key(secret, _KEY_INFO), digestmod=hashlib.sha256)
+        """The HMAC with the key taken in: each MAC starts from a copy (the writer makes one a record)."""
         self.key_id = derive_key(secret, _KEY_ID_INFO, 8).hex()
 
     def __repr__(self) -> str:
@@ -88,7 +89,9 @@ class AuditKey:
         return self._mac(message)
 
     def _mac(self, message: bytes) -> str:
-        return hmac.digest(self._key, message, "sha256").hex()
+        mac = self._keyed.copy()
+        mac.update(message)
+        return mac.hexdigest()
 
 
 @dataclass(frozen=True)
