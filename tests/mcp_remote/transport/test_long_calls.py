@@ -142,6 +142,41 @@ async def test_progress_never_keeps_a_call_past_the_longest_a_call_may_take(task
     assert clock.reports >= call_max / BEAT / 2  # it did report all along
 
 
+async def test_a_call_is_cut_at_its_own_deadline_when_a_later_one_is_pending(task_group: TaskGroup) -> None:
+    """The connection's one timer is set for the earliest deadline: a call that came back leaves
+    it set for its later deadline, and a call in flight holds it there; a shorter call after or
+    beside them is still cut on time."""
+    clock = Clock()
+    short, long = BASE / 4, 20 * BASE
+    with anyio.fail_after(30):
+        async with serve_mcp(progress_server(clock)) as served:
+            connector = Connector(settings())
+            connection = await connector.connect(Endpoint(server="p", url=served.url), task_group)
+            assert (
+                text_of(await connection.call_tool("steady", {"seconds": 0}, timeout=long)) == "steady done"
+            )
+            started = anyio.current_time()
+            with pytest.raises(RemoteTimeout):
+                await connection.call_tool("falls_silent", {"seconds": 0}, timeout=short)
+            after_one = anyio.current_time() - started
+
+            connection = await connector.connect(Endpoint(server="p", url=served.url), task_group)
+
+            async def long_call() -> None:
+                await connection.call_tool("steady", {"seconds": 2 * BASE}, timeout=long)
+
+            async with anyio.create_task_group() as calls:
+                calls.start_soon(long_call)
+                await anyio.sleep(BEAT)  # the long call is in flight
+                started = anyio.current_time()
+                with pytest.raises(RemoteTimeout):
+                    await connection.call_tool("falls_silent", {"seconds": 0}, timeout=short)
+                beside_one = anyio.current_time() - started
+                calls.cancel_scope.cancel()
+    assert short <= after_one < BASE
+    assert short <= beside_one < BASE
+
+
 def test_the_longest_call_is_validated_at_construction() -> None:
     with pytest.raises(ConfigError, match=r"ConnectionSettings.call_max must be a positive number"):
         ConnectionSettings(call_max=float("inf"))

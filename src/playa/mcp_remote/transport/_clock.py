@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import math
 from collections.abc import Awaitable, Callable, Iterator
@@ -33,16 +34,19 @@ class CallClock:
 
     A question to a person stops it (``pause``), and the time the person took is added back.
     Made by ``CallClocks.start``; ``with clock:`` runs the call in its cancel scope, counted
-    among its connection's calls in flight.
+    among its connection's calls in flight, whose one timer cancels the scope once ``deadline``
+    has passed (``expired``).
     """
 
-    __slots__ = ("_left", "_paused_at", "_running", "base", "limit", "scope")
+    __slots__ = ("_left", "_paused_at", "_running", "base", "deadline", "limit", "scope")
 
     def __init__(self, base: float, limit: float, now: float, running: CallClocks) -> None:
         self.base = base
         self.limit = limit
         """The latest deadline (the event loop's clock): the call's start plus ``call_max``."""
-        self.scope = anyio.CancelScope(deadline=min(now + base, limit))
+        self.deadline = min(now + base, limit)
+        """When the call is cut (the event loop's clock); ``math.inf`` while paused."""
+        self.scope = anyio.CancelScope()
         self._left: float | None = None
         """While paused: the seconds the call had left."""
         self._paused_at = 0.0
@@ -58,14 +62,19 @@ class CallClock:
         return self.scope.__exit__(*exc_info)
 
     @property
+    def expired(self) -> bool:
+        """Whether the call was cut for its time (only the connection's timer cancels the scope)."""
+        return self.scope.cancelled_caught
+
+    @property
     def capped(self) -> bool:
         """Whether the deadline is the latest one (progress can no longer move it)."""
-        return self.scope.deadline >= self.limit
+        return self.deadline >= self.limit
 
     def progressed(self) -> None:
-        now = anyio.current_time()
+        # Only ever later: the connection's timer, set for an earlier time, looks again then.
         if self._left is None:
-            self.scope.deadline = min(now + self.base, self.limit)
+            self.deadline = min(anyio.current_time() + self.base, self.limit)
         else:
             self._left = self.base
 
@@ -82,23 +91,31 @@ class CallClock:
 
     def pause(self, now: float) -> None:
         if self._left is None:
-            self._left = max(0.0, self.scope.deadline - now)
+            self._left = max(0.0, self.deadline - now)
             self._paused_at = now
-            self.scope.deadline = math.inf
+            self.deadline = math.inf
 
     def resume(self, now: float) -> None:
         if self._left is not None:
             self.limit += now - self._paused_at
-            self.scope.deadline = min(now + self._left, self.limit)
+            self.deadline = min(now + self._left, self.limit)
             self._left = None
 
 
 class CallClocks:
-    """The clocks of one connection's calls in flight; a question to a person stops them all."""
+    """The clocks of one connection's calls in flight; a question to a person stops them all.
+
+    One timer serves them all: it is set again only for a deadline earlier than the one it is
+    set for, and when it goes off it cuts the calls whose time is up and is set for the next
+    deadline. Calls one after another with the same timeout set it about once a timeout, not
+    once a call; progress, which only ever moves a deadline later, never touches it.
+    """
 
     def __init__(self) -> None:
         self._clocks: set[CallClock] = set()
         self._questions = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._wakes_at = math.inf
 
     def start(self, base: float, limit: float, now: float) -> CallClock:
         """The clock of a call starting ``now`` (the event loop's clock); counted while inside its ``with``."""
@@ -108,9 +125,34 @@ class CallClocks:
         if self._questions:
             clock.pause(anyio.current_time())
         self._clocks.add(clock)
+        self._wake_by(clock.deadline)
 
     def discard(self, clock: CallClock) -> None:
+        # The timer stays: the next call's deadline is likely later, and needs no new one. It
+        # goes off once, finds nothing to cut and is not set again.
         self._clocks.discard(clock)
+
+    def stop(self) -> None:
+        """The connection ended: its timer goes (it would hold the connection until it went off)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer, self._wakes_at = None, math.inf
+
+    def _wake_by(self, deadline: float) -> None:
+        if deadline < self._wakes_at:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = asyncio.get_running_loop().call_at(deadline, self._time_up)
+            self._wakes_at = deadline
+
+    def _time_up(self) -> None:
+        self._timer, self._wakes_at = None, math.inf
+        now = anyio.current_time()
+        for clock in self._clocks:
+            if clock.deadline <= now:
+                clock.scope.cancel()
+            else:
+                self._wake_by(clock.deadline)
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
@@ -128,3 +170,4 @@ class CallClocks:
                 now = anyio.current_time()
                 for clock in self._clocks:
                     clock.resume(now)
+                    self._wake_by(clock.deadline)

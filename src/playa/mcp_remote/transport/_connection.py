@@ -222,7 +222,7 @@ class Connection:
         except Exception as exc:  # boundary: every SDK and httpx2 failure is translated at this seam
             self._call_failed(exc, cuts_before, errors_before, seconds)
         # Only reached when the scope's deadline cancelled the call.
-        assert clock.scope.cancelled_caught
+        assert clock.expired
         if pending is not None:
             # The task runs on at the server, whose connection is fine: it is followed on later.
             return pending
@@ -465,6 +465,7 @@ class Connection:
             self._ended(exc)
         finally:
             self._client = None
+            self._clocks.stop()
             self._done.set()
             if self.watch is not None:
                 self.watch.closed(self)
