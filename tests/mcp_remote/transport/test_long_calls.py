@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,6 +176,30 @@ async def test_a_call_is_cut_at_its_own_deadline_when_a_later_one_is_pending(tas
                 calls.cancel_scope.cancel()
     assert short <= after_one < BASE
     assert short <= beside_one < BASE
+
+
+async def test_a_call_is_cut_on_time_on_an_event_loop_anyio_did_not_start() -> None:
+    """An application that runs its own loop (``asyncio.run``) gets its calls cut on time too:
+    the timer that cuts them goes off outside any task."""
+    clock = Clock()
+    short = BASE / 4
+
+    async def call_on_own_loop(url: str) -> float:
+        async with anyio.create_task_group() as task_group:
+            connection = await Connector(settings()).connect(Endpoint(server="p", url=url), task_group)
+            started = anyio.current_time()
+            with pytest.raises(RemoteTimeout):
+                await connection.call_tool("falls_silent", {"seconds": 0}, timeout=short)
+            cut = anyio.current_time() - started
+            await connection.aclose()
+        return cut
+
+    async with serve_mcp(progress_server(clock)) as served:
+        with anyio.fail_after(30):
+            cut = await anyio.to_thread.run_sync(
+                asyncio.run, call_on_own_loop(served.url), abandon_on_cancel=True
+            )
+    assert short <= cut < BASE
 
 
 def test_the_longest_call_is_validated_at_construction() -> None:

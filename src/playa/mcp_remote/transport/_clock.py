@@ -142,12 +142,15 @@ class CallClocks:
         if deadline < self._wakes_at:
             if self._timer is not None:
                 self._timer.cancel()
-            self._timer = asyncio.get_running_loop().call_at(deadline, self._time_up)
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_at(deadline, self._time_up, loop)
             self._wakes_at = deadline
 
-    def _time_up(self) -> None:
+    def _time_up(self, loop: asyncio.AbstractEventLoop) -> None:
+        # A callback of the loop's, outside any task: anyio cannot tell its event loop here
+        # (unless it started the loop), so the time is the loop's own (which anyio's is).
         self._timer, self._wakes_at = None, math.inf
-        now = anyio.current_time()
+        now = loop.time()
         for clock in self._clocks:
             if clock.deadline <= now:
                 clock.scope.cancel()
