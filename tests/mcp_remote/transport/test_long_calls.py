@@ -174,8 +174,9 @@ async def test_a_call_is_cut_at_its_own_deadline_when_a_later_one_is_pending(tas
                     await connection.call_tool("falls_silent", {"seconds": 0}, timeout=short)
                 beside_one = anyio.current_time() - started
                 calls.cancel_scope.cancel()
-    assert short <= after_one < BASE
-    assert short <= beside_one < BASE
+    # Not held to the later deadline (the bounds beyond the lower one are loose: a busy machine).
+    assert short <= after_one < long / 4
+    assert short <= beside_one < long / 4
 
 
 async def test_a_call_is_cut_on_time_on_an_event_loop_anyio_did_not_start() -> None:
@@ -199,7 +200,7 @@ async def test_a_call_is_cut_on_time_on_an_event_loop_anyio_did_not_start() -> N
             cut = await anyio.to_thread.run_sync(
                 asyncio.run, call_on_own_loop(served.url), abandon_on_cancel=True
             )
-    assert short <= cut < BASE
+    assert short <= cut < 10 * BASE  # the bug this guards against: never cut at all
 
 
 def test_the_longest_call_is_validated_at_construction() -> None:
