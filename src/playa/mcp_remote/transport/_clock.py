@@ -133,8 +133,8 @@ class CallClocks:
         self._clocks.discard(clock)
 
     def stop(self) -> None:
-        """The connection ended: its timer goes (it would hold the connection until it went off)."""
-        if self._timer is not None:
+        """The connection ended: its timer goes, unless a call is still in flight (its time still runs)."""
+        if self._timer is not None and not self._clocks:
             self._timer.cancel()
             self._timer, self._wakes_at = None, math.inf
 
