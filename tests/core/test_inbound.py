@@ -97,6 +97,31 @@ def test_a_message_that_is_only_a_key_never_reaches_the_model(text: str) -> None
     assert not inbound.to_model
 
 
+@pytest.mark.parametrize("key", ["q/htfobw90Q/+GQ0XGYPQmzQ+z/9", "q/Mmaa8xltTm+LPTHNm/GKOA+z/9"])
+def test_a_key_after_an_auth_scheme_is_withheld_when_its_draw_looks_tame(key: str) -> None:
+    """Random base64 that its ``/`` and ``+`` cut into short, tame runs: no shape test alone catches it."""
+    assert not looks_like_credential(key)
+    inbound = classify(f"Bearer {key}", router())
+    assert inbound.credential_shaped and not inbound.to_model
+
+
+def test_every_random_base64_key_after_bearer_is_withheld() -> None:
+    rng = random.Random(7)
+    for _ in range(3000):
+        key = base64.b64encode(rng.randbytes(16)).decode().rstrip("=")
+        for text in (f"Bearer {key}", f"bearer q/{key}+z/9", f"Token {key.replace('+', '-')}"):
+            assert classify(text, router()).credential_shaped, text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Bearer tokens expire", "Bearer token", "Basic authentication", "Token internationalization"],
+)
+def test_a_sentence_about_a_scheme_reaches_the_model(text: str) -> None:
+    inbound = classify(text, router())
+    assert inbound.to_model and not inbound.credential_shaped
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -202,5 +202,20 @@ def only_a_credential(text: str) -> bool:
     """Whether ``text`` is one credential and nothing else (a scheme word such as ``Bearer`` allowed)."""
     words = text.split()
     if len(words) == 2 and words[0].lower() in _SCHEMES:
-        words = words[1:]
+        return _schemes_credential(words[1])
     return len(words) == 1 and looks_like_credential(words[0])
+
+
+def _schemes_credential(word: str) -> bool:
+    """Whether the one word after an auth scheme (``Bearer x``) is its credential: any key's shape,
+    or 20 or more of a token's characters as random as a key's (letters, and digits, both cases or
+    symbols). Random base64 split by its ``/`` and ``+`` can fall short of every shape test by
+    chance (about 1 key of 250 of 16 bytes); after a scheme word, nothing else is meant."""
+    return looks_like_credential(word) or (
+        len(word) >= _MIN_SHAPED
+        and _TOKEN_WORD.fullmatch(word) is not None
+        and "://" not in word
+        and any(c.isalpha() for c in word)
+        and (_mixed_stretch(word) or not word.isalnum())
+        and _entropy(word) >= _MIN_ENTROPY
+    )
