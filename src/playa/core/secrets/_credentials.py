@@ -127,7 +127,7 @@ def _prefixed_key(word: str) -> bool:
     return False
 
 
-def looks_like_credential(word: str) -> bool:
+def looks_like_credential(word: str, *, after_scheme: bool = False) -> bool:
     """Whether one word has the shape of an API key or token: the one test of a value's shape.
 
     - a known key prefix (``sk-``, ``ghp_``, ``github_pat_``, ``xoxb-``, ``glpat-``, ``AKIA`` …)
@@ -142,6 +142,12 @@ def looks_like_credential(word: str) -> bool:
 
     Links are not keys (their parts may be: see :func:`holds_key`), nor are paths by their
     entropy alone (base64 may start with '/', so the runs are looked for in them).
+
+    ``after_scheme``: the word follows an auth scheme (``Bearer x``), where nothing but a
+    credential is meant. Then 20 or more such characters as random as a key's (letters, and
+    digits, both cases or symbols) are one, with no long stretch: random base64 that its ``/``
+    and ``+`` cut into short runs falls short of every other test by chance (about 1 key of 250
+    of 16 bytes).
     """
     if not _TOKEN_WORD.fullmatch(word) or "://" in word:
         return False
@@ -153,7 +159,15 @@ def looks_like_credential(word: str) -> bool:
             return True
     if any(_random_run(run, minimum=_MIN_BASE64) for run in _BASE64_RUN.findall(word)):
         return True
-    if len(word) < _MIN_SHAPED or word.startswith(("/", "./", "~/")):
+    if len(word) < _MIN_SHAPED:
+        return False
+    if after_scheme:
+        return (
+            any(c.isalpha() for c in word)
+            and (_mixed_stretch(word) or not word.isalnum())
+            and _entropy(word) >= _MIN_ENTROPY
+        )
+    if word.startswith(("/", "./", "~/")):
         return False
     if not (any(c.isdigit() for c in word) and any(c.isalpha() for c in word)):
         return False
@@ -202,20 +216,5 @@ def only_a_credential(text: str) -> bool:
     """Whether ``text`` is one credential and nothing else (a scheme word such as ``Bearer`` allowed)."""
     words = text.split()
     if len(words) == 2 and words[0].lower() in _SCHEMES:
-        return _schemes_credential(words[1])
+        return looks_like_credential(words[1], after_scheme=True)
     return len(words) == 1 and looks_like_credential(words[0])
-
-
-def _schemes_credential(word: str) -> bool:
-    """Whether the one word after an auth scheme (``Bearer x``) is its credential: any key's shape,
-    or 20 or more of a token's characters as random as a key's (letters, and digits, both cases or
-    symbols). Random base64 split by its ``/`` and ``+`` can fall short of every shape test by
-    chance (about 1 key of 250 of 16 bytes); after a scheme word, nothing else is meant."""
-    return looks_like_credential(word) or (
-        len(word) >= _MIN_SHAPED
-        and _TOKEN_WORD.fullmatch(word) is not None
-        and "://" not in word
-        and any(c.isalpha() for c in word)
-        and (_mixed_stretch(word) or not word.isalnum())
-        and _entropy(word) >= _MIN_ENTROPY
-    )
