@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
+from support import canary
 from support.providers import hang, serve_provider, text
 from support.telegram import DEMO_TOKEN, OWNER_ANSWER_PROMPT, TOKEN, demo_added, running_bot, sent_texts
 
@@ -386,3 +387,18 @@ async def test_with_privacy_mode_on_the_secret_question_forces_a_reply_that_reac
             "editMessageReplyMarkup", after=mark, chat_id=-1007, message_id=buttons.result_id
         )
     assert all(DEMO_TOKEN not in text for text in sent_texts(fake))
+
+
+async def test_a_key_after_bearer_is_deleted_and_never_kept_even_when_its_draw_looks_tame(
+    tmp_path: Path,
+) -> None:
+    # Random base64 that its / and + cut into short runs, which no shape test alone catches.
+    key = "q/htfobw90Q/+GQ0XGYPQmzQ+z/9"
+    async with running_bot(tmp_path) as bot:
+        fake, chat = bot.fake, private_chat(2101)
+        mark = fake.mark()
+        sent = fake.send(chat, f"Bearer {key}", sender=user(2101))
+        await fake.wait_call("deleteMessage", after=mark, chat_id=2101, message_id=sent)
+        await fake.wait_reply(2101, "looks like a key", after=mark)
+        assert all(key not in text for text in sent_texts(fake))
+    assert all(key.encode() not in data for _, data in canary.files_under(tmp_path))
