@@ -48,7 +48,7 @@ class RecordingProvider:
         transport = httpx2.MockTransport(self._handle)
         client = httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1/v1")
         provider = OpenAIProvider(base_url="http://127.0.0.1/v1", api_key="bench-key", http_client=client)
-        return OpenAIChatModel("gpt-5", provider=provider)
+        return OpenAIChatModel("gpt-5.5", provider=provider)
 
     def _handle(self, request: httpx2.Request) -> httpx2.Response:
         raw = request.read()
@@ -64,7 +64,7 @@ def _completion(n: int, message: dict[str, Any]) -> dict[str, Any]:
         "id": f"chatcmpl-{n}",
         "object": "chat.completion",
         "created": 0,
-        "model": "gpt-5",
+        "model": "gpt-5.5",
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }

@@ -92,7 +92,7 @@ def _chunk(delta: dict[str, Any], finish: str | None = None) -> str:
             "id": "chatcmpl-bench",
             "object": "chat.completion.chunk",
             "created": 0,
-            "model": "gpt-5",
+            "model": "gpt-5.5",
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
     )
@@ -135,7 +135,9 @@ async def run(quick: bool) -> Report:
     turns = 5 if quick else 20
     delays: list[float] = []
     async with _serving() as provider:
-        model = OpenAIChatModel("gpt-5", provider=OpenAIProvider(base_url=provider.url, api_key="bench-key"))
+        model = OpenAIChatModel(
+            "gpt-5.5", provider=OpenAIProvider(base_url=provider.url, api_key="bench-key")
+        )
         with data_dir() as data:
             config = HostConfig(data_dir=data, model=model, env=EnvPolicy(environ={"OPENAI_API_KEY": SECRET}))
             async with Host(config) as host:

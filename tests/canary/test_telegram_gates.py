@@ -186,7 +186,7 @@ async def test_keys_in_flags_near_commands_and_sentences_reach_no_model_request_
             data_dir,
             stderr,
             extra_env={
-                "PLAYA_MODEL": "openai-chat:gpt-5",
+                "PLAYA_MODEL": "openai-chat:gpt-5.5",
                 "OPENAI_BASE_URL": provider.url,
                 "OPENAI_API_KEY": "test-provider-key",
             },

@@ -30,7 +30,7 @@ AFTER = "hello once the key is in"
 
 def environment(provider: ProviderServer) -> dict[str, str]:
     return {
-        "PLAYA_MODEL": "openai-chat:gpt-5",
+        "PLAYA_MODEL": "openai-chat:gpt-5.5",
         "OPENAI_BASE_URL": provider.url,
         "OPENAI_API_KEY": DUMMY_KEY,
         "PLAYA_EGRESS_ALLOW": "127.0.0.1/32",

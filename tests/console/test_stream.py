@@ -30,7 +30,7 @@ async def test_a_terminal_sees_the_reply_grow_and_never_a_head_of_a_split_key(tm
     final = f"{BEFORE}{REDACTED}{AFTER}"
     async with serve_provider() as provider:
         # The host's environment holds the key: the chat's redactor knows it.
-        extra = {"PLAYA_MODEL": "openai-chat:gpt-5", "OPENAI_BASE_URL": provider.url, "OPENAI_API_KEY": KEY}
+        extra = {"PLAYA_MODEL": "openai-chat:gpt-5.5", "OPENAI_BASE_URL": provider.url, "OPENAI_API_KEY": KEY}
         chat = Chat("pty")
         async with chat.running(tmp_path / "data", tmp_path / "stderr.log", extra):
             for split in (1, 3, len(KEY) // 2, len(KEY) - 1):

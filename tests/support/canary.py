@@ -121,7 +121,7 @@ def _console_command(data_dir: Path) -> list[str]:
         "--data-dir",
         str(data_dir),
         "--model",
-        "openai-chat:gpt-5",
+        "openai-chat:gpt-5.5",
     ]
 
 

@@ -338,14 +338,14 @@ def provider_model(
         # The Anthropic SDK appends /v1/messages to its base URL.
         root = base_url.removesuffix("/v1")
         return AnthropicModel(
-            model_name or "claude-sonnet-4-5",
+            model_name or "claude-sonnet-5-5",
             provider=AnthropicProvider(api_key=api_key, base_url=root),
             settings=settings,
         )
     provider = OpenAIProvider(base_url=base_url, api_key=api_key)
     if protocol == "openai-chat":
-        return OpenAIChatModel(model_name or "gpt-5", provider=provider, settings=settings)
-    return OpenAIResponsesModel(model_name or "gpt-5", provider=provider, settings=settings)
+        return OpenAIChatModel(model_name or "gpt-5.5", provider=provider, settings=settings)
+    return OpenAIResponsesModel(model_name or "gpt-6.1-sol", provider=provider, settings=settings)
 
 
 @contextlib.asynccontextmanager

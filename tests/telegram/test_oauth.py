@@ -291,7 +291,7 @@ async def test_a_refresh_that_fails_leaves_the_server_waiting_for_the_owner_in_t
                 stderr,
                 port,
                 public,
-                PLAYA_MODEL="openai-chat:gpt-5",
+                PLAYA_MODEL="openai-chat:gpt-5.5",
                 OPENAI_BASE_URL=provider.url,
                 OPENAI_API_KEY=DUMMY_KEY,
             )
