@@ -6,7 +6,7 @@ many chats at a steady pace while, every few seconds, one process is killed with
 started again. Most chats have a real MCP server behind a bearer key; their messages name its
 tool to the offline model (``echo__echo {"text": "c3 m7"}``), so every reply says which message
 it answers. Afterwards every message is answered exactly once, by its reply or by the
-"interrupted" notice, in order per chat, but for the duplicates docs/deploy.md allows; every
+"interrupted" notice, in order per chat, but for a part a kill sent again (docs/deploy.md); every
 server is still listed; no table and no log holds the bearer key or the bot token in clear.
 
 Polling mode: two processes; the poller (the advisory lock's holder) is killed, and the other
@@ -58,8 +58,11 @@ PACE = 0.1
 KILL_EVERY = 3.0
 """Seconds between two kills."""
 LEASE_SECONDS = 3
-DUPLICATES_ALLOWED = 3
-"""Parts sent again after a crash between Telegram's accept and the outbox's record (docs/deploy.md)."""
+CRASH_WINDOW = 1.0
+"""Seconds from Telegram's accept of a part to the outbox's record of it, at the most on a busy
+two-core machine (a database round trip, and the event loop's turn to make it). Only a kill in
+that window sends a part again (docs/deploy.md), so a part sent twice must have been accepted
+that shortly before a kill; each part in flight at a kill has its window."""
 NOTICE = "restarted while working"
 _ECHOED = re.compile(r"echo: c(\d+) m(\d+)$")
 
@@ -150,6 +153,10 @@ class Fleet:
         """``at`` against the last kill before it, for a duplicate's report."""
         before = [k for k in self.killed_at if k <= at]
         return f"{at - before[-1]:.2f} s after a kill" if before else "before any kill"
+
+    def killed_soon_after(self, at: float) -> bool:
+        """Whether a kill came within ``CRASH_WINDOW`` seconds after ``at``."""
+        return any(0 <= k - at <= CRASH_WINDOW for k in self.killed_at)
 
     async def stop(self) -> list[int]:
         """SIGTERM to every process once it is up (a process still starting has no handler for
@@ -300,6 +307,7 @@ async def test_three_processes_killed_in_turn_answer_every_message_once_in_order
         tg.cancel_scope.cancel()
 
     duplicates: list[str] = []
+    unexplained: list[str] = []
     wrong: list[str] = []
     for chat in range(1, CHATS + 1):
         numbers = answers(fake, chat, sent[chat], after=mark, before=listed)
@@ -318,13 +326,22 @@ async def test_three_processes_killed_in_turn_answer_every_message_once_in_order
             for n, times in Counter(numbers).items()
             if times > 1
         ]
+        for n in {n for n, times in Counter(numbers).items() if times > 1}:
+            copies = [c for c, m in zip(calls, numbers, strict=True) if m == n]
+            # Every copy but the last was sent again: a kill must have cut its record short.
+            unexplained += [
+                f"chat {chat} message {n}: {c.text[-30:]!r} {fleet.since_kill(c.at)}, and no kill within "
+                f"{CRASH_WINDOW:g} s after it"
+                for c in copies[:-1]
+                if not fleet.killed_soon_after(c.at)
+            ]
     print(
         f"{MESSAGES} messages in {CHATS} chats; {len(fleet.killed_at)} kills, starts {dict(fleet.starts)}; "
         f"spread {dict(balancer.served)}; duplicates: {duplicates or 'none'}"
     )
     assert not wrong, "\n".join(wrong)
     assert len(fleet.killed_at) >= 2
-    assert len(duplicates) <= DUPLICATES_ALLOWED, duplicates
+    assert not unexplained, unexplained
 
     assert "telegram_inbox" in text  # the dump did see the chats' rows
     assert bearer not in text
