@@ -63,6 +63,9 @@ CRASH_WINDOW = 1.0
 two-core machine (a database round trip, and the event loop's turn to make it). Only a kill in
 that window sends a part again (docs/deploy.md), so a part sent twice must have been accepted
 that shortly before a kill; each part in flight at a kill has its window."""
+IN_FLIGHT = 0.25
+"""Seconds after a kill in which the fake Bot API may still take a request the killed process
+wrote before it: the test's one event loop both kills and answers."""
 NOTICE = "restarted while working"
 _ECHOED = re.compile(r"echo: c(\d+) m(\d+)$")
 
@@ -154,9 +157,10 @@ class Fleet:
         before = [k for k in self.killed_at if k <= at]
         return f"{at - before[-1]:.2f} s after a kill" if before else "before any kill"
 
-    def killed_soon_after(self, at: float) -> bool:
-        """Whether a kill came within ``CRASH_WINDOW`` seconds after ``at``."""
-        return any(0 <= k - at <= CRASH_WINDOW for k in self.killed_at)
+    def killed_in_window(self, at: float) -> bool:
+        """Whether a kill cut the record of a part accepted at ``at``: one came at most
+        ``CRASH_WINDOW`` seconds after it, or at most ``IN_FLIGHT`` before it."""
+        return any(-IN_FLIGHT <= k - at <= CRASH_WINDOW for k in self.killed_at)
 
     async def stop(self) -> list[int]:
         """SIGTERM to every process once it is up (a process still starting has no handler for
@@ -326,14 +330,22 @@ async def test_three_processes_killed_in_turn_answer_every_message_once_in_order
             for n, times in Counter(numbers).items()
             if times > 1
         ]
+        if not has_server(chat):
+            # The offline model's replies are counted, not placed: an extra one shifts the count
+            # of those after it. So here each extra reply needs one reply sent in a kill's window.
+            extra = len(numbers) - count[chat]
+            cut = sum(fleet.killed_in_window(c.at) for c in calls)
+            if extra > cut:
+                unexplained.append(f"chat {chat}: {extra} replies too many, {cut} sent in a kill's window")
+            continue
         for n in {n for n, times in Counter(numbers).items() if times > 1}:
             copies = [c for c, m in zip(calls, numbers, strict=True) if m == n]
             # Every copy but the last was sent again: a kill must have cut its record short.
             unexplained += [
-                f"chat {chat} message {n}: {c.text[-30:]!r} {fleet.since_kill(c.at)}, and no kill within "
-                f"{CRASH_WINDOW:g} s after it"
+                f"chat {chat} message {n}: {c.text[-30:]!r} {fleet.since_kill(c.at)}, and no kill in "
+                f"its window"
                 for c in copies[:-1]
-                if not fleet.killed_soon_after(c.at)
+                if not fleet.killed_in_window(c.at)
             ]
     print(
         f"{MESSAGES} messages in {CHATS} chats; {len(fleet.killed_at)} kills, starts {dict(fleet.starts)}; "
