@@ -320,15 +320,15 @@ async def test_three_processes_killed_in_turn_answer_every_message_once_in_order
         first = [n for i, n in enumerate(numbers) if n not in numbers[:i]]
         if -1 in numbers or sorted(set(numbers)) != list(range(count[chat])) or first != sorted(first):
             wrong.append(f"chat {chat} answered {numbers}:\n{describe(calls)}")
-        duplicates += [
-            f"chat {chat} message {n}: "
-            + " / ".join(
-                f"{c.text[-30:]!r} {fleet.since_kill(c.at)}"
-                for c, m in zip(calls, numbers, strict=True)
-                if m == n
-            )
+        copies = {
+            n: [c for c, m in zip(calls, numbers, strict=True) if m == n]
             for n, times in Counter(numbers).items()
             if times > 1
+        }
+        duplicates += [
+            f"chat {chat} message {n}: "
+            + " / ".join(f"{c.text[-30:]!r} {fleet.since_kill(c.at)}" for c in sent_twice)
+            for n, sent_twice in copies.items()
         ]
         if not has_server(chat):
             # The offline model's replies are counted, not placed: an extra one shifts the count
@@ -338,15 +338,13 @@ async def test_three_processes_killed_in_turn_answer_every_message_once_in_order
             if extra > cut:
                 unexplained.append(f"chat {chat}: {extra} replies too many, {cut} sent in a kill's window")
             continue
-        for n in {n for n, times in Counter(numbers).items() if times > 1}:
-            copies = [c for c, m in zip(calls, numbers, strict=True) if m == n]
-            # Every copy but the last was sent again: a kill must have cut its record short.
-            unexplained += [
-                f"chat {chat} message {n}: {c.text[-30:]!r} {fleet.since_kill(c.at)}, and no kill in "
-                f"its window"
-                for c in copies[:-1]
-                if not fleet.killed_in_window(c.at)
-            ]
+        # Every copy but the last was sent again: a kill must have cut its record short.
+        unexplained += [
+            f"chat {chat} message {n}: {c.text[-30:]!r} {fleet.since_kill(c.at)}, and no kill in its window"
+            for n, sent_twice in copies.items()
+            for c in sent_twice[:-1]
+            if not fleet.killed_in_window(c.at)
+        ]
     print(
         f"{MESSAGES} messages in {CHATS} chats; {len(fleet.killed_at)} kills, starts {dict(fleet.starts)}; "
         f"spread {dict(balancer.served)}; duplicates: {duplicates or 'none'}"
