@@ -71,17 +71,10 @@ class LoginRows(PendingLogins, Protocol):
 class WaitingLogin(Protocol):
     """What the relay reads of a login that waits in this process (``PendingLogin``)."""
 
-    @property
-    def scope(self) -> str: ...
-
-    @property
-    def owner(self) -> str: ...
-
-    @property
-    def server(self) -> str: ...
-
-    @property
-    def state(self) -> str | None: ...
+    scope: str
+    owner: str
+    server: str
+    state: str | None
 
 
 def state_hash(state: str) -> bytes:
