@@ -131,6 +131,33 @@ def test_nothing_outside_a_package_imports_its_private_modules() -> None:
     assert not found, "\n".join(found)
 
 
+def test_the_tests_take_a_packages_exported_names_from_the_package() -> None:
+    """A test may reach into a private module for what it alone tests, never for a public name."""
+    import importlib
+
+    tests = Path(__file__).resolve().parent
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        if "node_modules" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                not isinstance(node, ast.ImportFrom)
+                or node.level
+                or not (node.module or "").startswith("playa.")
+            ):
+                continue
+            parts = node.module.split(".") if node.module else []
+            private = next((n for n, part in enumerate(parts) if part.startswith("_")), None)
+            if private is None or private < 2:
+                continue
+            package = importlib.import_module(".".join(parts[:private]))
+            public = {alias.name for alias in node.names} & set(getattr(package, "__all__", ()))
+            if public:
+                found.append(f"{path.relative_to(tests)}: {sorted(public)} from {package.__name__}")
+    assert not found, "\n".join(found)
+
+
 def module_graph(part: str) -> dict[str, set[str]]:
     """Which modules of a part import which others of it (dotted below the part, e.g.
     ``store._seal``), annotations-only imports included."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from playa.core import Answer, Field, Question, check_link
 from playa.mcp_remote import MAX_LINK_SHOWN, MAX_TEXT
+from playa.telegram import MESSAGE_LIMIT, utf16_len
 from playa.telegram._form import MAX_OPTION_BUTTONS, Form, Prompt, url_text
-from playa.telegram._split import MESSAGE_LIMIT, utf16_len
 
 MANY = tuple(f"option-{n}" for n in range(MAX_OPTION_BUTTONS + 1))
 

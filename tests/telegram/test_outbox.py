@@ -9,8 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from playa.telegram import build_bot, utf16_len
-from playa.telegram._journal import Journal
+from playa.telegram import Journal, build_bot, utf16_len
 from playa.telegram._outbox import Outbox
 from playa.telegram._render import plain
 from servers.python_servers import serve_asgi

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from playa.exceptions import ValidationError
-from playa.mcp_remote.commands._add_request import carries_secret, parse_add
+from playa.mcp_remote.commands import carries_secret, parse_add
 from playa.mcp_remote.commands._asking import ask_secrets
 from playa.mcp_remote.store import ENTERPRISE_GRANT
 from support.chat import ScriptedUI

@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from playa.exceptions import ValidationError
-from playa.mcp_remote.commands._add_request import carries_secret, parse_add
+from playa.mcp_remote.commands import carries_secret, parse_add
 from playa.mcp_remote.commands._asking import ask_secrets
 from playa.mcp_remote.store import CLIENT_CREDENTIALS, OAuthGrant, client_key_pem, signing_algorithm
 from support.chat import ScriptedUI

@@ -14,6 +14,7 @@ import hmac
 import pytest
 
 from playa.mcp_remote import AuditKey
+from playa.mcp_remote.store import canonical_json
 from playa.mcp_remote.store._audit_chain import (
     AUDIT_VERSION,
     GENESIS,
@@ -23,7 +24,7 @@ from playa.mcp_remote.store._audit_chain import (
     good_records,
     parse_record,
 )
-from playa.mcp_remote.store._seal import canonical_json, derive_key
+from playa.mcp_remote.store._seal import derive_key
 
 KEY = AuditKey(b"k" * 32)
 MAC_KEY = derive_key(b"k" * 32, b"playa/mcp-remote/audit/v1")
