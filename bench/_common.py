@@ -7,6 +7,7 @@ import gc
 import os
 import platform
 import resource
+import ssl
 import statistics
 import subprocess
 import sys
@@ -19,6 +20,9 @@ from typing import Any, Literal
 
 import anyio
 import anyio.abc
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 LOOPBACK = "127.0.0.1"
 ROOT = Path(__file__).resolve().parent.parent
@@ -221,6 +225,21 @@ async def bench_server(*, json_response: bool = False, discover_ttl_ms: int = 0)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@contextlib.asynccontextmanager
+async def sdk_client(
+    url: str, *, headers: Mapping[str, str], mode: str = "auto", verify: ssl.SSLContext | bool = True
+) -> AsyncIterator[Client]:
+    """The bare SDK's ``Client`` over Streamable HTTP, with the SDK's own timeouts, sending
+    ``headers`` on every request: a baseline that sends what Playa sends (the server's bearer
+    token), so the header's cost is the wire's, not Playa's."""
+    timeout = httpx2.Timeout(30.0, read=300.0)
+    async with (
+        httpx2.AsyncClient(verify=verify, timeout=timeout, headers=dict(headers)) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+    ):
+        yield client
 
 
 @dataclass

@@ -30,12 +30,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
-import httpx2
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import LATEST_MODERN_VERSION
 
-from bench._common import ROOT, child_env, raise_fd_limit, rss_bytes
+from bench._common import ROOT, child_env, raise_fd_limit, rss_bytes, sdk_client
 from playa._runtime import tune_runtime
 from playa.mcp_remote import ConnectionSettings, Connector, Endpoint
 
@@ -56,24 +54,14 @@ async def hold_elsewhere(side: str, count: int, url: str, concurrency: int = 50)
     return result
 
 
-def sdk_client(
+def side_client(
     side: str, url: str, ssl_context: ssl.SSLContext
 ) -> contextlib.AbstractAsyncContextManager[Client]:
     """The bare SDK's client of ``side`` (``sdk-default``, ``sdk-same``, ``sdk-shared``) to ``url``."""
     if side == "sdk-default":
         return Client(url)
     mode = "auto" if side == "sdk-same" else LATEST_MODERN_VERSION
-
-    @contextlib.asynccontextmanager
-    async def client() -> Any:
-        timeout = httpx2.Timeout(30.0, read=300.0)
-        async with (
-            httpx2.AsyncClient(verify=ssl_context, timeout=timeout, headers=HEADERS) as http,
-            Client(streamable_http_client(url, http_client=http), mode=mode) as c,
-        ):
-            yield c
-
-    return client()
+    return sdk_client(url, headers=HEADERS, mode=mode, verify=ssl_context)
 
 
 async def hold(args: argparse.Namespace) -> dict[str, Any]:
@@ -110,7 +98,7 @@ async def hold(args: argparse.Namespace) -> dict[str, Any]:
                 return
             async with contextlib.AsyncExitStack() as stack:
                 async with limiter:
-                    client = await stack.enter_async_context(sdk_client(args.side, args.url, ssl_context))
+                    client = await stack.enter_async_context(side_client(args.side, args.url, ssl_context))
                     assert (await client.list_tools()).tools
                 opened += 1
                 tried()
@@ -129,7 +117,7 @@ async def hold(args: argparse.Namespace) -> dict[str, Any]:
                 close = await playa(tg)
                 await close()
             else:
-                async with sdk_client(args.side, args.url, ssl_context) as client:
+                async with side_client(args.side, args.url, ssl_context) as client:
                     await client.list_tools()
             warm.set()
 

@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 
 from bench._common import raise_fd_limit
-from bench._memory import sdk_client
+from bench._memory import side_client
 from playa._runtime import tune_runtime
 from playa.mcp_remote import ConnectionSettings, Connector
 
@@ -46,7 +46,7 @@ async def serve(url: str, concurrency: int) -> None:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 async with limiter:
-                    client = await stack.enter_async_context(sdk_client("sdk-same", url, ssl_context))
+                    client = await stack.enter_async_context(side_client("sdk-same", url, ssl_context))
                     assert (await client.list_tools()).tools
                 opened = True
                 done(None)
@@ -55,7 +55,7 @@ async def serve(url: str, concurrency: int) -> None:
             if not opened:
                 done(type(exc).__name__)
 
-    async with sdk_client("sdk-same", url, ssl_context) as client:  # every import and lazy cache paid
+    async with side_client("sdk-same", url, ssl_context) as client:  # every import and lazy cache paid
         await client.list_tools()
     print("READY", flush=True)
     async with anyio.create_task_group() as tg:

@@ -2,9 +2,11 @@
 
 Playa's path: ``Host.call_tool`` → registry → ``RemoteMcpTool`` → ``ChatServers`` → ``Connection``
 → the SDK (with its result byte budget), then result mapping and the ToolResultEvent hooks. The
-baseline: ``mcp.Client(url)``, every SDK default (it negotiates the 2026 protocol with this
-server, as Playa does). Both talk to one server process, in alternating blocks of 20 calls. The
-SDK over the ``initialize`` handshake is timed after, for the record.
+baseline: the SDK's ``Client`` with its own defaults (it negotiates the 2026 protocol with this
+server, as Playa does), over an httpx2 client that sends the same bearer token as Playa's
+(``bench._common.sdk_client``), so both send the server the same requests. Both talk to one
+server process, in alternating blocks of 20 calls. The SDK over the ``initialize`` handshake is
+timed after, for the record.
 
 Then the same pair with 1 MB results (the ``blob`` tool), so the costs that grow with the size
 of a result are compared with the SDK's, per MB. The model-bound gate redacts a result when the
@@ -24,9 +26,8 @@ import time
 from dataclasses import dataclass, field
 
 import anyio
-from mcp import Client
 
-from bench._common import Report, Spread, alternating_blocks, bench_server, timed_calls, verdict
+from bench._common import Report, Spread, alternating_blocks, bench_server, sdk_client, timed_calls, verdict
 from bench._playa import TOKEN, QuietUI, message, playa_in_tmp
 from playa.mcp_remote import RemoteMcpSettings
 
@@ -37,6 +38,8 @@ ARGS = {"text": "hello from the benchmark"}
 BIG = 1_000_000
 BIG_ARGS = {"size": BIG}
 BIG_PER_BLOCK = 2
+HEADERS = {"Authorization": f"Bearer {TOKEN}"}
+"""What both sides send the server: Playa's server was added with this bearer token."""
 
 
 @dataclass
@@ -97,7 +100,7 @@ async def _measure(samples: _Samples, quick: bool) -> None:
         async def connection_call() -> object:
             return await connection.call_tool("echo", ARGS)
 
-        async with Client(served.url) as client:
+        async with sdk_client(served.url, headers=HEADERS) as client:
             # A fair pair: both sides speak the same protocol version to the server.
             assert connection.protocol == client.protocol_version, (
                 connection.protocol,
@@ -142,7 +145,7 @@ async def _measure(samples: _Samples, quick: bool) -> None:
                 redact_cpu.append(time.process_time() - before)
 
             # For the record: the SDK over the initialize handshake, which answers with event streams.
-            async with Client(served.url, mode="legacy") as legacy_client:
+            async with sdk_client(served.url, headers=HEADERS, mode="legacy") as legacy_client:
                 await legacy_client.call_tool("echo", ARGS)
                 await timed_calls(lambda: legacy_client.call_tool("echo", ARGS), 20 if quick else 50, legacy)
 
@@ -188,13 +191,14 @@ def _report_calls(report: Report, samples: _Samples) -> None:
         f"{extra('ours', 'conn') * 1e6:+.0f} µs / {extra('conn', 'sdk') * 1e6:+.0f} µs",
     )
     report.add(
-        'SDK Client(url, mode="legacy") (the initialize handshake)',
+        'SDK Client(mode="legacy") (the initialize handshake)',
         Spread.of(legacy).text(),
         b.text(),
         f"{Spread.of(legacy).median / b.median:.2f}",
     )
     report.notes.append(
-        "Baseline: `mcp.Client(url)`, every SDK default: it negotiates the 2026 protocol with this "
+        "Baseline: the SDK's `Client`, its defaults, sending the same bearer token as Playa "
+        "(`bench._common.sdk_client`): it negotiates the 2026 protocol with this "
         'server, as Playa does. The `mode="legacy"` row is the SDK over the initialize handshake, '
         "for the record, not the baseline. Playa's connection holds its change stream "
         "(subscriptions/listen, opened at its first call, in the warm-up); the baseline holds none."

@@ -20,18 +20,14 @@ opens a connection's change stream when the connection is first called, and thes
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import anyio
-import httpx2
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import LATEST_MODERN_VERSION
 
-from bench._common import Report, Spread, bench_server, verdict
+from bench._common import Report, Spread, bench_server, sdk_client, verdict
 from bench._memory import hold_elsewhere
 from bench._playa import TOKEN
 from playa.mcp_remote import ConnectionSettings, Connector, Endpoint
@@ -74,16 +70,8 @@ async def _connect_times(connects: int, discover_ttl_ms: int, sdk_mode: str, ext
             return took
 
         async def sdk_connect(mode: str = sdk_mode) -> float:
-            async with contextlib.AsyncExitStack() as stack:
-                started = anyio.current_time()
-                http = await stack.enter_async_context(
-                    httpx2.AsyncClient(
-                        verify=ssl_context, timeout=httpx2.Timeout(30.0, read=300.0), headers=HEADERS
-                    )
-                )
-                client = await stack.enter_async_context(
-                    Client(streamable_http_client(served.url, http_client=http), mode=mode)
-                )
+            started = anyio.current_time()
+            async with sdk_client(served.url, headers=HEADERS, mode=mode, verify=ssl_context) as client:
                 assert (await client.list_tools()).tools
                 return anyio.current_time() - started
 
