@@ -414,8 +414,10 @@ class FlowGuard:
         ``read_only``: the owner marked the tool read-only, so data flowing into it goes nowhere
         else and no flow is held (each is still logged and recorded, marked so).
         """
+        if not len(self.turn):
+            return []  # the turn has read nothing yet: nothing to carry
         mode = self.mode
-        if mode == "off" or not len(self.turn):
+        if mode == "off":
             return []
         flows = self.turn.check(server, arguments)
         sender = self._session.turn_sender

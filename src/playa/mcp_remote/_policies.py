@@ -47,6 +47,10 @@ class Permit:
     """What the model learns instead of a result; None: the call goes ahead."""
 
 
+_ALLOWED: Final = Permit("allow", "allowed")
+"""A call under ``allow`` with no flow held: most calls, one answer (a ``Permit`` never changes)."""
+
+
 def _shown_arguments(arguments: dict[str, Any]) -> str:
     """The arguments as JSON the owner reads: every character the server will get, those that
     would not show (zero-width, bidirectional, tag characters) as their JSON escapes, so that
@@ -97,7 +101,7 @@ class Policies:
         """
         policy = self.of(state, tool)
         if policy == "allow" and not flows:
-            return Permit(policy, "allowed")
+            return _ALLOWED
         if policy == "deny":
             return self._recorded(
                 state,

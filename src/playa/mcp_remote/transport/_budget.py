@@ -5,7 +5,7 @@ the SDK reads a JSON answer whole (``response.aread()``), so without a bound one
 exhaust the host's memory. The cap is enforced while reading, on the decoded bytes:
 
 - Streamable HTTP answers each request on its POST response, a JSON body or an event stream.
-  ``ResultBudget.on_response`` (an httpx2 response hook) wraps the body of every non-GET
+  ``ResultBudget.wrap`` (in an httpx2 response hook) wraps the body of every non-GET
   response in a stream that decodes gzip/deflate itself, in bounded steps, and stops with
   ``ResultTooLarge`` once more than ``limit`` bytes came. The SDK turns that into an error
   answer to that one request: the call fails with a clear reason and the session stays usable.
@@ -208,6 +208,11 @@ class ResultBudget:
         self.exceeded_events = 0
 
     async def on_response(self, response: httpx2.Response) -> None:
+        """The budget as an httpx2 response hook of its own."""
+        self.wrap(response)
+
+    def wrap(self, response: httpx2.Response) -> None:
+        """Bound ``response``'s body (before anything reads it)."""
         headers = response.headers
         encoding = "identity"
         if (given := headers.get("content-encoding")) is not None:

@@ -117,6 +117,11 @@ class CallClocks:
         self._timer: asyncio.TimerHandle | None = None
         self._wakes_at = math.inf
 
+    @staticmethod
+    def now() -> float:
+        """The event loop's clock (``anyio.current_time()``'s, without its look-up of the loop's library)."""
+        return asyncio.get_running_loop().time()
+
     def start(self, base: float, limit: float, now: float) -> CallClock:
         """The clock of a call starting ``now`` (the event loop's clock); counted while inside its ``with``."""
         return CallClock(base, limit, now, self)

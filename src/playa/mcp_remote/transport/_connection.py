@@ -206,7 +206,7 @@ class Connection:
         seconds = self._settings.call_timeout if timeout is None else timeout
         errors_before = self._wire.trace.errors
         cuts_before = self._wire.cuts()
-        started = anyio.current_time()
+        started = self._clocks.now()
         clock = self._clocks.start(seconds, started + max(seconds, self._settings.call_max), started)
         progressed = clock.progress_callback(on_progress)
         pending: PendingTask | None = None

@@ -95,7 +95,7 @@ class Wire:
     async def _on_response(self, response: httpx2.Response) -> None:
         """Every response's one hook: the trace first (it may read a short error body), then the budget."""
         await self.trace.on_response(response)
-        await self.budget.on_response(response)
+        self.budget.wrap(response)
         if response.request.method == "GET":
             self._listened = True
             if self._listening is not None:
