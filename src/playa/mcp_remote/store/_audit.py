@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -79,20 +79,19 @@ def _check_names(kind: str, names: Iterable[str]) -> None:
                 _good_names.add(name)
 
 
-def _checked(kind: str, fields: Mapping[str, object], redact: Callable[[str], str]) -> dict[str, FieldValue]:
+def _checked(kind: str, fields: dict[str, FieldValue], redact: Callable[[str], str]) -> dict[str, FieldValue]:
+    """``fields`` (a record's own keyword arguments, changed in place) checked: scalars only, each
+    text redacted and cut to ``_MAX_TEXT``."""
     if kind not in _good_names or not _good_names.issuperset(fields):
         _check_names(kind, fields)
-    checked: dict[str, FieldValue] = {}
     for name, value in fields.items():
         if isinstance(value, str):
-            value = redact(value)
-            checked[name] = value if len(value) <= _MAX_TEXT else value[: _MAX_TEXT - 1] + "…"
-        elif value is None or isinstance(value, (bool, int)):
-            checked[name] = value
-        else:
+            text = redact(value)
+            fields[name] = text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 1] + "…"
+        elif value is not None and not isinstance(value, int):  # a bool is an int
             # Only scalars: a structure is how an argument or a result would slip in.
             raise TypeError(f"audit field {name!r} must be text, a whole number, a boolean or None")
-    return checked
+    return fields
 
 
 @dataclass
