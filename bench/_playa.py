@@ -182,3 +182,17 @@ async def playa_in_tmp(settings: RemoteMcpSettings) -> AsyncIterator[tuple[Host,
     with data_dir() as data:
         async with playa_host(data, settings) as pair:
             yield pair
+
+
+async def unaudited_session(host: Host, extension: RemoteMcpExtension, scope: str) -> ChatSession:
+    """A chat of ``host`` whose servers are set up without the audit key: it keeps no audit log.
+
+    The baseline for what a chat's audit log costs (every chat of a host with a secret keeps one).
+    """
+    key, extension._audit_key = extension._audit_key, None
+    try:
+        session = await host.session(scope, owner="owner")
+        assert not extension.chat(session).audit.enabled
+    finally:
+        extension._audit_key = key
+    return session

@@ -13,7 +13,7 @@ import statistics
 import time
 
 from bench._common import Report, Spread, alternating_blocks, bench_server, verdict
-from bench._playa import TOKEN, QuietUI, data_dir, host_secret, message, playa_host
+from bench._playa import TOKEN, QuietUI, data_dir, host_secret, message, playa_host, unaudited_session
 from playa.core import session_state_dir
 from playa.mcp_remote import AuditKey, RemoteMcpSettings, audit_folder, verify_log
 
@@ -32,13 +32,7 @@ async def run(quick: bool) -> Report:
         async with bench_server() as served, playa_host(data, RemoteMcpSettings()) as (host, extension):
             ui = QuietUI()
             chat = await host.session("console:audited", owner="owner")
-            # The baseline chat's servers are set up without the audit key: it keeps no log.
-            key, extension._audit_key = extension._audit_key, None
-            try:
-                bare = await host.session("console:plain", owner="owner")
-                assert not extension.chat(bare).audit.enabled
-            finally:
-                extension._audit_key = key
+            bare = await unaudited_session(host, extension, "console:plain")
             assert extension.chat(chat).audit.enabled
             for session in (chat, bare):
                 reply = await host.handle(

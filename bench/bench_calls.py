@@ -1,12 +1,18 @@
 """Target 1: a tool call through Playa's whole path against the bare SDK's ``Client.call_tool``.
 
-Playa's path: ``Host.call_tool`` → registry → ``RemoteMcpTool`` → ``ChatServers`` → ``Connection``
-→ the SDK (with its result byte budget), then result mapping and the ToolResultEvent hooks. The
-baseline: the SDK's ``Client`` with its own defaults (it negotiates the 2026 protocol with this
-server, as Playa does), over an httpx2 client that sends the same bearer token as Playa's
-(``bench._common.sdk_client``), so both send the server the same requests. Both talk to one
-server process, in alternating blocks of 20 calls. The SDK over the ``initialize`` handshake is
-timed after, for the record.
+Playa's path: ``Host.call_tool`` → registry → ``RemoteMcpTool`` → ``ChatServers`` → the owner's
+policy and the flow guard → ``Connection`` → the SDK (with its result byte budget), then result
+mapping and the ToolResultEvent hooks. The baseline: the SDK's ``Client`` with its own defaults
+(it negotiates the 2026 protocol with this server, as Playa does), over an httpx2 client that
+sends the same bearer token as Playa's (``bench._common.sdk_client``), so both send the server the
+same requests. All talk to one server process, in alternating blocks of 20 calls. The SDK over
+the ``initialize`` handshake is timed after, for the record.
+
+Two chats of one Playa host make the calls: one keeps its audit log, as every chat of a host
+with a secret does, and one was set up without it. The call's targets are the call path's, the
+second chat's; what each call's audit record adds (its sealing, and its share of a batch's write
+and fsync) is shown beside them, from the same run. It has a target of its own, in ``bench
+audit``: a record may add 200 µs to a call.
 
 Then the same pair with 1 MB results (the ``blob`` tool), so the costs that grow with the size
 of a result are compared with the SDK's, per MB. The model-bound gate redacts a result when the
@@ -28,7 +34,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from bench._common import Report, Spread, alternating_blocks, bench_server, sdk_client, timed_calls, verdict
-from bench._playa import TOKEN, QuietUI, message, playa_in_tmp
+from bench._playa import TOKEN, QuietUI, message, playa_in_tmp, unaudited_session
 from playa.mcp_remote import RemoteMcpSettings
 
 TARGET_RATIO = 1.05
@@ -49,6 +55,9 @@ class _Samples:
     blocks: int
     big_blocks: int
     ours: list[float] = field(default_factory=list)
+    """The call path: a chat without an audit log."""
+    audited: list[float] = field(default_factory=list)
+    """The same path in a chat that keeps one, as every chat of a host with a secret does."""
     sdk: list[float] = field(default_factory=list)
     conn: list[float] = field(default_factory=list)
     big_ours: list[float] = field(default_factory=list)
@@ -56,7 +65,14 @@ class _Samples:
     redact_cpu: list[float] = field(default_factory=list)
     legacy: list[float] = field(default_factory=list)
     cpu: dict[str, list[float]] = field(
-        default_factory=lambda: {"ours": [], "sdk": [], "conn": [], "big_ours": [], "big_sdk": []}
+        default_factory=lambda: {
+            "ours": [],
+            "audited": [],
+            "sdk": [],
+            "conn": [],
+            "big_ours": [],
+            "big_sdk": [],
+        }
     )
 
     def extra(self, side: str, base: str) -> float:
@@ -85,17 +101,24 @@ async def _measure(samples: _Samples, quick: bool) -> None:
     blocks, big_blocks = samples.blocks, samples.big_blocks
     async with bench_server() as served, playa_in_tmp(RemoteMcpSettings()) as (host, extension):
         ui = QuietUI()
-        session = await host.session("console:bench", owner="owner")
-        reply = await host.handle(session, message(f"/mcp_add bench {served.url} --bearer {TOKEN}"), ui)
-        assert reply is not None and "bench__echo" in reply.text, reply
+        audited = await host.session("console:bench", owner="owner")
+        session = await unaudited_session(host, extension, "console:plain")
+        for chat in (audited, session):
+            reply = await host.handle(chat, message(f"/mcp_add bench {served.url} --bearer {TOKEN}"), ui)
+            assert reply is not None and "bench__echo" in reply.text, reply
+            result = await host.call_tool(chat, "bench__echo", ARGS)
+            assert result.text == ARGS["text"] and not result.is_error, result
         state = extension.chat(session).servers["bench"]
         assert state.connection is not None
         connection = state.connection
-        result = await host.call_tool(session, "bench__echo", ARGS)
-        assert result.text == ARGS["text"] and not result.is_error, result
+        audit = extension.chat(audited).audit
+        assert audit.enabled
 
         async def playa_call() -> object:
             return await host.call_tool(session, "bench__echo", ARGS)
+
+        async def audited_call() -> object:
+            return await host.call_tool(audited, "bench__echo", ARGS)
 
         async def connection_call() -> object:
             return await connection.call_tool("echo", ARGS)
@@ -110,13 +133,18 @@ async def _measure(samples: _Samples, quick: bool) -> None:
             async def sdk_call() -> object:
                 return await client.call_tool("echo", ARGS)
 
-            for call in (playa_call, sdk_call, connection_call):  # warm up both sides
+            for call in (playa_call, audited_call, sdk_call, connection_call):  # warm up every side
                 for _ in range(20):
                     await call()
-            sides = [("ours", playa_call, ours), ("sdk", sdk_call, sdk), ("conn", connection_call, conn)]
+            await audit.flush()
+            sides = [
+                ("ours", playa_call, ours),
+                ("audited", audited_call, samples.audited),
+                ("sdk", sdk_call, sdk),
+                ("conn", connection_call, conn),
+            ]
             # Each call's audit record is written in a batch after it: in the block's CPU.
-            audit = extension.chat(session).audit
-            await alternating_blocks(sides, blocks, PER_BLOCK, cpu, settle={"ours": audit.flush})
+            await alternating_blocks(sides, blocks, PER_BLOCK, cpu, settle={"audited": audit.flush})
 
             # 1 MB results: the costs that grow with the result, side by side.
             async def big_playa_call() -> object:
@@ -132,9 +160,7 @@ async def _measure(samples: _Samples, quick: bool) -> None:
             for call in (big_playa_call, big_sdk_call):
                 await call()
             big_sides = [("big_ours", big_playa_call, big_ours), ("big_sdk", big_sdk_call, big_sdk)]
-            await alternating_blocks(
-                big_sides, big_blocks, BIG_PER_BLOCK, cpu, settle={"big_ours": audit.flush}
-            )
+            await alternating_blocks(big_sides, big_blocks, BIG_PER_BLOCK, cpu)
             # What the model-bound gate adds when the result is sent to the model: its redaction.
             text = (await host.call_tool(session, "bench__blob", BIG_ARGS)).text
             redactor = host.redactor(session)
@@ -153,7 +179,7 @@ async def _measure(samples: _Samples, quick: bool) -> None:
 def _report_calls(report: Report, samples: _Samples) -> None:
     ours, sdk, conn, cpu, legacy = samples.ours, samples.sdk, samples.conn, samples.cpu, samples.legacy
     extra = samples.extra
-    a, b, c = Spread.of(ours), Spread.of(sdk), Spread.of(conn)
+    a, b, c, d = Spread.of(ours), Spread.of(sdk), Spread.of(conn), Spread.of(samples.audited)
     ratio = a.median / b.median
     report.add(
         "call, median (p25–p75)",
@@ -181,6 +207,17 @@ def _report_calls(report: Report, samples: _Samples) -> None:
         verdict=verdict(overhead <= TARGET_OWN_CPU),
     )
     report.add(
+        "the call's audit record: client CPU (wall: median difference)",
+        f"{extra('audited', 'ours') * 1e6:+.0f} µs CPU ({(d.median - a.median) * 1e6:+.0f} µs wall)",
+        target="bench audit",
+    )
+    report.add(
+        "call in a chat with its audit log, median (p25–p75)",
+        d.text(),
+        b.text(),
+        f"{d.median / b.median:.3f}",
+    )
+    report.add(
         "Connection.call_tool alone (layer below the host)",
         c.text(),
         b.text(),
@@ -202,6 +239,11 @@ def _report_calls(report: Report, samples: _Samples) -> None:
         'server, as Playa does. The `mode="legacy"` row is the SDK over the initialize handshake, '
         "for the record, not the baseline. Playa's connection holds its change stream "
         "(subscriptions/listen, opened at its first call, in the warm-up); the baseline holds none."
+    )
+    report.notes.append(
+        "The call's targets are the call path's: a chat without an audit log. A chat that keeps "
+        "one (every chat of a host with a secret) adds each call's record, its seal and its share "
+        "of a batch's write and fsync, which has a target of its own: ≤ 200 µs a call (bench audit)."
     )
 
 
