@@ -53,7 +53,7 @@ def map_result(
         parts.append(f"Structured content:\n{rendered}" if parts else rendered)
 
     text = "\n".join(parts)
-    if not text.strip():
+    if not text or text.isspace():  # no copy of a long text, as ``strip`` would make
         # An empty tool result reads to a model like a lost message; say it was empty.
         text = NO_CONTENT
     if max_text is not None and len(text) > max_text:
@@ -150,8 +150,9 @@ def _echoed_in_text(structured: object, blocks: list[object]) -> bool:
         values.append(next(iter(structured.values())))
     # The plain text first: most servers echo a string, and parsing a text that is not JSON
     # costs an exception per text.
-    if any(isinstance(value, str) and value in candidates for value in values):
-        return True
+    for value in values:
+        if isinstance(value, str) and value in candidates:
+            return True
     parsed = [_parsed(text) for text in candidates]
     for value in values:
         if any(_equal(found, value) for found in parsed):

@@ -27,7 +27,7 @@ import math
 import re
 import zlib
 from collections.abc import AsyncIterator, Iterator
-from typing import Final
+from typing import Final, NoReturn
 
 import anyio
 import httpx2
@@ -117,7 +117,15 @@ class _CappedStream(httpx2.AsyncByteStream):
         self._ended = False
         self._abandoned = False
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._decoder is None and not self._per_event and self._encoding != "unsupported":
+            # The common answer, a plain body: counted as it comes, by an iterator rather than
+            # an async generator, whose machinery costs an answer more than the counting.
+            self._chunks = chunks = aiter(self._inner)
+            return _Counted(self, chunks, self._budget.limit)
+        return self._decoded()
+
+    async def _decoded(self) -> AsyncIterator[bytes]:
         if self._encoding == "unsupported":
             # Only gzip and deflate are offered (Accept-Encoding); anything else would be
             # decoded by httpx2 outside this budget.
@@ -144,14 +152,22 @@ class _CappedStream(httpx2.AsyncByteStream):
                         seen = len(window) - ends[-1].end()
                     tail = window[-3:]
                 if seen > limit:
-                    if self._per_event:
-                        self._budget.exceeded_events += 1
-                    else:
-                        self._budget.exceeded += 1
-                    self._abandoned = True  # the rest is not worth reading, not even to keep the connection
-                    raise ResultTooLarge(too_large_reason(limit))
+                    self.cut(limit)
                 yield piece
         self._ended = True
+
+    def ended(self) -> None:
+        """The body was read to its end."""
+        self._ended = True
+
+    def cut(self, limit: int) -> NoReturn:
+        """Stop reading: the body brought more than ``limit`` bytes."""
+        if self._per_event:
+            self._budget.exceeded_events += 1
+        else:
+            self._budget.exceeded += 1
+        self._abandoned = True  # the rest is not worth reading, not even to keep the connection
+        raise ResultTooLarge(too_large_reason(limit))
 
     async def aclose(self) -> None:
         try:
@@ -192,6 +208,32 @@ class _CappedStream(httpx2.AsyncByteStream):
                 )
 
 
+class _Counted:
+    """A plain body's chunks, counted against the budget's ``limit`` as they come."""
+
+    __slots__ = ("_chunks", "_limit", "_seen", "_stream")
+
+    def __init__(self, stream: _CappedStream, chunks: AsyncIterator[bytes], limit: int) -> None:
+        self._stream = stream
+        self._chunks = chunks
+        self._limit = limit
+        self._seen = 0
+
+    def __aiter__(self) -> _Counted:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            chunk = await self._chunks.__anext__()
+        except StopAsyncIteration:
+            self._stream.ended()
+            raise
+        self._seen += len(chunk)
+        if self._seen > self._limit:
+            self._stream.cut(self._limit)
+        return chunk
+
+
 class ResultBudget:
     """An httpx2 response hook that bounds what each response body may bring, decoded.
 
@@ -209,10 +251,10 @@ class ResultBudget:
 
     async def on_response(self, response: httpx2.Response) -> None:
         """The budget as an httpx2 response hook of its own."""
-        self.wrap(response)
+        self.wrap(response, per_event=response.request.method == "GET")
 
-    def wrap(self, response: httpx2.Response) -> None:
-        """Bound ``response``'s body (before anything reads it)."""
+    def wrap(self, response: httpx2.Response, *, per_event: bool) -> None:
+        """Bound ``response``'s body (before anything reads it): per event for a GET's event stream."""
         headers = response.headers
         encoding = "identity"
         if (given := headers.get("content-encoding")) is not None:
@@ -223,7 +265,6 @@ class ResultBudget:
             del headers["content-encoding"]
         stream = response.stream
         assert isinstance(stream, httpx2.AsyncByteStream)
-        per_event = response.request.method == "GET"
         response.stream = _CappedStream(stream, self, encoding, per_event=per_event)
 
 

@@ -53,6 +53,8 @@ class Wire:
         self.budget = ResultBudget(settings.max_result_bytes, event_limit=self.event_limit())
         self._has_session = False
         """The server gave a session id: the SDK then opens the session's listening GET stream."""
+        self._connecting = True
+        """Until the connect is done, when whether there is a session is known."""
         self._listened = False
         """The listening stream's GET was answered (its headers, whatever the status)."""
         self._listening: anyio.Event | None = None
@@ -94,13 +96,16 @@ class Wire:
 
     async def _on_response(self, response: httpx2.Response) -> None:
         """Every response's one hook: the trace first (it may read a short error body), then the budget."""
-        await self.trace.on_response(response)
-        self.budget.wrap(response)
-        if response.request.method == "GET":
+        if response.status_code >= 300:
+            await self.trace.on_response(response)  # only errors and redirects are traced
+        listening = response.request.method == "GET"
+        self.budget.wrap(response, per_event=listening)
+        if listening:
             self._listened = True
             if self._listening is not None:
                 self._listening.set()
-        elif not self._has_session and "mcp-session-id" in response.headers:
+        elif self._connecting and "mcp-session-id" in response.headers:
+            # A server gives its session id in its answer to the handshake, or never.
             self._has_session = True
 
     async def listening_opened(self) -> None:
@@ -110,6 +115,7 @@ class Wire:
         request outside a call (a question, roots/list) sends it there, and drops it while no
         stream is open: a first call made before then could wait out its whole timeout.
         """
+        self._connecting = False
         if self.transport == "streamable-http" and self._has_session and not self._listened:
             listening = self._listening = anyio.Event()
             with anyio.move_on_after(_LISTENING_WAIT):
