@@ -208,7 +208,7 @@ class RemoteMcpExtension(Extension):
     async def on_tool_result(self, event: ToolResultEvent) -> None:
         # Every result of the chat, the workspace's too: the flow guard's sources of the turn.
         chat = self._chats.get(event.session.scope)
-        if chat is not None and chat.session is event.session:
+        if chat is not None and chat.session is event.session and chat.flow_guard.watching:
             chat.saw_result(event.tool_name, event.arguments, event.result)
             for source in self.resources(chat).sources(event.tool_name, event.arguments):
                 chat.flow_guard.saw(source, event.result.text)

@@ -387,9 +387,14 @@ class FlowGuard:
     def mode(self) -> FlowGuardMode:
         return self._mode()
 
+    @property
+    def watching(self) -> bool:
+        """Whether results are recorded now: in a turn, with the guard on."""
+        return self._session.turn_ui is not None and self.mode != "off"
+
     def saw(self, source: FlowSource, text: str) -> None:
         """The model saw ``text`` from ``source`` in the running turn (none: nothing to guard)."""
-        if self._session.turn_ui is None or self.mode == "off":
+        if not self.watching:
             return
         # What the model saw, and so what it can copy: the result with every credential removed.
         full = self.turn.full
