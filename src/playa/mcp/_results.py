@@ -144,13 +144,6 @@ def _echoed_in_text(structured: object, blocks: list[object]) -> bool:
     texts = [block.text for block in blocks if isinstance(block, mcp_types.TextContent)]
     if not texts:
         return False
-    if (
-        len(texts) == 1
-        and isinstance(structured, dict)
-        and len(structured) == 1
-        and next(iter(structured.values())) == texts[0]
-    ):
-        return True  # the most common shape, the SDK's ``{"result": <the text>}``: at once
     candidates = [*texts, "".join(texts)] if len(texts) > 1 else texts
     values = [structured]
     if isinstance(structured, dict) and len(structured) == 1:
